@@ -1,0 +1,188 @@
+"""Bounded ring-buffer history of device and host metrics, behind the charts and the advice rules."""
+
+from __future__ import annotations
+
+import math
+from array import array
+from dataclasses import dataclass
+
+from gputop.collect.model import Snapshot
+
+DEFAULT_CAPACITY = 3600
+"""Samples kept per metric: 15 minutes at 4 Hz, 30 minutes at the default 0.5 s interval."""
+
+DEVICE_METRICS = (
+    "utilization_gpu_percent",
+    "utilization_memory_percent",
+    "memory_used_bytes",
+    "power_watts",
+    "temperature_celsius",
+    "fan_percent",
+    "clock_sm_mhz",
+    "pcie_rx_bytes_per_s",
+    "pcie_tx_bytes_per_s",
+    "sm_active_percent",
+    "tensor_active_percent",
+    "dram_active_percent",
+)
+"""DeviceSample fields whose history is kept."""
+
+HOST_METRICS = ("cpu_percent", "iowait_percent", "memory_used_bytes", "swap_used_bytes")
+"""Host series kept; ``cpu_percent`` is the mean over all cores."""
+
+
+class RingBuffer:
+    """A fixed-capacity series of floats where a missing value is stored as NaN and read back as None."""
+
+    __slots__ = ("_capacity", "_data", "_start", "_size")
+
+    def __init__(self, capacity: int) -> None:
+        if capacity < 1:
+            raise ValueError("capacity must be at least 1")
+        self._capacity = capacity
+        self._data = array("d", [math.nan]) * capacity
+        self._start = 0
+        self._size = 0
+
+    def __len__(self) -> int:
+        return self._size
+
+    @property
+    def capacity(self) -> int:
+        """Most values held; older ones are overwritten."""
+        return self._capacity
+
+    def append(self, value: float | None) -> None:
+        """Add a value (None for missing), dropping the oldest when full."""
+        stored = math.nan if value is None else float(value)
+        if self._size < self._capacity:
+            self._data[(self._start + self._size) % self._capacity] = stored
+            self._size += 1
+        else:
+            self._data[self._start] = stored
+            self._start = (self._start + 1) % self._capacity
+
+    def values(self, last: int | None = None) -> list[float | None]:
+        """The newest ``last`` values (all when None), oldest first, missing ones as None."""
+        count = self._size if last is None else max(0, min(last, self._size))
+        first = self._start + self._size - count
+        out: list[float | None] = []
+        for i in range(first, first + count):
+            v = self._data[i % self._capacity]
+            out.append(None if v != v else v)
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class MetricSummary:
+    """Minimum, mean and maximum of a metric's known values over a window."""
+
+    minimum: float
+    """Smallest value."""
+    mean: float
+    """Arithmetic mean."""
+    maximum: float
+    """Largest value."""
+    count: int
+    """How many known values went into it."""
+
+
+class History:
+    """Per-metric ring buffers for every device and the host, aligned on one timestamp series.
+
+    Memory is bounded by ``capacity`` values per series whatever the run length. A device that
+    appears later is padded with missing values so every series lines up with ``timestamps()``.
+    """
+
+    def __init__(self, capacity: int = DEFAULT_CAPACITY) -> None:
+        self.capacity = capacity
+        """Samples kept per series."""
+        self.latest: Snapshot | None = None
+        """The most recent snapshot appended."""
+        self._timestamps = RingBuffer(capacity)
+        self._devices: dict[int, dict[str, RingBuffer]] = {}
+        self._host = {name: RingBuffer(capacity) for name in HOST_METRICS}
+
+    def __len__(self) -> int:
+        return len(self._timestamps)
+
+    def append(self, snapshot: Snapshot) -> None:
+        """Record the device and host metrics of ``snapshot``."""
+        self.latest = snapshot
+        self._timestamps.append(snapshot.timestamp)
+        seen = set()
+        for device in snapshot.devices:
+            seen.add(device.index)
+            series = self._devices.get(device.index)
+            if series is None:
+                series = self._new_device_series()
+                self._devices[device.index] = series
+            for name, ring in series.items():
+                ring.append(getattr(device, name))
+        for index, series in self._devices.items():
+            if index not in seen:
+                for ring in series.values():
+                    ring.append(None)
+        host = snapshot.host
+        cores = host.cpu_percent_per_core
+        self._host["cpu_percent"].append(sum(cores) / len(cores) if cores else None)
+        self._host["iowait_percent"].append(host.iowait_percent)
+        self._host["memory_used_bytes"].append(host.memory_used_bytes)
+        self._host["swap_used_bytes"].append(host.swap_used_bytes)
+
+    def _new_device_series(self) -> dict[str, RingBuffer]:
+        series = {name: RingBuffer(self.capacity) for name in DEVICE_METRICS}
+        for _ in range(len(self._timestamps) - 1):
+            for ring in series.values():
+                ring.append(None)
+        return series
+
+    def timestamps(self, last: int | None = None) -> list[float]:
+        """Epoch seconds of the newest ``last`` samples, oldest first."""
+        return [t for t in self._timestamps.values(last) if t is not None]
+
+    def device_indexes(self) -> list[int]:
+        """Indexes of every device seen so far."""
+        return sorted(self._devices)
+
+    def device(self, index: int, metric: str, last: int | None = None) -> list[float | None]:
+        """Series of a device metric (one of DEVICE_METRICS); empty for an unknown device."""
+        if metric not in DEVICE_METRICS:
+            raise KeyError(f"untracked device metric {metric!r}")
+        series = self._devices.get(index)
+        return series[metric].values(last) if series else []
+
+    def host(self, metric: str, last: int | None = None) -> list[float | None]:
+        """Series of a host metric (one of HOST_METRICS)."""
+        return self._host[metric].values(last)
+
+    def samples_within(self, seconds: float) -> int:
+        """How many of the newest samples fall within ``seconds`` of the latest one."""
+        stamps = self.timestamps()
+        if not stamps:
+            return 0
+        cutoff = stamps[-1] - seconds
+        count = 0
+        for t in reversed(stamps):
+            if t < cutoff:
+                break
+            count += 1
+        return count
+
+    def device_summary(self, index: int, metric: str, seconds: float | None = None) -> MetricSummary | None:
+        """Min/mean/max of a device metric over the last ``seconds`` (all history when None)."""
+        last = None if seconds is None else self.samples_within(seconds)
+        return summarize(self.device(index, metric, last))
+
+    def host_summary(self, metric: str, seconds: float | None = None) -> MetricSummary | None:
+        """Min/mean/max of a host metric over the last ``seconds`` (all history when None)."""
+        last = None if seconds is None else self.samples_within(seconds)
+        return summarize(self.host(metric, last))
+
+
+def summarize(values: list[float | None]) -> MetricSummary | None:
+    """Summarize the known values of a series; None when none is known."""
+    known = [v for v in values if v is not None]
+    if not known:
+        return None
+    return MetricSummary(min(known), sum(known) / len(known), max(known), len(known))

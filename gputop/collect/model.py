@@ -1,0 +1,238 @@
+"""Immutable snapshot dataclasses.
+
+Every metric that a GPU, driver or operating system cannot provide is ``None`` (shown as N/A),
+never 0, so "unsupported" is never confused with "idle".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+SCHEMA_VERSION = 1
+"""Version of the snapshot layout written to JSON output and recordings."""
+
+ROLE_GPU = "gpu"
+"""Role of a process that holds a GPU context."""
+
+ROLE_DATALOADER_WORKER = "dataloader_worker"
+"""Role of a PyTorch DataLoader worker feeding a GPU process."""
+
+
+@dataclass(frozen=True, slots=True)
+class DriverInfo:
+    """Versions of the NVIDIA driver stack."""
+
+    driver_version: str | None = None
+    """Kernel driver version, e.g. ``"550.54.15"``."""
+    cuda_driver_version: str | None = None
+    """Highest CUDA version the driver supports, e.g. ``"12.4"``."""
+    nvml_version: str | None = None
+    """Version of the NVML library itself."""
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceSample:
+    """One GPU at one instant."""
+
+    index: int
+    """NVML device index."""
+    name: str | None = None
+    """Marketing name, e.g. ``"NVIDIA H100 80GB HBM3"``."""
+    uuid: str | None = None
+    """Stable ``GPU-...`` identifier."""
+    lost: bool = False
+    """True when the GPU fell off the bus or stopped answering; other fields are then None."""
+    utilization_gpu_percent: float | None = None
+    """Percent of the last sample period during which any kernel ran (not SM occupancy)."""
+    utilization_memory_percent: float | None = None
+    """Percent of time the memory controller was busy."""
+    memory_used_bytes: int | None = None
+    """Device memory in use by contexts (excludes driver-reserved memory)."""
+    memory_total_bytes: int | None = None
+    """Total device memory."""
+    memory_reserved_bytes: int | None = None
+    """Memory reserved by the driver and firmware (``nvmlDeviceGetMemoryInfo_v2``)."""
+    power_watts: float | None = None
+    """Current power draw."""
+    power_limit_watts: float | None = None
+    """Enforced power limit."""
+    temperature_celsius: float | None = None
+    """GPU core temperature."""
+    fan_percent: float | None = None
+    """Fan speed as percent of maximum; None on passively cooled boards."""
+    clock_sm_mhz: int | None = None
+    """Current SM clock."""
+    clock_memory_mhz: int | None = None
+    """Current memory clock."""
+    pstate: int | None = None
+    """Performance state, 0 (fastest) to 15."""
+    energy_joules: float | None = None
+    """Energy consumed since the driver loaded."""
+    throttle_reasons: tuple[str, ...] = ()
+    """Active clock-event (throttle) reasons, decoded to names such as ``"hw_thermal"``."""
+    pcie_tx_bytes_per_s: float | None = None
+    """PCIe bytes per second sent by the GPU to the host."""
+    pcie_rx_bytes_per_s: float | None = None
+    """PCIe bytes per second received by the GPU from the host."""
+    ecc_errors_uncorrected: int | None = None
+    """Volatile uncorrected ECC error count; None where ECC is off or unsupported."""
+    mig_mode: bool | None = None
+    """True when MIG is enabled; None where MIG is unsupported."""
+    compute_capability: tuple[int, int] | None = None
+    """CUDA compute capability (major, minor)."""
+    sm_active_percent: float | None = None
+    """GPM: percent of SM cycles with at least one warp resident (Hopper and later)."""
+    sm_occupancy_percent: float | None = None
+    """GPM: achieved warp occupancy as a percent of the maximum."""
+    tensor_active_percent: float | None = None
+    """GPM: percent of cycles the tensor cores were busy."""
+    dram_active_percent: float | None = None
+    """GPM: DRAM bandwidth utilization percent."""
+    error: str | None = None
+    """One-line reason when the device is lost or a call failed in a way worth showing."""
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessSample:
+    """A process that uses a GPU, or a DataLoader worker feeding one."""
+
+    pid: int
+    """Process id as seen in this PID namespace (NVML's PID for GPU processes)."""
+    role: str = ROLE_GPU
+    """``"gpu"`` or ``"dataloader_worker"``."""
+    device_index: int | None = None
+    """GPU the process uses; for a worker, the GPU of its trainer."""
+    trainer_pid: int | None = None
+    """For a DataLoader worker, the GPU process it feeds; None for GPU processes."""
+    ppid: int | None = None
+    """Parent process id."""
+    name: str | None = None
+    """Process name (``comm``); untrusted text."""
+    cmdline: str | None = None
+    """Full command line joined by spaces; untrusted text."""
+    user: str | None = None
+    """Owner's user name (or numeric uid when unknown)."""
+    gpu_memory_bytes: int | None = None
+    """GPU memory held by the process on ``device_index``."""
+    sm_percent: float | None = None
+    """Per-process SM utilization from ``nvmlDeviceGetProcessUtilization``."""
+    gpu_memory_percent: float | None = None
+    """Per-process memory-controller utilization."""
+    gpu_process_type: str | None = None
+    """``"compute"``, ``"graphics"`` or ``"compute+graphics"`` for GPU processes."""
+    cpu_percent: float | None = None
+    """CPU use since the previous poll, 100 = one full core."""
+    rss_bytes: int | None = None
+    """Resident host memory."""
+    elapsed_seconds: float | None = None
+    """Time since the process started."""
+    create_time: float | None = None
+    """Epoch seconds when the process started; with ``pid`` it identifies the process."""
+    status: str | None = None
+    """psutil status, e.g. ``"running"``, ``"sleeping"``, ``"zombie"``."""
+    num_workers: int | None = None
+    """For a GPU process, how many DataLoader workers were found under it."""
+    note: str | None = None
+    """Why details are missing, e.g. ``"access denied"`` or ``"not in this PID namespace"``."""
+
+
+@dataclass(frozen=True, slots=True)
+class HostSample:
+    """The host machine at one instant."""
+
+    hostname: str | None = None
+    """Short host name."""
+    cpu_percent_per_core: tuple[float, ...] = ()
+    """Busy percent of each logical core since the previous poll."""
+    iowait_percent: float | None = None
+    """Percent of CPU time waiting for I/O since the previous poll; None where not reported."""
+    load_average: tuple[float, float, float] | None = None
+    """1, 5 and 15 minute load averages."""
+    memory_used_bytes: int | None = None
+    """Host memory in use (total minus available)."""
+    memory_total_bytes: int | None = None
+    """Total host memory."""
+    swap_used_bytes: int | None = None
+    """Swap in use."""
+    swap_total_bytes: int | None = None
+    """Total swap."""
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorNote:
+    """A fault worth telling the user about, in one line."""
+
+    scope: str
+    """Where it happened: ``"nvml"``, ``"host"``, ``"gpu0"``, ``"replay"``, ..."""
+    message: str
+    """One-line reason, e.g. ``"NVIDIA driver not loaded (NVML_ERROR_DRIVER_NOT_LOADED)"``."""
+
+
+@dataclass(frozen=True, slots=True)
+class Advice:
+    """One piece of live advice: what is wrong, the evidence in numbers and what to change."""
+
+    id: str
+    """Stable identifier of the rule and scope, e.g. ``"input_bound:gpu0"``."""
+    severity: str
+    """``"info"``, ``"warn"`` or ``"critical"``."""
+    scope: str
+    """``"host"``, ``"gpu0"``, ``"pid1234"`` and so on."""
+    title: str
+    """One-line summary."""
+    evidence: str
+    """The numbers behind it."""
+    action: str
+    """The concrete change to make."""
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """Everything known at one poll: driver, host, devices, processes, advice and errors."""
+
+    timestamp: float
+    """Epoch seconds of the poll."""
+    source: str
+    """``"nvml"``, ``"demo"`` or ``"replay"``."""
+    host: HostSample = field(default_factory=HostSample)
+    """Host CPU and memory."""
+    driver: DriverInfo | None = None
+    """Driver versions; None when NVML is unavailable."""
+    devices: tuple[DeviceSample, ...] = ()
+    """GPUs in index order."""
+    processes: tuple[ProcessSample, ...] = ()
+    """GPU processes, each followed by its DataLoader workers."""
+    advice: tuple[Advice, ...] = ()
+    """Live advice, highest severity first."""
+    errors: tuple[ErrorNote, ...] = ()
+    """Faults met during this poll."""
+    label: str | None = None
+    """Human description of the source, e.g. ``"demo: input-bound (simulated)"``."""
+    schema: int = SCHEMA_VERSION
+    """Layout version."""
+
+
+@dataclass(frozen=True, slots=True)
+class GpuReading:
+    """What a GPU source (NVML) returns from one poll, before host data is joined in."""
+
+    driver: DriverInfo | None = None
+    """Driver versions; None when NVML is unavailable."""
+    devices: tuple[DeviceSample, ...] = ()
+    """GPUs in index order (lost ones included, marked ``lost``)."""
+    processes: tuple[ProcessSample, ...] = ()
+    """GPU processes with only NVML fields set (pid, device_index, memory, SM %, type)."""
+    errors: tuple[ErrorNote, ...] = ()
+    """Faults met during this poll."""
+
+
+@dataclass(frozen=True, slots=True)
+class HostReading:
+    """What the host source returns from one poll."""
+
+    host: HostSample
+    """Host CPU and memory."""
+    processes: tuple[ProcessSample, ...] = ()
+    """The GPU processes, enriched with psutil fields, each followed by its DataLoader workers."""
+    errors: tuple[ErrorNote, ...] = ()
+    """Faults met during this poll."""

@@ -1,0 +1,187 @@
+"""The sampler: one thread that polls a source at a fixed cadence, without overlap, and fans snapshots out."""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+from collections.abc import Callable
+from typing import Protocol
+
+from gputop.collect.history import History
+from gputop.collect.model import Advice, ErrorNote, Snapshot
+from gputop.collect.source import SnapshotSource
+
+MIN_INTERVAL = 0.1
+"""Shortest polling period allowed, in seconds."""
+
+DEFAULT_INTERVAL = 0.5
+"""Polling period used when none is given, in seconds."""
+
+Advisor = Callable[[Snapshot, History], tuple[Advice, ...]]
+"""Turns the newest snapshot plus history into advice (the advice engine)."""
+
+Subscriber = Callable[[Snapshot], None]
+"""Receives each finished snapshot, on the sampler thread; must return quickly."""
+
+
+class SnapshotWriter(Protocol):
+    """Anything that stores snapshots, such as a recording (``write`` may raise OSError)."""
+
+    def write(self, snapshot: Snapshot) -> None:
+        """Store one snapshot."""
+        ...
+
+    def close(self) -> None:
+        """Flush and release the storage."""
+        ...
+
+
+class Sampler:
+    """Polls ``source`` every ``interval`` seconds on its own thread.
+
+    Polls never overlap: when a poll overruns the period, the next one starts right after it and
+    missed ticks are dropped rather than queued. Each snapshot gets advice (when an advisor is
+    given), goes into ``history``, into the recorder (when given), and then to every subscriber.
+    """
+
+    def __init__(
+        self,
+        source: SnapshotSource,
+        interval: float = DEFAULT_INTERVAL,
+        history: History | None = None,
+        advisor: Advisor | None = None,
+        recorder: SnapshotWriter | None = None,
+    ) -> None:
+        self.source = source
+        """Where snapshots come from."""
+        self.history = history if history is not None else History()
+        """Ring-buffer history of everything polled."""
+        self.advisor = advisor
+        """Advice engine, or None."""
+        self.recorder = recorder
+        """Recording sink, or None; dropped (with an error note) if a write fails."""
+        self.max_gap = 0.0
+        """Longest time seen between the starts of two consecutive polls, in seconds."""
+        self.last_poll_seconds = 0.0
+        """How long the latest poll took, advice and recording included."""
+        self._interval = clamp_interval(interval)
+        self._subscribers: list[Subscriber] = []
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._paused = False
+        self._thread: threading.Thread | None = None
+        self._last_start: float | None = None
+        self._standing_errors: list[ErrorNote] = []
+
+    @property
+    def interval(self) -> float:
+        """Polling period in seconds."""
+        return self._interval
+
+    def set_interval(self, seconds: float) -> float:
+        """Change the polling period (clamped to at least MIN_INTERVAL); returns the value applied."""
+        self._interval = clamp_interval(seconds)
+        self._wake.set()
+        return self._interval
+
+    @property
+    def paused(self) -> bool:
+        """True while polling is suspended."""
+        return self._paused
+
+    def pause(self) -> None:
+        """Suspend polling (the last snapshot stays current)."""
+        self._paused = True
+
+    def resume(self) -> None:
+        """Resume polling at once."""
+        self._paused = False
+        self._wake.set()
+
+    def subscribe(self, callback: Subscriber) -> None:
+        """Call ``callback(snapshot)`` after every poll, on the sampler thread."""
+        with self._lock:
+            self._subscribers.append(callback)
+
+    def add_standing_error(self, note: ErrorNote) -> None:
+        """Attach ``note`` to every snapshot from now on (e.g. a config warning, a failed recording)."""
+        self._standing_errors.append(note)
+
+    def poll_once(self) -> Snapshot:
+        """Take one snapshot now on the calling thread, with advice, history and recording applied."""
+        started = time.monotonic()
+        if self._last_start is not None:
+            self.max_gap = max(self.max_gap, started - self._last_start)
+        self._last_start = started
+        snapshot = self._poll_source()
+        self.history.append(snapshot)
+        if self.advisor is not None:
+            snapshot = dataclasses.replace(snapshot, advice=self.advisor(snapshot, self.history))
+        self._record(snapshot)
+        if self._standing_errors:
+            snapshot = dataclasses.replace(snapshot, errors=snapshot.errors + tuple(self._standing_errors))
+        self.history.latest = snapshot
+        self.last_poll_seconds = time.monotonic() - started
+        return snapshot
+
+    def _poll_source(self) -> Snapshot:
+        try:
+            return self.source.poll()
+        except Exception as exc:  # a source bug must not kill the monitor
+            message = f"internal error in the {self.source.kind} source: {type(exc).__name__}: {exc}"
+            return Snapshot(timestamp=time.time(), source=self.source.kind, errors=(ErrorNote("sampler", message),))
+
+    def _record(self, snapshot: Snapshot) -> None:
+        if self.recorder is None:
+            return
+        try:
+            self.recorder.write(snapshot)
+        except OSError as exc:
+            self.recorder = None
+            self.add_standing_error(ErrorNote("record", f"recording stopped: {exc}"))
+
+    def start(self) -> None:
+        """Start the polling thread (a daemon, so a lost terminal never hangs the exit)."""
+        if self._thread is not None:
+            return
+        self._thread = threading.Thread(target=self._run, name="gputop-sampler", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout: float = 2.0) -> None:
+        """Stop the thread, close the recorder and the source."""
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout)
+        if self.recorder is not None:
+            try:
+                self.recorder.close()
+            except OSError:
+                pass
+            self.recorder = None
+        self.source.close()
+
+    def _run(self) -> None:
+        deadline = time.monotonic()
+        while not self._stop.is_set():
+            if self._paused:
+                self._wake.wait()
+                self._wake.clear()
+                deadline = time.monotonic()
+                continue
+            snapshot = self.poll_once()
+            with self._lock:
+                subscribers = list(self._subscribers)
+            for callback in subscribers:
+                callback(snapshot)
+            now = time.monotonic()
+            deadline = max(deadline + self._interval, now)
+            self._wake.clear()
+            self._wake.wait(deadline - now)
+
+
+def clamp_interval(seconds: float) -> float:
+    """Return ``seconds`` raised to MIN_INTERVAL if below it."""
+    return max(MIN_INTERVAL, float(seconds))

@@ -1,0 +1,143 @@
+"""The sampler thread: cadence without overlap, pause, interval changes, faults that must not kill it."""
+
+import threading
+import time
+
+from gputop.collect.history import History
+from gputop.collect.model import Advice, DeviceSample, Snapshot
+from gputop.collect.sampler import MIN_INTERVAL, Sampler, clamp_interval
+
+
+class CountingSource:
+    """A source that records how many polls run at once and can be made slow or faulty."""
+
+    kind = "demo"
+
+    def __init__(self, delay=0.0, fail_on=()):
+        self.delay = delay
+        self.fail_on = set(fail_on)
+        self.calls = 0
+        self.active = 0
+        self.max_active = 0
+        self.closed = False
+        self._lock = threading.Lock()
+
+    def poll(self):
+        with self._lock:
+            self.calls += 1
+            call = self.calls
+            self.active += 1
+            self.max_active = max(self.max_active, self.active)
+        try:
+            if call in self.fail_on:
+                raise RuntimeError("boom")
+            time.sleep(self.delay)
+            return Snapshot(timestamp=time.time(), source="demo", devices=(DeviceSample(index=0, utilization_gpu_percent=float(call)),))
+        finally:
+            with self._lock:
+                self.active -= 1
+
+    def close(self):
+        self.closed = True
+
+
+def wait_for(predicate, timeout=10.0):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if predicate():
+            return True
+        time.sleep(0.01)
+    return False
+
+
+def test_slow_polls_never_overlap_and_every_snapshot_reaches_subscribers():
+    source = CountingSource(delay=0.15)
+    sampler = Sampler(source, interval=0.1)
+    received = []
+    sampler.subscribe(received.append)
+    sampler.start()
+    assert wait_for(lambda: len(received) >= 5)
+    sampler.stop()
+    assert source.max_active == 1
+    assert source.closed
+    assert [s.devices[0].utilization_gpu_percent for s in received] == sorted(s.devices[0].utilization_gpu_percent for s in received)
+    assert len(sampler.history) == source.calls
+
+
+def test_pause_stops_polling_and_resume_restarts_it():
+    source = CountingSource()
+    sampler = Sampler(source, interval=0.1)
+    sampler.start()
+    assert wait_for(lambda: source.calls >= 2)
+    sampler.pause()
+    time.sleep(0.15)  # let an in-flight wait finish
+    paused_at = source.calls
+    time.sleep(0.5)
+    assert source.calls <= paused_at + 1
+    assert sampler.paused
+    sampler.resume()
+    assert wait_for(lambda: source.calls >= paused_at + 3)
+    sampler.stop()
+
+
+def test_interval_is_clamped_to_the_minimum():
+    sampler = Sampler(CountingSource(), interval=0.01)
+    assert sampler.interval == MIN_INTERVAL
+    assert sampler.set_interval(2.0) == 2.0
+    assert clamp_interval(0.0) == MIN_INTERVAL
+
+
+def test_a_source_exception_becomes_an_error_note_and_sampling_goes_on():
+    source = CountingSource(fail_on={1})
+    sampler = Sampler(source, interval=0.1)
+    first = sampler.poll_once()
+    second = sampler.poll_once()
+    assert first.errors and "RuntimeError: boom" in first.errors[0].message
+    assert first.errors[0].scope == "sampler"
+    assert second.errors == ()
+    assert second.devices[0].utilization_gpu_percent == 2.0
+
+
+def test_advice_is_computed_from_history_that_includes_the_new_snapshot():
+    seen = []
+
+    def advisor(snapshot, history):
+        seen.append(len(history))
+        return (Advice("x:gpu0", "info", "gpu0", "t", "e", "a"),)
+
+    sampler = Sampler(CountingSource(), advisor=advisor)
+    snap = sampler.poll_once()
+    assert seen == [1]
+    assert snap.advice[0].id == "x:gpu0"
+    assert sampler.history.latest is snap
+
+
+class BrokenRecorder:
+    def __init__(self):
+        self.writes = 0
+
+    def write(self, snapshot):
+        self.writes += 1
+        raise OSError(28, "No space left on device")
+
+    def close(self):
+        pass
+
+
+def test_a_failing_recorder_is_dropped_with_a_standing_error():
+    recorder = BrokenRecorder()
+    sampler = Sampler(CountingSource(), recorder=recorder, history=History(10))
+    first = sampler.poll_once()
+    second = sampler.poll_once()
+    assert recorder.writes == 1
+    assert sampler.recorder is None
+    for snap in (first, second):
+        assert any(e.scope == "record" and "No space left" in e.message for e in snap.errors)
+
+
+def test_max_gap_tracks_the_longest_pause_between_polls():
+    sampler = Sampler(CountingSource())
+    sampler.poll_once()
+    time.sleep(0.2)
+    sampler.poll_once()
+    assert sampler.max_gap >= 0.2
