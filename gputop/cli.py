@@ -1,0 +1,256 @@
+"""Command line: ``gputop`` / ``gps``. Live TUI by default; one-shot table or JSON for scripts."""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import signal
+import sys
+import time
+from pathlib import Path
+
+from gputop import __version__
+from gputop.collect.history import History
+from gputop.collect.model import ErrorNote, Snapshot
+from gputop.collect.sampler import DEFAULT_INTERVAL, MIN_INTERVAL, Sampler
+from gputop.collect.serialize import snapshot_to_json
+
+ONCE_SETTLE_SECONDS = 0.3
+"""Gap between the priming poll and the reported one in ``--once``, so CPU % and PCIe rates are real."""
+
+DEMO_PREFILL_SECONDS = 120.0
+"""Simulated history generated before a demo starts, so charts and advice are populated at once."""
+
+DEFAULT_EXPORT_DIR = Path("gputop-snapshots")
+"""Where the ``s`` key writes snapshot exports unless ``--export-dir`` says otherwise."""
+
+
+class CliError(Exception):
+    """A problem with the command line or its inputs, reported in one line with exit status 1."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser; ``--help`` documents every flag."""
+    from gputop.collect.demo import DEFAULT_SCENARIO, SCENARIOS
+
+    scenarios = "; ".join(f"{name}: {text}" for name, text in SCENARIOS.items())
+    parser = argparse.ArgumentParser(
+        prog="gputop",
+        description="Live GPU monitor for deep-learning training that tells you why your GPU is under-used. "
+        "Runs a terminal UI when stdout is a terminal, otherwise prints one snapshot and exits.",
+        epilog="`gps` is the same program. Data sources: NVML (default), --demo, --replay.",
+    )
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument(
+        "--demo",
+        nargs="?",
+        const=DEFAULT_SCENARIO,
+        choices=sorted(SCENARIOS),
+        metavar="SCENARIO",
+        help=f"show simulated data instead of real GPUs (default scenario: {DEFAULT_SCENARIO}). Scenarios: {scenarios}",
+    )
+    source.add_argument("--replay", type=Path, metavar="FILE", help="play back a recording made with --record")
+    parser.add_argument("--loop", action="store_true", help="with --replay: start again at the end")
+    parser.add_argument(
+        "--record", type=Path, metavar="FILE",
+        help="append every snapshot to FILE as JSON lines (gzip-compressed when FILE ends in .gz); "
+        "without a terminal and without --once/--duration, records until interrupted",
+    )
+    parser.add_argument("--once", action="store_true", help="print one snapshot as a table and exit (implied when stdout is not a terminal)")
+    parser.add_argument("--json", action="store_true", help="print the snapshot as JSON instead of a table (implies --once)")
+    parser.add_argument(
+        "--duration", type=float, metavar="SECONDS",
+        help="with --once/--json: sample this long before printing, so rates and windowed advice are real",
+    )
+    parser.add_argument(
+        "--interval", type=float, metavar="SECONDS",
+        help=f"polling period in seconds (default {DEFAULT_INTERVAL}; at least {MIN_INTERVAL}; "
+        "--replay defaults to the recording's own pace)",
+    )
+    parser.add_argument(
+        "--export", type=Path, metavar="DIR",
+        help="with --once: also write the snapshot export (JSON with history, Markdown report, SVG screen) into DIR",
+    )
+    parser.add_argument(
+        "--export-dir", type=Path, default=DEFAULT_EXPORT_DIR, metavar="DIR",
+        help=f"where the 's' key writes snapshot exports (default ./{DEFAULT_EXPORT_DIR}/)",
+    )
+    parser.add_argument("--readonly", action="store_true", help="disable actions that change anything (sending signals)")
+    parser.add_argument("--ascii", action="store_true", help="draw charts and borders with ASCII only")
+    parser.add_argument("--no-advice", action="store_true", help="do not evaluate the advice rules")
+    parser.add_argument(
+        "--config", type=Path, metavar="FILE",
+        help="advice thresholds file (default $XDG_CONFIG_HOME/gputop/config.toml)",
+    )
+    parser.add_argument("--version", action="version", version=f"gputop {__version__}")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run gputop with ``argv`` (default ``sys.argv[1:]``); returns the exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.interval is not None and args.interval < MIN_INTERVAL:
+        parser.error(f"--interval must be at least {MIN_INTERVAL} seconds")
+    if args.duration is not None and args.duration < 0:
+        parser.error("--duration must not be negative")
+    if args.loop and args.replay is None:
+        parser.error("--loop needs --replay")
+    try:
+        return _run(args)
+    except CliError as exc:
+        print(f"gputop: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+def _run(args: argparse.Namespace) -> int:
+    sampler = _make_sampler(args)
+    tty = sys.stdout.isatty()
+    try:
+        if args.demo is not None:
+            _prefill_demo(sampler)
+        if args.once or args.json or args.duration is not None or args.export is not None:
+            return _run_once(sampler, args)
+        if not tty:
+            if args.record is not None:
+                return _record_headless(sampler, args)
+            return _run_once(sampler, args)
+        from gputop.ui.app import GputopApp
+
+        GputopApp(sampler, readonly=args.readonly, ascii_mode=args.ascii, export_dir=args.export_dir).run()
+        return 0
+    finally:
+        sampler.stop()
+
+
+def _make_sampler(args: argparse.Namespace) -> Sampler:
+    interval = args.interval
+    if args.demo is not None:
+        from gputop.collect.demo import DemoSource
+
+        source = DemoSource(args.demo, clock=_DemoClock())
+    elif args.replay is not None:
+        from gputop.collect.replay import ReplayError, ReplaySource
+
+        try:
+            source = ReplaySource(args.replay, loop=args.loop)
+        except ReplayError as exc:
+            raise CliError(str(exc)) from exc
+        if interval is None and source.recorded_interval:
+            interval = max(MIN_INTERVAL, source.recorded_interval)
+    else:
+        from gputop.collect.live import LiveSource
+
+        source = LiveSource()
+    sampler = Sampler(source, interval or DEFAULT_INTERVAL, History(), advisor=None, recorder=None)
+    if not args.no_advice:
+        _attach_advice(sampler, args.config)
+    if args.record is not None:
+        from gputop.collect.recording import Recorder, RecordingError
+
+        try:
+            sampler.recorder = Recorder(args.record)
+        except RecordingError as exc:
+            sampler.stop()
+            raise CliError(str(exc)) from exc
+    return sampler
+
+
+def _attach_advice(sampler: Sampler, config: Path | None) -> None:
+    from gputop.advice.config import load_thresholds
+    from gputop.advice.engine import AdviceEngine
+
+    thresholds, warnings = load_thresholds(config)
+    for warning in warnings:
+        sampler.add_standing_error(ErrorNote("config", warning))
+    sampler.advisor = AdviceEngine(thresholds)
+
+
+class _DemoClock:
+    """Wall clock shifted into the past while a demo's history is prefilled."""
+
+    def __init__(self) -> None:
+        self.offset = 0.0
+
+    def __call__(self) -> float:
+        return time.time() - self.offset
+
+
+def _prefill_demo(sampler: Sampler) -> None:
+    """Run the demo through ``DEMO_PREFILL_SECONDS`` of simulated time so charts and advice start full."""
+    clock = sampler.source.clock
+    steps = int(DEMO_PREFILL_SECONDS / sampler.interval)
+    recorder, sampler.recorder = sampler.recorder, None
+    for step in range(steps, 0, -1):
+        clock.offset = step * sampler.interval
+        sampler.poll_once()
+    clock.offset = 0.0
+    sampler.recorder = recorder
+    sampler.max_gap = 0.0
+
+
+def _collect(sampler: Sampler, duration: float | None) -> Snapshot:
+    """Poll for ``duration`` seconds at the sampler's interval (or a short priming pair) and return the last snapshot."""
+    snapshot = sampler.poll_once()
+    if duration is None:
+        time.sleep(ONCE_SETTLE_SECONDS)
+        return sampler.poll_once()
+    end = time.monotonic() + duration
+    while True:
+        remaining = end - time.monotonic()
+        if remaining <= 0:
+            return snapshot
+        time.sleep(min(sampler.interval, remaining))
+        snapshot = sampler.poll_once()
+
+
+def _run_once(sampler: Sampler, args: argparse.Namespace) -> int:
+    snapshot = _collect(sampler, args.duration)
+    if args.json:
+        print(snapshot_to_json(snapshot, indent=2))
+    else:
+        from gputop.oneshot import render_once
+
+        width = shutil.get_terminal_size((160, 24)).columns if sys.stdout.isatty() else 160
+        sys.stdout.write(render_once(snapshot, width))
+    if args.export is not None:
+        _export_once(args.export, snapshot, sampler.history)
+    return 0
+
+
+def _export_once(directory: Path, snapshot: Snapshot, history: History) -> None:
+    from gputop.export import ExportError, export_snapshot
+
+    try:
+        result = export_snapshot(directory, snapshot, history, svg=None)
+    except ExportError as exc:
+        raise CliError(str(exc)) from exc
+    print("exported: " + ", ".join(str(p) for p in result.paths), file=sys.stderr)
+
+
+def _record_headless(sampler: Sampler, args: argparse.Namespace) -> int:
+    """Record until SIGINT/SIGTERM/SIGHUP without a screen (e.g. under nohup)."""
+    stop = {"now": False}
+
+    def request_stop(signum: int, frame: object) -> None:
+        stop["now"] = True
+
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, request_stop)
+    print(f"gputop: recording to {args.record} every {sampler.interval:g} s; stop with Ctrl-C or SIGTERM", file=sys.stderr)
+    count = 0
+    next_poll = time.monotonic()
+    while not stop["now"]:
+        sampler.poll_once()
+        count += 1
+        next_poll = max(next_poll + sampler.interval, time.monotonic())
+        while not stop["now"] and time.monotonic() < next_poll:
+            time.sleep(min(0.1, max(0.0, next_poll - time.monotonic())))
+    print(f"gputop: recorded {count} snapshots to {args.record}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

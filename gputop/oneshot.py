@@ -1,0 +1,120 @@
+"""The one-shot text report printed by ``gputop --once``: devices, processes with their workers, advice."""
+
+from __future__ import annotations
+
+import time
+
+from gputop import __version__
+from gputop.collect.model import ROLE_DATALOADER_WORKER, DeviceSample, ProcessSample, Snapshot
+from gputop.textsafe import safe_text
+from gputop.units import (
+    NA,
+    fmt_bytes,
+    fmt_celsius,
+    fmt_duration,
+    fmt_percent,
+    fmt_rate,
+    fmt_watts,
+)
+
+MIN_WIDTH = 60
+"""Narrowest layout; command lines are cut to fit the width given."""
+
+
+def render_once(snapshot: Snapshot, width: int = 120) -> str:
+    """Return the one-shot report for ``snapshot`` as plain text, at most ``width`` columns where it can."""
+    width = max(MIN_WIDTH, width)
+    lines = [_title(snapshot), ""]
+    lines += _device_lines(snapshot.devices)
+    lines += ["", _host_line(snapshot)]
+    lines += ["", *_process_lines(snapshot.processes, width)]
+    if snapshot.advice:
+        lines += ["", "ADVICE"]
+        for item in snapshot.advice:
+            lines.append(f"  [{item.severity}] {item.scope}: {safe_text(item.title)}")
+            lines.append(f"      evidence: {safe_text(item.evidence)}")
+            lines.append(f"      action:   {safe_text(item.action)}")
+    if snapshot.errors:
+        lines += ["", "ERRORS"]
+        lines += [f"  {safe_text(e.scope)}: {safe_text(e.message)}" for e in snapshot.errors]
+    return "\n".join(lines) + "\n"
+
+
+def _title(snapshot: Snapshot) -> str:
+    driver = snapshot.driver
+    parts = [f"gputop {__version__}"]
+    if snapshot.host.hostname:
+        parts.append(f"host {safe_text(snapshot.host.hostname)}")
+    if driver is not None:
+        parts.append(f"driver {driver.driver_version or NA}")
+        parts.append(f"CUDA {driver.cuda_driver_version or NA}")
+    parts.append(safe_text(snapshot.label or snapshot.source))
+    parts.append(time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(snapshot.timestamp)))
+    return " | ".join(parts)
+
+
+def _device_lines(devices: tuple[DeviceSample, ...]) -> list[str]:
+    if not devices:
+        return ["No GPUs."]
+    header = f"{'GPU':<4}{'NAME':<24}{'UTIL':>5}{'MEM':>6} {'USED/TOTAL':<17}{'POWER/LIMIT':<12}{'TEMP':>5}{'FAN':>5}  {'PCIe RX/TX':<19}{'SM':>5}{'TC':>5}  THROTTLE"
+    lines = [header]
+    for d in devices:
+        name = safe_text(d.name, 23) or NA
+        if d.lost:
+            lines.append(f"{d.index:<4}{name:<24}LOST: {safe_text(d.error) or 'GPU is lost'}")
+            continue
+        mem_pct = None
+        if d.memory_used_bytes is not None and d.memory_total_bytes:
+            mem_pct = 100.0 * d.memory_used_bytes / d.memory_total_bytes
+        used_total = f"{fmt_bytes(d.memory_used_bytes)}/{fmt_bytes(d.memory_total_bytes)}"
+        power = f"{fmt_watts(d.power_watts)}/{fmt_watts(d.power_limit_watts)}"
+        pcie = f"{fmt_rate(d.pcie_rx_bytes_per_s)}/{fmt_rate(d.pcie_tx_bytes_per_s)}"
+        throttle = ",".join(r for r in d.throttle_reasons if r != "gpu_idle") or "-"
+        lines.append(
+            f"{d.index:<4}{name:<24}{fmt_percent(d.utilization_gpu_percent):>5}{fmt_percent(mem_pct):>6} "
+            f"{used_total:<17}{power:<12}{fmt_celsius(d.temperature_celsius):>5}{fmt_percent(d.fan_percent):>5}  "
+            f"{pcie:<19}{fmt_percent(d.sm_active_percent):>5}{fmt_percent(d.tensor_active_percent):>5}  {throttle}"
+        )
+    return lines
+
+
+def _host_line(snapshot: Snapshot) -> str:
+    host = snapshot.host
+    cores = host.cpu_percent_per_core
+    cpu = NA
+    if cores:
+        cpu = f"{sum(cores) / len(cores):.0f}% avg, {sum(1 for c in cores if c >= 90)} of {len(cores)} cores busy"
+    load = " ".join(f"{v:.2f}" for v in host.load_average) if host.load_average else NA
+    return (
+        f"HOST  CPU {cpu} | iowait {fmt_percent(host.iowait_percent)} | "
+        f"mem {fmt_bytes(host.memory_used_bytes)}/{fmt_bytes(host.memory_total_bytes)} | "
+        f"swap {fmt_bytes(host.swap_used_bytes)}/{fmt_bytes(host.swap_total_bytes)} | load {load}"
+    )
+
+
+def _process_lines(processes: tuple[ProcessSample, ...], width: int) -> list[str]:
+    if not processes:
+        return ["No GPU processes."]
+    fixed = f"{'GPU':<4}{'PID':>8} {'USER':<10}{'GPU MEM':>9}{'SM':>5}{'CPU':>6}{'RSS':>9}{'ELAPSED':>11}  "
+    room = max(10, width - len(fixed))
+    lines = [fixed + "COMMAND"]
+    for p in processes:
+        worker = p.role == ROLE_DATALOADER_WORKER
+        gpu = "" if worker else ("-" if p.device_index is None else str(p.device_index))
+        pid = f"└{p.pid}" if worker else str(p.pid)
+        user = safe_text(p.user, 9) or NA
+        if worker:
+            command = f"{safe_text(p.name) or 'worker'} ({p.status or NA})"
+        else:
+            command = safe_text(p.cmdline) or safe_text(p.name) or NA
+            if p.num_workers:
+                command = f"[{p.num_workers} workers] {command}"
+        if p.note:
+            command = f"({safe_text(p.note)}) {command}"
+        gpu_mem = "" if worker else fmt_bytes(p.gpu_memory_bytes)
+        sm = "" if worker else fmt_percent(p.sm_percent)
+        lines.append(
+            f"{gpu:<4}{pid:>8} {user:<10}{gpu_mem:>9}{sm:>5}{fmt_percent(p.cpu_percent):>6}"
+            f"{fmt_bytes(p.rss_bytes):>9}{fmt_duration(p.elapsed_seconds):>11}  {safe_text(command, room)}"
+        )
+    return lines

@@ -1,0 +1,1 @@
+"""The Textual user interface: thin widgets fed by the sampler's snapshots."""
