@@ -60,7 +60,7 @@ def snapshot_from_dict(data: Any) -> Snapshot:
             label=data.get("label"),
             schema=schema,
         )
-    except (KeyError, TypeError, ValueError) as exc:
+    except (KeyError, TypeError, ValueError, OverflowError) as exc:
         raise SnapshotFormatError(f"malformed snapshot: {exc}") from exc
 
 
@@ -82,8 +82,9 @@ def _build(cls: type, data: Any) -> Any:
     return cls(**kwargs)
 
 
-def _coerce(annotation: str, value: Any, where: str) -> Any:
+def _coerce(annotation: Any, value: Any, where: str) -> Any:
     """Check ``value`` against a field annotation (a string, as the model uses postponed annotations)."""
+    annotation = str(annotation)
     optional = "None" in annotation
     if value is None:
         if optional:

@@ -1,0 +1,242 @@
+"""The demo's simulated machines: how each kind of workload behaves, and which jobs run where.
+
+A :class:`Workload` gives the ranges one GPU and its feeding processes move within; a :class:`Job`
+is one user's training run on one or more GPUs; a :class:`Scenario` is a whole host. The numbers
+are plausible for an H100 SXM (80 GiB HBM3, 700 W limit, 1980 MHz boost clock, PCIe gen5).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Workload:
+    """How a GPU under one kind of load behaves, and how busy its trainer and workers are."""
+
+    util: tuple[float, float]
+    """Range of GPU utilization percent."""
+    bursty: bool
+    """True when utilization comes in short spikes (a starving GPU) rather than wandering smoothly."""
+    gpu_memory_gib: float
+    """GPU memory the trainer holds."""
+    sm_share: float
+    """GPM SM-active percent as a fraction of utilization."""
+    occupancy_share: float
+    """GPM SM-occupancy percent as a fraction of utilization."""
+    tensor_share: float
+    """GPM tensor-active percent as a fraction of utilization."""
+    dram_share: float
+    """GPM DRAM-active percent as a fraction of utilization."""
+    memory_util_share: float
+    """Memory-controller utilization as a fraction of GPU utilization."""
+    power: tuple[float, float]
+    """Range of power draw in watts."""
+    temperature: tuple[float, float]
+    """Range of GPU temperature in degrees Celsius."""
+    clock_sm: tuple[int, int]
+    """Range of SM clock in MHz (multiples of 15, as the GPU steps)."""
+    throttle: tuple[str, ...]
+    """Clock-event reasons always active."""
+    hot_throttle: str | None
+    """Extra reason added while the temperature is within 1 C of the top of its range."""
+    pcie_rx_gbs: tuple[float, float]
+    """Range of host-to-GPU PCIe traffic in GB/s."""
+    pcie_tx_gbs: tuple[float, float]
+    """Range of GPU-to-host PCIe traffic in GB/s."""
+    trainer_cpu: tuple[float, float]
+    """Range of the trainer's CPU percent (100 = one core)."""
+    worker_cpu: tuple[float, float]
+    """Range of each DataLoader worker's CPU percent."""
+    workers: int
+    """DataLoader workers per trainer."""
+    worker_running: float
+    """Fraction of the time a worker is running rather than sleeping on a full queue."""
+
+
+HEALTHY = Workload(
+    util=(90, 98), bursty=False, gpu_memory_gib=66.5, sm_share=0.9, occupancy_share=0.42, tensor_share=0.58,
+    dram_share=0.62, memory_util_share=0.55, power=(560, 665), temperature=(63, 72), clock_sm=(1935, 1980),
+    throttle=(), hot_throttle=None, pcie_rx_gbs=(2.0, 7.5), pcie_tx_gbs=(0.2, 0.9), trainer_cpu=(105, 145),
+    worker_cpu=(30, 55), workers=6, worker_running=0.45,
+)
+"""Well-fed training: GPU busy, workers keep up with CPU to spare."""
+
+INPUT_BOUND = Workload(
+    util=(15, 40), bursty=True, gpu_memory_gib=41.0, sm_share=0.85, occupancy_share=0.38, tensor_share=0.5,
+    dram_share=0.55, memory_util_share=0.5, power=(150, 330), temperature=(40, 49), clock_sm=(1980, 1980),
+    throttle=(), hot_throttle=None, pcie_rx_gbs=(0.3, 11.5), pcie_tx_gbs=(0.05, 0.4), trainer_cpu=(55, 90),
+    worker_cpu=(95, 100), workers=6, worker_running=0.97,
+)
+"""Starved GPU: short bursts of work whenever a batch arrives; every worker pinned on a core."""
+
+SMALL_BATCH = Workload(
+    util=(45, 65), bursty=False, gpu_memory_gib=9.8, sm_share=0.42, occupancy_share=0.18, tensor_share=0.12,
+    dram_share=0.2, memory_util_share=0.25, power=(210, 290), temperature=(47, 55), clock_sm=(1980, 1980),
+    throttle=(), hot_throttle=None, pcie_rx_gbs=(0.4, 1.6), pcie_tx_gbs=(0.05, 0.2), trainer_cpu=(97, 101),
+    worker_cpu=(8, 22), workers=4, worker_running=0.15,
+)
+"""Tiny batches: most of the memory unused, small kernels, the trainer's launch thread pegged on one core."""
+
+THERMAL = Workload(
+    util=(95, 99), bursty=False, gpu_memory_gib=70.2, sm_share=0.9, occupancy_share=0.46, tensor_share=0.62,
+    dram_share=0.66, memory_util_share=0.6, power=(520, 590), temperature=(87, 90), clock_sm=(1275, 1440),
+    throttle=("sw_thermal",), hot_throttle="hw_thermal", pcie_rx_gbs=(1.5, 5.5), pcie_tx_gbs=(0.2, 0.7),
+    trainer_cpu=(100, 135), worker_cpu=(25, 45), workers=6, worker_running=0.35,
+)
+"""Overheating GPU: clocks pulled down by the thermal limits."""
+
+POWER_CAP = Workload(
+    util=(96, 99), bursty=False, gpu_memory_gib=70.2, sm_share=0.92, occupancy_share=0.47, tensor_share=0.66,
+    dram_share=0.68, memory_util_share=0.62, power=(689, 707), temperature=(76, 81), clock_sm=(1605, 1755),
+    throttle=("sw_power_cap",), hot_throttle=None, pcie_rx_gbs=(1.5, 5.5), pcie_tx_gbs=(0.2, 0.7),
+    trainer_cpu=(100, 135), worker_cpu=(25, 45), workers=6, worker_running=0.35,
+)
+"""GPU at its 700 W limit: clocks held down by the power cap."""
+
+IDLE_HOLD = Workload(
+    util=(0, 0), bursty=False, gpu_memory_gib=34.2, sm_share=0.0, occupancy_share=0.0, tensor_share=0.0,
+    dram_share=0.0, memory_util_share=0.0, power=(68, 73), temperature=(31, 34), clock_sm=(345, 345),
+    throttle=("gpu_idle",), hot_throttle=None, pcie_rx_gbs=(0.0, 0.0004), pcie_tx_gbs=(0.0, 0.0002),
+    trainer_cpu=(0.0, 0.6), worker_cpu=(0, 0), workers=0, worker_running=0.0,
+)
+"""A forgotten notebook kernel: no work at all, but tens of GiB held."""
+
+IMBALANCE_HOT = Workload(
+    util=(96, 99), bursty=False, gpu_memory_gib=72.5, sm_share=0.9, occupancy_share=0.44, tensor_share=0.55,
+    dram_share=0.64, memory_util_share=0.58, power=(600, 680), temperature=(68, 75), clock_sm=(1950, 1980),
+    throttle=(), hot_throttle=None, pcie_rx_gbs=(2.0, 6.0), pcie_tx_gbs=(0.4, 1.6), trainer_cpu=(140, 190),
+    worker_cpu=(30, 50), workers=6, worker_running=0.4,
+)
+"""Rank 0 of an unbalanced job: it does the extra work (evaluation, logging) while the others wait."""
+
+IMBALANCE_WAIT = Workload(
+    util=(30, 45), bursty=False, gpu_memory_gib=58.0, sm_share=0.85, occupancy_share=0.4, tensor_share=0.5,
+    dram_share=0.55, memory_util_share=0.5, power=(230, 320), temperature=(48, 55), clock_sm=(1980, 1980),
+    throttle=(), hot_throttle=None, pcie_rx_gbs=(0.8, 2.5), pcie_tx_gbs=(0.1, 0.4), trainer_cpu=(100, 110),
+    worker_cpu=(8, 20), workers=6, worker_running=0.1,
+)
+"""The other ranks of an unbalanced job: they finish early and wait at the barrier."""
+
+FREE = Workload(
+    util=(0, 0), bursty=False, gpu_memory_gib=0.0, sm_share=0.0, occupancy_share=0.0, tensor_share=0.0,
+    dram_share=0.0, memory_util_share=0.0, power=(62, 66), temperature=(28, 31), clock_sm=(345, 345),
+    throttle=("gpu_idle",), hot_throttle=None, pcie_rx_gbs=(0.0, 0.0), pcie_tx_gbs=(0.0, 0.0),
+    trainer_cpu=(0, 0), worker_cpu=(0, 0), workers=0, worker_running=0.0,
+)
+"""A GPU nobody uses."""
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """One user's run: a trainer process per GPU, each with its DataLoader workers."""
+
+    user: str
+    """Owner's user name."""
+    gpus: tuple[int, ...]
+    """GPU indices, one trainer (rank) on each."""
+    workloads: tuple[Workload, ...]
+    """Behaviour of each GPU in ``gpus``."""
+    cmdline: str
+    """Command line of each trainer (workers are forked, so they share it)."""
+    launcher: str | None
+    """Command line of the launcher (torchrun) that is every trainer's parent; None for a plain run."""
+    age_hours: float
+    """How long ago the job started."""
+    rss_gib: float
+    """Resident host memory of each trainer."""
+
+
+@dataclass(frozen=True, slots=True)
+class Scenario:
+    """A simulated host: its size and the jobs on its GPUs (GPUs with no job are free)."""
+
+    description: str
+    """One line for ``--help``."""
+    gpu_count: int
+    """Number of H100 GPUs."""
+    cores: int
+    """Logical CPU cores."""
+    memory_gib: int
+    """Host memory."""
+    hostname: str
+    """Host name shown in the header."""
+    iowait: tuple[float, float]
+    """Range of host iowait percent."""
+    jobs: tuple[Job, ...]
+    """The runs on this host."""
+
+
+def _ddp(
+    user: str, gpus: tuple[int, ...], workloads: tuple[Workload, ...], script: str, hours: float, rss: float
+) -> Job:
+    """A torchrun job with one rank per GPU."""
+    return Job(
+        user=user, gpus=gpus, workloads=workloads, cmdline=f"/usr/bin/python3 -u {script}",
+        launcher=f"/usr/bin/python3 /usr/local/bin/torchrun --standalone --nproc_per_node={len(gpus)} {script}",
+        age_hours=hours, rss_gib=rss,
+    )
+
+
+_ALICE_LLM = "train.py --config configs/llama3_8b_sft.yaml --bf16"
+_BOB_VISION = "train.py --config configs/resnet50_imagenet.yaml --data /mnt/nfs/imagenet --batch-size 256"
+_CAROL_NOTEBOOK = (
+    "/opt/conda/bin/python -m ipykernel_launcher -f "
+    "/home/carol/.local/share/jupyter/runtime/kernel-5e1c2b7a-3f0d-4c8e-9a61-2d7b4f0e8c13.json"
+)
+_DAVE_SWEEP = "/home/dave/venv/bin/python finetune.py --config configs/vit_b16_cifar.yaml --batch-size 8 --lr {lr}"
+_ERIN_PRETRAIN = "pretrain.py --config configs/gpt2_xl.yaml --grad-accum 4"
+_FRANK_SEG = "train.py --config configs/unet_seg.yaml --eval-every 50"
+
+SCENARIO_SPECS: dict[str, Scenario] = {
+    "mixed": Scenario(
+        description="8-GPU shared server: healthy DDP, an input-bound run, an idle notebook, "
+        "a small-batch run and a hot GPU, for different users",
+        gpu_count=8, cores=96, memory_gib=2048, hostname="dgx-h100-01", iowait=(1.0, 4.5),
+        jobs=(
+            _ddp("alice", (0, 1, 2, 3), (HEALTHY,) * 4, _ALICE_LLM, 7.5, 11.0),
+            _ddp("bob", (4,), (INPUT_BOUND,), _BOB_VISION, 1.2, 7.5),
+            Job("carol", (5,), (IDLE_HOLD,), _CAROL_NOTEBOOK, None, 51.0, 5.2),
+            Job("dave", (6,), (SMALL_BATCH,), _DAVE_SWEEP.format(lr="3e-4"), None, 0.8, 4.1),
+            _ddp("erin", (7,), (THERMAL,), _ERIN_PRETRAIN, 3.4, 12.5),
+        ),
+    ),
+    "healthy": Scenario(
+        description="4x H100 DDP training at 90-98 % utilization, 6 DataLoader workers per GPU",
+        gpu_count=4, cores=64, memory_gib=1024, hostname="h100-node-03", iowait=(0.2, 1.2),
+        jobs=(_ddp("alice", (0, 1, 2, 3), (HEALTHY,) * 4, _ALICE_LLM, 7.5, 11.0),),
+    ),
+    "input-bound": Scenario(
+        description="GPUs starved by the input pipeline: bursty 15-40 % utilization, "
+        "DataLoader workers pinned at 100 % CPU",
+        gpu_count=4, cores=32, memory_gib=512, hostname="h100-node-11", iowait=(4.0, 11.0),
+        jobs=(_ddp("bob", (0, 1, 2, 3), (INPUT_BOUND,) * 4, _BOB_VISION, 1.2, 7.5),),
+    ),
+    "small-batch": Scenario(
+        description="two runs with tiny batches: about 12 % of GPU memory used, moderate utilization",
+        gpu_count=2, cores=32, memory_gib=512, hostname="h100-node-05", iowait=(0.1, 0.8),
+        jobs=(
+            Job("dave", (0,), (SMALL_BATCH,), _DAVE_SWEEP.format(lr="3e-4"), None, 0.8, 4.1),
+            Job("dave", (1,), (SMALL_BATCH,), _DAVE_SWEEP.format(lr="1e-4"), None, 0.8, 4.1),
+        ),
+    ),
+    "throttling": Scenario(
+        description="clocks pulled down: two GPUs at 87-90 C (thermal), two at the 700 W power cap",
+        gpu_count=4, cores=64, memory_gib=1024, hostname="h100-node-09", iowait=(0.2, 1.2),
+        jobs=(_ddp("erin", (0, 1, 2, 3), (THERMAL, THERMAL, POWER_CAP, POWER_CAP), _ERIN_PRETRAIN, 3.4, 12.5),),
+    ),
+    "idle-holding": Scenario(
+        description="a notebook kernel started two days ago holds 34 GiB on an idle GPU",
+        gpu_count=4, cores=64, memory_gib=1024, hostname="h100-node-02", iowait=(0.2, 1.0),
+        jobs=(
+            Job("carol", (0,), (IDLE_HOLD,), _CAROL_NOTEBOOK, None, 51.0, 5.2),
+            _ddp("dave", (1, 2), (HEALTHY,) * 2, _ALICE_LLM, 2.5, 11.0),
+        ),
+    ),
+    "imbalance": Scenario(
+        description="a 4-GPU job whose rank 0 sits at about 98 % while the other ranks wait at 30-45 %",
+        gpu_count=4, cores=64, memory_gib=1024, hostname="h100-node-06", iowait=(0.2, 1.2),
+        jobs=(_ddp("frank", (0, 1, 2, 3), (IMBALANCE_HOT,) + (IMBALANCE_WAIT,) * 3, _FRANK_SEG, 2.1, 9.0),),
+    ),
+}
+"""Every scenario by name, the default first."""

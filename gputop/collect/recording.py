@@ -1,0 +1,242 @@
+"""Recordings: snapshots appended as JSON lines, optionally gzip-compressed, and read back robustly.
+
+The writer flushes every line (for ``.gz`` files every line is its own gzip member), so a process
+killed with SIGKILL loses at most the line it was writing. The reader streams the file, reports each
+damaged, oversized or foreign line as a :class:`RecordingProblem` and carries on; damage inside a
+gzip file is skipped up to the next intact member.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import zlib
+from collections.abc import Generator, Iterator
+from dataclasses import dataclass
+from typing import BinaryIO
+
+from gputop.collect.model import Snapshot
+from gputop.collect.serialize import SnapshotFormatError, snapshot_from_dict, snapshot_to_json
+
+MAX_LINE_BYTES = 16 * 1024 * 1024
+"""Lines longer than this are skipped without being held in memory."""
+
+_READ_CHUNK = 1024 * 1024
+_GZIP_MAGIC = b"\x1f\x8b\x08"
+_GZIP_WBITS = 16 + zlib.MAX_WBITS
+
+
+class RecordingError(OSError):
+    """A recording cannot be opened or written; ``str()`` is a one-line message for the user."""
+
+
+class Recorder:
+    """Appends snapshots to a recording; gzip-compressed when the path ends in ``.gz``."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = os.fspath(path)
+        """Where the recording goes."""
+        self.compressed = self.path.endswith(".gz")
+        """True when each line is written as its own gzip member."""
+        try:
+            self._file: BinaryIO | None = open(self.path, "ab")
+        except OSError as exc:
+            raise RecordingError(f"cannot write recording {self.path}: {exc.strerror or exc}") from exc
+        try:
+            if not self.compressed:
+                _end_partial_line(self._file, self.path)
+        except OSError as exc:
+            self.close()
+            raise RecordingError(f"cannot write recording {self.path}: {exc.strerror or exc}") from exc
+
+    def write(self, snapshot: Snapshot) -> None:
+        """Append one snapshot as one line and flush it to the operating system."""
+        if self._file is None:
+            raise RecordingError(f"recording {self.path} is closed")
+        line = snapshot_to_json(snapshot).encode("utf-8") + b"\n"
+        if self.compressed:
+            line = gzip.compress(line, compresslevel=6, mtime=0)
+        try:
+            self._file.write(line)
+            self._file.flush()
+        except OSError as exc:
+            raise RecordingError(f"cannot write recording {self.path}: {exc.strerror or exc}") from exc
+
+    def close(self) -> None:
+        """Close the file; later writes raise :class:`RecordingError`."""
+        if self._file is not None:
+            file, self._file = self._file, None
+            file.close()
+
+
+def _end_partial_line(file: BinaryIO, path: str) -> None:
+    """When appending to a plain recording that was cut off mid-line, end that line so the next starts clean."""
+    if file.tell() == 0:
+        return
+    with open(path, "rb") as existing:
+        existing.seek(-1, os.SEEK_END)
+        if existing.read(1) != b"\n":
+            file.write(b"\n")
+            file.flush()
+
+
+@dataclass(frozen=True, slots=True)
+class RecordingProblem:
+    """A part of a recording that could not be read and was skipped."""
+
+    line: int
+    """1-based line number (in the decompressed text) where the problem is."""
+    message: str
+    """What was wrong, e.g. ``"not valid JSON"``."""
+
+    def __str__(self) -> str:
+        return f"line {self.line}: {self.message}"
+
+
+@dataclass(frozen=True, slots=True)
+class _Damage:
+    """A break in the decompressed byte stream: the bytes around it are lost."""
+
+    message: str
+
+
+def read_recording(path: str | os.PathLike[str]) -> Generator[Snapshot | RecordingProblem, None, None]:
+    """Stream a recording's snapshots in order, with a :class:`RecordingProblem` for each unreadable part.
+
+    The file is opened at once (so a missing or unreadable file raises ``OSError`` here); gzip data is
+    recognised by its content, not its name. Never raises while iterating: a read error ends the
+    stream with a problem. Closing the iterator closes the file.
+    """
+    file = open(path, "rb")
+    return _records(file)
+
+
+def _records(file: BinaryIO) -> Generator[Snapshot | RecordingProblem, None, None]:
+    with file:
+        for number, line, damage in _lines(_chunks(file)):
+            if damage is not None:
+                yield RecordingProblem(number, damage)
+            elif line.strip():
+                yield _parse(number, line)
+
+
+def _parse(number: int, line: bytes) -> Snapshot | RecordingProblem:
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError:
+        return RecordingProblem(number, "not valid UTF-8")
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        return RecordingProblem(number, "not valid JSON (truncated or corrupt)")
+    try:
+        return snapshot_from_dict(data)
+    except SnapshotFormatError as exc:
+        return RecordingProblem(number, str(exc))
+
+
+def _chunks(file: BinaryIO) -> Iterator[bytes | _Damage]:
+    """The file's bytes, decompressed when it starts like gzip; a read error ends them with a damage mark."""
+    try:
+        head = file.read(len(_GZIP_MAGIC))
+        if head != _GZIP_MAGIC:
+            yield head
+            while chunk := file.read(_READ_CHUNK):
+                yield chunk
+            return
+        yield from _gunzip(file, head)
+    except OSError as exc:
+        yield _Damage(f"read error, rest of the recording skipped: {exc.strerror or exc}")
+
+
+def _gunzip(file: BinaryIO, head: bytes) -> Iterator[bytes | _Damage]:
+    """Decompress consecutive gzip members; skip damaged ones up to the next intact member.
+
+    Output is produced in bounded pieces, so a member that inflates enormously is never held whole.
+    """
+    pending = head
+    decompressor = zlib.decompressobj(_GZIP_WBITS)
+    in_member = False  # bytes of the current member were fed and its end not yet seen
+    at_member_start = True  # ``pending`` begins with the current member's header
+    resyncing = False  # damage reported; quiet until a member decompresses whole
+    drain = False  # the last call filled its output limit, so more output may be waiting
+    while True:
+        if not pending and not drain:
+            pending = file.read(_READ_CHUNK)
+            at_member_start = not in_member
+            if not pending:
+                break
+        try:
+            out = decompressor.decompress(pending, _READ_CHUNK)
+        except zlib.error as exc:
+            if not resyncing:
+                yield _Damage(f"damaged gzip data ({exc}), skipped to the next intact part")
+            resyncing = True
+            pending = _seek_member(file, pending, 1 if at_member_start else 0)
+            decompressor = zlib.decompressobj(_GZIP_WBITS)
+            in_member, at_member_start, drain = False, True, False
+            continue
+        in_member = True
+        if out:
+            yield out
+        if decompressor.eof:
+            pending = decompressor.unused_data
+            decompressor = zlib.decompressobj(_GZIP_WBITS)
+            in_member, at_member_start, resyncing, drain = False, True, False, False
+        else:
+            pending = decompressor.unconsumed_tail
+            at_member_start = False
+            drain = not pending and len(out) == _READ_CHUNK
+    if in_member and not resyncing:
+        yield _Damage("gzip data cut off at the end of the file (recording interrupted)")
+
+
+def _seek_member(file: BinaryIO, data: bytes, start: int) -> bytes:
+    """The bytes from the next gzip member header on, searching ``data`` from ``start`` and then the file."""
+    while True:
+        found = data.find(_GZIP_MAGIC, start)
+        if found >= 0:
+            return data[found:]
+        more = file.read(_READ_CHUNK)
+        if not more:
+            return b""
+        data = data[-(len(_GZIP_MAGIC) - 1):] + more
+        start = 0
+
+
+def _lines(chunks: Iterator[bytes | _Damage]) -> Iterator[tuple[int, bytes, str | None]]:
+    """Split the stream into numbered lines; an oversized, cut-off or damaged line comes with a reason."""
+    number = 1
+    parts: list[bytes] = []
+    size = 0
+    too_long = False
+    for chunk in chunks:
+        if isinstance(chunk, _Damage):
+            yield number, b"", chunk.message
+            number += 1
+            parts, size, too_long = [], 0, False
+            continue
+        start = 0
+        while start < len(chunk):
+            end = chunk.find(b"\n", start)
+            piece = chunk[start:] if end < 0 else chunk[start:end]
+            if not too_long:
+                size += len(piece)
+                if size > MAX_LINE_BYTES:
+                    too_long, parts = True, []
+                else:
+                    parts.append(piece)
+            if end < 0:
+                break
+            if too_long:
+                yield number, b"", f"longer than {MAX_LINE_BYTES // (1024 * 1024)} MiB, skipped"
+            else:
+                yield number, b"".join(parts), None
+            number += 1
+            parts, size, too_long = [], 0, False
+            start = end + 1
+    if too_long:
+        yield number, b"", f"longer than {MAX_LINE_BYTES // (1024 * 1024)} MiB, skipped"
+    elif any(parts):
+        yield number, b"", "incomplete last line (recording interrupted)"

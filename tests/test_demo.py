@@ -1,0 +1,258 @@
+"""The demo source: each scenario is labelled simulated, plausible, deterministic, moving, and tells its story."""
+
+import itertools
+import statistics
+
+import pytest
+
+from gputop.collect.demo import DEFAULT_SCENARIO, SCENARIOS, DemoSource
+from gputop.collect.model import ROLE_DATALOADER_WORKER, ROLE_GPU
+
+GIB = 1024**3
+START = 1_750_000_000.0
+STEP = 0.5
+WINDOW = 240  # two minutes of polls at 0.5 s
+
+
+class FakeClock:
+    """A clock the test moves by hand."""
+
+    def __init__(self, now: float = START) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def window(scenario: str, seed: int = 0, polls: int = WINDOW):
+    """Snapshots of ``scenario`` every ``STEP`` seconds from ``START``."""
+    clock = FakeClock()
+    source = DemoSource(scenario, seed=seed, clock=clock)
+    snapshots = []
+    for i in range(polls):
+        clock.now = START + i * STEP
+        snapshots.append(source.poll())
+    source.close()
+    return snapshots
+
+
+@pytest.fixture(scope="module")
+def windows():
+    return {name: window(name) for name in SCENARIOS}
+
+
+def gpus_of(snapshot):
+    return [p for p in snapshot.processes if p.role == ROLE_GPU]
+
+
+def workers_of(snapshot):
+    return [p for p in snapshot.processes if p.role == ROLE_DATALOADER_WORKER]
+
+
+def test_scenario_list_has_the_required_stories_and_mixed_is_default():
+    required = {"healthy", "input-bound", "small-batch", "throttling", "idle-holding", "imbalance", "mixed"}
+    assert required <= set(SCENARIOS)
+    assert DEFAULT_SCENARIO == "mixed"
+    assert all(text.strip() and "\n" not in text for text in SCENARIOS.values())
+
+
+def test_unknown_scenario_names_the_valid_ones():
+    with pytest.raises(ValueError) as info:
+        DemoSource("no-such-story")
+    message = str(info.value)
+    assert "no-such-story" in message
+    for name in SCENARIOS:
+        assert name in message
+
+
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+def test_every_snapshot_is_labelled_simulated(windows, scenario):
+    for snapshot in windows[scenario]:
+        assert snapshot.source == "demo"
+        assert snapshot.label == f"demo: {scenario} (simulated)"
+
+
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+def test_values_stay_within_physical_bounds(windows, scenario):
+    for snapshot in windows[scenario]:
+        assert [d.index for d in snapshot.devices] == list(range(len(snapshot.devices)))
+        for d in snapshot.devices:
+            assert d.name == "NVIDIA H100 80GB HBM3" and d.uuid.startswith("GPU-")
+            assert 0 <= d.utilization_gpu_percent <= 100
+            assert 0 <= d.utilization_memory_percent <= 100
+            assert 79 * GIB < d.memory_total_bytes < 81 * GIB
+            assert 0 <= d.memory_used_bytes <= d.memory_total_bytes
+            assert d.power_limit_watts == 700
+            assert 50 <= d.power_watts <= d.power_limit_watts * 1.02
+            assert 20 <= d.temperature_celsius <= 92
+            assert 200 <= d.clock_sm_mhz <= 1980
+            assert d.energy_joules > 0
+            for value in (d.sm_active_percent, d.sm_occupancy_percent, d.tensor_active_percent, d.dram_active_percent):
+                assert value is not None and 0 <= value <= 100
+            assert d.sm_active_percent <= d.utilization_gpu_percent
+            assert 0 <= d.pcie_rx_bytes_per_s <= 64e9 and 0 <= d.pcie_tx_bytes_per_s <= 64e9
+        host = snapshot.host
+        assert host.cpu_percent_per_core and all(0 <= c <= 100 for c in host.cpu_percent_per_core)
+        assert 0 <= host.iowait_percent <= 100
+        assert 0 < host.memory_used_bytes <= host.memory_total_bytes
+        for p in snapshot.processes:
+            assert 0 <= p.cpu_percent <= 200
+            assert p.elapsed_seconds > 0 and p.rss_bytes > 0
+            assert p.user and p.cmdline and p.name
+
+
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+def test_device_memory_is_what_its_processes_hold(windows, scenario):
+    for snapshot in windows[scenario][:20]:
+        for d in snapshot.devices:
+            held = sum(p.gpu_memory_bytes for p in gpus_of(snapshot) if p.device_index == d.index)
+            assert d.memory_used_bytes == held
+
+
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+def test_workers_follow_their_trainer(windows, scenario):
+    snapshot = windows[scenario][0]
+    assert len({p.pid for p in snapshot.processes}) == len(snapshot.processes)
+    trainer = None
+    counted = {}
+    for p in snapshot.processes:
+        if p.role == ROLE_GPU:
+            trainer = p
+            counted[p.pid] = 0
+            assert p.trainer_pid is None and p.gpu_process_type == "compute"
+            continue
+        assert p.role == ROLE_DATALOADER_WORKER
+        assert trainer is not None, "a worker came before any trainer"
+        assert p.trainer_pid == trainer.pid and p.ppid == trainer.pid
+        assert p.device_index == trainer.device_index and p.user == trainer.user
+        assert p.name == "pt_data_worker" and p.cmdline == trainer.cmdline
+        assert p.status in ("running", "sleeping")
+        counted[trainer.pid] += 1
+    for p in gpus_of(snapshot):
+        assert p.num_workers == counted[p.pid]
+
+
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+def test_same_seed_and_clock_give_the_same_snapshots(scenario):
+    assert window(scenario, seed=3, polls=12) == window(scenario, seed=3, polls=12)
+
+
+def test_a_snapshot_depends_on_the_time_not_on_the_polls_before_it():
+    clock = FakeClock()
+    fresh = DemoSource("mixed", seed=1, clock=clock)
+    busy = DemoSource("mixed", seed=1, clock=clock)
+    for i in range(30):
+        clock.now = START + 7.3 * i
+        busy.poll()
+    clock.now = START + 42.0
+    assert fresh.poll() == busy.poll()
+
+
+def test_different_seeds_differ():
+    a, b = window("mixed", seed=1, polls=1)[0], window("mixed", seed=2, polls=1)[0]
+    assert [p.pid for p in a.processes] != [p.pid for p in b.processes]
+    assert [d.power_watts for d in a.devices] != [d.power_watts for d in b.devices]
+
+
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+def test_data_moves_between_polls(windows, scenario):
+    snapshots = windows[scenario]
+    for a, b in itertools.pairwise(snapshots):
+        assert a.timestamp < b.timestamp
+        assert [d.power_watts for d in a.devices] != [d.power_watts for d in b.devices]
+        assert a.host.cpu_percent_per_core != b.host.cpu_percent_per_core
+    busy = [d.index for d in snapshots[0].devices if d.utilization_gpu_percent > 0]
+    for index in busy:
+        assert len({s.devices[index].utilization_gpu_percent for s in snapshots}) >= 4
+
+
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+def test_energy_only_grows_and_processes_age(windows, scenario):
+    first, last = windows[scenario][0], windows[scenario][-1]
+    for a, b in zip(first.devices, last.devices):
+        assert b.energy_joules > a.energy_joules
+    for a, b in zip(first.processes, last.processes):
+        assert a.pid == b.pid
+        assert b.elapsed_seconds - a.elapsed_seconds == pytest.approx(last.timestamp - first.timestamp, abs=0.02)
+
+
+def test_healthy_keeps_four_gpus_busy_with_six_workers_each(windows):
+    for snapshot in windows["healthy"]:
+        assert len(snapshot.devices) == 4
+        assert all(90 <= d.utilization_gpu_percent <= 98 for d in snapshot.devices)
+        assert [p.num_workers for p in gpus_of(snapshot)] == [6, 6, 6, 6]
+        assert all(not d.throttle_reasons for d in snapshot.devices)
+    assert any("torchrun" not in p.cmdline and "train.py" in p.cmdline for p in windows["healthy"][0].processes)
+
+
+def test_input_bound_starves_the_gpus_while_workers_pin_the_cores(windows):
+    snapshots = windows["input-bound"]
+    utils = [d.utilization_gpu_percent for s in snapshots for d in s.devices]
+    assert statistics.mean(utils) < 50
+    assert min(utils) >= 15 and max(utils) <= 40
+    assert max(utils) - min(utils) >= 15, "utilization should come in bursts"
+    for snapshot in snapshots:
+        workers = workers_of(snapshot)
+        assert workers and statistics.mean(w.cpu_percent for w in workers) > 90
+        pinned = sum(1 for w in workers if w.cpu_percent >= 95)
+        busy_cores = sum(1 for c in snapshot.host.cpu_percent_per_core if c >= 90)
+        assert busy_cores >= pinned
+    assert max(d.pcie_rx_bytes_per_s for s in snapshots for d in s.devices) > 5e9
+
+
+def test_small_batch_uses_little_memory_at_moderate_utilization(windows):
+    for snapshot in windows["small-batch"]:
+        for d in snapshot.devices:
+            assert 0.10 <= d.memory_used_bytes / d.memory_total_bytes <= 0.15
+            assert 40 <= d.utilization_gpu_percent <= 70
+
+
+def test_throttling_shows_thermal_and_power_cap_reasons(windows):
+    snapshots = windows["throttling"]
+    for snapshot in snapshots:
+        for d in snapshot.devices:
+            assert d.throttle_reasons
+            assert d.clock_sm_mhz < 1980
+        thermal = [d for d in snapshot.devices if "sw_thermal" in d.throttle_reasons]
+        capped = [d for d in snapshot.devices if "sw_power_cap" in d.throttle_reasons]
+        assert thermal and all(87 <= d.temperature_celsius <= 90 for d in thermal)
+        assert capped and all(d.power_watts >= 0.97 * d.power_limit_watts for d in capped)
+    assert any("hw_thermal" in d.throttle_reasons for s in snapshots for d in s.devices)
+
+
+def test_idle_holding_gpu_sits_idle_with_memory_held_by_an_old_python(windows):
+    snapshots = windows["idle-holding"]
+    held = [
+        d.index for d in snapshots[0].devices if d.utilization_gpu_percent <= 2 and d.memory_used_bytes > 20 * GIB
+    ]
+    assert held
+    index = held[0]
+    for snapshot in snapshots:
+        d = snapshot.devices[index]
+        assert d.utilization_gpu_percent <= 2 and d.memory_used_bytes > 30 * GIB
+        owner = [p for p in gpus_of(snapshot) if p.device_index == index]
+        assert len(owner) == 1
+        assert owner[0].name.startswith("python") and owner[0].elapsed_seconds > 3600
+        assert owner[0].cpu_percent < 5
+
+
+def test_imbalance_leaves_rank_zero_far_ahead_of_the_others(windows):
+    for snapshot in windows["imbalance"]:
+        utils = [d.utilization_gpu_percent for d in snapshot.devices]
+        assert len(utils) == 4
+        assert max(utils) - min(utils) > 40
+        assert utils[0] >= 95 and all(30 <= u <= 45 for u in utils[1:])
+        assert len({p.user for p in gpus_of(snapshot)}) == 1
+
+
+def test_mixed_is_a_shared_eight_gpu_server_with_several_stories(windows):
+    snapshot = windows["mixed"][0]
+    assert len(snapshot.devices) == 8
+    assert len({p.user for p in gpus_of(snapshot)}) >= 4
+    utils = [d.utilization_gpu_percent for d in snapshot.devices]
+    assert max(utils) >= 90 and min(utils) <= 2
+    assert any(d.throttle_reasons and "gpu_idle" not in d.throttle_reasons for d in snapshot.devices)
+    small = [d for d in snapshot.devices if d.memory_used_bytes / d.memory_total_bytes < 0.15]
+    assert any(d.utilization_gpu_percent > 30 for d in small)
+    assert any(w.cpu_percent >= 95 for w in workers_of(snapshot))
+    assert snapshot.driver is not None and snapshot.driver.driver_version
