@@ -1,0 +1,200 @@
+"""A short Markdown report of one snapshot and the recent history, for sharing in an issue or a chat.
+
+Every piece of untrusted or free text goes through :func:`~gputop.textsafe.safe_text` and
+:func:`md_escape`, so process names cannot inject Markdown (links, tables, HTML) or terminal escapes.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from datetime import datetime
+
+from gputop.collect.history import DEVICE_METRICS, HOST_METRICS, History
+from gputop.collect.model import (
+    ROLE_DATALOADER_WORKER,
+    ROLE_GPU,
+    DeviceSample,
+    ProcessSample,
+    Snapshot,
+)
+from gputop.textsafe import safe_text
+from gputop.units import (
+    NA,
+    fmt_bytes,
+    fmt_celsius,
+    fmt_duration,
+    fmt_mhz,
+    fmt_percent,
+    fmt_rate,
+    fmt_watts,
+)
+
+TOP_PROCESSES = 10
+"""How many GPU processes the report lists."""
+
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>|~&#])")
+
+_FORMATTERS: dict[str, Callable[[float | None], str]] = {
+    "memory_used_bytes": fmt_bytes,
+    "swap_used_bytes": fmt_bytes,
+    "power_watts": fmt_watts,
+    "temperature_celsius": fmt_celsius,
+    "clock_sm_mhz": fmt_mhz,
+    "pcie_rx_bytes_per_s": fmt_rate,
+    "pcie_tx_bytes_per_s": fmt_rate,
+}
+
+
+def md_escape(text: str | None, max_length: int | None = None) -> str:
+    """Untrusted ``text`` made safe for Markdown inline text and table cells (``|`` included)."""
+    return _MD_SPECIAL.sub(r"\\\1", safe_text(text, max_length))
+
+
+def _fmt_metric(metric: str, value: float | None) -> str:
+    return _FORMATTERS.get(metric, fmt_percent)(value)
+
+
+def _time(timestamp: float) -> str:
+    return datetime.fromtimestamp(timestamp).astimezone().isoformat(timespec="seconds")
+
+
+def _row(cells: list[str]) -> str:
+    return "| " + " | ".join(cells) + " |"
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    return [_row(header), _row(["---"] * len(header)), *(_row(r) for r in rows)]
+
+
+def _device_row(d: DeviceSample) -> list[str]:
+    name = md_escape(d.name, 40) or NA
+    if d.lost:
+        return [str(d.index), name, "lost", md_escape(d.error, 80), "", "", "", ""]
+    memory = f"{fmt_bytes(d.memory_used_bytes)} / {fmt_bytes(d.memory_total_bytes)}"
+    power = f"{fmt_watts(d.power_watts)} / {fmt_watts(d.power_limit_watts)}"
+    throttle = md_escape(", ".join(d.throttle_reasons)) or "none"
+    return [
+        str(d.index),
+        name,
+        fmt_percent(d.utilization_gpu_percent),
+        memory,
+        power,
+        fmt_celsius(d.temperature_celsius),
+        fmt_mhz(d.clock_sm_mhz),
+        throttle,
+    ]
+
+
+def _worker_count(process: ProcessSample, processes: tuple[ProcessSample, ...]) -> int:
+    if process.num_workers is not None:
+        return process.num_workers
+    return sum(1 for p in processes if p.role == ROLE_DATALOADER_WORKER and p.trainer_pid == process.pid)
+
+
+def _process_rows(snapshot: Snapshot) -> list[list[str]]:
+    gpu = [p for p in snapshot.processes if p.role == ROLE_GPU]
+    gpu.sort(key=lambda p: (p.gpu_memory_bytes is None, -(p.gpu_memory_bytes or 0), p.pid))
+    rows = []
+    for p in gpu[:TOP_PROCESSES]:
+        command = md_escape(p.cmdline or p.name, 80) or NA
+        if p.note:
+            command += f" ({md_escape(p.note, 60)})"
+        rows.append(
+            [
+                NA if p.device_index is None else str(p.device_index),
+                str(p.pid),
+                md_escape(p.user, 32) or NA,
+                fmt_bytes(p.gpu_memory_bytes),
+                fmt_percent(p.sm_percent),
+                fmt_percent(p.cpu_percent),
+                fmt_duration(p.elapsed_seconds),
+                str(_worker_count(p, snapshot.processes)),
+                command,
+            ]
+        )
+    return rows
+
+
+def _history_rows(history: History) -> list[list[str]]:
+    rows = []
+    for index in history.device_indexes():
+        for metric in DEVICE_METRICS:
+            summary = history.device_summary(index, metric)
+            if summary is not None:
+                rows.append(
+                    [
+                        f"gpu{index}",
+                        f"`{metric}`",
+                        _fmt_metric(metric, summary.minimum),
+                        _fmt_metric(metric, summary.mean),
+                        _fmt_metric(metric, summary.maximum),
+                    ]
+                )
+    for metric in HOST_METRICS:
+        summary = history.host_summary(metric)
+        if summary is not None:
+            rows.append(
+                [
+                    "host",
+                    f"`{metric}`",
+                    _fmt_metric(metric, summary.minimum),
+                    _fmt_metric(metric, summary.mean),
+                    _fmt_metric(metric, summary.maximum),
+                ]
+            )
+    return rows
+
+
+def render_report(snapshot: Snapshot, history: History) -> str:
+    """The Markdown report: source, host, time, devices, top processes, advice, errors and history summary."""
+    lines = ["# gputop report", ""]
+    source = md_escape(snapshot.source, 40)
+    if snapshot.label:
+        source += f" ({md_escape(snapshot.label, 120)})"
+    lines.append(f"- Source: {source}")
+    lines.append(f"- Host: {md_escape(snapshot.host.hostname, 80) or NA}")
+    lines.append(f"- Time: {_time(snapshot.timestamp)}")
+    if snapshot.driver is not None:
+        d = snapshot.driver
+        lines.append(
+            f"- Driver: {md_escape(d.driver_version, 40) or NA}, CUDA {md_escape(d.cuda_driver_version, 40) or NA}"
+        )
+    lines += ["", "## Devices", ""]
+    if snapshot.devices:
+        header = ["GPU", "Name", "Util", "Memory used / total", "Power / limit", "Temp", "SM clock", "Throttle"]
+        lines += _table(header, [_device_row(d) for d in snapshot.devices])
+    else:
+        lines.append("No GPU found.")
+    lines += ["", "## Top processes by GPU memory", ""]
+    processes = _process_rows(snapshot)
+    if processes:
+        header = ["GPU", "PID", "User", "GPU mem", "SM %", "CPU %", "Elapsed", "Workers", "Command"]
+        lines += _table(header, processes)
+    else:
+        lines.append("No GPU processes.")
+    lines += ["", "## Advice", ""]
+    if snapshot.advice:
+        for a in snapshot.advice:
+            lines.append(f"- **{md_escape(a.severity, 20)}: {md_escape(a.title, 160)}** ({md_escape(a.scope, 40)})")
+            lines.append(f"  - Evidence: {md_escape(a.evidence, 400)}")
+            lines.append(f"  - Action: {md_escape(a.action, 400)}")
+    else:
+        lines.append("Nothing to report.")
+    lines += ["", "## Errors", ""]
+    if snapshot.errors:
+        lines += [f"- {md_escape(e.scope, 40)}: {md_escape(e.message, 300)}" for e in snapshot.errors]
+    else:
+        lines.append("None.")
+    stamps = history.timestamps()
+    lines += ["", "## Recent history", ""]
+    rows = _history_rows(history)
+    if rows:
+        span = stamps[-1] - stamps[0]
+        lines.append(f"{len(stamps)} samples over {span:.0f} s, from {_time(stamps[0])} to {_time(stamps[-1])}.")
+        lines.append("")
+        lines += _table(["Scope", "Metric", "Min", "Mean", "Max"], rows)
+    else:
+        lines.append("No history recorded.")
+    lines.append("")
+    return "\n".join(lines)

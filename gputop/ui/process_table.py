@@ -1,0 +1,594 @@
+"""The process table: GPU processes with their DataLoader workers, sortable, filterable and cheap to refresh.
+
+It is a line-API widget (a :class:`~textual.scroll_view.ScrollView`), not a ``DataTable``: the rows are
+re-derived from the newest snapshot at most once per second (:attr:`ProcessTable.APPLY_INTERVAL`), each
+row's rendered line is cached by its cell values, and only the lines whose values changed are refreshed.
+Untrusted text (names, command lines, users, notes) goes through :func:`~gputop.textsafe.safe_text` and is
+placed as ``rich.text.Text`` built from plain strings, so markup such as ``[red]`` is shown literally.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import ClassVar
+
+from rich.cells import cell_len, set_cell_size
+from rich.console import Console
+from rich.segment import Segment
+from rich.style import Style
+from rich.text import Text
+from textual import events
+from textual.binding import Binding, BindingType
+from textual.geometry import Region, Size
+from textual.message import Message
+from textual.scroll_view import ScrollView
+from textual.scrollbar import ScrollBarRender
+from textual.strip import Strip
+from textual.timer import Timer
+
+from gputop.collect.model import ROLE_DATALOADER_WORKER, ProcessSample, Snapshot
+from gputop.textsafe import safe_text
+from gputop.units import NA, fmt_bytes, fmt_duration, fmt_percent
+
+SORT_KEYS = ("gpu", "pid", "user", "memory", "sm", "cpu", "elapsed")
+"""Keys accepted by :meth:`ProcessTable.sort_by`."""
+
+DESCENDING_FIRST = frozenset({"memory", "sm", "cpu", "elapsed"})
+"""Sort keys whose first selection puts the largest values on top."""
+
+RowKey = tuple[int, "int | None", str]
+"""Identity of a row: (pid, device_index, role)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Column:
+    label: str
+    width: int
+    right: bool
+    sort_key: str | None
+
+
+_COLUMNS = (
+    _Column("GPU", 3, True, "gpu"),
+    _Column("PID", 10, False, "pid"),
+    _Column("USER", 10, False, "user"),
+    _Column("GPU MEM", 8, True, "memory"),
+    _Column("SM %", 5, True, "sm"),
+    _Column("CPU %", 6, True, "cpu"),
+    _Column("HOST MEM", 8, True, None),
+    _Column("ELAPSED", 9, True, "elapsed"),
+)
+_FIXED_WIDTH = sum(c.width + 1 for c in _COLUMNS)
+_MIN_COMMAND_WIDTH = 10
+
+
+@dataclass(frozen=True, slots=True)
+class _Group:
+    leader: ProcessSample
+    workers: tuple[ProcessSample, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class _Row:
+    key: RowKey
+    process: ProcessSample
+    cells: tuple[str, ...]
+    """Fixed columns, then the command text, then its dimmed note."""
+    worker: bool
+
+
+def _row_key(process: ProcessSample) -> RowKey:
+    return (process.pid, process.device_index, process.role)
+
+
+def _is_worker(process: ProcessSample) -> bool:
+    return process.role == ROLE_DATALOADER_WORKER
+
+
+def build_groups(processes: tuple[ProcessSample, ...]) -> list[_Group]:
+    """Group GPU processes with their DataLoader workers; a worker whose trainer is absent stands alone."""
+    leaders = [p for p in processes if not _is_worker(p)]
+    members: dict[RowKey, list[ProcessSample]] = {_row_key(p): [] for p in leaders}
+    by_device: dict[tuple[int | None, int | None], RowKey] = {
+        (p.pid, p.device_index): _row_key(p) for p in reversed(leaders)
+    }
+    by_pid: dict[int | None, RowKey] = {p.pid: _row_key(p) for p in reversed(leaders)}
+    orphans: list[ProcessSample] = []
+    seen: set[tuple[int, RowKey]] = set()
+    for worker in processes:
+        if not _is_worker(worker):
+            continue
+        owner = by_device.get((worker.trainer_pid, worker.device_index)) or by_pid.get(worker.trainer_pid)
+        if owner is None:
+            orphans.append(worker)
+        elif (worker.pid, owner) not in seen:
+            seen.add((worker.pid, owner))
+            members[owner].append(worker)
+    groups: list[_Group] = []
+    used: set[RowKey] = set()
+    for leader in leaders:
+        key = _row_key(leader)
+        if key not in used:
+            used.add(key)
+            groups.append(_Group(leader, tuple(sorted(members[key], key=lambda w: w.pid))))
+    for orphan in orphans:
+        key = _row_key(orphan)
+        if key not in used:
+            used.add(key)
+            groups.append(_Group(orphan, ()))
+    return groups
+
+
+def _sort_value(process: ProcessSample, key: str) -> object:
+    if key == "gpu":
+        return process.device_index
+    if key == "pid":
+        return process.pid
+    if key == "user":
+        return None if process.user is None else process.user.lower()
+    if key == "memory":
+        return process.gpu_memory_bytes
+    if key == "sm":
+        return process.sm_percent
+    if key == "cpu":
+        return process.cpu_percent
+    return process.elapsed_seconds
+
+
+def sort_groups(groups: list[_Group], key: str, reverse: bool) -> list[_Group]:
+    """Order groups by their leader's ``key``; unknown values always go last, ties by GPU then PID."""
+
+    def tie(group: _Group) -> tuple[int, int]:
+        p = group.leader
+        return (-1 if p.device_index is None else p.device_index, p.pid)
+
+    known = [g for g in groups if _sort_value(g.leader, key) is not None]
+    unknown = [g for g in groups if _sort_value(g.leader, key) is None]
+    known.sort(key=lambda g: (_sort_value(g.leader, key), tie(g)), reverse=reverse)
+    unknown.sort(key=tie)
+    return known + unknown
+
+
+def _matches(process: ProcessSample, needle: str) -> bool:
+    if needle in str(process.pid):
+        return True
+    return any(needle in value.lower() for value in (process.user, process.name, process.cmdline) if value)
+
+
+def filter_groups(groups: list[_Group], text: str) -> list[_Group]:
+    """Keep groups whose leader matches ``text`` (all workers kept) or some of whose workers match.
+
+    A group kept only for its workers keeps its leader, so every worker stays under its trainer.
+    """
+    needle = text.strip().lower()
+    if not needle:
+        return groups
+    kept: list[_Group] = []
+    for group in groups:
+        if _matches(group.leader, needle):
+            kept.append(group)
+        else:
+            workers = tuple(w for w in group.workers if _matches(w, needle))
+            if workers:
+                kept.append(_Group(group.leader, workers))
+    return kept
+
+
+class _BlanksScrollBarRender(ScrollBarRender):
+    """Scroll bar drawn without block characters: partial thumb cells are left blank (for ASCII mode)."""
+
+    VERTICAL_BARS: ClassVar[list[str]] = [" "] * 8
+    HORIZONTAL_BARS: ClassVar[list[str]] = [" "] * 8
+
+
+class ProcessTable(ScrollView, can_focus=True):
+    """GPU processes, each followed by its DataLoader workers, with sort, filter and a collapse toggle.
+
+    Feed it with :meth:`update_snapshot` every tick; it applies the newest snapshot at most once per
+    :attr:`APPLY_INTERVAL` seconds, and at once after :meth:`sort_by`, :meth:`set_filter` or
+    :meth:`toggle_workers`. Enter on a row posts :class:`ProcessTable.ProcessSelected`. Clicking a
+    column header sorts by that column.
+    """
+
+    APPLY_INTERVAL = 1.0
+    """Least number of seconds between two applied snapshots."""
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "process-table--header",
+        "process-table--cursor",
+        "process-table--worker",
+        "process-table--note",
+    }
+
+    DEFAULT_CSS = """
+    ProcessTable {
+        overflow-x: hidden;
+        overflow-y: auto;
+        height: 1fr;
+    }
+    ProcessTable > .process-table--header { text-style: bold; }
+    ProcessTable > .process-table--cursor { background: $block-cursor-blurred-background; }
+    ProcessTable:focus > .process-table--cursor {
+        background: $block-cursor-background;
+        color: $block-cursor-foreground;
+        text-style: bold;
+    }
+    ProcessTable > .process-table--worker { color: $text-muted; }
+    ProcessTable > .process-table--note { text-style: dim italic; }
+    """
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("up", "cursor_up", "Up", show=False),
+        Binding("down", "cursor_down", "Down", show=False),
+        Binding("pageup", "page_up", "Page up", show=False),
+        Binding("pagedown", "page_down", "Page down", show=False),
+        Binding("home", "cursor_first", "First", show=False),
+        Binding("end", "cursor_last", "Last", show=False),
+        Binding("enter", "select", "Details", show=False),
+    ]
+
+    class ProcessSelected(Message):
+        """Enter was pressed on a row."""
+
+        def __init__(self, process: ProcessSample) -> None:
+            """Carry the chosen ``process``."""
+            super().__init__()
+            self.process = process
+            """The process under the cursor (a GPU process or a DataLoader worker)."""
+
+    def __init__(self, ascii_mode: bool = False, id: str | None = None, classes: str | None = None) -> None:
+        """Create an empty table; ``ascii_mode`` draws the worker tree and markers with ASCII only."""
+        super().__init__(id=id, classes=classes)
+        self.ascii_mode = ascii_mode
+        """Whether glyphs are plain ASCII."""
+        self._branch, self._last_branch = ("|- ", "`- ") if ascii_mode else ("├─ ", "└─ ")
+        self._snapshot: Snapshot | None = None
+        self._pending: Snapshot | None = None
+        self._last_apply = -float("inf")
+        self._timer: Timer | None = None
+        self._sort_key = "gpu"
+        self._sort_reverse = False
+        self._filter = ""
+        self._collapsed = False
+        self._rows: list[_Row] = []
+        self._cursor = 0
+        self._cursor_key: RowKey | None = None
+        self._strips: dict[RowKey, tuple[tuple[str, ...], Strip]] = {}
+        self._base_style: Style | None = None
+        self._command_width = _MIN_COMMAND_WIDTH
+        self._line_width = _FIXED_WIDTH + _MIN_COMMAND_WIDTH
+
+    @property
+    def sort_key(self) -> str:
+        """The current sort key (one of SORT_KEYS)."""
+        return self._sort_key
+
+    @property
+    def sort_reverse(self) -> bool:
+        """True when the current sort is descending."""
+        return self._sort_reverse
+
+    @property
+    def filter_text(self) -> str:
+        """The current filter text ("" when none)."""
+        return self._filter
+
+    @property
+    def workers_collapsed(self) -> bool:
+        """True when worker rows are hidden (trainers still show the count)."""
+        return self._collapsed
+
+    def update_snapshot(self, snapshot: Snapshot) -> None:
+        """Take the newest snapshot; it is shown now if the last update is old enough, else on a timer."""
+        self._pending = snapshot
+        now = time.monotonic()
+        due = self._last_apply + self.APPLY_INTERVAL
+        if now >= due or not self.is_mounted:
+            self._apply()
+        elif self._timer is None:
+            self._timer = self.set_timer(due - now, self._on_apply_timer)
+
+    def sort_by(self, key: str) -> None:
+        """Sort the process groups by ``key`` (one of SORT_KEYS); the same key again reverses the order."""
+        if key not in SORT_KEYS:
+            raise ValueError(f"unknown sort key {key!r}; expected one of {', '.join(SORT_KEYS)}")
+        if key == self._sort_key:
+            self._sort_reverse = not self._sort_reverse
+        else:
+            self._sort_key = key
+            self._sort_reverse = key in DESCENDING_FIRST
+        self._apply()
+        if self.is_mounted:
+            self.refresh()  # the header's sort marker moved even when the row order did not
+
+    def set_filter(self, text: str) -> None:
+        """Show only rows whose pid, user, name or command line contains ``text`` (case-insensitive)."""
+        self._filter = text
+        self._apply()
+
+    def toggle_workers(self) -> None:
+        """Hide or show the DataLoader worker rows."""
+        self._collapsed = not self._collapsed
+        self._apply()
+
+    def selected_process(self) -> ProcessSample | None:
+        """The process on the cursor row, or None when the table is empty."""
+        if not self._rows:
+            return None
+        return self._rows[self._cursor].process
+
+    def displayed_processes(self) -> tuple[ProcessSample, ...]:
+        """The processes on the rows, top to bottom, as currently displayed."""
+        return tuple(row.process for row in self._rows)
+
+    # -- applying snapshots -------------------------------------------------------------------
+
+    def _on_apply_timer(self) -> None:
+        self._timer = None
+        if self._pending is not None:
+            self._apply()
+
+    def _apply(self) -> None:
+        """Rebuild the rows from the newest snapshot and refresh what changed."""
+        if self._pending is not None:
+            self._snapshot = self._pending
+            self._pending = None
+            self._last_apply = time.monotonic()
+        if self._timer is not None:
+            self._timer.stop()
+            self._timer = None
+        old_rows = self._rows
+        self._rows = self._build_rows()
+        self._place_cursor()
+        if not self.is_mounted:
+            return
+        self.virtual_size = Size(self._line_width, len(self._rows) + 1)
+        if [r.key for r in old_rows] != [r.key for r in self._rows]:
+            live = {row.key for row in self._rows}
+            self._strips = {k: v for k, v in self._strips.items() if k in live}
+            self.refresh()
+            return
+        top = int(self.scroll_offset.y)
+        height = self.scrollable_content_region.height
+        for index, (old, new) in enumerate(zip(old_rows, self._rows)):
+            if old.cells != new.cells and top <= index < top + height:
+                self.refresh(Region(0, index - top + 1, self._line_width, 1))
+
+    def _place_cursor(self) -> None:
+        """Keep the cursor on the same process when it is still shown, else clamp it."""
+        index = None
+        if self._cursor_key is not None:
+            for i, row in enumerate(self._rows):
+                if row.key == self._cursor_key:
+                    index = i
+                    break
+        if index is None:
+            index = min(self._cursor, max(0, len(self._rows) - 1))
+        self._cursor = index
+        self._cursor_key = self._rows[index].key if self._rows else None
+
+    def _build_rows(self) -> list[_Row]:
+        if self._snapshot is None:
+            return []
+        groups = build_groups(self._snapshot.processes)
+        groups = sort_groups(filter_groups(groups, self._filter), self._sort_key, self._sort_reverse)
+        rows: list[_Row] = []
+        for group in groups:
+            leader = group.leader
+            count = leader.num_workers if leader.num_workers is not None else len(group.workers)
+            rows.append(_Row(_row_key(leader), leader, self._leader_cells(leader, count), _is_worker(leader)))
+            if self._collapsed:
+                continue
+            last = len(group.workers) - 1
+            for i, worker in enumerate(group.workers):
+                glyph = self._last_branch if i == last else self._branch
+                rows.append(_Row(_row_key(worker), worker, self._worker_cells(worker, glyph), True))
+        return rows
+
+    def _cut(self, text: str | None, width: int) -> str:
+        cut = safe_text(text, max_length=max(1, width))
+        if self.ascii_mode and cut.endswith("…"):
+            cut = cut[:-1] + "~"
+        return cut
+
+    def _note(self, process: ProcessSample) -> str:
+        return f" ({safe_text(process.note, 60)})" if process.note else ""
+
+    def _leader_cells(self, p: ProcessSample, workers: int) -> tuple[str, ...]:
+        suffix = f" [{workers} worker{'s' if workers != 1 else ''}]" if workers else ""
+        base = p.cmdline or p.name
+        note = self._note(p)
+        if base:
+            command = self._cut(base, self._command_width - len(suffix)) + suffix
+        elif suffix:
+            command = suffix.lstrip()
+        elif note:
+            command, note = "", note.lstrip()
+        else:
+            command = NA
+        return (
+            NA if p.device_index is None else str(p.device_index),
+            str(p.pid),
+            self._cut(p.user, _COLUMNS[2].width) or NA,
+            fmt_bytes(p.gpu_memory_bytes),
+            fmt_percent(p.sm_percent),
+            fmt_percent(p.cpu_percent),
+            fmt_bytes(p.rss_bytes),
+            fmt_duration(p.elapsed_seconds),
+            command,
+            note,
+        )
+
+    def _worker_cells(self, p: ProcessSample, glyph: str) -> tuple[str, ...]:
+        state = f" ({safe_text(p.status, 20)})" if p.status else ""
+        return (
+            "",
+            glyph + str(p.pid),
+            self._cut(p.user, _COLUMNS[2].width) or NA,
+            "",
+            "",
+            fmt_percent(p.cpu_percent),
+            fmt_bytes(p.rss_bytes),
+            fmt_duration(p.elapsed_seconds),
+            self._cut(p.name or p.cmdline or "worker", self._command_width - len(state)) + state,
+            self._note(p),
+        )
+
+    # -- rendering ----------------------------------------------------------------------------
+
+    def on_mount(self) -> None:
+        """In ASCII mode, draw the scroll bar without block characters."""
+        if self.ascii_mode:
+            self.vertical_scrollbar.renderer = _BlanksScrollBarRender
+
+    def on_resize(self, event: events.Resize) -> None:
+        """Fit the command column to the new width and re-cut the command lines."""
+        width = self.scrollable_content_region.width
+        self._command_width = max(_MIN_COMMAND_WIDTH, width - _FIXED_WIDTH)
+        self._line_width = max(width, 1)
+        self._strips.clear()
+        self._apply()
+
+    def notify_style_update(self) -> None:
+        """Drop cached lines when the theme or focus styles change."""
+        super().notify_style_update()
+        self._strips.clear()
+        self._base_style = None
+
+    def on_focus(self, event: events.Focus) -> None:
+        """Redraw the cursor in its focused style."""
+        self._refresh_row(self._cursor)
+
+    def on_blur(self, event: events.Blur) -> None:
+        """Redraw the cursor in its unfocused style."""
+        self._refresh_row(self._cursor)
+
+    def _header_strip(self, base: Style) -> Strip:
+        style = base + self.get_component_rich_style("process-table--header", partial=True)
+        arrow = ("v" if self._sort_reverse else "^") if self.ascii_mode else ("▼" if self._sort_reverse else "▲")
+        parts = []
+        for column in _COLUMNS:
+            label = column.label + (arrow if column.sort_key == self._sort_key else "")
+            parts.append(_fit(label, column.width, column.right) + " ")
+        parts.append("COMMAND")
+        return _line([Text("".join(parts), style=style, end="")], self._line_width, base, self.app.console)
+
+    def _row_strip(self, row: _Row, base: Style) -> Strip:
+        cached = self._strips.get(row.key)
+        if cached is not None and cached[0] == row.cells:
+            return cached[1]
+        style = base
+        if row.worker:
+            style = base + self.get_component_rich_style("process-table--worker", partial=True)
+        fixed = "".join(_fit(value, column.width, column.right) + " " for column, value in zip(_COLUMNS, row.cells))
+        command, note = row.cells[len(_COLUMNS)], row.cells[len(_COLUMNS) + 1]
+        texts = [Text(fixed + command, style=style, end="")]
+        if note:
+            note_style = style + self.get_component_rich_style("process-table--note", partial=True)
+            texts.append(Text(note, style=note_style, end=""))
+        strip = _line(texts, self._line_width, base, self.app.console)
+        self._strips[row.key] = (row.cells, strip)
+        return strip
+
+    def render_line(self, y: int) -> Strip:
+        """Line ``y`` of the viewport: the header on top, then the rows from the scroll position."""
+        base = self._base_style
+        if base is None:
+            base = self._base_style = self.rich_style
+        if y == 0:
+            return self._header_strip(base)
+        index = int(self.scroll_offset.y) + y - 1
+        if not 0 <= index < len(self._rows):
+            return Strip.blank(self._line_width, base)
+        strip = self._row_strip(self._rows[index], base)
+        if index == self._cursor:
+            cursor = self.get_component_rich_style("process-table--cursor", partial=True)
+            strip = Strip(list(Segment.apply_style(iter(strip), None, cursor)), strip.cell_length)
+        return strip
+
+    # -- cursor and selection -----------------------------------------------------------------
+
+    def _refresh_row(self, index: int) -> None:
+        top = int(self.scroll_offset.y)
+        if top <= index:
+            self.refresh(Region(0, index - top + 1, self._line_width, 1))
+
+    def _move_cursor(self, index: int) -> None:
+        if not self._rows:
+            return
+        index = max(0, min(index, len(self._rows) - 1))
+        self._refresh_row(self._cursor)
+        self._cursor = index
+        self._cursor_key = self._rows[index].key
+        visible = max(1, self.scrollable_content_region.height - 1)
+        top = int(self.scroll_offset.y)
+        if index < top:
+            self.scroll_to(y=index, animate=False, immediate=True)
+        elif index >= top + visible:
+            self.scroll_to(y=index - visible + 1, animate=False, immediate=True)
+        self._refresh_row(index)
+
+    def _page(self) -> int:
+        return max(1, self.scrollable_content_region.height - 2)
+
+    def action_cursor_up(self) -> None:
+        """Move the cursor one row up."""
+        self._move_cursor(self._cursor - 1)
+
+    def action_cursor_down(self) -> None:
+        """Move the cursor one row down."""
+        self._move_cursor(self._cursor + 1)
+
+    def action_page_up(self) -> None:
+        """Move the cursor one page up."""
+        self._move_cursor(self._cursor - self._page())
+
+    def action_page_down(self) -> None:
+        """Move the cursor one page down."""
+        self._move_cursor(self._cursor + self._page())
+
+    def action_cursor_first(self) -> None:
+        """Move the cursor to the first row."""
+        self._move_cursor(0)
+
+    def action_cursor_last(self) -> None:
+        """Move the cursor to the last row."""
+        self._move_cursor(len(self._rows) - 1)
+
+    def action_select(self) -> None:
+        """Post :class:`ProcessSelected` for the cursor row."""
+        process = self.selected_process()
+        if process is not None:
+            self.post_message(self.ProcessSelected(process))
+
+    def on_click(self, event: events.Click) -> None:
+        """A click on the header sorts by that column; a click on a row moves the cursor there."""
+        offset = event.get_content_offset(self)
+        if offset is None:
+            return
+        if offset.y == 0:
+            x = 0
+            for column in _COLUMNS:
+                if x <= offset.x < x + column.width + 1:
+                    if column.sort_key is not None:
+                        self.sort_by(column.sort_key)
+                    return
+                x += column.width + 1
+            return
+        self._move_cursor(int(self.scroll_offset.y) + offset.y - 1)
+
+
+def _line(texts: list[Text], width: int, base: Style, console: Console) -> Strip:
+    """One screen line from plain-text ``Text`` pieces, cropped or padded to ``width`` cells."""
+    segments = [segment for text in texts for segment in text.render(console)]
+    return Strip(segments).adjust_cell_length(width, base)
+
+
+def _fit(value: str, width: int, right: bool) -> str:
+    """``value`` padded or cropped to exactly ``width`` cells, aligned right or left."""
+    length = cell_len(value)
+    if length >= width:
+        return set_cell_size(value, width)
+    padding = " " * (width - length)
+    return padding + value if right else value + padding
