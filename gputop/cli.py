@@ -33,7 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
     """The argument parser; ``--help`` documents every flag."""
     from gputop.collect.demo import DEFAULT_SCENARIO, SCENARIOS
 
-    scenarios = "; ".join(f"{name}: {text}" for name, text in SCENARIOS.items())
+    scenarios = "; ".join(f"{name}: {text}" for name, text in SCENARIOS.items()).replace("%", "%%")
     parser = argparse.ArgumentParser(
         prog="gputop",
         description="Live GPU monitor for deep-learning training that tells you why your GPU is under-used. "

@@ -14,7 +14,7 @@ import pytest
 from gputop.collect.demo import DemoSource
 from gputop.collect.model import ErrorNote, Snapshot
 from gputop.collect.recording import MAX_LINE_BYTES, Recorder, RecordingError, RecordingProblem, read_recording
-from gputop.collect.replay import ReplayError, ReplaySource
+from gputop.collect.replay import MAX_SHOWN_PROBLEMS, ReplayError, ReplaySource
 
 START = 1_750_000_000.0
 STEP = 0.5
@@ -120,7 +120,7 @@ def test_single_snapshot_has_no_recorded_interval(tmp_path, snapshots):
     source.close()
 
 
-def test_corrupt_line_in_the_middle_is_reported_once_and_skipped(tmp_path, snapshots):
+def test_corrupt_line_in_the_middle_is_reported_and_skipped(tmp_path, snapshots):
     lines = plain_lines(snapshots)
     lines[4] = lines[4][: len(lines[4]) // 2] + b"\n"
     path = tmp_path / "corrupt.jsonl"
@@ -130,8 +130,23 @@ def test_corrupt_line_in_the_middle_is_reported_once_and_skipped(tmp_path, snaps
     assert [p.line for p in problems] == [5]
     assert "JSON" in problems[0].message
     source = ReplaySource(path)
-    notes = [note for _ in range(len(snapshots) + 3) for note in source.poll().errors]
-    assert notes == [ErrorNote("replay", "line 5: not valid JSON (truncated or corrupt)")]
+    per_poll = [source.poll().errors for _ in range(len(snapshots) + 3)]
+    note = ErrorNote("replay", "line 5: not valid JSON (truncated or corrupt)")
+    assert per_poll[:3] == [(), (), ()]
+    assert all(errors == (note,) for errors in per_poll[3:])  # stays on screen once met, listed once
+    source.close()
+
+
+def test_many_damaged_lines_are_listed_up_to_a_limit_then_counted(tmp_path, snapshots):
+    lines = plain_lines(snapshots)
+    for i in range(1, 9):
+        lines[i] = b"{broken\n"
+    path = tmp_path / "many.jsonl"
+    path.write_bytes(b"".join(lines))
+    source = ReplaySource(path)
+    errors = [source.poll().errors for _ in range(len(snapshots))][-1]
+    assert [e.message for e in errors][:MAX_SHOWN_PROBLEMS] == [f"line {n}: not valid JSON (truncated or corrupt)" for n in range(2, 2 + MAX_SHOWN_PROBLEMS)]
+    assert errors[-1].message == f"{8 - MAX_SHOWN_PROBLEMS} more damaged lines skipped"
     source.close()
 
 

@@ -1,7 +1,8 @@
 """The replay source: plays a recording back snapshot by snapshot (``gputop --replay FILE``).
 
 The file is streamed, never loaded whole. Damaged lines become ``ErrorNote("replay", "line N: ...")``
-notes on the snapshot that follows them, once each. Every snapshot is relabelled
+notes that stay on every later snapshot (the first few, then a count), so a one-shot print or the
+screen still shows them after playback moved on. Every snapshot is relabelled
 ``replay: <file> (recorded <date>, source <original source>)``.
 """
 
@@ -17,6 +18,9 @@ from pathlib import Path
 
 from gputop.collect.model import ErrorNote, Snapshot
 from gputop.collect.recording import RecordingProblem, read_recording
+
+MAX_SHOWN_PROBLEMS = 5
+"""Damaged lines listed one by one; beyond this they are only counted."""
 
 INTERVAL_SAMPLE = 100
 """How many gaps between the first recorded snapshots are used to estimate the recorded pace."""
@@ -40,6 +44,7 @@ class ReplaySource:
         self.finished = False
         """True once the last recorded snapshot has been returned (never set when looping)."""
         self._notes: list[ErrorNote] = []
+        self._seen_problems: set[str] = set()
         self._reader = self._open()
         first = self._read_snapshot()
         if first is None:
@@ -68,10 +73,23 @@ class ReplaySource:
         """The next snapshot from the file, noting the problems met on the way; None at the end."""
         for item in self._reader:
             if isinstance(item, RecordingProblem):
-                self._notes.append(ErrorNote("replay", str(item)))
+                self._note(str(item))
             else:
                 return item
         return None
+
+    def _note(self, message: str) -> None:
+        """Remember a problem once (a looping replay meets the same damaged lines again)."""
+        if message not in self._seen_problems:
+            self._seen_problems.add(message)
+            self._notes.append(ErrorNote("replay", message))
+
+    def _standing_notes(self) -> tuple[ErrorNote, ...]:
+        shown = tuple(self._notes[:MAX_SHOWN_PROBLEMS])
+        hidden = len(self._notes) - len(shown)
+        if hidden > 0:
+            shown += (ErrorNote("replay", f"{hidden} more damaged lines skipped"),)
+        return shown
 
     def _measure_interval(self) -> float | None:
         timestamps = []
@@ -88,7 +106,7 @@ class ReplaySource:
         return statistics.median(gaps) if gaps else None
 
     def poll(self) -> Snapshot:
-        """The next recorded snapshot, relabelled; problems found since the last poll ride along as errors."""
+        """The next recorded snapshot, relabelled, with the problems met so far as errors."""
         if self._ahead is None and self.loop:
             self._restart()
         if self._ahead is None:
@@ -107,14 +125,14 @@ class ReplaySource:
         try:
             self._reader = read_recording(self.path)
         except OSError as exc:
-            self._notes.append(ErrorNote("replay", f"cannot reopen {self.path.name} to loop: {exc.strerror or exc}"))
+            self._note(f"cannot reopen {self.path.name} to loop: {exc.strerror or exc}")
             self.loop = False
             return
         self._offset += (self._last.timestamp - self._first_timestamp) + (self.recorded_interval or 1.0)
         self._ahead = self._read_snapshot()
 
     def _relabel(self, snapshot: Snapshot) -> Snapshot:
-        notes, self._notes = tuple(self._notes), []
+        notes = self._standing_notes()
         return dataclasses.replace(
             snapshot,
             timestamp=snapshot.timestamp + self._offset,
