@@ -1,0 +1,226 @@
+"""The NVML source: GPUs, their processes and the driver versions, read through pynvml.
+
+Called from one sampler thread. ``poll`` never raises: a missing driver, a lost GPU or an
+unsupported call becomes ``None`` fields and ``ErrorNote``s. The only other thread is the PCIe
+throughput poller, used on GPUs without PCIe byte counters or GPM.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pynvml
+
+from gputop.collect.model import (
+    DeviceSample,
+    DriverInfo,
+    ErrorNote,
+    GpuReading,
+    ProcessSample,
+)
+from gputop.collect.nvml_calls import GpuLost, raw_text_call
+from gputop.collect.nvml_device import DeviceReader
+from gputop.collect.nvml_errors import LOST_MESSAGE, describe, init_failure_reason
+from gputop.collect.nvml_pcie import PcieThroughputPoller
+
+INIT_RETRY_S = 10.0
+"""Least time between two attempts to start NVML after a failure."""
+
+LOST_RETRY_S = 3.0
+"""How often a lost GPU is looked for again."""
+
+CLOSED_MESSAGE = "NVML source is closed"
+"""Reason reported by a poll after ``close``."""
+
+_driver_version = raw_text_call(pynvml.nvmlSystemGetDriverVersion)
+_nvml_version = raw_text_call(pynvml.nvmlSystemGetNVMLVersion)
+
+
+def format_cuda_version(value: int) -> str:
+    """NVML's integer CUDA version (``12040``) as ``"12.4"``."""
+    return f"{value // 1000}.{value % 1000 // 10}"
+
+
+@dataclass
+class _Slot:
+    """What the source knows about one device index between polls."""
+
+    reader: DeviceReader | None = None
+    lost: bool = False
+    error: str | None = None
+    retry_at: float = 0.0
+
+
+class NvmlSource:
+    """GPU readings from NVML; ``library_path`` loads that library instead of the default ``libnvidia-ml.so.1``.
+
+    NVML starts lazily on the first ``poll``. Loading a library by path replaces pynvml's
+    process-wide library, which is meant for tests and tools, not for two different libraries at once.
+    """
+
+    def __init__(self, library_path: str | None = None, *, init_retry_s: float = INIT_RETRY_S,
+                 lost_retry_s: float = LOST_RETRY_S, clock: Callable[[], float] = time.monotonic) -> None:
+        self.library_path = library_path
+        """Library loaded instead of the default one, or None."""
+        self._init_retry_s = init_retry_s
+        self._lost_retry_s = lost_retry_s
+        self._clock = clock
+        self._initialized = False
+        self._closed = False
+        self._failure: str | None = None
+        self._next_init_at = 0.0
+        self._driver: DriverInfo | None = None
+        self._slots: list[_Slot] = []
+        self._poller = PcieThroughputPoller()
+
+    @property
+    def available(self) -> bool:
+        """True while NVML is initialized and answering."""
+        return self._initialized and not self._closed
+
+    @property
+    def pcie_poller_running(self) -> bool:
+        """True while the background PCIe throughput thread runs."""
+        return self._poller.running
+
+    def poll(self) -> GpuReading:
+        """Read every GPU once; never raises."""
+        if self._closed:
+            return GpuReading(errors=(ErrorNote("nvml", CLOSED_MESSAGE),))
+        try:
+            return self._poll()
+        except Exception as error:  # noqa: BLE001 - a bug or a broken library must not kill the sampler
+            return GpuReading(driver=self._driver,
+                              errors=(ErrorNote("nvml", f"unexpected {type(error).__name__}: {error}"),))
+
+    def close(self) -> None:
+        """Stop the PCIe thread, free GPM buffers and shut NVML down. Safe to call twice."""
+        if self._closed:
+            return
+        self._closed = True
+        self._poller.close()
+        for slot in self._slots:
+            if slot.reader is not None:
+                slot.reader.close()
+        self._slots = []
+        if self._initialized:
+            self._initialized = False
+            try:
+                pynvml.nvmlShutdown()
+            except pynvml.NVMLError:
+                pass
+
+    def _poll(self) -> GpuReading:
+        if not self._initialized and not self._start():
+            return GpuReading(errors=(ErrorNote("nvml", self._failure or "NVML unavailable"),))
+        devices: list[DeviceSample] = []
+        processes: list[ProcessSample] = []
+        errors: list[ErrorNote] = []
+        for index, slot in enumerate(self._slots):
+            device = self._read_slot(index, slot, processes, errors)
+            devices.append(device)
+        return GpuReading(driver=self._driver, devices=tuple(devices), processes=tuple(processes),
+                          errors=tuple(errors))
+
+    def _read_slot(self, index: int, slot: _Slot, processes: list[ProcessSample],
+                   errors: list[ErrorNote]) -> DeviceSample:
+        now = self._clock()
+        if slot.reader is None and now >= slot.retry_at:
+            self._attach(index, slot, now)
+        if slot.reader is not None:
+            try:
+                sample, found, notes = slot.reader.read()
+            except GpuLost:
+                self._mark_lost(slot, now)
+            else:
+                slot.lost = False
+                processes.extend(found)
+                errors.extend(notes)
+                return sample
+        if slot.lost:
+            errors.append(ErrorNote(f"gpu{index}", LOST_MESSAGE))
+            return DeviceSample(index=index, lost=True, error=LOST_MESSAGE)
+        errors.append(ErrorNote(f"gpu{index}", slot.error or "GPU unavailable"))
+        return DeviceSample(index=index, error=slot.error)
+
+    def _attach(self, index: int, slot: _Slot, now: float) -> None:
+        try:
+            handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+        except pynvml.NVMLError as error:
+            if error.value in (pynvml.NVML_ERROR_GPU_IS_LOST, pynvml.NVML_ERROR_UNKNOWN):
+                self._mark_lost(slot, now)
+            else:
+                slot.lost = False
+                slot.error = f"cannot open GPU {index}: {describe(error)}"
+                slot.retry_at = now + self._lost_retry_s
+            return
+        slot.reader = DeviceReader(index, handle, self._poller)
+        slot.error = None
+
+    def _mark_lost(self, slot: _Slot, now: float) -> None:
+        if slot.reader is not None:
+            slot.reader.close()
+            slot.reader = None
+        slot.lost = True
+        slot.retry_at = now + self._lost_retry_s
+
+    def _start(self) -> bool:
+        now = self._clock()
+        if now < self._next_init_at:
+            return False
+        self._next_init_at = now + self._init_retry_s
+        reason = self._load_library()
+        if reason is None:
+            try:
+                pynvml.nvmlInit()
+            except pynvml.NVMLError as error:
+                reason = init_failure_reason(error.value, self.library_path)
+        if reason is None:
+            try:
+                count = pynvml.nvmlDeviceGetCount()
+            except pynvml.NVMLError as error:
+                reason = f"NVML started but could not count the GPUs: {describe(error)}"
+                try:
+                    pynvml.nvmlShutdown()
+                except pynvml.NVMLError:
+                    pass
+        self._failure = reason
+        if reason is not None:
+            return False
+        self._initialized = True
+        self._driver = self._read_driver()
+        self._slots = [_Slot() for _ in range(count)]
+        return True
+
+    def _load_library(self) -> str | None:
+        """Load ``library_path`` into pynvml; the failure reason, or None."""
+        if self.library_path is None:
+            return None
+        try:
+            library = ctypes.CDLL(self.library_path)
+        except OSError:
+            return init_failure_reason(pynvml.NVML_ERROR_LIBRARY_NOT_FOUND, self.library_path)
+        pynvml.nvmlLib = library
+        pynvml._nvmlGetFunctionPointer_cache.clear()
+        return None
+
+    @staticmethod
+    def _read_driver() -> DriverInfo:
+        def ask(fn: Callable[[], Any]) -> Any:
+            try:
+                return fn()
+            except pynvml.NVMLError:
+                return None
+
+        cuda = ask(pynvml.nvmlSystemGetCudaDriverVersion_v2)
+        if cuda is None:
+            cuda = ask(pynvml.nvmlSystemGetCudaDriverVersion)
+        return DriverInfo(
+            driver_version=ask(_driver_version),
+            cuda_driver_version=None if cuda is None else format_cuda_version(int(cuda)),
+            nvml_version=ask(_nvml_version),
+        )

@@ -1,0 +1,72 @@
+"""GPU processes of one device: compute and graphics contexts, memory, and per-process SM / memory use."""
+
+from __future__ import annotations
+
+import pynvml
+
+from gputop.collect.model import ROLE_GPU, ProcessSample
+from gputop.collect.nvml_calls import CallGuard
+
+UTILIZATION_HOLD_S = 3.0
+"""How long a process keeps its last SM % when NVML has no newer sample for it."""
+
+_LISTS = (
+    ("compute", (("compute_procs", "nvmlDeviceGetComputeRunningProcesses_v3"),
+                 ("compute_procs_v2", "nvmlDeviceGetComputeRunningProcesses_v2"))),
+    ("graphics", (("graphics_procs", "nvmlDeviceGetGraphicsRunningProcesses_v3"),
+                  ("graphics_procs_v2", "nvmlDeviceGetGraphicsRunningProcesses_v2"))),
+)
+
+
+class ProcessReader:
+    """Lists the processes on one device and joins their latest utilization samples."""
+
+    def __init__(self, index: int, handle: object, guard: CallGuard) -> None:
+        self._index = index
+        self._handle = handle
+        self._guard = guard
+        self._last_seen = 0
+        self._utilization: dict[int, tuple[float, float, float, int]] = {}
+
+    def read(self, now: float) -> list[ProcessSample]:
+        """The device's GPU processes (NVML fields only), compute ones first; ``now`` is a monotonic time."""
+        found: dict[int, tuple[set[str], int | None]] = {}
+        for kind, variants in _LISTS:
+            for info in self._list(variants):
+                kinds, memory = found.setdefault(info.pid, (set(), None))
+                kinds.add(kind)
+                used = info.usedGpuMemory
+                if used is not None and (memory is None or used > memory):
+                    found[info.pid] = (kinds, int(used))
+        if found:
+            self._update_utilization(now)
+        self._utilization = {pid: u for pid, u in self._utilization.items()
+                             if pid in found and now - u[2] <= UTILIZATION_HOLD_S}
+        samples = []
+        for pid, (kinds, memory) in found.items():
+            sm, mem, _, _ = self._utilization.get(pid, (None, None, 0.0, 0))
+            samples.append(ProcessSample(
+                pid=pid, role=ROLE_GPU, device_index=self._index, gpu_memory_bytes=memory,
+                sm_percent=sm, gpu_memory_percent=mem, gpu_process_type="+".join(sorted(kinds)),
+            ))
+        return samples
+
+    def _list(self, variants: tuple[tuple[str, str], ...]) -> list:
+        for key, name in variants:
+            if self._guard.supported(key):
+                result = self._guard.call(key, getattr(pynvml, name, None), self._handle)
+                if result is not None or self._guard.supported(key):
+                    return result or []
+        return []
+
+    def _update_utilization(self, now: float) -> None:
+        samples = self._guard.call("process_utilization", pynvml.nvmlDeviceGetProcessUtilization,
+                                   self._handle, self._last_seen)
+        if not samples:  # None: NOT_FOUND (no sample newer than last seen) or unsupported
+            return
+        for sample in samples:
+            stamp = int(sample.timeStamp)
+            self._last_seen = max(self._last_seen, stamp)
+            previous = self._utilization.get(sample.pid)
+            if previous is None or stamp >= previous[3]:
+                self._utilization[sample.pid] = (float(sample.smUtil), float(sample.memUtil), now, stamp)

@@ -1,0 +1,136 @@
+"""Shared fixtures: the fake NVML library and scenario files.
+
+Fixtures
+- ``fake_nvml_lib`` (session): path of the built fake ``libnvidia-ml.so.1``.
+- ``nvml_scenario``: a ``ScenarioFile`` bound to a temporary file; ``FAKE_NVML_SCENARIO`` and
+  ``FAKE_NVML_CALL_LOG`` point at it for this test. ``nvml_scenario.write(FakeScenario(...))``.
+- ``fake_pynvml``: the in-process ``pynvml`` module with ``pynvml.nvmlLib`` set to the fake; every
+  init left over is shut down afterwards and pynvml's library and function cache are reset.
+- ``make_nvml_source``: factory ``make_nvml_source(**kwargs) -> NvmlSource`` loading the fake; every
+  source it made is closed after the test.
+
+A session-wide guard (autouse) loads the fake before anything else, so a plain
+``CDLL("libnvidia-ml.so.1")`` in this process resolves to it (the dynamic loader matches the
+already-loaded SONAME) and puts its folder first in ``LD_LIBRARY_PATH`` for child processes. A real
+NVIDIA library is therefore never touched by the tests; without ``FAKE_NVML_SCENARIO`` the fake
+answers ``nvmlInit`` with NVML_ERROR_DRIVER_NOT_LOADED, like a machine without a running driver.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from support.fake_nvml import (
+    CALL_LOG_ENV,
+    SCENARIO_ENV,
+    FakeCall,
+    FakeScenario,
+    build_fake_nvml,
+    count_calls,
+    read_call_log,
+)
+
+
+@pytest.fixture(scope="session")
+def fake_nvml_lib() -> Path:
+    """Path of the fake ``libnvidia-ml.so.1``, compiled once per source version."""
+    return build_fake_nvml()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_real_nvml(fake_nvml_lib: Path) -> Iterator[None]:
+    """Make every NVML load in this run, in process or in children, find the fake instead of a real driver."""
+    for name in (SCENARIO_ENV, CALL_LOG_ENV):
+        os.environ.pop(name, None)
+    preloaded = ctypes.CDLL(str(fake_nvml_lib))
+    previous = os.environ.get("LD_LIBRARY_PATH")
+    os.environ["LD_LIBRARY_PATH"] = os.pathsep.join(p for p in (str(fake_nvml_lib.parent), previous) if p)
+    yield
+    del preloaded
+    if previous is None:
+        os.environ.pop("LD_LIBRARY_PATH", None)
+    else:
+        os.environ["LD_LIBRARY_PATH"] = previous
+
+
+@dataclass
+class ScenarioFile:
+    """A scenario file and call log for one test; the environment already points the fake at both."""
+
+    path: Path
+    """The scenario file."""
+    call_log: Path
+    """The fake's call log."""
+
+    def write(self, scenario: FakeScenario) -> Path:
+        """Replace the scenario atomically; the fake picks it up on its next call."""
+        return scenario.write(self.path)
+
+    def calls(self) -> list[FakeCall]:
+        """Every call logged so far."""
+        return read_call_log(self.call_log)
+
+    def count(self, symbol: str, device: int | None = None) -> int:
+        """How many times ``symbol`` was called (on ``device`` when given)."""
+        return count_calls(self.call_log, symbol, device)
+
+    def clear_log(self) -> None:
+        """Forget the calls logged so far."""
+        self.call_log.unlink(missing_ok=True)
+
+
+@pytest.fixture
+def nvml_scenario(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ScenarioFile:
+    """A scenario writer bound to a temporary file, with ``FAKE_NVML_SCENARIO``/``FAKE_NVML_CALL_LOG`` set."""
+    scenario = ScenarioFile(tmp_path / "nvml-scenario.txt", tmp_path / "nvml-calls.log")
+    monkeypatch.setenv(SCENARIO_ENV, str(scenario.path))
+    monkeypatch.setenv(CALL_LOG_ENV, str(scenario.call_log))
+    return scenario
+
+
+def _reset_pynvml() -> None:
+    """Shut down every NVML init still open in pynvml and forget its library and function pointers."""
+    import pynvml
+
+    while pynvml._nvmlLib_refcount > 0 and pynvml.nvmlLib is not None:
+        try:
+            pynvml.nvmlShutdown()
+        except pynvml.NVMLError:
+            pynvml._nvmlLib_refcount = 0
+    pynvml.nvmlLib = None
+    pynvml._nvmlGetFunctionPointer_cache.clear()
+
+
+@pytest.fixture
+def fake_pynvml(fake_nvml_lib: Path, nvml_scenario: ScenarioFile) -> Iterator[object]:
+    """The ``pynvml`` module pointed at the fake library (init not done yet); reset after the test."""
+    import pynvml
+
+    _reset_pynvml()
+    pynvml.nvmlLib = ctypes.CDLL(str(fake_nvml_lib))
+    yield pynvml
+    _reset_pynvml()
+
+
+@pytest.fixture
+def make_nvml_source(fake_nvml_lib: Path, nvml_scenario: ScenarioFile) -> Iterator[Callable[..., object]]:
+    """Factory for ``NvmlSource(library_path=<fake>, **kwargs)``; all sources are closed after the test."""
+    from gputop.collect.nvml import NvmlSource
+
+    sources: list[NvmlSource] = []
+
+    def make(**kwargs: object) -> NvmlSource:
+        source = NvmlSource(library_path=str(fake_nvml_lib), **kwargs)
+        sources.append(source)
+        return source
+
+    _reset_pynvml()
+    yield make
+    for source in sources:
+        source.close()
+    _reset_pynvml()

@@ -1,0 +1,885 @@
+/*
+ * fake_nvml.c: a scenario-driven fake of libnvidia-ml.so.1 for gputop's tests.
+ *
+ * The real pynvml (ctypes) calls into this library exactly as it would call the NVIDIA one; only
+ * the answers come from a text file. Built by tests/support/fake_nvml.py with
+ *     cc -shared -fPIC -O2 -Wl,-soname,libnvidia-ml.so.1 -o libnvidia-ml.so.1 fake_nvml.c -lpthread
+ *
+ * Environment
+ *   FAKE_NVML_SCENARIO  path of the scenario file. Read with getenv on every call; the file is parsed
+ *                       again whenever its path, inode, mtime or size changes, so a test can rewrite it
+ *                       mid-run (write to a temporary name and rename it over the old one).
+ *                       Unset: nvmlInit answers NVML_ERROR_DRIVER_NOT_LOADED (a machine without a
+ *                       running driver). Set but unreadable: NVML_ERROR_UNKNOWN.
+ *   FAKE_NVML_CALL_LOG  optional path; every entry point appends one line "<symbol> <device> <tid>\n"
+ *                       (device index or -1, tid = Linux thread id) so tests can count calls and see
+ *                       which thread made them. nvmlDeviceGetProcessUtilization also logs
+ *                       "nvmlDeviceGetProcessUtilization.lastSeen <device> <tid> <lastSeenTimeStamp>".
+ *
+ * Scenario format: one statement per line, words separated by blanks, '#' starts a comment line.
+ *   Global keys
+ *     driver_version <text>            nvmlSystemGetDriverVersion
+ *     cuda_driver_version <int>        nvmlSystemGetCudaDriverVersion(_v2), e.g. 12040
+ *     nvml_version <text>              nvmlSystemGetNVMLVersion
+ *     init_error <code>                nvmlInit/nvmlInit_v2/nvmlInitWithFlags return this code
+ *     device_count <n>                 default: 1 + the highest device index mentioned
+ *     pcie_delay_ms <n>                nvmlDeviceGetPcieThroughput sleeps this long (lock not held)
+ *   Per-device keys: "device <index> <key> <value...>". A key that is never given makes the matching
+ *   call answer NVML_ERROR_NOT_SUPPORTED.
+ *     name <text...> | uuid <text>
+ *     util_gpu | util_mem <percent>                       nvmlDeviceGetUtilizationRates
+ *     mem_total | mem_used | mem_reserved <bytes>         nvmlDeviceGetMemoryInfo(_v2); v1 "used"
+ *                                                         includes reserved, v2 reports it apart
+ *     power_mw | power_limit_mw <mW>                      power usage / enforced limit
+ *     temp <C> | fan <percent> | pstate <0..15>
+ *     clock_sm | clock_mem <MHz>                          nvmlDeviceGetClockInfo (GRAPHICS reads clock_sm)
+ *     energy_mj <mJ>                                      nvmlDeviceGetTotalEnergyConsumption, field 83
+ *     throttle <mask>                                     clocks event / throttle reasons (0x.. allowed)
+ *     pcie_tx_bytes | pcie_rx_bytes <bytes>               cumulative counters, fields 197 / 198
+ *     pcie_counter_time_us <us>                           timestamp of those field values (default: now)
+ *     pcie_tx_kbps | pcie_rx_kbps <KB/s>                  nvmlDeviceGetPcieThroughput
+ *     ecc_mode <0|1> | ecc_uncorrected <count>            ECC mode; volatile uncorrected total
+ *     mig_mode <0|1>
+ *     compute_capability <major> <minor>
+ *     gpm_supported <0|1>                                 nvmlGpmQueryDeviceSupport (absent: 0)
+ *     gpm <metric id> <value>                             value nvmlGpmMetricsGet reports for the id
+ *     lost <0|1>                                          every per-device call: GPU_IS_LOST (15)
+ *     error <call> <code>                                 that call returns <code> (see CALL NAMES)
+ *     compute_proc <pid> <bytes|na> | graphics_proc <pid> <bytes|na>   running processes
+ *     proc_util <pid> <sm> <mem> <timestamp us>           nvmlDeviceGetProcessUtilization samples
+ *   CALL NAMES for "error": handle name uuid utilization memory memory_v2 power power_limit
+ *     temperature temperature_v fan clock pstate energy energy_field throttle clocks_event_reasons
+ *     pcie_throughput field_values pcie_counters ecc_mode ecc_errors mig_mode compute_capability
+ *     compute_procs graphics_procs process_utilization gpm_support gpm_sample gpm_metrics.
+ *   "memory" also fails memory_v2, "temperature" also temperature_v, "throttle" also
+ *   clocks_event_reasons; pcie_counters and energy_field are per-field returns inside field values.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+typedef int nvmlReturn_t;
+typedef void *nvmlDevice_t;
+
+enum {
+    NVML_SUCCESS = 0,
+    NVML_ERROR_UNINITIALIZED = 1,
+    NVML_ERROR_INVALID_ARGUMENT = 2,
+    NVML_ERROR_NOT_SUPPORTED = 3,
+    NVML_ERROR_NOT_FOUND = 6,
+    NVML_ERROR_INSUFFICIENT_SIZE = 7,
+    NVML_ERROR_DRIVER_NOT_LOADED = 9,
+    NVML_ERROR_GPU_IS_LOST = 15,
+    NVML_ERROR_ARGUMENT_VERSION_MISMATCH = 25,
+    NVML_ERROR_UNKNOWN = 999,
+};
+
+#define MAX_DEVICES 64
+#define MAX_PROCS 256
+#define MAX_SAMPLES 256
+#define MAX_ERRORS 32
+#define MAX_GPM 64
+#define TEXT_LEN 96
+#define NA_VALUE 0xFFFFFFFFFFFFFFFFULL
+
+/* ---- structures with the layouts pynvml 13 passes ---- */
+typedef struct { unsigned int gpu, memory; } nvmlUtilization_t;
+typedef struct { unsigned long long total, free, used; } nvmlMemory_t;
+typedef struct { unsigned int version; unsigned long long total, reserved, free, used; } nvmlMemory_v2_t;
+#define NVML_MEMORY_V2 0x02000028u
+typedef struct { unsigned int version; int sensorType; int temperature; } nvmlTemperature_t;
+#define NVML_TEMPERATURE_V1 0x100000Cu
+typedef struct {
+    unsigned int pid;
+    unsigned long long usedGpuMemory;
+    unsigned int gpuInstanceId, computeInstanceId;
+} nvmlProcessInfo_t;
+typedef struct {
+    unsigned int pid;
+    unsigned long long timeStamp;
+    unsigned int smUtil, memUtil, encUtil, decUtil;
+} nvmlProcessUtilizationSample_t;
+typedef union {
+    double dVal;
+    unsigned int uiVal;
+    unsigned long ulVal;
+    unsigned long long ullVal;
+    long long sllVal;
+    int siVal;
+    unsigned short usVal;
+} nvmlValue_t;
+typedef struct {
+    unsigned int fieldId, scopeId;
+    long long timestamp, latencyUsec;
+    int valueType;
+    nvmlReturn_t nvmlReturn;
+    nvmlValue_t value;
+} nvmlFieldValue_t;
+#define NVML_VALUE_TYPE_UNSIGNED_LONG_LONG 3
+#define FI_TOTAL_ENERGY 83
+#define FI_PCIE_TX_BYTES 197
+#define FI_PCIE_RX_BYTES 198
+typedef struct { unsigned int version, isSupportedDevice; } nvmlGpmSupport_t;
+typedef struct { const char *shortName, *longName, *unit; } nvmlGpmMetricInfo_t;
+typedef struct {
+    unsigned int metricId;
+    nvmlReturn_t nvmlReturn;
+    double value;
+    nvmlGpmMetricInfo_t metricInfo;
+} nvmlGpmMetric_t;
+#define NVML_GPM_METRIC_MAX 477
+typedef struct fake_gpm_sample fake_gpm_sample;
+typedef struct {
+    unsigned int version, numMetrics;
+    fake_gpm_sample *sample1, *sample2;
+    nvmlGpmMetric_t metrics[NVML_GPM_METRIC_MAX];
+} nvmlGpmMetricsGet_t;
+
+/* ---- scenario state ---- */
+enum key_id {
+    K_UTIL_GPU, K_UTIL_MEM, K_MEM_TOTAL, K_MEM_USED, K_MEM_RESERVED, K_POWER, K_POWER_LIMIT, K_TEMP,
+    K_FAN, K_CLOCK_SM, K_CLOCK_MEM, K_PSTATE, K_ENERGY, K_THROTTLE, K_PCIE_TX_BYTES, K_PCIE_RX_BYTES,
+    K_PCIE_TIME, K_PCIE_TX_KBPS, K_PCIE_RX_KBPS, K_ECC_MODE, K_ECC_UNCORRECTED, K_MIG_MODE,
+    K_GPM_SUPPORTED, K_LOST, K_COUNT
+};
+static const char *const KEY_NAMES[K_COUNT] = {
+    "util_gpu", "util_mem", "mem_total", "mem_used", "mem_reserved", "power_mw", "power_limit_mw", "temp",
+    "fan", "clock_sm", "clock_mem", "pstate", "energy_mj", "throttle", "pcie_tx_bytes", "pcie_rx_bytes",
+    "pcie_counter_time_us", "pcie_tx_kbps", "pcie_rx_kbps", "ecc_mode", "ecc_uncorrected", "mig_mode",
+    "gpm_supported", "lost",
+};
+
+typedef struct { unsigned int pid; unsigned long long mem; } fake_proc;
+typedef struct { char call[32]; int code; } fake_error;
+
+typedef struct {
+    char name[TEXT_LEN], uuid[TEXT_LEN];
+    int has_name, has_uuid, has_cc;
+    int cc_major, cc_minor;
+    unsigned long long value[K_COUNT];
+    int has[K_COUNT];
+    int n_errors;
+    fake_error errors[MAX_ERRORS];
+    int n_compute, n_graphics, n_samples, n_gpm;
+    fake_proc compute[MAX_PROCS], graphics[MAX_PROCS];
+    nvmlProcessUtilizationSample_t samples[MAX_SAMPLES];
+    unsigned int gpm_ids[MAX_GPM];
+    double gpm_values[MAX_GPM];
+} fake_device;
+
+typedef struct {
+    int loaded;      /* 0: no scenario (env unset), -1: unreadable, 1: parsed */
+    char driver_version[TEXT_LEN], nvml_version[TEXT_LEN];
+    int has_driver_version, has_nvml_version, has_cuda_version;
+    int cuda_version;
+    int init_error;
+    int device_count;
+    int pcie_delay_ms;
+    fake_device devices[MAX_DEVICES];
+} fake_scenario;
+
+struct fake_gpm_sample {
+    unsigned int magic;
+    int device;
+    struct timespec taken;
+    int n;
+    unsigned int ids[MAX_GPM];
+    double values[MAX_GPM];
+};
+#define GPM_MAGIC 0x6770ad5u
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static fake_scenario current, scratch;
+static char current_path[4096];
+static struct stat current_stat;
+static int init_count;
+static char handles[MAX_DEVICES]; /* a device handle is the address of handles[index] */
+
+/* ---- helpers ---- */
+static void log_call_arg(const char *symbol, int device, unsigned long long arg, int with_arg) {
+    const char *path = getenv("FAKE_NVML_CALL_LOG");
+    if (path == NULL || *path == '\0') return;
+    char line[200];
+    int len = with_arg
+        ? snprintf(line, sizeof line, "%s %d %ld %llu\n", symbol, device, (long)syscall(SYS_gettid), arg)
+        : snprintf(line, sizeof line, "%s %d %ld\n", symbol, device, (long)syscall(SYS_gettid));
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd < 0) return;
+    ssize_t ignored = write(fd, line, (size_t)len);
+    (void)ignored;
+    close(fd);
+}
+
+static void log_call(const char *symbol, int device) { log_call_arg(symbol, device, 0, 0); }
+
+static fake_device *device_at(fake_scenario *s, long index) {
+    if (index < 0 || index >= MAX_DEVICES) return NULL;
+    return &s->devices[index];
+}
+
+static void copy_text(char *dst, const char *src) {
+    snprintf(dst, TEXT_LEN, "%s", src);
+}
+
+static void parse_device_line(fake_scenario *s, long index, const char *key, char *rest, int *max_index) {
+    fake_device *d = device_at(s, index);
+    if (d == NULL || key == NULL) return;
+    if (index > *max_index) *max_index = (int)index;
+    if (strcmp(key, "name") == 0) { /* the name is the rest of the line, blanks included */
+        copy_text(d->name, rest);
+        d->has_name = 1;
+        return;
+    }
+    char *save = NULL;
+    char *a = strtok_r(rest, " \t", &save);
+    char *b = a ? strtok_r(NULL, " \t", &save) : NULL;
+    char *c = b ? strtok_r(NULL, " \t", &save) : NULL;
+    char *e = c ? strtok_r(NULL, " \t", &save) : NULL;
+    if (a == NULL) return;
+    if (strcmp(key, "uuid") == 0) {
+        copy_text(d->uuid, a);
+        d->has_uuid = 1;
+    } else if (strcmp(key, "compute_capability") == 0 && b) {
+        d->cc_major = atoi(a);
+        d->cc_minor = atoi(b);
+        d->has_cc = 1;
+    } else if (strcmp(key, "error") == 0 && b && d->n_errors < MAX_ERRORS) {
+        snprintf(d->errors[d->n_errors].call, sizeof d->errors[0].call, "%s", a);
+        d->errors[d->n_errors].code = atoi(b);
+        d->n_errors++;
+    } else if ((strcmp(key, "compute_proc") == 0 || strcmp(key, "graphics_proc") == 0) && b) {
+        int compute = key[0] == 'c';
+        int *n = compute ? &d->n_compute : &d->n_graphics;
+        fake_proc *list = compute ? d->compute : d->graphics;
+        if (*n < MAX_PROCS) {
+            list[*n].pid = (unsigned int)strtoul(a, NULL, 10);
+            list[*n].mem = strcmp(b, "na") == 0 ? NA_VALUE : strtoull(b, NULL, 0);
+            (*n)++;
+        }
+    } else if (strcmp(key, "proc_util") == 0 && e && d->n_samples < MAX_SAMPLES) {
+        nvmlProcessUtilizationSample_t *p = &d->samples[d->n_samples++];
+        memset(p, 0, sizeof *p);
+        p->pid = (unsigned int)strtoul(a, NULL, 10);
+        p->smUtil = (unsigned int)strtoul(b, NULL, 10);
+        p->memUtil = (unsigned int)strtoul(c, NULL, 10);
+        p->timeStamp = strtoull(e, NULL, 10);
+    } else if (strcmp(key, "gpm") == 0 && b && d->n_gpm < MAX_GPM) {
+        d->gpm_ids[d->n_gpm] = (unsigned int)strtoul(a, NULL, 10);
+        d->gpm_values[d->n_gpm] = strtod(b, NULL);
+        d->n_gpm++;
+    } else {
+        for (int k = 0; k < K_COUNT; k++) {
+            if (strcmp(key, KEY_NAMES[k]) == 0) {
+                d->value[k] = strtoull(a, NULL, 0);
+                d->has[k] = 1;
+            }
+        }
+    }
+}
+
+static void strip_newline(char *line) {
+    size_t n = strlen(line);
+    while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r')) line[--n] = '\0';
+}
+
+static int parse_scenario(FILE *f, fake_scenario *s) {
+    memset(s, 0, sizeof *s);
+    s->device_count = -1;
+    int max_index = -1;
+    char line[1024];
+    while (fgets(line, sizeof line, f)) {
+        strip_newline(line);
+        char *save = NULL;
+        char *word = strtok_r(line, " \t", &save);
+        if (word == NULL || word[0] == '#') continue;
+        char *rest = save ? save : (char *)"";
+        while (*rest == ' ' || *rest == '\t') rest++;
+        if (strcmp(word, "device") == 0) {
+            char *index = strtok_r(NULL, " \t", &save);
+            char *key = strtok_r(NULL, " \t", &save);
+            char *tail = save ? save : (char *)"";
+            while (*tail == ' ' || *tail == '\t') tail++;
+            if (index) parse_device_line(s, strtol(index, NULL, 10), key, tail, &max_index);
+        } else if (strcmp(word, "driver_version") == 0) {
+            copy_text(s->driver_version, rest);
+            s->has_driver_version = 1;
+        } else if (strcmp(word, "nvml_version") == 0) {
+            copy_text(s->nvml_version, rest);
+            s->has_nvml_version = 1;
+        } else if (strcmp(word, "cuda_driver_version") == 0) {
+            s->cuda_version = atoi(rest);
+            s->has_cuda_version = 1;
+        } else if (strcmp(word, "init_error") == 0) {
+            s->init_error = atoi(rest);
+        } else if (strcmp(word, "device_count") == 0) {
+            s->device_count = atoi(rest);
+        } else if (strcmp(word, "pcie_delay_ms") == 0) {
+            s->pcie_delay_ms = atoi(rest);
+        }
+    }
+    if (s->device_count < 0) s->device_count = max_index + 1;
+    if (s->device_count > MAX_DEVICES) s->device_count = MAX_DEVICES;
+    return 1;
+}
+
+/* Re-read the scenario when the file changed. Called with the lock held. */
+static void refresh_scenario(void) {
+    const char *path = getenv("FAKE_NVML_SCENARIO");
+    if (path == NULL || *path == '\0') {
+        current.loaded = 0;
+        current_path[0] = '\0';
+        return;
+    }
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        current.loaded = -1;
+        current_path[0] = '\0';
+        return;
+    }
+    if (current.loaded == 1 && strcmp(path, current_path) == 0 && st.st_ino == current_stat.st_ino &&
+        st.st_size == current_stat.st_size && st.st_mtim.tv_sec == current_stat.st_mtim.tv_sec &&
+        st.st_mtim.tv_nsec == current_stat.st_mtim.tv_nsec)
+        return;
+    FILE *f = fopen(path, "re");
+    if (f == NULL) {
+        current.loaded = -1;
+        current_path[0] = '\0';
+        return;
+    }
+    parse_scenario(f, &scratch);
+    fclose(f);
+    scratch.loaded = 1;
+    memcpy(&current, &scratch, sizeof current);
+    snprintf(current_path, sizeof current_path, "%s", path);
+    current_stat = st;
+}
+
+static int error_for(const fake_device *d, const char *call) {
+    if (call == NULL) return 0;
+    for (int i = 0; i < d->n_errors; i++)
+        if (strcmp(d->errors[i].call, call) == 0) return d->errors[i].code;
+    return 0;
+}
+
+/* Start a per-device call: on NVML_SUCCESS the lock is held and *out is the device. */
+static nvmlReturn_t begin_index(int index, const char *symbol, const char *call, const char *also,
+                                fake_device **out) {
+    pthread_mutex_lock(&lock);
+    log_call(symbol, index);
+    refresh_scenario();
+    nvmlReturn_t r = NVML_SUCCESS;
+    if (init_count == 0 || current.loaded != 1) r = NVML_ERROR_UNINITIALIZED;
+    else if (index < 0 || index >= current.device_count) r = NVML_ERROR_INVALID_ARGUMENT;
+    else if (current.devices[index].value[K_LOST]) r = NVML_ERROR_GPU_IS_LOST;
+    else if ((r = error_for(&current.devices[index], call)) == 0) r = error_for(&current.devices[index], also);
+    if (r != NVML_SUCCESS) {
+        pthread_mutex_unlock(&lock);
+        return r;
+    }
+    *out = &current.devices[index];
+    return NVML_SUCCESS;
+}
+
+static int handle_index(nvmlDevice_t device) {
+    char *p = (char *)device;
+    if (p < handles || p >= handles + MAX_DEVICES) return -1;
+    return (int)(p - handles);
+}
+
+static nvmlReturn_t begin(nvmlDevice_t device, const char *symbol, const char *call, const char *also,
+                          fake_device **out) {
+    return begin_index(handle_index(device), symbol, call, also, out);
+}
+
+static nvmlReturn_t finish(nvmlReturn_t r) {
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+
+/* Start a system-level call: on NVML_SUCCESS the lock is held. */
+static nvmlReturn_t begin_system(const char *symbol) {
+    pthread_mutex_lock(&lock);
+    log_call(symbol, -1);
+    refresh_scenario();
+    if (init_count == 0 || current.loaded != 1) {
+        pthread_mutex_unlock(&lock);
+        return NVML_ERROR_UNINITIALIZED;
+    }
+    return NVML_SUCCESS;
+}
+
+static nvmlReturn_t copy_string(char *dst, unsigned int length, const char *src) {
+    if (dst == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+    if (strlen(src) + 1 > length) return NVML_ERROR_INSUFFICIENT_SIZE;
+    memcpy(dst, src, strlen(src) + 1);
+    return NVML_SUCCESS;
+}
+
+#define NEED(d, key) do { if (!(d)->has[key]) return finish(NVML_ERROR_NOT_SUPPORTED); } while (0)
+
+/* ---- initialization ---- */
+static nvmlReturn_t do_init(const char *symbol) {
+    pthread_mutex_lock(&lock);
+    log_call(symbol, -1);
+    refresh_scenario();
+    nvmlReturn_t r = NVML_SUCCESS;
+    if (current.loaded == 0) r = NVML_ERROR_DRIVER_NOT_LOADED;
+    else if (current.loaded < 0) r = NVML_ERROR_UNKNOWN;
+    else if (current.init_error != 0) r = current.init_error;
+    else init_count++;
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+
+nvmlReturn_t nvmlInit(void) { return do_init("nvmlInit"); }
+nvmlReturn_t nvmlInit_v2(void) { return do_init("nvmlInit_v2"); }
+nvmlReturn_t nvmlInitWithFlags(unsigned int flags) { (void)flags; return do_init("nvmlInitWithFlags"); }
+
+nvmlReturn_t nvmlShutdown(void) {
+    pthread_mutex_lock(&lock);
+    log_call("nvmlShutdown", -1);
+    nvmlReturn_t r = init_count > 0 ? NVML_SUCCESS : NVML_ERROR_UNINITIALIZED;
+    if (init_count > 0) init_count--;
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+
+const char *nvmlErrorString(nvmlReturn_t r) {
+    switch (r) {
+    case 0: return "Success";
+    case 1: return "Uninitialized";
+    case 2: return "Invalid Argument";
+    case 3: return "Not Supported";
+    case 4: return "Insufficient Permissions";
+    case 6: return "Not Found";
+    case 7: return "Insufficient Size";
+    case 9: return "Driver Not Loaded";
+    case 10: return "Timeout";
+    case 12: return "NVML Shared Library Not Found";
+    case 13: return "Function Not Found";
+    case 15: return "GPU is lost";
+    case 18: return "RM has detected an NVML/RM version mismatch.";
+    case 25: return "Argument version mismatch";
+    default: return "Unknown Error";
+    }
+}
+
+/* ---- system ---- */
+nvmlReturn_t nvmlSystemGetDriverVersion(char *version, unsigned int length) {
+    nvmlReturn_t r = begin_system("nvmlSystemGetDriverVersion");
+    if (r) return r;
+    if (!current.has_driver_version) return finish(NVML_ERROR_NOT_SUPPORTED);
+    return finish(copy_string(version, length, current.driver_version));
+}
+
+nvmlReturn_t nvmlSystemGetNVMLVersion(char *version, unsigned int length) {
+    nvmlReturn_t r = begin_system("nvmlSystemGetNVMLVersion");
+    if (r) return r;
+    if (!current.has_nvml_version) return finish(NVML_ERROR_NOT_SUPPORTED);
+    return finish(copy_string(version, length, current.nvml_version));
+}
+
+static nvmlReturn_t cuda_version(const char *symbol, int *version) {
+    nvmlReturn_t r = begin_system(symbol);
+    if (r) return r;
+    if (!current.has_cuda_version) return finish(NVML_ERROR_NOT_SUPPORTED);
+    *version = current.cuda_version;
+    return finish(NVML_SUCCESS);
+}
+
+nvmlReturn_t nvmlSystemGetCudaDriverVersion(int *v) { return cuda_version("nvmlSystemGetCudaDriverVersion", v); }
+nvmlReturn_t nvmlSystemGetCudaDriverVersion_v2(int *v) { return cuda_version("nvmlSystemGetCudaDriverVersion_v2", v); }
+
+nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *count) {
+    nvmlReturn_t r = begin_system("nvmlDeviceGetCount_v2");
+    if (r) return r;
+    *count = (unsigned int)current.device_count;
+    return finish(NVML_SUCCESS);
+}
+
+nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t *device) {
+    fake_device *d;
+    nvmlReturn_t r = begin_index((int)index, "nvmlDeviceGetHandleByIndex_v2", "handle", NULL, &d);
+    if (r) return r;
+    *device = &handles[index];
+    return finish(NVML_SUCCESS);
+}
+
+/* ---- static device information ---- */
+nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char *name, unsigned int length) {
+    fake_device *d;
+    nvmlReturn_t r = begin(device, "nvmlDeviceGetName", "name", NULL, &d);
+    if (r) return r;
+    if (!d->has_name) return finish(NVML_ERROR_NOT_SUPPORTED);
+    return finish(copy_string(name, length, d->name));
+}
+
+nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char *uuid, unsigned int length) {
+    fake_device *d;
+    nvmlReturn_t r = begin(device, "nvmlDeviceGetUUID", "uuid", NULL, &d);
+    if (r) return r;
+    if (!d->has_uuid) return finish(NVML_ERROR_NOT_SUPPORTED);
+    return finish(copy_string(uuid, length, d->uuid));
+}
+
+nvmlReturn_t nvmlDeviceGetCudaComputeCapability(nvmlDevice_t device, int *major, int *minor) {
+    fake_device *d;
+    nvmlReturn_t r = begin(device, "nvmlDeviceGetCudaComputeCapability", "compute_capability", NULL, &d);
+    if (r) return r;
+    if (!d->has_cc) return finish(NVML_ERROR_NOT_SUPPORTED);
+    *major = d->cc_major;
+    *minor = d->cc_minor;
+    return finish(NVML_SUCCESS);
+}
+
+nvmlReturn_t nvmlDeviceGetEnforcedPowerLimit(nvmlDevice_t device, unsigned int *limit) {
+    fake_device *d;
+    nvmlReturn_t r = begin(device, "nvmlDeviceGetEnforcedPowerLimit", "power_limit", NULL, &d);
+    if (r) return r;
+    NEED(d, K_POWER_LIMIT);
+    *limit = (unsigned int)d->value[K_POWER_LIMIT];
+    return finish(NVML_SUCCESS);
+}
+
+nvmlReturn_t nvmlDeviceGetEccMode(nvmlDevice_t device, int *current_mode, int *pending) {
+    fake_device *d;
+    nvmlReturn_t r = begin(device, "nvmlDeviceGetEccMode", "ecc_mode", NULL, &d);
+    if (r) return r;
+    NEED(d, K_ECC_MODE);
+    *current_mode = *pending = (int)d->value[K_ECC_MODE];
+    return finish(NVML_SUCCESS);
+}
+
+nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int *current_mode, unsigned int *pending) {
+    fake_device *d;
+    nvmlReturn_t r = begin(device, "nvmlDeviceGetMigMode", "mig_mode", NULL, &d);
+    if (r) return r;
+    NEED(d, K_MIG_MODE);
+    *current_mode = *pending = (unsigned int)d->value[K_MIG_MODE];
+    return finish(NVML_SUCCESS);
+}
+
+/* ---- dynamic device readings ---- */
+nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtilization_t *util) {
+    fake_device *d;
+    nvmlReturn_t r = begin(device, "nvmlDeviceGetUtilizationRates", "utilization", NULL, &d);
+    if (r) return r;
+    NEED(d, K_UTIL_GPU);
+    util->gpu = (unsigned int)d->value[K_UTIL_GPU];
+    util->memory = (unsigned int)d->value[K_UTIL_MEM];
+    return finish(NVML_SUCCESS);
+}
+
+nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *memory) {
+    fake_device *d;
+    nvmlReturn_t r = begin(device, "nvmlDeviceGetMemoryInfo", "memory", NULL, &d);
+    if (r) return r;
+    NEED(d, K_MEM_TOTAL);
+    memory->total = d->value[K_MEM_TOTAL];
+    memory->used = d->value[K_MEM_USED] + d->value[K_MEM_RESERVED];
+    memory->free = memory->total - memory->used;
+    return finish(NVML_SUCCESS);
+}
+
+nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t *memory) {
+    fake_device *d;
+    nvmlReturn_t r = begin(device, "nvmlDeviceGetMemoryInfo_v2", "memory_v2", "memory", &d);
+    if (r) return r;
+    if (memory->version != NVML_MEMORY_V2) return finish(NVML_ERROR_ARGUMENT_VERSION_MISMATCH);
+    NEED(d, K_MEM_TOTAL);
+    memory->total = d->value[K_MEM_TOTAL];
+    memory->reserved = d->value[K_MEM_RESERVED];
+    memory->used = d->value[K_MEM_USED];
+    memory->free = memory->total - memory->used - memory->reserved;
+    return finish(NVML_SUCCESS);
+}
+
+static nvmlReturn_t read_uint(nvmlDevice_t device, const char *symbol, const char *call, int key,
+                              unsigned int *out) {
+    fake_device *d;
+    nvmlReturn_t r = begin(device, symbol, call, NULL, &d);
+    if (r) return r;
+    NEED(d, key);
+    *out = (unsigned int)d->value[key];
+    return finish(NVML_SUCCESS);
+}
+
+nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t device, unsigned int *mw) {
+    return read_uint(device, "nvmlDeviceGetPowerUsage", "power", K_POWER, mw);
+}
+
+nvmlReturn_t nvmlDeviceGetFanSpeed(nvmlDevice_t device, unsigned int *speed) {
+    return read_uint(device, "nvmlDeviceGetFanSpeed", "fan", K_FAN, speed);
+}
+
+nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t device, int sensor, unsigned int *temp) {
+    fake_device *d;
+    nvmlReturn_t r = begin(device, "nvmlDeviceGetTemperature", "temperature", NULL, &d);
+    if (r) return r;
+    if (sensor != 0) return finish(NVML_ERROR_NOT_SUPPORTED);
+    NEED(d, K_TEMP);
+    *temp = (unsigned int)d->value[K_TEMP];
+    return finish(NVML_SUCCESS);
+}
+
+nvmlReturn_t nvmlDeviceGetTemperatureV(nvmlDevice_t device, nvmlTemperature_t *temp) {
+    fake_device *d;
+    nvmlReturn_t r = begin(device, "nvmlDeviceGetTemperatureV", "temperature_v", "temperature", &d);
+    if (r) return r;
+    if (temp->version != NVML_TEMPERATURE_V1) return finish(NVML_ERROR_ARGUMENT_VERSION_MISMATCH);
+    if (temp->sensorType != 0) return finish(NVML_ERROR_NOT_SUPPORTED);
+    NEED(d, K_TEMP);
+    temp->temperature = (int)d->value[K_TEMP];
+    return finish(NVML_SUCCESS);
+}
+
+nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t device, int type, unsigned int *clock) {
+    fake_device *d;
+    nvmlReturn_t r = begin(device, "nvmlDeviceGetClockInfo", "clock", NULL, &d);
+    if (r) return r;
+    int key = (type == 0 || type == 1) ? K_CLOCK_SM : type == 2 ? K_CLOCK_MEM : -1;
+    if (key < 0) return finish(NVML_ERROR_NOT_SUPPORTED);
+    NEED(d, key);
+    *clock = (unsigned int)d->value[key];
+    return finish(NVML_SUCCESS);
+}
+
+nvmlReturn_t nvmlDeviceGetPerformanceState(nvmlDevice_t device, int *pstate) {
+    fake_device *d;
+    nvmlReturn_t r = begin(device, "nvmlDeviceGetPerformanceState", "pstate", NULL, &d);
+    if (r) return r;
+    NEED(d, K_PSTATE);
+    *pstate = (int)d->value[K_PSTATE];
+    return finish(NVML_SUCCESS);
+}
+
+nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t device, unsigned long long *mj) {
+    fake_device *d;
+    nvmlReturn_t r = begin(device, "nvmlDeviceGetTotalEnergyConsumption", "energy", NULL, &d);
+    if (r) return r;
+    NEED(d, K_ENERGY);
+    *mj = d->value[K_ENERGY];
+    return finish(NVML_SUCCESS);
+}
+
+static nvmlReturn_t reasons(nvmlDevice_t device, const char *symbol, const char *call, unsigned long long *out) {
+    fake_device *d;
+    nvmlReturn_t r = begin(device, symbol, call, "throttle", &d);
+    if (r) return r;
+    NEED(d, K_THROTTLE);
+    *out = d->value[K_THROTTLE];
+    return finish(NVML_SUCCESS);
+}
+
+nvmlReturn_t nvmlDeviceGetCurrentClocksEventReasons(nvmlDevice_t device, unsigned long long *mask) {
+    return reasons(device, "nvmlDeviceGetCurrentClocksEventReasons", "clocks_event_reasons", mask);
+}
+
+nvmlReturn_t nvmlDeviceGetCurrentClocksThrottleReasons(nvmlDevice_t device, unsigned long long *mask) {
+    return reasons(device, "nvmlDeviceGetCurrentClocksThrottleReasons", NULL, mask);
+}
+
+nvmlReturn_t nvmlDeviceGetTotalEccErrors(nvmlDevice_t device, int error_type, int counter_type,
+                                         unsigned long long *count) {
+    fake_device *d;
+    nvmlReturn_t r = begin(device, "nvmlDeviceGetTotalEccErrors", "ecc_errors", NULL, &d);
+    if (r) return r;
+    if (!d->has[K_ECC_MODE] || d->value[K_ECC_MODE] != 1) return finish(NVML_ERROR_NOT_SUPPORTED);
+    (void)counter_type;
+    *count = error_type == 1 ? d->value[K_ECC_UNCORRECTED] : 0;
+    return finish(NVML_SUCCESS);
+}
+
+/* Sleeps pcie_delay_ms outside the lock, like the real 20 ms sampling window. */
+nvmlReturn_t nvmlDeviceGetPcieThroughput(nvmlDevice_t device, int counter, unsigned int *value) {
+    fake_device *d;
+    nvmlReturn_t r = begin(device, "nvmlDeviceGetPcieThroughput", "pcie_throughput", NULL, &d);
+    if (r) return r;
+    int key = counter == 0 ? K_PCIE_TX_KBPS : counter == 1 ? K_PCIE_RX_KBPS : -1;
+    if (key < 0) return finish(NVML_ERROR_INVALID_ARGUMENT);
+    NEED(d, key);
+    unsigned int result = (unsigned int)d->value[key];
+    int delay_ms = current.pcie_delay_ms;
+    finish(NVML_SUCCESS);
+    if (delay_ms > 0) {
+        struct timespec pause = {delay_ms / 1000, (long)(delay_ms % 1000) * 1000000L};
+        while (nanosleep(&pause, &pause) != 0 && errno == EINTR) {}
+    }
+    *value = result;
+    return NVML_SUCCESS;
+}
+
+static long long now_us(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (long long)ts.tv_sec * 1000000LL + ts.tv_nsec / 1000;
+}
+
+nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t device, int count, nvmlFieldValue_t *values) {
+    fake_device *d;
+    nvmlReturn_t r = begin(device, "nvmlDeviceGetFieldValues", "field_values", NULL, &d);
+    if (r) return r;
+    if (count < 0 || values == NULL) return finish(NVML_ERROR_INVALID_ARGUMENT);
+    long long now = now_us();
+    for (int i = 0; i < count; i++) {
+        nvmlFieldValue_t *v = &values[i];
+        int key = -1;
+        const char *call = NULL;
+        if (v->fieldId == FI_PCIE_TX_BYTES) { key = K_PCIE_TX_BYTES; call = "pcie_counters"; }
+        else if (v->fieldId == FI_PCIE_RX_BYTES) { key = K_PCIE_RX_BYTES; call = "pcie_counters"; }
+        else if (v->fieldId == FI_TOTAL_ENERGY) { key = K_ENERGY; call = "energy_field"; }
+        v->latencyUsec = 0;
+        v->valueType = NVML_VALUE_TYPE_UNSIGNED_LONG_LONG;
+        v->value.ullVal = 0;
+        if (key < 0 || !d->has[key]) { v->nvmlReturn = NVML_ERROR_NOT_SUPPORTED; v->timestamp = now; continue; }
+        v->nvmlReturn = error_for(d, call);
+        if (v->nvmlReturn != NVML_SUCCESS) { v->timestamp = now; continue; }
+        v->value.ullVal = d->value[key];
+        v->timestamp = (key != K_ENERGY && d->has[K_PCIE_TIME]) ? (long long)d->value[K_PCIE_TIME] : now;
+    }
+    return finish(NVML_SUCCESS);
+}
+
+/* ---- processes ---- */
+static nvmlReturn_t running(nvmlDevice_t device, const char *symbol, int compute, unsigned int *count,
+                            nvmlProcessInfo_t *infos) {
+    fake_device *d;
+    nvmlReturn_t r = begin(device, symbol, compute ? "compute_procs" : "graphics_procs", NULL, &d);
+    if (r) return r;
+    int n = compute ? d->n_compute : d->n_graphics;
+    const fake_proc *list = compute ? d->compute : d->graphics;
+    if (count == NULL) return finish(NVML_ERROR_INVALID_ARGUMENT);
+    if (infos == NULL || *count < (unsigned int)n) {
+        *count = (unsigned int)n;
+        return finish(n == 0 ? NVML_SUCCESS : NVML_ERROR_INSUFFICIENT_SIZE);
+    }
+    for (int i = 0; i < n; i++) {
+        infos[i].pid = list[i].pid;
+        infos[i].usedGpuMemory = list[i].mem;
+        infos[i].gpuInstanceId = 0xFFFFFFFFu;
+        infos[i].computeInstanceId = 0xFFFFFFFFu;
+    }
+    *count = (unsigned int)n;
+    return finish(NVML_SUCCESS);
+}
+
+nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t dev, unsigned int *count, nvmlProcessInfo_t *p) {
+    return running(dev, "nvmlDeviceGetComputeRunningProcesses_v3", 1, count, p);
+}
+nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t dev, unsigned int *count, nvmlProcessInfo_t *p) {
+    return running(dev, "nvmlDeviceGetComputeRunningProcesses_v2", 1, count, p);
+}
+nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v3(nvmlDevice_t dev, unsigned int *count, nvmlProcessInfo_t *p) {
+    return running(dev, "nvmlDeviceGetGraphicsRunningProcesses_v3", 0, count, p);
+}
+nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v2(nvmlDevice_t dev, unsigned int *count, nvmlProcessInfo_t *p) {
+    return running(dev, "nvmlDeviceGetGraphicsRunningProcesses_v2", 0, count, p);
+}
+
+nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t device, nvmlProcessUtilizationSample_t *samples,
+                                             unsigned int *count, unsigned long long last_seen) {
+    fake_device *d;
+    log_call_arg("nvmlDeviceGetProcessUtilization.lastSeen", handle_index(device), last_seen, 1);
+    nvmlReturn_t r = begin(device, "nvmlDeviceGetProcessUtilization", "process_utilization", NULL, &d);
+    if (r) return r;
+    if (count == NULL) return finish(NVML_ERROR_INVALID_ARGUMENT);
+    unsigned int n = 0;
+    for (int i = 0; i < d->n_samples; i++)
+        if (d->samples[i].timeStamp > last_seen) n++;
+    if (n == 0) return finish(NVML_ERROR_NOT_FOUND);
+    if (samples == NULL || *count < n) {
+        *count = n;
+        return finish(NVML_ERROR_INSUFFICIENT_SIZE);
+    }
+    unsigned int k = 0;
+    for (int i = 0; i < d->n_samples; i++)
+        if (d->samples[i].timeStamp > last_seen) samples[k++] = d->samples[i];
+    *count = n;
+    return finish(NVML_SUCCESS);
+}
+
+/* ---- GPU performance monitoring (GPM) ---- */
+nvmlReturn_t nvmlGpmQueryDeviceSupport(nvmlDevice_t device, nvmlGpmSupport_t *support) {
+    fake_device *d;
+    nvmlReturn_t r = begin(device, "nvmlGpmQueryDeviceSupport", "gpm_support", NULL, &d);
+    if (r) return r;
+    if (support->version != 1) return finish(NVML_ERROR_ARGUMENT_VERSION_MISMATCH);
+    support->isSupportedDevice = d->has[K_GPM_SUPPORTED] && d->value[K_GPM_SUPPORTED] ? 1 : 0;
+    return finish(NVML_SUCCESS);
+}
+
+nvmlReturn_t nvmlGpmSampleAlloc(fake_gpm_sample **sample) {
+    nvmlReturn_t r = begin_system("nvmlGpmSampleAlloc");
+    if (r) return r;
+    fake_gpm_sample *s = calloc(1, sizeof *s);
+    if (s == NULL) return finish(NVML_ERROR_UNKNOWN);
+    s->magic = GPM_MAGIC;
+    s->device = -1;
+    *sample = s;
+    return finish(NVML_SUCCESS);
+}
+
+nvmlReturn_t nvmlGpmSampleFree(fake_gpm_sample *sample) {
+    pthread_mutex_lock(&lock);
+    log_call("nvmlGpmSampleFree", sample ? sample->device : -1);
+    nvmlReturn_t r = NVML_ERROR_INVALID_ARGUMENT;
+    if (sample != NULL && sample->magic == GPM_MAGIC) {
+        sample->magic = 0;
+        free(sample);
+        r = NVML_SUCCESS;
+    }
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+
+nvmlReturn_t nvmlGpmSampleGet(nvmlDevice_t device, fake_gpm_sample *sample) {
+    fake_device *d;
+    nvmlReturn_t r = begin(device, "nvmlGpmSampleGet", "gpm_sample", NULL, &d);
+    if (r) return r;
+    if (sample == NULL || sample->magic != GPM_MAGIC) return finish(NVML_ERROR_INVALID_ARGUMENT);
+    if (!d->has[K_GPM_SUPPORTED] || !d->value[K_GPM_SUPPORTED]) return finish(NVML_ERROR_NOT_SUPPORTED);
+    sample->device = handle_index(device);
+    clock_gettime(CLOCK_MONOTONIC, &sample->taken);
+    sample->n = d->n_gpm;
+    memcpy(sample->ids, d->gpm_ids, sizeof sample->ids);
+    memcpy(sample->values, d->gpm_values, sizeof sample->values);
+    return finish(NVML_SUCCESS);
+}
+
+static int later(const struct timespec *a, const struct timespec *b) {
+    return a->tv_sec > b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec > b->tv_nsec);
+}
+
+nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t *request) {
+    fake_gpm_sample *s1 = request ? request->sample1 : NULL, *s2 = request ? request->sample2 : NULL;
+    int index = (s2 != NULL && s2->magic == GPM_MAGIC) ? s2->device : -1;
+    fake_device *d;
+    nvmlReturn_t r = begin_index(index, "nvmlGpmMetricsGet", "gpm_metrics", NULL, &d);
+    if (r) return r;
+    if (request->version != 1) return finish(NVML_ERROR_ARGUMENT_VERSION_MISMATCH);
+    if (s1 == NULL || s1->magic != GPM_MAGIC || s1->device != s2->device || !later(&s2->taken, &s1->taken) ||
+        request->numMetrics > NVML_GPM_METRIC_MAX)
+        return finish(NVML_ERROR_INVALID_ARGUMENT);
+    for (unsigned int i = 0; i < request->numMetrics; i++) {
+        nvmlGpmMetric_t *m = &request->metrics[i];
+        m->nvmlReturn = NVML_ERROR_NOT_SUPPORTED;
+        m->value = 0.0;
+        memset(&m->metricInfo, 0, sizeof m->metricInfo);
+        for (int k = 0; k < s2->n; k++) {
+            if (s2->ids[k] == m->metricId) {
+                m->nvmlReturn = NVML_SUCCESS;
+                m->value = s2->values[k];
+            }
+        }
+    }
+    return finish(NVML_SUCCESS);
+}

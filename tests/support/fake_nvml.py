@@ -1,0 +1,297 @@
+"""Build the fake ``libnvidia-ml.so.1`` (tests/fakenvml/fake_nvml.c) and write scenarios for it.
+
+The fake is a real shared library, so the real pynvml ctypes calls run against it; only the
+answers come from a scenario file named by ``FAKE_NVML_SCENARIO``. The file is re-read whenever
+it changes, so a test can rewrite it mid-run (``FakeScenario.write`` replaces it atomically).
+
+Scenario format (the C file's header is the reference), one statement per line::
+
+    driver_version 550.54.15          # global keys
+    cuda_driver_version 12040
+    nvml_version 12.550.54.15
+    init_error 9                      # nvmlInit* returns this NVML code
+    device_count 2                    # default: 1 + highest device index mentioned
+    pcie_delay_ms 20                  # nvmlDeviceGetPcieThroughput sleeps this long
+    device 0 name NVIDIA H100 80GB HBM3
+    device 0 util_gpu 87              # any per-device key left out -> NVML_ERROR_NOT_SUPPORTED
+    device 0 error fan 3              # that call returns code 3
+    device 0 compute_proc 1234 1073741824
+    device 0 graphics_proc 1234 na    # na = NVML_VALUE_NOT_AVAILABLE
+    device 0 proc_util 1234 55 20 1700000000000000   # pid sm% mem% timestamp(us)
+    device 0 gpm 2 61.5               # GPM metric id and value
+    device 0 lost 1                   # every call on the device -> GPU_IS_LOST
+
+``FAKE_NVML_CALL_LOG`` (optional) names a file to which every entry point appends
+``<symbol> <device index or -1> <thread id>``; ``nvmlDeviceGetProcessUtilization`` also logs
+``nvmlDeviceGetProcessUtilization.lastSeen <device> <thread id> <lastSeenTimeStamp>``.
+``read_call_log`` parses it.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+FAKENVML_DIR = Path(__file__).resolve().parents[1] / "fakenvml"
+"""Folder holding the C source of the fake library."""
+
+SOURCE = FAKENVML_DIR / "fake_nvml.c"
+"""The C source."""
+
+BUILD_DIR = FAKENVML_DIR / "build"
+"""Git-ignored build folder; each source version builds into a sub-folder named by its hash."""
+
+LIBRARY_NAME = "libnvidia-ml.so.1"
+"""File name (and SONAME) of the built library, the name pynvml loads."""
+
+SCENARIO_ENV = "FAKE_NVML_SCENARIO"
+"""Environment variable naming the scenario file."""
+
+CALL_LOG_ENV = "FAKE_NVML_CALL_LOG"
+"""Environment variable naming the optional call log."""
+
+NOT_SUPPORTED = 3
+"""NVML_ERROR_NOT_SUPPORTED."""
+
+NO_PERMISSION = 4
+"""NVML_ERROR_NO_PERMISSION."""
+
+DRIVER_NOT_LOADED = 9
+"""NVML_ERROR_DRIVER_NOT_LOADED."""
+
+TIMEOUT = 10
+"""NVML_ERROR_TIMEOUT."""
+
+FUNCTION_NOT_FOUND = 13
+"""NVML_ERROR_FUNCTION_NOT_FOUND."""
+
+GPU_IS_LOST = 15
+"""NVML_ERROR_GPU_IS_LOST."""
+
+LIB_RM_VERSION_MISMATCH = 18
+"""NVML_ERROR_LIB_RM_VERSION_MISMATCH."""
+
+UNKNOWN = 999
+"""NVML_ERROR_UNKNOWN."""
+
+
+@functools.cache
+def build_fake_nvml() -> Path:
+    """Compile the fake library with the system ``cc`` (once per source version) and return its path.
+
+    Safe when several pytest processes build at once: each compiles to a private temporary name
+    and renames it into place.
+    """
+    source = SOURCE.read_bytes()
+    digest = hashlib.sha256(source).hexdigest()[:16]
+    target = BUILD_DIR / digest / LIBRARY_NAME
+    if target.exists():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    compiler = os.environ.get("CC") or shutil.which("cc") or "cc"
+    temporary = target.parent / f".{LIBRARY_NAME}.{os.getpid()}.tmp"
+    command = [compiler, "-shared", "-fPIC", "-O2", "-Wall", f"-Wl,-soname,{LIBRARY_NAME}",
+               "-o", str(temporary), str(SOURCE), "-lpthread"]
+    result = subprocess.run(command, capture_output=True, text=True, check=False)
+    if result.returncode != 0:
+        temporary.unlink(missing_ok=True)
+        raise RuntimeError(f"building the fake NVML failed: {' '.join(command)}\n{result.stderr}")
+    os.replace(temporary, target)
+    return target
+
+
+@dataclass
+class FakeGpu:
+    """One fake GPU. ``None`` leaves the key out, so the matching NVML call answers NOT_SUPPORTED.
+
+    Defaults describe an idle-ish H100 without GPM, MIG off and ECC on.
+    """
+
+    name: str | None = "NVIDIA H100 80GB HBM3"
+    """Marketing name."""
+    uuid: str | None = None
+    """UUID; None derives ``GPU-00000000-0000-0000-0000-0000000000NN`` from the index."""
+    util_gpu: int | None = 50
+    """Percent of time a kernel ran."""
+    util_mem: int | None = 20
+    """Memory controller busy percent."""
+    mem_total: int | None = 80 << 30
+    """Total memory, bytes."""
+    mem_used: int | None = 10 << 30
+    """Used memory without the reserved part, bytes."""
+    mem_reserved: int | None = 512 << 20
+    """Driver-reserved memory, bytes."""
+    power_mw: int | None = 250_000
+    """Power draw, milliwatts."""
+    power_limit_mw: int | None = 700_000
+    """Enforced power limit, milliwatts."""
+    temp: int | None = 45
+    """Core temperature, Celsius."""
+    fan: int | None = None
+    """Fan percent; None = passively cooled (not supported)."""
+    clock_sm: int | None = 1980
+    """SM clock, MHz."""
+    clock_mem: int | None = 2619
+    """Memory clock, MHz."""
+    pstate: int | None = 0
+    """Performance state."""
+    energy_mj: int | None = 123_456_789
+    """Energy since driver load, millijoules."""
+    throttle: int | None = 0
+    """Clocks-event (throttle) reason mask."""
+    pcie_tx_bytes: int | None = None
+    """Cumulative PCIe TX counter (field 197)."""
+    pcie_rx_bytes: int | None = None
+    """Cumulative PCIe RX counter (field 198)."""
+    pcie_counter_time_us: int | None = None
+    """Timestamp the fake reports with the counters; None = the current time."""
+    pcie_tx_kbps: int | None = None
+    """nvmlDeviceGetPcieThroughput TX, KB/s."""
+    pcie_rx_kbps: int | None = None
+    """nvmlDeviceGetPcieThroughput RX, KB/s."""
+    ecc_mode: int | None = 1
+    """ECC enabled (1) or disabled (0)."""
+    ecc_uncorrected: int | None = 0
+    """Volatile uncorrected ECC errors."""
+    mig_mode: int | None = 0
+    """MIG mode."""
+    compute_capability: tuple[int, int] | None = (9, 0)
+    """CUDA compute capability."""
+    gpm_supported: int | None = None
+    """1 when GPM is supported."""
+    gpm: dict[int, float] = field(default_factory=dict)
+    """GPM metric id -> value reported by nvmlGpmMetricsGet."""
+    lost: bool = False
+    """The GPU fell off the bus."""
+    errors: dict[str, int] = field(default_factory=dict)
+    """Call name (see the C header) -> NVML return code."""
+    compute_processes: list[tuple[int, int | None]] = field(default_factory=list)
+    """(pid, used bytes or None for NOT_AVAILABLE)."""
+    graphics_processes: list[tuple[int, int | None]] = field(default_factory=list)
+    """(pid, used bytes or None for NOT_AVAILABLE)."""
+    process_samples: list[tuple[int, int, int, int]] = field(default_factory=list)
+    """(pid, sm %, mem %, timestamp us) for nvmlDeviceGetProcessUtilization."""
+
+    _SCALARS = ("util_gpu", "util_mem", "mem_total", "mem_used", "mem_reserved", "power_mw", "power_limit_mw",
+                "temp", "fan", "clock_sm", "clock_mem", "pstate", "energy_mj", "throttle", "pcie_tx_bytes",
+                "pcie_rx_bytes", "pcie_counter_time_us", "pcie_tx_kbps", "pcie_rx_kbps", "ecc_mode",
+                "ecc_uncorrected", "mig_mode", "gpm_supported")
+
+    def lines(self, index: int) -> list[str]:
+        """The scenario lines describing this GPU as device ``index``."""
+        prefix = f"device {index}"
+        uuid = self.uuid if self.uuid is not None else f"GPU-00000000-0000-0000-0000-{index:012d}"
+        out = [f"{prefix} uuid {uuid}"]
+        if self.name is not None:
+            out.append(f"{prefix} name {self.name}")
+        out += [f"{prefix} {key} {getattr(self, key)}" for key in self._SCALARS if getattr(self, key) is not None]
+        if self.compute_capability is not None:
+            out.append(f"{prefix} compute_capability {self.compute_capability[0]} {self.compute_capability[1]}")
+        out += [f"{prefix} gpm {metric} {value!r}" for metric, value in self.gpm.items()]
+        out.append(f"{prefix} lost {int(self.lost)}")
+        out += [f"{prefix} error {call} {code}" for call, code in self.errors.items()]
+        for kind, processes in (("compute_proc", self.compute_processes), ("graphics_proc", self.graphics_processes)):
+            out += [f"{prefix} {kind} {pid} {'na' if used is None else used}" for pid, used in processes]
+        out += [f"{prefix} proc_util {pid} {sm} {mem} {ts}" for pid, sm, mem, ts in self.process_samples]
+        return out
+
+
+@dataclass
+class FakeScenario:
+    """A whole fake machine: driver versions, init behaviour and GPUs."""
+
+    gpus: list[FakeGpu] = field(default_factory=lambda: [FakeGpu()])
+    """The GPUs, index = position."""
+    driver_version: str | None = "550.54.15"
+    """Driver version string."""
+    cuda_driver_version: int | None = 12040
+    """CUDA driver version as NVML encodes it (1000*major + 10*minor)."""
+    nvml_version: str | None = "12.550.54.15"
+    """NVML library version string."""
+    init_error: int | None = None
+    """NVML code nvmlInit returns, or None for success."""
+    device_count: int | None = None
+    """Device count to report; None = len(gpus)."""
+    pcie_delay_ms: int = 0
+    """Blocking time of each nvmlDeviceGetPcieThroughput call."""
+
+    def text(self) -> str:
+        """The scenario file's content."""
+        out = []
+        for key in ("driver_version", "cuda_driver_version", "nvml_version", "init_error", "device_count"):
+            if getattr(self, key) is not None:
+                out.append(f"{key} {getattr(self, key)}")
+        out.append(f"pcie_delay_ms {self.pcie_delay_ms}")
+        if self.device_count is None:
+            out.append(f"device_count {len(self.gpus)}")
+        for index, gpu in enumerate(self.gpus):
+            out += gpu.lines(index)
+        return "\n".join(out) + "\n"
+
+    def write(self, path: Path | str) -> Path:
+        """Write the scenario to ``path`` atomically (temporary file, then rename) and return the path."""
+        path = Path(path)
+        temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        temporary.write_text(self.text(), encoding="utf-8")
+        os.replace(temporary, path)
+        return path
+
+
+@dataclass(frozen=True)
+class FakeCall:
+    """One line of the call log."""
+
+    symbol: str
+    """NVML symbol called."""
+    device: int
+    """Device index, or -1 for calls not about one device."""
+    thread_id: int
+    """Linux thread id of the caller (``threading.get_native_id()``)."""
+    argument: int | None = None
+    """Extra logged argument (the lastSeenTimeStamp of process utilization), else None."""
+
+
+def read_call_log(path: Path | str) -> list[FakeCall]:
+    """Parse a call log written by the fake; a missing file is an empty log."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return []
+    calls = []
+    for line in text.splitlines():
+        symbol, device, thread_id, *argument = line.split()
+        calls.append(FakeCall(symbol, int(device), int(thread_id), int(argument[0]) if argument else None))
+    return calls
+
+
+def count_calls(path: Path | str, symbol: str, device: int | None = None) -> int:
+    """How many times ``symbol`` was called (on ``device`` when given) according to the call log."""
+    return sum(1 for c in read_call_log(path) if c.symbol == symbol and (device is None or c.device == device))
+
+
+def fake_nvml_env(library: Path, scenario: Path | None, call_log: Path | None = None,
+                  base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """An environment for a child process that loads the fake by its plain name through ``LD_LIBRARY_PATH``."""
+    env = dict(os.environ if base is None else base)
+    env["LD_LIBRARY_PATH"] = str(library.parent)
+    env.pop(SCENARIO_ENV, None)
+    env.pop(CALL_LOG_ENV, None)
+    if scenario is not None:
+        env[SCENARIO_ENV] = str(scenario)
+    if call_log is not None:
+        env[CALL_LOG_ENV] = str(call_log)
+    return env
+
+
+def run_python_with_fake_nvml(code: str, library: Path, scenario: Path | None, call_log: Path | None = None,
+                              args: Sequence[str] = (), timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """Run ``python -c code`` in a child whose default NVML is the fake; returns the finished process."""
+    return subprocess.run([sys.executable, "-c", code, *args], env=fake_nvml_env(library, scenario, call_log),
+                          capture_output=True, text=True, timeout=timeout, check=False)
