@@ -213,7 +213,7 @@ def _run_once(sampler: Sampler, args: argparse.Namespace) -> int:
     else:
         from gputop.oneshot import render_once
 
-        width = shutil.get_terminal_size((160, 24)).columns if sys.stdout.isatty() else 160
+        width = shutil.get_terminal_size((160, 24)).columns if sys.stdout.isatty() else None
         sys.stdout.write(render_once(snapshot, width))
     if args.export is not None:
         _export_once(args.export, snapshot, sampler.history)

@@ -21,9 +21,13 @@ MIN_WIDTH = 60
 """Narrowest layout; command lines are cut to fit the width given."""
 
 
-def render_once(snapshot: Snapshot, width: int = 120) -> str:
-    """Return the one-shot report for ``snapshot`` as plain text, at most ``width`` columns where it can."""
-    width = max(MIN_WIDTH, width)
+def render_once(snapshot: Snapshot, width: int | None = 120) -> str:
+    """Return the one-shot report for ``snapshot`` as plain text.
+
+    Command lines are cut to fit ``width`` columns; with ``width=None`` (output to a pipe or a
+    file) they are printed whole.
+    """
+    width = None if width is None else max(MIN_WIDTH, width)
     lines = [_title(snapshot), ""]
     lines += _device_lines(snapshot.devices)
     lines += ["", _host_line(snapshot)]
@@ -92,11 +96,11 @@ def _host_line(snapshot: Snapshot) -> str:
     )
 
 
-def _process_lines(processes: tuple[ProcessSample, ...], width: int) -> list[str]:
+def _process_lines(processes: tuple[ProcessSample, ...], width: int | None) -> list[str]:
     if not processes:
         return ["No GPU processes."]
     fixed = f"{'GPU':<4}{'PID':>8} {'USER':<10}{'GPU MEM':>9}{'SM':>5}{'CPU':>6}{'RSS':>9}{'ELAPSED':>11}  "
-    room = max(10, width - len(fixed))
+    room = None if width is None else max(10, width - len(fixed))
     lines = [fixed + "COMMAND"]
     for p in processes:
         worker = p.role == ROLE_DATALOADER_WORKER

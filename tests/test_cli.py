@@ -1,0 +1,149 @@
+"""The command line as users run it: real `gputop` / `gps` processes, stdout a pipe (so one-shot is implied)."""
+
+import gzip
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+GPUTOP = [sys.executable, "-m", "gputop"]
+
+
+def run(*args, timeout=60, env=None):
+    return subprocess.run([*GPUTOP, *args], capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def test_console_scripts_gputop_and_gps_are_the_same_program():
+    for name in ("gputop", "gps"):
+        exe = shutil.which(name)
+        assert exe, f"{name} is not installed as a console script"
+        out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=30)
+        assert out.returncode == 0
+        assert out.stdout.startswith("gputop ")
+
+
+def test_help_documents_every_flag():
+    out = run("--help")
+    assert out.returncode == 0
+    for flag in ("--demo", "--replay", "--loop", "--record", "--once", "--json", "--duration", "--interval",
+                 "--export", "--export-dir", "--readonly", "--ascii", "--no-advice", "--config", "--version"):
+        assert flag in out.stdout
+    assert "input-bound" in out.stdout  # scenarios are listed
+
+
+def test_interval_below_the_minimum_is_refused():
+    out = run("--demo", "--interval", "0.05")
+    assert out.returncode == 2
+    assert "at least 0.1" in out.stderr
+
+
+def test_unknown_demo_scenario_is_refused_with_the_choices():
+    out = run("--demo", "no-such-thing")
+    assert out.returncode == 2
+    assert "healthy" in out.stderr
+
+
+def test_a_pipe_implies_one_shot_and_the_demo_is_labelled_simulated():
+    out = run("--demo", "healthy")
+    assert out.returncode == 0, out.stderr
+    assert "demo: healthy (simulated)" in out.stdout
+    assert "pt_data_worker" in out.stdout
+    assert "NVIDIA H100" in out.stdout
+
+
+def test_json_output_follows_the_contract():
+    out = run("--demo", "idle-holding", "--json")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert data["schema"] == 1
+    assert data["source"] == "demo"
+    assert "simulated" in data["label"]
+    assert data["devices"] and data["processes"]
+    workers = [p for p in data["processes"] if p["role"] == "dataloader_worker"]
+    trainers = {p["pid"] for p in data["processes"] if p["role"] == "gpu"}
+    assert all(w["trainer_pid"] in trainers for w in workers)
+    assert isinstance(data["advice"], list) and isinstance(data["errors"], list)
+
+
+def test_record_then_replay_round_trips_and_skips_a_corrupt_line(tmp_path):
+    recording = tmp_path / "run.jsonl"
+    out = run("--demo", "throttling", "--record", str(recording), "--duration", "1.2", "--interval", "0.2", "--json")
+    assert out.returncode == 0, out.stderr
+    lines = recording.read_text().splitlines()
+    assert len(lines) >= 5
+    recorded = [json.loads(line) for line in lines]
+    assert all(r["source"] == "demo" for r in recorded)
+    # corrupt the middle of the recording
+    lines.insert(2, '{"schema": 1, "timestamp": tru')
+    recording.write_text("\n".join(lines) + "\n")
+    replay = run("--replay", str(recording), "--json", "--duration", "1.5", "--interval", "0.1")
+    assert replay.returncode == 0, replay.stderr
+    data = json.loads(replay.stdout)
+    assert data["source"] == "replay"
+    assert any(e["scope"] == "replay" and "line 3" in e["message"] for e in data["errors"])
+    names = {d["name"] for d in data["devices"]}
+    assert names == {d["name"] for d in recorded[-1]["devices"]}
+
+
+def test_gzip_recording_replays(tmp_path):
+    recording = tmp_path / "run.jsonl.gz"
+    out = run("--demo", "imbalance", "--record", str(recording), "--duration", "0.6", "--interval", "0.2", "--json")
+    assert out.returncode == 0, out.stderr
+    with gzip.open(recording, "rt") as fh:
+        assert sum(1 for _ in fh) >= 3
+    replay = run("--replay", str(recording))
+    assert replay.returncode == 0, replay.stderr
+    assert "replay: run.jsonl.gz" in replay.stdout
+
+
+def test_missing_or_empty_recording_gives_one_clear_line(tmp_path):
+    missing = run("--replay", str(tmp_path / "nope.jsonl"))
+    assert missing.returncode == 1
+    assert missing.stderr.startswith("gputop: ") and "nope.jsonl" in missing.stderr
+    assert "Traceback" not in missing.stderr
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    out = run("--replay", str(empty))
+    assert out.returncode == 1 and "Traceback" not in out.stderr
+
+
+def test_unwritable_recording_path_is_reported(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    out = run("--demo", "--record", str(blocker / "sub" / "rec.jsonl"), "--once")
+    assert out.returncode == 1
+    assert out.stderr.startswith("gputop: ") and "Traceback" not in out.stderr
+
+
+def test_headless_recording_runs_until_sigterm_and_keeps_every_line(tmp_path):
+    recording = tmp_path / "bg.jsonl"
+    proc = subprocess.Popen([*GPUTOP, "--demo", "--record", str(recording), "--interval", "0.1"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            if recording.exists() and len(recording.read_text().splitlines()) >= 5:
+                break
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=10)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, err
+    assert "recorded" in err
+    lines = recording.read_text().splitlines()
+    assert len(lines) >= 5
+    for line in lines:
+        json.loads(line)
+
+
+def test_once_export_writes_report_and_json(tmp_path):
+    out = run("--demo", "input-bound", "--once", "--export", str(tmp_path / "exp"))
+    assert out.returncode == 0, out.stderr
+    files = sorted(p.suffix for p in (tmp_path / "exp").iterdir())
+    assert ".json" in files and ".md" in files and ".svg" in files
