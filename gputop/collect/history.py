@@ -65,12 +65,13 @@ class RingBuffer:
     def values(self, last: int | None = None) -> list[float | None]:
         """The newest ``last`` values (all when None), oldest first, missing ones as None."""
         count = self._size if last is None else max(0, min(last, self._size))
-        first = self._start + self._size - count
-        out: list[float | None] = []
-        for i in range(first, first + count):
-            v = self._data[i % self._capacity]
-            out.append(None if v != v else v)
-        return out
+        cap = self._capacity
+        first = (self._start + self._size - count) % cap
+        if first + count <= cap:
+            chunk = self._data[first : first + count].tolist()
+        else:
+            chunk = self._data[first:].tolist() + self._data[: first + count - cap].tolist()
+        return [None if v != v else v for v in chunk]
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,16 +159,20 @@ class History:
 
     def samples_within(self, seconds: float) -> int:
         """How many of the newest samples fall within ``seconds`` of the latest one."""
-        stamps = self.timestamps()
-        if not stamps:
+        size = len(self._timestamps)
+        if size == 0:
             return 0
-        cutoff = stamps[-1] - seconds
-        count = 0
-        for t in reversed(stamps):
-            if t < cutoff:
-                break
-            count += 1
-        return count
+        # Read back in growing chunks so a short window never copies the whole history.
+        chunk = 64
+        while True:
+            stamps = self._timestamps.values(min(chunk, size))
+            cutoff = stamps[-1] - seconds
+            for offset, t in enumerate(reversed(stamps)):
+                if t is not None and t < cutoff:
+                    return offset
+            if len(stamps) == size:
+                return size
+            chunk *= 4
 
     def device_summary(self, index: int, metric: str, seconds: float | None = None) -> MetricSummary | None:
         """Min/mean/max of a device metric over the last ``seconds`` (all history when None)."""

@@ -1,0 +1,142 @@
+"""Advice thresholds: every number the rules use, with its default and reasoning, and the config loader.
+
+Users override any threshold in ``$XDG_CONFIG_HOME/gputop/config.toml`` (default
+``~/.config/gputop/config.toml``), section ``[advice]``, e.g. ``low_util_percent = 40``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class Thresholds:
+    """Every threshold of the advice rules (see ``docs/advice.md`` for how each rule uses them)."""
+
+    window_s: float = 30.0
+    """Averaging window for GPU and host metrics: long enough to span many training steps and
+    an occasional evaluation or checkpoint pause, short enough to follow a change within a minute."""
+    hold_s: float = 15.0
+    """How long a condition must hold before its advice appears (rules without their own hold)."""
+    clear_s: float = 10.0
+    """How long a condition must be gone before its advice clears, so advice does not flicker."""
+    low_util_percent: float = 50.0
+    """GPU utilization (window mean) below this counts as under-used: half the time no kernel runs."""
+    healthy_util_percent: float = 70.0
+    """GPU utilization (window mean) at or above this, with nothing else wrong, is called healthy."""
+    idle_util_percent: float = 2.0
+    """GPU utilization (window mean) at or below this counts as idle (NVML reads 0-1 % at rest)."""
+    cpu_saturated_percent: float = 85.0
+    """A process at or above this CPU percent (100 = one core) is CPU-saturated; a DataLoader
+    worker is single-threaded Python, so about one core is all it can use."""
+    few_workers: int = 2
+    """A trainer with this many DataLoader workers or fewer has "few" workers."""
+    min_idle_cores: float = 4.0
+    """Idle cores (window mean) needed before advising more workers: fewer would just contend."""
+    iowait_percent: float = 10.0
+    """Host iowait (window mean, percent of all CPU time) at or above this means storage is slow;
+    on 16 cores one core blocked on I/O is already 6 %."""
+    headroom_memory_percent: float = 50.0
+    """GPU memory use below this percent of the total, with utilization below
+    ``headroom_util_percent``, leaves room for a bigger batch."""
+    headroom_util_percent: float = 70.0
+    """GPU utilization (window mean) below this, with low memory use, suggests a bigger batch: the
+    GPU is not busy yet, even if it is not under-used enough for the other rules."""
+    oom_memory_percent: float = 95.0
+    """GPU memory use at or above this percent of the total risks an out-of-memory error."""
+    sm_busy_percent: float = 50.0
+    """GPM SM activity at or above this means the SMs are busy (mixed-precision rule)."""
+    tensor_idle_percent: float = 2.0
+    """GPM tensor-core activity at or below this counts as unused tensor cores."""
+    launch_util_percent: float = 80.0
+    """NVML utilization at or above this, with low SM activity, suggests launch-bound work."""
+    launch_sm_active_percent: float = 30.0
+    """GPM SM activity below this, while NVML utilization is high, means kernels are too small."""
+    pcie_h2d_bytes_per_s: float = 2.0e9
+    """Host-to-device PCIe traffic (window mean) at or above this is heavy: a tenth of what a
+    PCIe 4.0 x16 link carries with pinned memory, the rate of typical pageable copies."""
+    throttle_hold_s: float = 20.0
+    """How long a costly throttle reason must be active before it is reported."""
+    idle_hold_s: float = 120.0
+    """How long a process must hold GPU memory at idle before it is named."""
+    idle_memory_bytes: int = 256 * 1024 * 1024
+    """GPU memory a process must hold to be worth naming when idle (a bare CUDA context is smaller)."""
+    imbalance_gap_percent: float = 25.0
+    """Utilization points by which a job's busiest GPU must exceed the mean of its other GPUs."""
+    free_memory_percent: float = 5.0
+    """A GPU with no processes and at most this percent of its memory used is free."""
+    free_hold_s: float = 30.0
+    """How long a GPU must stay free before it is offered."""
+
+
+_INT_FIELDS = frozenset({"few_workers", "idle_memory_bytes"})
+_FIELDS = {f.name for f in dataclasses.fields(Thresholds)}
+
+
+def config_path() -> Path:
+    """Where the user's config file lives: ``$XDG_CONFIG_HOME/gputop/config.toml``."""
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "gputop" / "config.toml"
+
+
+def load_thresholds(path: Path | None = None) -> tuple[Thresholds, list[str]]:
+    """Read the ``[advice]`` section of the config file (``config_path()`` when None).
+
+    Returns the thresholds and one warning per problem; a bad value keeps its default and a
+    missing file means all defaults. Never raises.
+    """
+    path = config_path() if path is None else path
+    warnings: list[str] = []
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return Thresholds(), warnings
+    except OSError as exc:
+        return Thresholds(), [f"{path}: cannot read ({exc.strerror or exc}); advice uses defaults"]
+    parser = _toml_parser()
+    if parser is None:
+        return Thresholds(), [f"{path}: reading config needs Python 3.11 (or the tomli package); advice uses defaults"]
+    loads, decode_error = parser
+    try:
+        document = loads(raw.decode("utf-8", errors="replace"))
+    except decode_error as exc:
+        return Thresholds(), [f"{path}: invalid TOML ({exc}); advice uses defaults"]
+    section = document.get("advice", {})
+    if not isinstance(section, dict):
+        return Thresholds(), [f"{path}: [advice] must be a table; advice uses defaults"]
+    overrides: dict[str, Any] = {}
+    for key, value in section.items():
+        problem = _check(key, value)
+        if problem:
+            warnings.append(f"{path}: [advice] {problem}; default kept")
+        else:
+            overrides[key] = float(value) if key not in _INT_FIELDS else value
+    return dataclasses.replace(Thresholds(), **overrides), warnings
+
+
+def _check(key: str, value: object) -> str | None:
+    """Why ``key = value`` is unusable, or None when it is fine."""
+    if key not in _FIELDS:
+        return f"unknown key {key!r}"
+    wanted = "an integer" if key in _INT_FIELDS else "a number"
+    if isinstance(value, bool) or not isinstance(value, (int, float) if key not in _INT_FIELDS else int):
+        return f"{key} must be {wanted}, not {type(value).__name__}"
+    if not value >= 0:  # also rejects NaN
+        return f"{key} must be zero or more, not {value}"
+    return None
+
+
+def _toml_parser():
+    """``(loads, TOMLDecodeError)`` from tomllib, else tomli, else None."""
+    try:
+        import tomllib
+    except ModuleNotFoundError:
+        try:
+            import tomli as tomllib  # type: ignore[no-redef,import-not-found,unused-ignore]
+        except ModuleNotFoundError:
+            return None
+    return tomllib.loads, tomllib.TOMLDecodeError

@@ -1,0 +1,123 @@
+"""What the rules see on one evaluation: the snapshot indexed for quick lookups and cached window means."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from gputop.advice.config import Thresholds
+from gputop.collect.history import History, MetricSummary, summarize
+from gputop.collect.model import (
+    ROLE_DATALOADER_WORKER,
+    ROLE_GPU,
+    Advice,
+    DeviceSample,
+    ProcessSample,
+    Snapshot,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """A rule's advice for a condition that holds now, and the GPUs it concerns."""
+
+    advice: Advice
+    """The advice to show while the condition holds."""
+    devices: frozenset[int] = frozenset()
+    """Indexes of the GPUs it is about (a GPU with any finding is not called healthy)."""
+
+
+class Context:
+    """The current snapshot, indexed by device and trainer, with window statistics from the history.
+
+    Built once per evaluation and shared by all rules. Window statistics are computed on first
+    use and cached, and only the newest samples within the window are read, so a call costs
+    O(processes + devices x window) whatever the history's length.
+    """
+
+    def __init__(
+        self,
+        snapshot: Snapshot,
+        history: History,
+        thresholds: Thresholds,
+        held_for: Callable[[str], float] = lambda advice_id: 0.0,
+    ) -> None:
+        self.snapshot = snapshot
+        """The snapshot being advised on."""
+        self.history = history
+        """History, whose newest sample is ``snapshot``."""
+        self.t = thresholds
+        """Thresholds in force."""
+        self.now = snapshot.timestamp
+        """Time of the snapshot, epoch seconds (never the wall clock)."""
+        self.held_for = held_for
+        """Seconds a condition (by advice id) has been holding before this evaluation."""
+        self.devices: dict[int, DeviceSample] = {d.index: d for d in snapshot.devices if not d.lost}
+        """Devices that answered, by index."""
+        self.gpu_processes: dict[int, list[ProcessSample]] = {}
+        """GPU processes by device index, in pid order."""
+        self.workers: dict[int, list[ProcessSample]] = {}
+        """DataLoader workers by trainer pid, in pid order."""
+        for process in sorted(snapshot.processes, key=lambda p: p.pid):
+            if process.role == ROLE_GPU and process.device_index is not None:
+                self.gpu_processes.setdefault(process.device_index, []).append(process)
+            elif process.role == ROLE_DATALOADER_WORKER and process.trainer_pid is not None:
+                self.workers.setdefault(process.trainer_pid, []).append(process)
+        self.cores = len(snapshot.host.cpu_percent_per_core)
+        """Logical cores on the host (0 when unknown)."""
+        self._counts: dict[float, int] = {}
+        self._stats: dict[tuple[int | None, str, float], MetricSummary | None] = {}
+        self.shared: dict[str, Any] = {}
+        """Per-evaluation cache that rules may share derived results through."""
+
+    def samples_within(self, seconds: float) -> int:
+        """How many of the newest history samples lie within ``seconds`` before the snapshot."""
+        count = self._counts.get(seconds)
+        if count is None:
+            count = _count_recent(self.history, self.now - seconds)
+            self._counts[seconds] = count
+        return count
+
+    def device_stat(self, index: int, metric: str, seconds: float | None = None) -> MetricSummary | None:
+        """Min/mean/max of a device metric over the window (``window_s`` when None); None when unknown."""
+        seconds = self.t.window_s if seconds is None else seconds
+        key = (index, metric, seconds)
+        if key not in self._stats:
+            self._stats[key] = summarize(self.history.device(index, metric, self.samples_within(seconds)))
+        return self._stats[key]
+
+    def host_stat(self, metric: str, seconds: float | None = None) -> MetricSummary | None:
+        """Min/mean/max of a host metric over the window (``window_s`` when None); None when unknown."""
+        seconds = self.t.window_s if seconds is None else seconds
+        key = (None, metric, seconds)
+        if key not in self._stats:
+            self._stats[key] = summarize(self.history.host(metric, self.samples_within(seconds)))
+        return self._stats[key]
+
+    def util(self, index: int) -> float | None:
+        """Mean NVML GPU utilization of a device over the window."""
+        stat = self.device_stat(index, "utilization_gpu_percent")
+        return None if stat is None else stat.mean
+
+    def idle_cores(self) -> float | None:
+        """Cores left idle on average over the window; None when host CPU is unknown."""
+        stat = self.host_stat("cpu_percent")
+        if stat is None or not self.cores:
+            return None
+        return self.cores * (100.0 - stat.mean) / 100.0
+
+    def trainers(self) -> list[tuple[int, ProcessSample]]:
+        """(device index, GPU process) for every GPU process on an answering device, in (device, pid) order."""
+        return [(i, p) for i in sorted(self.gpu_processes) if i in self.devices for p in self.gpu_processes[i]]
+
+
+def _count_recent(history: History, cutoff: float) -> int:
+    """Number of newest timestamps at or after ``cutoff``, reading only about that many."""
+    total = len(history)
+    probe = 64
+    while True:
+        stamps = history.timestamps(min(probe, total))
+        if probe >= total or (stamps and stamps[0] < cutoff):
+            return sum(1 for t in stamps if t >= cutoff)
+        probe *= 2

@@ -1,0 +1,42 @@
+"""The advice rules, one module each; :data:`RULES` lists them in evaluation order."""
+
+from __future__ import annotations
+
+from gputop.advice.rules import (
+    batch_headroom,
+    few_workers,
+    free_capacity,
+    gpu_underused,
+    healthy,
+    idle_holding,
+    imbalance,
+    input_bound,
+    launch_bound,
+    mixed_precision,
+    oom_risk,
+    pcie_h2d,
+    storage_bound,
+    throttling,
+)
+from gputop.advice.rules.base import Rule
+
+RULES: tuple[Rule, ...] = (
+    input_bound.RULE,
+    few_workers.RULE,
+    storage_bound.RULE,
+    gpu_underused.RULE,
+    batch_headroom.RULE,
+    oom_risk.RULE,
+    mixed_precision.RULE,
+    launch_bound.RULE,
+    pcie_h2d.RULE,
+    throttling.RULE,
+    idle_holding.RULE,
+    imbalance.RULE,
+    free_capacity.RULE,
+    healthy.RULE,
+)
+"""Every rule, in evaluation order."""
+
+HEALTHY = healthy.RULE.name
+"""Name of the rule whose advice yields to any other advice on the same GPU."""

@@ -1,0 +1,59 @@
+"""What every rule shares: the Rule record, building a Finding, and number formatting for evidence."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from gputop.advice.config import Thresholds
+from gputop.advice.context import Context, Finding
+from gputop.collect.model import Advice
+
+
+def _default_hold(t: Thresholds) -> float:
+    return t.hold_s
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """One advice rule: its name (the advice id prefix), its check and how long it must hold."""
+
+    name: str
+    """Advice id prefix, e.g. ``"input_bound"``."""
+    evaluate: Callable[[Context], list[Finding]]
+    """Findings for every scope where the condition holds now."""
+    hold: Callable[[Thresholds], float] = _default_hold
+    """Seconds the condition must hold before its advice appears."""
+
+    def finding(
+        self, severity: str, scope: str, title: str, evidence: str, action: str, devices: tuple[int, ...] | frozenset[int] = ()
+    ) -> Finding:
+        """A Finding with id ``"<name>:<scope>"``."""
+        advice = Advice(f"{self.name}:{scope}", severity, scope, title, evidence, action)
+        return Finding(advice, frozenset(devices))
+
+
+def pct(value: float) -> str:
+    """A percentage for evidence text, e.g. ``"23 %"``."""
+    return f"{value:.0f} %"
+
+
+def pct_range(values: list[float]) -> str:
+    """A range of percentages, e.g. ``"97-100 %"``, or one value when they round alike."""
+    low, high = round(min(values)), round(max(values))
+    return f"{low} %" if low == high else f"{low}-{high} %"
+
+
+def gib(value: float) -> str:
+    """Bytes as GiB with one decimal, e.g. ``"12.0 GiB"``."""
+    return f"{value / 2**30:.1f} GiB"
+
+
+def listing(items: list[str]) -> str:
+    """``"a"``, ``"a and b"``, ``"a, b and c"``."""
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def workers_phrase(count: int) -> str:
+    """``"1 DataLoader worker"`` or ``"4 DataLoader workers"``."""
+    return f"{count} DataLoader worker" + ("" if count == 1 else "s")

@@ -1,0 +1,69 @@
+"""How a trainer is fed: its DataLoader workers, their CPU use, and whether the input pipeline is saturated.
+
+Shared by the rules that tell input-bound work from compute-side problems (input_bound,
+few_workers, gpu_underused, batch_headroom, pcie_h2d), so they agree on one verdict per trainer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gputop.advice.config import Thresholds
+from gputop.advice.context import Context
+from gputop.collect.model import ProcessSample
+
+
+@dataclass(frozen=True, slots=True)
+class Feed:
+    """A GPU process (the trainer), its DataLoader workers and the verdict on its input pipeline."""
+
+    trainer: ProcessSample
+    """The GPU process."""
+    workers: tuple[ProcessSample, ...]
+    """Its DataLoader workers seen in the snapshot."""
+    worker_count: int | None
+    """How many workers it has; None when unknown (e.g. its children could not be read)."""
+    worker_cpu: tuple[float, ...]
+    """Known CPU percents of the workers."""
+    known: bool
+    """True when the trainer's CPU and its worker count are known, so a verdict is possible."""
+    starved: bool
+    """True when the GPU is likely waiting for input (see :func:`input_starved`)."""
+    loads_itself: bool
+    """True when it has no workers and is CPU-saturated, so it loads data in its main process."""
+
+
+def feeds_on(ctx: Context, index: int) -> list[Feed]:
+    """Feeds of the GPU processes on device ``index``, in pid order (cached per evaluation)."""
+    cache = ctx.shared.setdefault("feeds", {})
+    if index not in cache:
+        cache[index] = [_feed(ctx, trainer) for trainer in ctx.gpu_processes.get(index, [])]
+    return cache[index]
+
+
+def _feed(ctx: Context, trainer: ProcessSample) -> Feed:
+    workers = tuple(ctx.workers.get(trainer.pid, ()))
+    count = trainer.num_workers if trainer.num_workers is not None else (len(workers) if workers else None)
+    cpu = tuple(w.cpu_percent for w in workers if w.cpu_percent is not None)
+    known = trainer.cpu_percent is not None and count is not None and (count == 0 or bool(cpu))
+    starved, loads_itself = input_starved(trainer, count, cpu, ctx.t) if known else (False, False)
+    return Feed(trainer, workers, count, cpu, known, starved, loads_itself)
+
+
+def input_starved(
+    trainer: ProcessSample, worker_count: int | None, worker_cpu: tuple[float, ...], t: Thresholds
+) -> tuple[bool, bool]:
+    """Whether the trainer likely waits on its input pipeline, and whether it loads data itself.
+
+    Inferred from the outside: the workers' mean CPU is at the saturation threshold (each
+    worker is one Python process, so a worker at ~100 % of a core is the limit), or there are
+    no workers and the trainer itself is saturated (it decodes and augments in the main
+    process). This is the one place to plug in a measured input-wait fraction once processes
+    carry one from inside the training loop (issue #5): when known, it should decide here.
+    """
+    if worker_count == 0:
+        saturated = (trainer.cpu_percent or 0.0) >= t.cpu_saturated_percent
+        return saturated, saturated
+    if worker_cpu and sum(worker_cpu) / len(worker_cpu) >= t.cpu_saturated_percent:
+        return True, False
+    return False, False

@@ -1,0 +1,28 @@
+"""Free capacity: a GPU with no processes and nearly all its memory free."""
+
+from __future__ import annotations
+
+from gputop.advice.context import Context, Finding
+from gputop.advice.rules.base import Rule, gib, pct
+
+
+def _evaluate(ctx: Context) -> list[Finding]:
+    t = ctx.t
+    out = []
+    for index, device in sorted(ctx.devices.items()):
+        if ctx.gpu_processes.get(index) or device.mig_mode:
+            continue
+        util = ctx.util(index)
+        used, total = device.memory_used_bytes, device.memory_total_bytes
+        if util is None or used is None or not total or util > t.idle_util_percent:
+            continue
+        if 100.0 * used / total > t.free_memory_percent:
+            continue
+        evidence = f"GPU {index}: no processes, {gib(used)} of {gib(total)} used, util {pct(util)} over the last {t.window_s:.0f} s"
+        action = f"run a job on it: CUDA_VISIBLE_DEVICES={index} python train.py"
+        out.append(RULE.finding("info", f"gpu{index}", f"GPU {index} is free", evidence, action, (index,)))
+    return out
+
+
+RULE = Rule("free_capacity", _evaluate, hold=lambda t: t.free_hold_s)
+"""An unused GPU offered for work."""

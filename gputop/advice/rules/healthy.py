@@ -1,0 +1,30 @@
+"""Healthy: a GPU busy above the healthy threshold is said plainly, so silence is never ambiguous.
+
+The engine drops this advice for any GPU that another piece of advice concerns, and it waits as
+long as the slowest rule that could contradict it, so it does not flash up before a throttling
+warning.
+"""
+
+from __future__ import annotations
+
+from gputop.advice.context import Context, Finding
+from gputop.advice.rules.base import Rule, gib, pct
+
+
+def _evaluate(ctx: Context) -> list[Finding]:
+    t = ctx.t
+    out = []
+    for index, device in sorted(ctx.devices.items()):
+        util = ctx.util(index)
+        if util is None or util < t.healthy_util_percent or not ctx.gpu_processes.get(index):
+            continue
+        evidence = f"GPU {index} util {pct(util)} over the last {t.window_s:.0f} s"
+        if device.memory_used_bytes is not None and device.memory_total_bytes:
+            evidence += f", memory {gib(device.memory_used_bytes)} of {gib(device.memory_total_bytes)}"
+        action = "nothing to change; keep watching after changes to the model, data or batch size"
+        out.append(RULE.finding("info", f"gpu{index}", f"GPU {index} is busy and nothing looks wrong", evidence, action, (index,)))
+    return out
+
+
+RULE = Rule("healthy", _evaluate, hold=lambda t: max(t.hold_s, t.throttle_hold_s))
+"""A busy GPU with no other advice; it holds as long as the slowest rule that could contradict it."""

@@ -1,0 +1,46 @@
+"""Idle GPU holding memory: a process keeps GPU memory while the GPU has done nothing for minutes."""
+
+from __future__ import annotations
+
+from gputop.advice.context import Context, Finding
+from gputop.advice.rules.base import Rule, gib, pct
+from gputop.textsafe import safe_text
+
+COMMAND_LENGTH = 60
+"""Longest command line quoted in the evidence."""
+
+
+def _evaluate(ctx: Context) -> list[Finding]:
+    t = ctx.t
+    out = []
+    for index, process in ctx.trainers():
+        util = ctx.util(index)
+        memory = process.gpu_memory_bytes
+        if util is None or memory is None or util > t.idle_util_percent or memory < t.idle_memory_bytes:
+            continue
+        if process.sm_percent is not None and process.sm_percent > t.idle_util_percent:
+            continue
+        scope = f"pid{process.pid}"
+        idle_for = ctx.held_for(f"{RULE.name}:{scope}")
+        user = safe_text(process.user, 32) or "unknown user"
+        command = safe_text(process.cmdline or process.name, COMMAND_LENGTH) or "unknown command"
+        evidence = (
+            f"PID {process.pid} ({user}: {command}) holds {gib(memory)} on GPU {index} at {pct(util)} util "
+            f"for {_minutes(idle_for)}"
+        )
+        action = (
+            f"if it is a forgotten notebook, debugger or finished job, stop it (kill {process.pid}) or free the "
+            f"memory (del the model, torch.cuda.empty_cache()); until then GPU {index} is blocked for others"
+        )
+        title = f"PID {process.pid} holds {gib(memory)} on idle GPU {index}"
+        out.append(RULE.finding("warn", scope, title, evidence, action, (index,)))
+    return out
+
+
+def _minutes(seconds: float) -> str:
+    """``"45 s"`` below a minute, else ``"3 min"``."""
+    return f"{seconds:.0f} s" if seconds < 60 else f"{seconds // 60:.0f} min"
+
+
+RULE = Rule("idle_holding", _evaluate, hold=lambda t: t.idle_hold_s)
+"""Memory held on an idle GPU for ``idle_hold_s``."""

@@ -1,0 +1,113 @@
+"""Every demo scenario, driven at 4 Hz on a fake clock through History + AdviceEngine, tells its story."""
+
+from __future__ import annotations
+
+import pytest
+
+from gputop.advice.engine import AdviceEngine
+from gputop.collect.demo import SCENARIOS, DemoSource
+from gputop.collect.history import History
+
+HZ = 4
+
+
+class FakeClock:
+    """Simulated epoch seconds, advanced by the test."""
+
+    def __init__(self) -> None:
+        self.now = 1_700_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def advice_after(scenario: str, seconds: float, seed: int = 0):
+    """The advice after ``seconds`` of simulated polling, and the last snapshot."""
+    clock = FakeClock()
+    source, history, engine = DemoSource(scenario, seed, clock), History(), AdviceEngine()
+    advice, snap = (), None
+    for _ in range(int(seconds * HZ)):
+        clock.now += 1 / HZ
+        snap = source.poll()
+        history.append(snap)
+        advice = engine(snap, history)
+    return advice, snap
+
+
+def rules(advice) -> dict[str, list]:
+    out: dict[str, list] = {}
+    for a in advice:
+        out.setdefault(a.id.split(":", 1)[0], []).append(a)
+    return out
+
+
+@pytest.mark.parametrize("seed", [0, 7])
+def test_healthy_scenario_says_healthy_for_every_gpu_and_nothing_else(seed):
+    advice, snap = advice_after("healthy", 45, seed)
+    assert {a.id for a in advice} == {f"healthy:gpu{d.index}" for d in snap.devices}
+    assert all(a.severity == "info" for a in advice)
+
+
+@pytest.mark.parametrize("seed", [0, 7])
+def test_input_bound_scenario_blames_the_input_pipeline(seed):
+    advice, snap = advice_after("input-bound", 45, seed)
+    found = rules(advice)
+    assert {a.scope for a in found["input_bound"]} == {f"gpu{d.index}" for d in snap.devices}
+    assert "healthy" not in found and "gpu_underused" not in found and "batch_headroom" not in found
+    assert all("DataLoader workers" in a.evidence for a in found["input_bound"])
+
+
+def test_small_batch_scenario_points_at_memory_headroom():
+    advice, snap = advice_after("small-batch", 45)
+    found = rules(advice)
+    assert {a.scope for a in found["batch_headroom"]} == {f"gpu{d.index}" for d in snap.devices}
+    assert all("batch size" in a.action for a in found["batch_headroom"])
+
+
+def test_throttling_scenario_reports_thermal_as_warn_and_power_cap_as_info():
+    advice, snap = advice_after("throttling", 45)
+    found = {a.scope: a for a in rules(advice)["throttling"]}
+    assert set(found) == {f"gpu{d.index}" for d in snap.devices}
+    thermal = [d.index for d in snap.devices if "sw_thermal" in d.throttle_reasons]
+    capped = [d.index for d in snap.devices if d.throttle_reasons == ("sw_power_cap",)]
+    assert thermal and capped
+    assert all(found[f"gpu{i}"].severity == "warn" for i in thermal)
+    assert all(found[f"gpu{i}"].severity == "info" for i in capped)
+    assert "healthy" not in rules(advice)
+
+
+def test_idle_holding_scenario_names_the_pid_user_and_command():
+    advice, snap = advice_after("idle-holding", 150)
+    holders = rules(advice)["idle_holding"]
+    assert len(holders) == 1
+    idle_gpus = {d.index for d in snap.devices if d.utilization_gpu_percent == 0}
+    holder = next(p for p in snap.processes if p.device_index in idle_gpus and p.gpu_memory_bytes)
+    assert holders[0].scope == f"pid{holder.pid}"
+    assert str(holder.pid) in holders[0].evidence and holder.user in holders[0].evidence
+    assert "ipykernel_launcher" in holders[0].evidence
+
+
+def test_idle_holding_scenario_is_quiet_before_minutes_pass():
+    advice, _ = advice_after("idle-holding", 90)
+    assert "idle_holding" not in rules(advice)
+
+
+def test_imbalance_scenario_reports_the_job_not_each_waiting_rank():
+    advice, snap = advice_after("imbalance", 45)
+    found = rules(advice)
+    assert len(found["imbalance"]) == 1
+    busiest = max(snap.devices, key=lambda d: d.utilization_gpu_percent)
+    assert f"GPU {busiest.index} util" in found["imbalance"][0].evidence
+    assert "gpu_underused" not in found
+
+
+def test_mixed_scenario_shows_each_of_its_stories():
+    advice, _ = advice_after("mixed", 150)
+    found = rules(advice)
+    for rule in ("input_bound", "idle_holding", "batch_headroom", "throttling", "healthy"):
+        assert rule in found, sorted(found)
+
+
+def test_every_demo_scenario_is_covered():
+    covered = {"healthy", "input-bound", "small-batch", "throttling", "idle-holding", "imbalance", "mixed"}
+    assert set(SCENARIOS) <= covered
