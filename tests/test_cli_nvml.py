@@ -122,3 +122,25 @@ def test_dataloader_workers_are_listed_under_their_trainer(tmp_path, fake_nvml_l
         assert row["num_workers"] == 3
         order = [p["pid"] for p in data["processes"]]
         assert order.index(trainer.pid) < min(order.index(w["pid"]) for w in workers)
+
+
+def test_input_bound_advice_names_the_trainer_whose_real_workers_burn_cpu(tmp_path, fake_nvml_lib):
+    """The advice issue's end-to-end check: low GPU utilization + saturated real DataLoader workers."""
+    from support.procs import fake_trainer
+
+    with fake_trainer(tmp_path, workers=("busy",)) as trainer:
+        gpu = FakeGpu(util_gpu=18, mem_used=20 * GIB, compute_processes=[(trainer.pid, 20 * GIB)],
+                      process_samples=[(trainer.pid, 15, 5, 10)])
+        path = FakeScenario(gpus=[gpu]).write(tmp_path / "s.txt")
+        env = fake_nvml_env(fake_nvml_lib, path)
+        env["XDG_CONFIG_HOME"] = str(tmp_path / "config")  # default thresholds
+        out = gputop(env, "--json", "--duration", "20", "--interval", "0.25", timeout=120)
+        assert out.returncode == 0, out.stderr
+        data = json.loads(out.stdout)
+        [worker] = [p for p in data["processes"] if p["role"] == "dataloader_worker"]
+        assert worker["cpu_percent"] > 80
+        ids = [a["id"] for a in data["advice"]]
+        [advice] = [a for a in data["advice"] if a["id"].startswith("input_bound:")]
+        assert str(trainer.pid) in advice["evidence"] + advice["title"] + advice["scope"], ids
+        assert "18" in advice["evidence"]
+        assert "pin_memory" in advice["action"]
