@@ -1,0 +1,439 @@
+"""The gputop Textual application: header, GPU panels, host panel, process table and advice panel.
+
+The sampler polls on its own thread and posts one coalescing :class:`SnapshotReady` message per
+snapshot; every widget updates from it on the main thread and none of them calls NVML or psutil.
+GPU panels are mounted once (again only when the set of GPUs changes) and the layout adapts to
+the terminal: full charts when there is room, one or two lines per GPU when there is not, and
+the advice panel folds into a one-line summary on narrow terminals.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from collections.abc import Iterable
+from functools import partial
+from pathlib import Path
+from typing import ClassVar
+
+from textual import work
+from textual.app import App, ComposeResult, SystemCommand
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.widgets import Footer, Input
+
+from gputop.collect.model import ProcessSample, Snapshot
+from gputop.collect.sampler import Sampler
+from gputop.textsafe import safe_text
+from gputop.ui.advice_panel import AdvicePanel, AdviceSummary
+from gputop.ui.gpu_detail import GpuDetailScreen
+from gputop.ui.gpu_panel import GpuArea, GpuPanel, choose_layout
+from gputop.ui.header import HeaderBar
+from gputop.ui.help_screen import HelpScreen
+from gputop.ui.host_panel import HostPanel
+from gputop.ui.messages import SnapshotReady, TerminalLost
+from gputop.ui.process_table import ProcessTable
+from gputop.ui.watchdog import HANGUP_EXIT_STATUS, TerminalWatchdog, force_exit_later
+from gputop.units import fmt_bytes
+
+WIDE_MIN_COLUMNS = 120
+"""Terminals at least this wide show the advice panel beside the GPUs by default."""
+
+ADVICE_WIDTH = 44
+"""Columns of the advice panel when it sits beside the GPUs."""
+
+MAX_INTERVAL = 60.0
+"""Longest polling period the ``+`` key goes to, in seconds."""
+
+TERMINATE_EXIT_STATUS = 143
+"""Exit status after SIGTERM (128 + 15)."""
+
+EXTRA_KEYS = [
+    ("Tab / Shift+Tab", "move focus between GPU panels, the process table and the advice panel"),
+    ("Up / Down / PgUp / PgDn", "move in the process table or scroll the focused panel"),
+    ("Enter (process table)", "show the selected process's full command line"),
+    ("Esc", "close a screen or dialog; in the filter, clear it"),
+    ("Ctrl+P", "command palette: every action by name"),
+    ("double click a GPU", "open its detail screen"),
+]
+"""Keys that are not app bindings but appear on the help screen."""
+
+SORT_BINDINGS = [
+    ("m", "memory", "GPU memory"),
+    ("c", "cpu", "CPU %"),
+    ("u", "sm", "SM %"),
+    ("i", "pid", "PID"),
+    ("g", "gpu", "GPU"),
+    ("e", "elapsed", "elapsed time"),
+    ("n", "user", "user"),
+]
+"""(key, ProcessTable sort key, what it sorts by)."""
+
+
+class GputopApp(App[None]):
+    """The live monitor. Runs ``sampler`` while mounted and stops it on exit."""
+
+    CSS_PATH = "gputop.tcss"
+    TITLE = "gputop"
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("q", "quit", "Quit"),
+        Binding("p", "pause", "Pause"),
+        Binding("plus,equals_sign", "slower", "Slower", key_display="+"),
+        Binding("minus", "faster", "Faster", key_display="-"),
+        Binding("s", "export", "Export"),
+        Binding("slash", "filter", "Filter", key_display="/"),
+        Binding("t", "toggle_workers", "Workers"),
+        Binding("enter", "gpu_detail", "GPU details", show=False),
+        Binding("k", "kill", "Signal"),
+        Binding("a", "toggle_advice", "Advice"),
+        Binding("question_mark", "help", "Help", key_display="?"),
+        Binding("escape", "clear_filter", "Clear filter", show=False, key_display="Esc"),
+        *(Binding(key, f"sort('{sort_key}')", f"Sort {label}", show=False) for key, sort_key, label in SORT_BINDINGS),
+    ]
+
+    def __init__(
+        self,
+        sampler: Sampler,
+        *,
+        readonly: bool = False,
+        ascii_mode: bool = False,
+        export_dir: Path = Path("gputop-snapshots"),
+    ) -> None:
+        super().__init__()
+        self.sampler = sampler
+        """Source of snapshots; started on mount, stopped on exit."""
+        self.readonly = readonly
+        """Disable sending signals."""
+        self.ascii_mode = ascii_mode
+        """Draw charts, bars and borders with ASCII only."""
+        self.export_dir = export_dir
+        """Where ``s`` writes snapshot exports."""
+        self.snapshot: Snapshot | None = None
+        """The snapshot on screen."""
+        self.snapshots_applied = 0
+        """How many snapshots have been shown since start."""
+        self._advice_open: bool | None = None
+        self._advice_shown = False
+        self._watchdog: TerminalWatchdog | None = None
+        self._core_count = -1
+        self._header = HeaderBar(ascii_mode=ascii_mode, id="header")
+        self._gpus = GpuArea(ascii_mode=ascii_mode, id="gpus")
+        self._host = HostPanel(ascii_mode=ascii_mode, id="host")
+        self._filter = Input(placeholder="filter processes: pid, user, name or command", id="filter")
+        self._processes = ProcessTable(ascii_mode=ascii_mode, id="processes")
+        self._advice = AdvicePanel(ascii_mode=ascii_mode, id="advice")
+        self._summary = AdviceSummary(id="advice-summary")
+        self._footer = Footer()
+
+    # -- building and layout ------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        """Header, body (GPUs, host, processes | advice), advice summary, footer."""
+        yield self._header
+        with Horizontal(id="body"):
+            with Vertical(id="main"):
+                yield self._gpus
+                yield self._host
+                yield self._filter
+                yield self._processes
+            yield self._advice
+        yield self._summary
+        yield self._footer
+
+    async def on_mount(self) -> None:
+        """Apply styles, show the newest known snapshot, subscribe to the sampler and start it."""
+        self.set_class(self.ascii_mode, "-ascii")
+        self._filter.display = False
+        self._advice.border_title = "Advice"
+        self._processes.border_title = "Processes"
+        self._header.show(None, self.sampler.interval, self.sampler.paused)
+        latest = self.sampler.history.latest
+        if latest is not None:
+            await self._apply(latest)
+        self._relayout()
+        self._processes.focus()
+        self.sampler.subscribe(self._on_sampler_snapshot)
+        self.sampler.start()
+        if not self.is_headless:
+            self._install_terminal_guards()
+
+    def _install_terminal_guards(self) -> None:
+        """Exit cleanly on SIGHUP/SIGTERM and when the terminal disappears."""
+        loop = asyncio.get_running_loop()
+        loop.add_signal_handler(signal.SIGHUP, self._on_hangup_signal, HANGUP_EXIT_STATUS)
+        loop.add_signal_handler(signal.SIGTERM, self._on_hangup_signal, TERMINATE_EXIT_STATUS)
+        self._watchdog = TerminalWatchdog(lambda: self.post_message(TerminalLost()))
+        self._watchdog.start()
+
+    def _on_hangup_signal(self, status: int) -> None:
+        self.exit(return_code=status)
+        force_exit_later(status=status)
+
+    def on_terminal_lost(self, message: TerminalLost) -> None:
+        """The watchdog found the terminal gone: leave (it ends the process if this stalls)."""
+        self.exit(return_code=HANGUP_EXIT_STATUS)
+
+    def on_unmount(self) -> None:
+        """Stop polling and the watchdog."""
+        if self._watchdog is not None:
+            self._watchdog.stop()
+        self.sampler.stop()
+
+    def on_resize(self) -> None:
+        """Re-pick the layout for the new size."""
+        self._relayout()
+
+    def _advice_visible(self) -> bool:
+        if self._advice_open is not None:
+            return self._advice_open
+        return self.size.width >= WIDE_MIN_COLUMNS
+
+    def _relayout(self) -> None:
+        """Share the height between GPUs, host and processes; place or fold the advice panel."""
+        width, height = self.size
+        narrow = width < WIDE_MIN_COLUMNS
+        advice = self._advice_visible()
+        self.set_class(narrow, "-narrow")
+        self.set_class(advice, "-advice-open")
+        if advice and not self._advice_shown:
+            self.call_after_refresh(self._advice.reveal)
+        self._advice_shown = advice
+        self._summary.display = not advice
+        self._footer.compact = narrow
+        main_width = width - (ADVICE_WIDTH if advice and not narrow else 0)
+        body = height - 2 - (0 if advice else 1) - (1 if self._filter.display else 0)
+        host_rows = 1 if body < 30 else 3
+        host_height = self._host.height_for(main_width, host_rows)
+        self._host.set_max_grid_rows(host_rows)
+        self._host.styles.height = host_height
+        process_min = max(4, body // 4)
+        budget = max(1, body - host_height - process_min)
+        mode, rows = choose_layout(max(1, self._gpus.gpu_count), budget, body // 2)
+        self._gpus.apply_layout(mode, rows, budget)
+
+    # -- snapshots ----------------------------------------------------------------------------
+
+    def _on_sampler_snapshot(self, snapshot: Snapshot) -> None:
+        """Sampler-thread callback: hand the snapshot to the UI thread (newest wins)."""
+        self.post_message(SnapshotReady(snapshot))
+
+    async def on_snapshot_ready(self, message: SnapshotReady) -> None:
+        """Show a new snapshot unless paused."""
+        if self.sampler.paused:
+            return
+        await self._apply(message.snapshot)
+
+    async def _apply(self, snapshot: Snapshot) -> None:
+        self.snapshot = snapshot
+        self.snapshots_applied += 1
+        history = self.sampler.history
+        gpu_count = self._gpus.gpu_count
+        await self._gpus.show(snapshot, history)
+        self._host.show(snapshot.host)
+        cores = len(snapshot.host.cpu_percent_per_core)
+        if gpu_count != self._gpus.gpu_count or cores != self._core_count:
+            self._core_count = cores
+            self._relayout()
+        self._processes.update_snapshot(snapshot)
+        self._advice.show(snapshot)
+        self._summary.show(snapshot)
+        self._header.show(snapshot, self.sampler.interval, self.sampler.paused)
+        if isinstance(self.screen, GpuDetailScreen):
+            self.screen.show(snapshot, history)
+
+    # -- actions ------------------------------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Hide the signal key in read-only mode; show Esc only while a filter is set."""
+        if action == "kill" and self.readonly:
+            return False
+        if action == "clear_filter":
+            return self._filter.display or None
+        return True
+
+    def action_pause(self) -> None:
+        """Pause or resume polling."""
+        if self.sampler.paused:
+            self.sampler.resume()
+        else:
+            self.sampler.pause()
+        self._header.show(self.snapshot, self.sampler.interval, self.sampler.paused)
+
+    def action_slower(self) -> None:
+        """Double the polling interval."""
+        self._set_interval(min(MAX_INTERVAL, self.sampler.interval * 2))
+
+    def action_faster(self) -> None:
+        """Halve the polling interval (not below the sampler's minimum)."""
+        self._set_interval(self.sampler.interval / 2)
+
+    def _set_interval(self, seconds: float) -> None:
+        self.sampler.set_interval(seconds)
+        self._header.show(self.snapshot, self.sampler.interval, self.sampler.paused)
+
+    def action_sort(self, key: str) -> None:
+        """Sort the process table by ``key`` (again to reverse)."""
+        self._processes.sort_by(key)
+
+    def action_toggle_workers(self) -> None:
+        """Show or hide DataLoader worker rows."""
+        self._processes.toggle_workers()
+
+    def action_filter(self) -> None:
+        """Open the process filter."""
+        self._filter.display = True
+        self._filter.focus()
+        self._relayout()
+        self.refresh_bindings()
+
+    def action_clear_filter(self) -> None:
+        """Clear and close the process filter."""
+        if not self._filter.display:
+            return
+        self._filter.value = ""
+        self._filter.display = False
+        self._processes.set_filter("")
+        self._processes.focus()
+        self._relayout()
+        self.refresh_bindings()
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        """Filter the process table as the user types."""
+        if event.input is self._filter:
+            self._processes.set_filter(event.value)
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        """Enter in the filter returns to the table (the filter stays; Esc clears it)."""
+        if event.input is self._filter:
+            if not event.value:
+                self.action_clear_filter()
+            else:
+                self._processes.focus()
+
+    def action_toggle_advice(self) -> None:
+        """Show or hide the advice panel."""
+        self._advice_open = not self._advice_visible()
+        self._relayout()
+
+    def action_help(self) -> None:
+        """Show every key."""
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen(self.key_help()))
+
+    def key_help(self) -> list[tuple[str, str]]:
+        """(key, description) of every key, for the help screen."""
+        rows = [("q", "quit"), ("p", "pause / resume polling (PAUSED in the header)")]
+        rows.append(("+ / -", "double / halve the polling interval (at least 0.1 s; shown in the header)"))
+        rows.append(("s", f"export a snapshot (JSON, Markdown, SVG) into {safe_text(str(self.export_dir))}/"))
+        rows.append(("/", "filter processes by pid, user, name or command line"))
+        rows.append(("t", "show / hide DataLoader worker rows"))
+        rows.append(("Enter (GPU panel)", "GPU detail screen: every field and larger charts"))
+        if self.readonly:
+            rows.append(("k", "send a signal: disabled (--readonly)"))
+        else:
+            rows.append(("k", "send a signal to the selected process (asks first)"))
+        rows.append(("a", "show / hide the advice panel"))
+        rows.append(("?", "this help"))
+        for key, _, label in SORT_BINDINGS:
+            rows.append((key, f"sort processes by {label} (again to reverse)"))
+        return rows + EXTRA_KEYS
+
+    def action_gpu_detail(self) -> None:
+        """Open the detail screen of the focused GPU (the first GPU when none is focused)."""
+        focused = self.focused
+        panels = self._gpus.panels
+        if isinstance(focused, GpuPanel):
+            index = focused.device_index
+        elif panels:
+            index = panels[0].device_index
+        else:
+            self.notify("No GPU to show.", severity="warning")
+            return
+        screen = GpuDetailScreen(index, ascii_mode=self.ascii_mode)
+        self.push_screen(screen)
+        if self.snapshot is not None:
+            self.call_after_refresh(self._show_detail, screen)
+
+    def _show_detail(self, screen: GpuDetailScreen) -> None:
+        if self.snapshot is not None and screen.is_mounted:
+            screen.show(self.snapshot, self.sampler.history)
+
+    def on_process_table_process_selected(self, event: ProcessTable.ProcessSelected) -> None:
+        """Enter on a process: show its full (escaped) command line."""
+        process = event.process
+        self.notify(process_summary(process), title=f"PID {process.pid}", markup=False, timeout=10)
+
+    def action_kill(self) -> None:
+        """Ask to send a signal to the selected process (not in read-only mode)."""
+        if self.readonly:
+            self.notify("Read-only mode: sending signals is disabled.", severity="warning")
+            return
+        process = self._processes.selected_process()
+        if process is None:
+            self.notify("Select a process first.", severity="warning")
+            return
+        from gputop.ui.kill_dialog import KillDialog
+
+        def done(result: str | None) -> None:
+            if result:
+                self.notify(result, markup=False)
+
+        self.push_screen(KillDialog(process), done)
+
+    def action_export(self) -> None:
+        """Write the snapshot, its history and this screen into the export directory."""
+        if self.snapshot is None:
+            self.notify("Nothing to export yet.", severity="warning")
+            return
+        self._export(self.snapshot, self.export_screenshot())
+
+    @work(thread=True, group="export")
+    def _export(self, snapshot: Snapshot, svg: str) -> None:
+        """Export on a worker thread so the screen keeps updating."""
+        from gputop.export import ExportError, export_snapshot
+
+        try:
+            result = export_snapshot(self.export_dir, snapshot, self.sampler.history, svg)
+        except ExportError as exc:
+            self.call_from_thread(self.notify, f"Export failed: {exc}", severity="error", markup=False)
+            return
+        paths = ", ".join(str(path) for path in result.paths)
+        self.call_from_thread(self.notify, f"Exported: {paths}", markup=False)
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        """The command palette: Textual's commands plus every gputop action."""
+        yield from super().get_system_commands(screen)
+        commands = [
+            ("Pause / resume", "Stop or restart polling (p)", "pause"),
+            ("Slower updates", "Double the polling interval (+)", "slower"),
+            ("Faster updates", "Halve the polling interval (-)", "faster"),
+            ("Export snapshot", "Write JSON, Markdown and SVG into the export directory (s)", "export"),
+            ("Filter processes", "Filter the process table (/)", "filter"),
+            ("Toggle workers", "Show or hide DataLoader worker rows (t)", "toggle_workers"),
+            ("GPU details", "Detail screen of the focused GPU (Enter)", "gpu_detail"),
+            ("Toggle advice panel", "Show or hide the advice panel (a)", "toggle_advice"),
+            ("Keys", "List every key (?)", "help"),
+        ]
+        if not self.readonly:
+            commands.append(("Send signal", "Signal the selected process (k)", "kill"))
+        for key, sort_key, label in SORT_BINDINGS:
+            commands.append((f"Sort by {label}", f"Sort the process table ({key})", f"sort('{sort_key}')"))
+        for title, help_text, action in commands:
+            yield SystemCommand(title, help_text, partial(self.run_action, action))
+
+
+def process_summary(process: ProcessSample) -> str:
+    """A few lines about a process for the Enter notification; all text escaped and bounded."""
+    lines = [
+        f"{safe_text(process.name, 60) or 'unknown'} (user {safe_text(process.user, 32) or 'unknown'})",
+        (
+            f"GPU {process.device_index if process.device_index is not None else 'N/A'}, "
+            f"GPU memory {fmt_bytes(process.gpu_memory_bytes)}, host memory {fmt_bytes(process.rss_bytes)}"
+        ),
+        safe_text(process.cmdline, 400) or "(no command line)",
+    ]
+    if process.note:
+        lines.append(safe_text(process.note, 120))
+    return "\n".join(lines)

@@ -1,0 +1,95 @@
+"""SVG snapshots of the whole screen on frozen demo data (pytest-textual-snapshot).
+
+The demo's values are a seeded function of its clock: the history is filled with a stepping
+clock, then the clock stops, so every later poll returns the same snapshot. The host name,
+process ages and the header time all come from that data (the header time in UTC), so nothing
+depends on the machine or the wall clock. Regenerate with ``--snapshot-update`` and look at the
+SVGs (``tests/__snapshots__/test_ui_snapshots/``) before committing them.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import pytest
+from textual.pilot import Pilot
+
+from gputop.advice.config import Thresholds
+from gputop.advice.engine import AdviceEngine
+from gputop.collect.demo import DemoSource
+from gputop.collect.history import History
+from gputop.collect.sampler import Sampler
+from gputop.ui.advice_panel import AdvicePanel
+from gputop.ui.app import GputopApp
+from gputop.ui.gpu_panel import GpuPanel
+
+START = 1_700_000_000.0
+PREFILL = 240
+STEP = 0.5
+
+
+class FrozenClock:
+    """Steps by ``STEP`` per call while ``running``; then stands still."""
+
+    def __init__(self) -> None:
+        self.now = START
+        self.running = True
+
+    def __call__(self) -> float:
+        if self.running:
+            self.now += STEP
+        return self.now
+
+
+@pytest.fixture(autouse=True)
+def utc(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+def frozen_app(scenario: str, **kwargs: object) -> GputopApp:
+    """The app over ``scenario`` with two minutes of history and a stopped clock."""
+    clock = FrozenClock()
+    sampler = Sampler(DemoSource(scenario, seed=0, clock=clock), interval=3600.0, history=History(600),
+                      advisor=AdviceEngine(Thresholds()))
+    for _ in range(PREFILL):
+        sampler.poll_once()
+    clock.running = False
+    return GputopApp(sampler, **kwargs)
+
+
+async def settle(pilot: Pilot) -> None:
+    """Wait for the sampler's first live poll (the clock is stopped, so it repeats the last snapshot)."""
+    app = pilot.app
+    for _ in range(200):
+        if app.snapshots_applied >= 2:
+            break
+        await pilot.pause(0.02)
+    assert app.snapshots_applied >= 2
+    app.query_one(AdvicePanel).show(app.snapshot, force=True)
+    await pilot.pause()
+
+
+async def open_detail(pilot: Pilot) -> None:
+    await settle(pilot)
+    pilot.app.query(GpuPanel)[1].focus()
+    await pilot.press("enter")
+    await pilot.pause()
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 45)])
+@pytest.mark.parametrize("scenario", ["mixed", "small-batch"])
+def test_main_screen(snap_compare, scenario: str, size: tuple[int, int]) -> None:
+    assert snap_compare(frozen_app(scenario), terminal_size=size, run_before=settle)
+
+
+def test_ascii_mode(snap_compare) -> None:
+    assert snap_compare(frozen_app("throttling", ascii_mode=True), terminal_size=(80, 24), run_before=settle)
+
+
+def test_gpu_detail_screen(snap_compare) -> None:
+    assert snap_compare(frozen_app("throttling"), terminal_size=(160, 45), run_before=open_detail)
