@@ -119,8 +119,9 @@ def _run(args: argparse.Namespace) -> int:
             return _run_once(sampler, args)
         from gputop.ui.app import GputopApp
 
-        GputopApp(sampler, readonly=args.readonly, ascii_mode=args.ascii, export_dir=args.export_dir).run()
-        return 0
+        app = GputopApp(sampler, readonly=args.readonly, ascii_mode=args.ascii, export_dir=args.export_dir)
+        app.run()
+        return app.return_code or 0
     finally:
         sampler.stop()
 
@@ -216,15 +217,18 @@ def _run_once(sampler: Sampler, args: argparse.Namespace) -> int:
         width = shutil.get_terminal_size((160, 24)).columns if sys.stdout.isatty() else None
         sys.stdout.write(render_once(snapshot, width))
     if args.export is not None:
-        _export_once(args.export, snapshot, sampler.history)
+        _export_once(args.export, snapshot, sampler)
     return 0
 
 
-def _export_once(directory: Path, snapshot: Snapshot, history: History) -> None:
+def _export_once(directory: Path, snapshot: Snapshot, sampler: Sampler) -> None:
+    """Write the export set (SVG of the screen, JSON with history, Markdown report) for the newest snapshot."""
     from gputop.export import ExportError, export_snapshot
+    from gputop.ui.render import render_screen_svg
 
+    svg = render_screen_svg(sampler)
     try:
-        result = export_snapshot(directory, snapshot, history, svg=None)
+        result = export_snapshot(directory, snapshot, sampler.history, svg=svg)
     except ExportError as exc:
         raise CliError(str(exc)) from exc
     print("exported: " + ", ".join(str(p) for p in result.paths), file=sys.stderr)

@@ -150,7 +150,9 @@ class Sampler:
         self._thread.start()
 
     def stop(self, timeout: float = 2.0) -> None:
-        """Stop the thread, close the recorder and the source."""
+        """Stop the thread, close the recorder and the source; later calls do nothing."""
+        if self._stop.is_set():
+            return
         self._stop.set()
         self._wake.set()
         if self._thread is not None and self._thread is not threading.current_thread():

@@ -100,10 +100,13 @@ class GputopApp(App[None]):
         readonly: bool = False,
         ascii_mode: bool = False,
         export_dir: Path = Path("gputop-snapshots"),
+        live: bool = True,
     ) -> None:
         super().__init__()
         self.sampler = sampler
         """Source of snapshots; started on mount, stopped on exit."""
+        self.live = live
+        """False to show only the sampler's newest snapshot without polling (for rendering an export)."""
         self.readonly = readonly
         """Disable sending signals."""
         self.ascii_mode = ascii_mode
@@ -154,8 +157,9 @@ class GputopApp(App[None]):
             await self._apply(latest)
         self._relayout()
         self._processes.focus()
-        self.sampler.subscribe(self._on_sampler_snapshot)
-        self.sampler.start()
+        if self.live:
+            self.sampler.subscribe(self._on_sampler_snapshot)
+            self.sampler.start()
         if not self.is_headless:
             self._install_terminal_guards()
 
@@ -179,7 +183,8 @@ class GputopApp(App[None]):
         """Stop polling and the watchdog."""
         if self._watchdog is not None:
             self._watchdog.stop()
-        self.sampler.stop()
+        if self.live:
+            self.sampler.stop()
 
     def on_resize(self) -> None:
         """Re-pick the layout for the new size."""
