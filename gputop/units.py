@@ -11,26 +11,28 @@ _DECIMAL_RATE_UNITS = ("B/s", "kB/s", "MB/s", "GB/s", "TB/s")
 
 def fmt_bytes(value: float | None) -> str:
     """Bytes in binary units with three significant figures, e.g. ``61.2GiB``."""
-    if value is None:
-        return NA
-    size = float(value)
-    for unit in _BINARY_UNITS:
-        if abs(size) < 1024 or unit == _BINARY_UNITS[-1]:
-            return f"{size:.0f}{unit}" if unit == "B" else f"{size:.3g}{unit}" if size < 100 else f"{size:.0f}{unit}"
-        size /= 1024
-    raise AssertionError("unreachable")
+    return _scaled(value, 1024, _BINARY_UNITS)
 
 
 def fmt_rate(value: float | None) -> str:
     """Bytes per second in decimal units, e.g. ``1.2GB/s``."""
+    return _scaled(value, 1000, _DECIMAL_RATE_UNITS)
+
+
+def _scaled(value: float | None, step: int, units: tuple[str, ...]) -> str:
+    """``value`` in the largest unit that keeps it below ``step``: whole bytes, else 3 significant figures."""
     if value is None:
         return NA
-    rate = float(value)
-    for unit in _DECIMAL_RATE_UNITS:
-        if abs(rate) < 1000 or unit == _DECIMAL_RATE_UNITS[-1]:
-            return f"{rate:.0f}{unit}" if unit == "B/s" else f"{rate:.3g}{unit}" if rate < 100 else f"{rate:.0f}{unit}"
-        rate /= 1000
-    raise AssertionError("unreachable")
+    size = float(value)
+    for unit in units[:-1]:
+        if abs(size) < step:
+            break
+        size /= step
+    else:
+        unit = units[-1]
+    if unit == units[0]:
+        return f"{size:.0f}{unit}"
+    return f"{size:.3g}{unit}" if abs(size) < 100 else f"{size:.0f}{unit}"
 
 
 def fmt_percent(value: float | None) -> str:
