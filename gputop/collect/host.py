@@ -24,6 +24,7 @@ from gputop.collect.model import (
 )
 from gputop.collect.procinfo import NOTE_ACCESS_DENIED, ProcessFacts, ProcessReader
 from gputop.collect.proctree import Descendant, ProcessTree
+from gputop.collect.trainer_status import TrainerStatus, TrainerStatusReader
 
 ERROR_SCOPE = "host"
 """``ErrorNote.scope`` of faults met by this source."""
@@ -58,12 +59,38 @@ def _fact_fields(facts: ProcessFacts) -> dict[str, Any]:
     }
 
 
+def _status_fields(status: TrainerStatus | None) -> dict[str, Any]:
+    """The ``ProcessSample`` fields a trainer's own status record provides (empty without one).
+
+    The rolling wait share and step rate are given only while the trainer iterates its data; between
+    epochs they describe the past, so they are left unknown.
+    """
+    if status is None:
+        return {}
+    fraction = status.input_wait_fraction if status.active else None
+    return {
+        "input_wait_percent": None if fraction is None else fraction * 100.0,
+        "steps_per_second": status.steps_per_second if status.active else None,
+        "loader_num_workers": status.loader_num_workers,
+        "loader_pin_memory": status.loader_pin_memory,
+        "loader_persistent_workers": status.loader_persistent_workers,
+        "loader_prefetch_factor": status.loader_prefetch_factor,
+        "loader_batch_size": status.loader_batch_size,
+        "cuda_allocated_bytes": status.cuda_allocated_bytes,
+        "cuda_reserved_bytes": status.cuda_reserved_bytes,
+        "cuda_peak_bytes": status.cuda_peak_bytes,
+        "autocast": status.autocast,
+    }
+
+
 class HostSource:
     """Polls the host and the GPU processes' trees with psutil. Use from one thread.
 
     ``poll`` is cheap enough for 0.1-1 s intervals: it reads a few ``/proc`` files per GPU
     process and never scans every process on the machine (except in the fallback described in
-    ``gputop.collect.proctree``), and it never raises.
+    ``gputop.collect.proctree``), and it never raises. GPU processes instrumented with
+    ``gputop.torch`` also carry what their status record says (input wait, steps/s, loader
+    settings, CUDA memory); only the records of the shown pids are looked at.
     """
 
     def __init__(self) -> None:
@@ -71,6 +98,7 @@ class HostSource:
         self._cpu = CpuMeter()
         self._reader = ProcessReader()
         self._tree = ProcessTree()
+        self._status = TrainerStatusReader()
 
     def poll(self, gpu_processes: Sequence[ProcessSample]) -> HostReading:
         """Read the host and enrich ``gpu_processes`` (NVML fields set) with psutil details.
@@ -130,6 +158,8 @@ class HostSource:
             for pid in found
         }
         self._reader.forget_unseen()
+        statuses = {pid: self._status.read(pid, facts[pid].create_time) for pid in pids if facts[pid].found}
+        self._status.forget_unseen()
 
         result: list[ProcessSample] = []
         listed: set[int] = set()
@@ -139,7 +169,10 @@ class HostSource:
             known = info.found and info.note != NOTE_ACCESS_DENIED
             result.append(
                 dataclasses.replace(
-                    sample, **_fact_fields(info), num_workers=len(mine) if known else None
+                    sample,
+                    **_fact_fields(info),
+                    **_status_fields(statuses.get(sample.pid)),
+                    num_workers=len(mine) if known else None,
                 )
             )
             if sample.pid in listed:

@@ -134,6 +134,28 @@ class ProcessSample:
     """For a GPU process, how many DataLoader workers were found under it."""
     note: str | None = None
     """Why details are missing, e.g. ``"access denied"`` or ``"not in this PID namespace"``."""
+    input_wait_percent: float | None = None
+    """Measured inside the training loop (``gputop.torch``): percent of recent step time spent waiting for data."""
+    steps_per_second: float | None = None
+    """Measured inside the training loop: training steps per second over the recent window."""
+    loader_num_workers: int | None = None
+    """The watched DataLoader's ``num_workers`` setting, as the trainer reports it."""
+    loader_pin_memory: bool | None = None
+    """The watched DataLoader's ``pin_memory`` setting."""
+    loader_persistent_workers: bool | None = None
+    """The watched DataLoader's ``persistent_workers`` setting."""
+    loader_prefetch_factor: int | None = None
+    """The watched DataLoader's ``prefetch_factor`` (None with ``num_workers=0``)."""
+    loader_batch_size: int | None = None
+    """The watched DataLoader's ``batch_size`` (None with a custom batch sampler)."""
+    cuda_allocated_bytes: int | None = None
+    """``torch.cuda.memory_allocated`` as the trainer reports it: memory held by live tensors."""
+    cuda_reserved_bytes: int | None = None
+    """``torch.cuda.memory_reserved``: memory held by PyTorch's caching allocator."""
+    cuda_peak_bytes: int | None = None
+    """``torch.cuda.max_memory_allocated``: the peak of allocated memory."""
+    autocast: bool | None = None
+    """Whether autocast (mixed precision) is active in the trainer's forward pass; None when not known."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,11 +5,14 @@ re-derived from the newest snapshot at most once per second (:attr:`ProcessTable
 row's rendered line is cached by its cell values, and only the lines whose values changed are refreshed.
 Untrusted text (names, command lines, users, notes) goes through :func:`~gputop.textsafe.safe_text` and is
 placed as ``rich.text.Text`` built from plain strings, so markup such as ``[red]`` is shown literally.
+The WAIT % and STEP/S columns (input-wait share and step rate measured inside the training loop by
+``gputop.torch``) appear only while some process reports them, blank for the others.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -47,6 +50,8 @@ class _Column:
     width: int
     right: bool
     sort_key: str | None
+    measured: bool = False
+    """Shown only while some process reports values measured inside its training loop (``gputop.torch``)."""
 
 
 _COLUMNS = (
@@ -56,10 +61,13 @@ _COLUMNS = (
     _Column("GPU MEM", 8, True, "memory"),
     _Column("SM %", 5, True, "sm"),
     _Column("CPU %", 6, True, "cpu"),
+    _Column("WAIT %", 6, True, None, measured=True),
+    _Column("STEP/S", 6, True, None, measured=True),
     _Column("HOST MEM", 8, True, None),
     _Column("ELAPSED", 9, True, "elapsed"),
 )
-_FIXED_WIDTH = sum(c.width + 1 for c in _COLUMNS)
+_PLAIN_COLUMNS = tuple(i for i, c in enumerate(_COLUMNS) if not c.measured)
+_ALL_COLUMNS = tuple(range(len(_COLUMNS)))
 _MIN_COMMAND_WIDTH = 10
 
 
@@ -256,8 +264,10 @@ class ProcessTable(ScrollView, can_focus=True):
         self._cursor_key: RowKey | None = None
         self._strips: dict[RowKey, tuple[tuple[str, ...], Strip]] = {}
         self._base_style: Style | None = None
+        self._shown = _PLAIN_COLUMNS
+        self._fixed_width = _fixed_width(self._shown)
         self._command_width = _MIN_COMMAND_WIDTH
-        self._line_width = _FIXED_WIDTH + _MIN_COMMAND_WIDTH
+        self._line_width = self._fixed_width + _MIN_COMMAND_WIDTH
 
     @property
     def sort_key(self) -> str:
@@ -339,6 +349,8 @@ class ProcessTable(ScrollView, can_focus=True):
             self._timer.stop()
             self._timer = None
         old_rows = self._rows
+        if self._snapshot is not None:
+            self._show_measured(any(_is_measured(p) for p in self._snapshot.processes))
         self._rows = self._build_rows()
         self._place_cursor()
         if not self.is_mounted:
@@ -354,6 +366,18 @@ class ProcessTable(ScrollView, can_focus=True):
         for index, (old, new) in enumerate(zip(old_rows, self._rows)):
             if old.cells != new.cells and top <= index < top + height:
                 self.refresh(Region(0, index - top + 1, self._line_width, 1))
+
+    def _show_measured(self, shown: bool) -> None:
+        """Show or hide the WAIT % and STEP/S columns; the command column takes up the difference."""
+        columns = _ALL_COLUMNS if shown else _PLAIN_COLUMNS
+        if columns == self._shown:
+            return
+        self._shown = columns
+        self._fixed_width = _fixed_width(columns)
+        if self.is_mounted:
+            self._command_width = max(_MIN_COMMAND_WIDTH, self.scrollable_content_region.width - self._fixed_width)
+        self._strips.clear()
+        self.refresh()
 
     def _place_cursor(self) -> None:
         """Keep the cursor on the same process when it is still shown, else clamp it."""
@@ -414,6 +438,8 @@ class ProcessTable(ScrollView, can_focus=True):
             fmt_bytes(p.gpu_memory_bytes),
             fmt_percent(p.sm_percent),
             fmt_percent(p.cpu_percent),
+            _measured(p.input_wait_percent, fmt_percent),
+            _measured(p.steps_per_second, _fmt_rate),
             fmt_bytes(p.rss_bytes),
             fmt_duration(p.elapsed_seconds),
             command,
@@ -429,6 +455,8 @@ class ProcessTable(ScrollView, can_focus=True):
             "",
             "",
             fmt_percent(p.cpu_percent),
+            "",
+            "",
             fmt_bytes(p.rss_bytes),
             fmt_duration(p.elapsed_seconds),
             self._cut(p.name or p.cmdline or "worker", self._command_width - len(state)) + state,
@@ -445,7 +473,7 @@ class ProcessTable(ScrollView, can_focus=True):
     def on_resize(self, event: events.Resize) -> None:
         """Fit the command column to the new width and re-cut the command lines."""
         width = self.scrollable_content_region.width
-        self._command_width = max(_MIN_COMMAND_WIDTH, width - _FIXED_WIDTH)
+        self._command_width = max(_MIN_COMMAND_WIDTH, width - self._fixed_width)
         self._line_width = max(width, 1)
         self._strips.clear()
         self._apply()
@@ -468,7 +496,7 @@ class ProcessTable(ScrollView, can_focus=True):
         style = base + self.get_component_rich_style("process-table--header", partial=True)
         arrow = ("v" if self._sort_reverse else "^") if self.ascii_mode else ("▼" if self._sort_reverse else "▲")
         parts = []
-        for column in _COLUMNS:
+        for column in (_COLUMNS[i] for i in self._shown):
             label = column.label + (arrow if column.sort_key == self._sort_key else "")
             parts.append(_fit(label, column.width, column.right) + " ")
         parts.append("COMMAND")
@@ -481,7 +509,7 @@ class ProcessTable(ScrollView, can_focus=True):
         style = base
         if row.worker:
             style = base + self.get_component_rich_style("process-table--worker", partial=True)
-        fixed = "".join(_fit(value, column.width, column.right) + " " for column, value in zip(_COLUMNS, row.cells))
+        fixed = "".join(_fit(row.cells[i], _COLUMNS[i].width, _COLUMNS[i].right) + " " for i in self._shown)
         command, note = row.cells[len(_COLUMNS)], row.cells[len(_COLUMNS) + 1]
         texts = [Text(fixed + command, style=style, end="")]
         if note:
@@ -569,7 +597,7 @@ class ProcessTable(ScrollView, can_focus=True):
             return
         if offset.y == 0:
             x = 0
-            for column in _COLUMNS:
+            for column in (_COLUMNS[i] for i in self._shown):
                 if x <= offset.x < x + column.width + 1:
                     if column.sort_key is not None:
                         self.sort_by(column.sort_key)
@@ -577,6 +605,28 @@ class ProcessTable(ScrollView, can_focus=True):
                 x += column.width + 1
             return
         self._move_cursor(int(self.scroll_offset.y) + offset.y - 1)
+
+
+def _is_measured(process: ProcessSample) -> bool:
+    """True when the process reports an input-wait share or a step rate from inside its training loop."""
+    return process.input_wait_percent is not None or process.steps_per_second is not None
+
+
+def _fixed_width(columns: tuple[int, ...]) -> int:
+    """Cells taken by the fixed ``columns`` (by index into the column list) and their separators."""
+    return sum(_COLUMNS[i].width + 1 for i in columns)
+
+
+def _measured(value: float | None, fmt: Callable[[float | None], str]) -> str:
+    """A value a trainer measured itself (``gputop.torch``), or blank for a process that reports none."""
+    return "" if value is None else fmt(value)
+
+
+def _fmt_rate(value: float | None) -> str:
+    """Steps per second with two significant digits below 10, whole numbers above."""
+    if value is None:
+        return NA
+    return f"{value:.1f}" if value < 10 else f"{value:.0f}"
 
 
 def _line(texts: list[Text], width: int, base: Style, console: Console) -> Strip:

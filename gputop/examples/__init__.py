@@ -1,0 +1,1 @@
+"""Runnable examples: ``python -m gputop.examples.train`` is a small instrumented PyTorch training job."""
