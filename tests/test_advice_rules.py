@@ -106,6 +106,10 @@ CASES = [
     Case("input bound", steady([gpu(util=23.0)], INPUT_BOUND), "input_bound:gpu0", True, "warn", ("23 %", "4 DataLoader workers", "97-100 %")),
     Case("input bound, workers not saturated", steady([gpu(util=23.0)], [trainer(cpu=35.0), *workers(cpus=(60, 55, 62, 58))]), "input_bound:gpu0", False),
     Case("input bound, GPU busy enough", steady([gpu(util=55.0)], INPUT_BOUND), "input_bound:gpu0", False),
+    Case("input bound, measured wait decides", steady([gpu(util=23.0)], [trainer(cpu=35.0, input_wait_percent=63.0), *workers(cpus=(40, 45, 42, 38))]),
+         "input_bound:gpu0", True, "warn", ("waits 63 % of each step", "PID 100", "num_workers=4")),
+    Case("input bound, measured wait low overrides busy workers", steady([gpu(util=23.0)], [trainer(input_wait_percent=4.0), *workers()]),
+         "input_bound:gpu0", False),
     Case(
         "input bound, trainer loads data itself on a full host",
         steady([gpu(util=20.0)], [trainer(cpu=100.0, workers=0)], host(cores=8, busy=8)),

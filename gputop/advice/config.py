@@ -33,6 +33,10 @@ class Thresholds:
     cpu_saturated_percent: float = 85.0
     """A process at or above this CPU percent (100 = one core) is CPU-saturated; a DataLoader
     worker is single-threaded Python, so about one core is all it can use."""
+    input_wait_percent: float = 30.0
+    """A trainer instrumented with ``gputop.torch`` that waits at least this percent of each step
+    for its next batch is input-bound. Measured inside the training loop, it overrides the
+    CPU-based guess: a third of every step spent idle is worth fixing."""
     few_workers: int = 2
     """A trainer with this many DataLoader workers or fewer has "few" workers."""
     min_idle_cores: float = 4.0

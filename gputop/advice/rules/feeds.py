@@ -31,6 +31,8 @@ class Feed:
     """True when the GPU is likely waiting for input (see :func:`input_starved`)."""
     loads_itself: bool
     """True when it has no workers and is CPU-saturated, so it loads data in its main process."""
+    measured_wait: float | None = None
+    """Percent of each step the trainer waits for its next batch, measured by ``gputop.torch``."""
 
 
 def feeds_on(ctx: Context, index: int) -> list[Feed]:
@@ -44,23 +46,29 @@ def feeds_on(ctx: Context, index: int) -> list[Feed]:
 def _feed(ctx: Context, trainer: ProcessSample) -> Feed:
     workers = tuple(ctx.workers.get(trainer.pid, ()))
     count = trainer.num_workers if trainer.num_workers is not None else (len(workers) if workers else None)
+    if count is None:
+        count = trainer.loader_num_workers
     cpu = tuple(w.cpu_percent for w in workers if w.cpu_percent is not None)
-    known = trainer.cpu_percent is not None and count is not None and (count == 0 or bool(cpu))
+    measured = trainer.input_wait_percent
+    known = measured is not None or (trainer.cpu_percent is not None and count is not None and (count == 0 or bool(cpu)))
     starved, loads_itself = input_starved(trainer, count, cpu, ctx.t) if known else (False, False)
-    return Feed(trainer, workers, count, cpu, known, starved, loads_itself)
+    return Feed(trainer, workers, count, cpu, known, starved, loads_itself, measured)
 
 
 def input_starved(
     trainer: ProcessSample, worker_count: int | None, worker_cpu: tuple[float, ...], t: Thresholds
 ) -> tuple[bool, bool]:
-    """Whether the trainer likely waits on its input pipeline, and whether it loads data itself.
+    """Whether the trainer waits on its input pipeline, and whether it loads data itself.
 
-    Inferred from the outside: the workers' mean CPU is at the saturation threshold (each
-    worker is one Python process, so a worker at ~100 % of a core is the limit), or there are
-    no workers and the trainer itself is saturated (it decodes and augments in the main
-    process). This is the one place to plug in a measured input-wait fraction once processes
-    carry one from inside the training loop (issue #5): when known, it should decide here.
+    When the trainer is instrumented with ``gputop.torch``, its measured input-wait percent
+    decides. Otherwise it is inferred from the outside: the workers' mean CPU is at the
+    saturation threshold (each worker is one Python process, so a worker at ~100 % of a core is
+    the limit), or there are no workers and the trainer itself is saturated (it decodes and
+    augments in the main process).
     """
+    if trainer.input_wait_percent is not None:
+        starved = trainer.input_wait_percent >= t.input_wait_percent
+        return starved, starved and worker_count == 0
     if worker_count == 0:
         saturated = (trainer.cpu_percent or 0.0) >= t.cpu_saturated_percent
         return saturated, saturated

@@ -21,7 +21,12 @@ def _evaluate(ctx: Context) -> list[Finding]:
             idle = ctx.idle_cores() or 0.0
             count = feed.worker_count or 0
             pid = feed.trainer.pid
-            if count == 0:
+            if feed.measured_wait is not None:
+                load = (
+                    f"waits {pct(feed.measured_wait)} of each step for data (measured by gputop.torch) "
+                    f"with num_workers={count}"
+                )
+            elif count == 0:
                 load = f"loads data in its main process at {pct(feed.trainer.cpu_percent or 0.0)} CPU"
             else:
                 load = f"has {workers_phrase(count)} at {pct_range(list(feed.worker_cpu))} CPU"

@@ -37,7 +37,14 @@ def _evaluate(ctx: Context) -> list[Finding]:
             continue
         pid = feed.trainer.pid
         idle = ctx.idle_cores()
-        if feed.loads_itself:
+        if feed.measured_wait is not None:
+            evidence = (
+                f"GPU {index}'s trainer (PID {pid}) waits {pct(feed.measured_wait)} of each step for data "
+                f"(measured by gputop.torch); GPU {index} util {pct(util)} over the last {t.window_s:.0f} s; "
+                f"num_workers={feed.worker_count if feed.worker_count is not None else 'unknown'}"
+                + (f" on {ctx.cores} cores" if ctx.cores else "")
+            )
+        elif feed.loads_itself:
             evidence = (
                 f"GPU {index} util {pct(util)} over the last {t.window_s:.0f} s while trainer PID {pid} "
                 f"has no DataLoader workers and runs at {pct(feed.trainer.cpu_percent or 0.0)} CPU"
