@@ -405,3 +405,20 @@ async def test_the_dialog_shows_hostile_commands_literally(child):
         assert "sleep [red]600[/red]" in shown and "\x1b" not in shown
         await pilot.press("escape")
     assert child.poll() is None
+
+
+@synchronously
+async def test_a_narrow_terminal_drops_minor_columns_to_keep_the_command_readable():
+    app = TableApp()
+    async with app.run_test(size=(80, HEIGHT)) as pilot:
+        table = app.query_one(ProcessTable)
+        table.update_snapshot(TRAINING)
+        await pilot.pause()
+        header = lines(table)[0]
+        assert "HOST MEM" not in header and "ELAPSED" not in header
+        assert "GPU MEM" in header and "CPU %" in header and "COMMAND" in header
+        assert "python train.py --l" in rows(table)[0] and "[2 workers]" in rows(table)[0]
+        await pilot.resize_terminal(160, HEIGHT)
+        await pilot.pause()
+        wide = lines(table)[0]
+        assert "HOST MEM" in wide and "ELAPSED" in wide and "USER" in wide

@@ -69,6 +69,21 @@ _COLUMNS = (
 _PLAIN_COLUMNS = tuple(i for i, c in enumerate(_COLUMNS) if not c.measured)
 _ALL_COLUMNS = tuple(range(len(_COLUMNS)))
 _MIN_COMMAND_WIDTH = 10
+_WANTED_COMMAND_WIDTH = 30
+"""Narrow terminals drop columns (in ``_DROP_ORDER``) until the command column gets this many cells."""
+_DROP_ORDER = tuple(i for label in ("HOST MEM", "ELAPSED", "STEP/S", "USER") for i, c in enumerate(_COLUMNS) if c.label == label)
+"""Columns given up first when the table is narrow, least useful first."""
+
+
+def _columns_for(width: int, measured: bool) -> tuple[int, ...]:
+    """The columns to show at ``width`` cells: all that fit while leaving the command column room."""
+    columns = list(_ALL_COLUMNS if measured else _PLAIN_COLUMNS)
+    for index in _DROP_ORDER:
+        if _fixed_width(tuple(columns)) + _WANTED_COMMAND_WIDTH <= width:
+            break
+        if index in columns:
+            columns.remove(index)
+    return tuple(columns)
 
 
 @dataclass(frozen=True, slots=True)
@@ -264,6 +279,7 @@ class ProcessTable(ScrollView, can_focus=True):
         self._cursor_key: RowKey | None = None
         self._strips: dict[RowKey, tuple[tuple[str, ...], Strip]] = {}
         self._base_style: Style | None = None
+        self._measured_shown = False
         self._shown = _PLAIN_COLUMNS
         self._fixed_width = _fixed_width(self._shown)
         self._command_width = _MIN_COMMAND_WIDTH
@@ -369,15 +385,22 @@ class ProcessTable(ScrollView, can_focus=True):
 
     def _show_measured(self, shown: bool) -> None:
         """Show or hide the WAIT % and STEP/S columns; the command column takes up the difference."""
-        columns = _ALL_COLUMNS if shown else _PLAIN_COLUMNS
-        if columns == self._shown:
+        if shown == self._measured_shown:
             return
-        self._shown = columns
-        self._fixed_width = _fixed_width(columns)
+        self._measured_shown = shown
         if self.is_mounted:
-            self._command_width = max(_MIN_COMMAND_WIDTH, self.scrollable_content_region.width - self._fixed_width)
+            self._fit_columns(self.scrollable_content_region.width)
+        else:
+            self._shown = _ALL_COLUMNS if shown else _PLAIN_COLUMNS
+            self._fixed_width = _fixed_width(self._shown)
         self._strips.clear()
         self.refresh()
+
+    def _fit_columns(self, width: int) -> None:
+        """Pick the columns for ``width`` cells and give the command column the rest."""
+        self._shown = _columns_for(width, self._measured_shown)
+        self._fixed_width = _fixed_width(self._shown)
+        self._command_width = max(_MIN_COMMAND_WIDTH, width - self._fixed_width)
 
     def _place_cursor(self) -> None:
         """Keep the cursor on the same process when it is still shown, else clamp it."""
@@ -473,7 +496,7 @@ class ProcessTable(ScrollView, can_focus=True):
     def on_resize(self, event: events.Resize) -> None:
         """Fit the command column to the new width and re-cut the command lines."""
         width = self.scrollable_content_region.width
-        self._command_width = max(_MIN_COMMAND_WIDTH, width - self._fixed_width)
+        self._fit_columns(width)
         self._line_width = max(width, 1)
         self._strips.clear()
         self._apply()
