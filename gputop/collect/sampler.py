@@ -65,6 +65,8 @@ class Sampler:
         """Longest time seen between the starts of two consecutive polls, in seconds."""
         self.last_poll_seconds = 0.0
         """How long the latest poll took, advice and recording included."""
+        self.poll_count = 0
+        """How many polls have been taken since the sampler was made."""
         self._interval = clamp_interval(interval)
         self._subscribers: list[Subscriber] = []
         self._lock = threading.Lock()
@@ -115,6 +117,7 @@ class Sampler:
         if self._last_start is not None:
             self.max_gap = max(self.max_gap, started - self._last_start)
         self._last_start = started
+        self.poll_count += 1
         snapshot = self._poll_source()
         self.history.append(snapshot)
         if self.advisor is not None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import time
 from collections.abc import Iterable
 from functools import partial
 from pathlib import Path
@@ -117,6 +118,8 @@ class GputopApp(App[None]):
         """The snapshot on screen."""
         self.snapshots_applied = 0
         """How many snapshots have been shown since start."""
+        self.first_frame_at: float | None = None
+        """Wall-clock time (``time.time()``) of the first screen refresh that showed sampled data."""
         self._advice_open: bool | None = None
         self._advice_shown = False
         self._watchdog: TerminalWatchdog | None = None
@@ -233,6 +236,8 @@ class GputopApp(App[None]):
     async def _apply(self, snapshot: Snapshot) -> None:
         self.snapshot = snapshot
         self.snapshots_applied += 1
+        if self.first_frame_at is None:
+            self.call_after_refresh(self._note_first_frame)
         history = self.sampler.history
         gpu_count = self._gpus.gpu_count
         await self._gpus.show(snapshot, history)
@@ -247,6 +252,10 @@ class GputopApp(App[None]):
         self._header.show(snapshot, self.sampler.interval, self.sampler.paused)
         if isinstance(self.screen, GpuDetailScreen):
             self.screen.show(snapshot, history)
+
+    def _note_first_frame(self) -> None:
+        if self.first_frame_at is None:
+            self.first_frame_at = time.time()
 
     # -- actions ------------------------------------------------------------------------------
 

@@ -32,6 +32,7 @@ from gputop.ui.format import (
     short_gpu_name,
     throttle_badges,
 )
+from gputop.ui.line_diff import changed_rows, row_regions
 from gputop.units import fmt_celsius, fmt_mhz, fmt_percent, fmt_rate
 
 MODE_FULL = "full"
@@ -148,7 +149,7 @@ class GpuPanel(CachedStyles, Widget, can_focus=True):
         """Display a new sample (and the history it extends)."""
         self.device = device
         self._history = history
-        self._invalidate()
+        self._update_changed_lines()
 
     def set_layout(self, mode: str, chart_rows_count: int) -> None:
         """Switch layout mode; the panel's height follows."""
@@ -183,6 +184,21 @@ class GpuPanel(CachedStyles, Widget, can_focus=True):
     def _invalidate(self) -> None:
         self._lines = None
         self.refresh()
+
+    def _update_changed_lines(self) -> None:
+        """Rebuild the lines now and refresh only the rows that differ from those on screen."""
+        width = self.size.width
+        if not self.is_mounted or width <= 0 or self._lines is None or self._lines_width != width:
+            self._invalidate()
+            return
+        lines = self._build(width)
+        rows = changed_rows(self._lines, lines)
+        self._lines = lines
+        if rows is None:
+            self.refresh()
+            return
+        for region in row_regions(rows, width):
+            self.refresh(region)
 
     def render_line(self, y: int) -> Strip:
         """One line of the panel."""

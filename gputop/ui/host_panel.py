@@ -23,6 +23,7 @@ from gputop.ui.format import (
     memory_pair,
     percent_of,
 )
+from gputop.ui.line_diff import changed_rows, row_regions
 from gputop.units import fmt_percent
 
 BUSY_PERCENT = 60.0
@@ -107,7 +108,7 @@ class HostPanel(CachedStyles, Widget):
         if host == self.host:
             return
         self.host = host
-        self._invalidate()
+        self._update_changed_lines()
 
     def height_for(self, width: int, max_grid_rows: int) -> int:
         """Lines the panel needs at ``width`` when the grid may take ``max_grid_rows`` lines."""
@@ -128,6 +129,21 @@ class HostPanel(CachedStyles, Widget):
     def _invalidate(self) -> None:
         self._lines = None
         self.refresh()
+
+    def _update_changed_lines(self) -> None:
+        """Rebuild the lines now and refresh only the rows that differ from those on screen."""
+        width = self.size.width
+        if not self.is_mounted or width <= 0 or self._lines is None or self._lines_width != width:
+            self._invalidate()
+            return
+        lines = self._build(width)
+        rows = changed_rows(self._lines, lines)
+        self._lines = lines
+        if rows is None:
+            self.refresh()
+            return
+        for region in row_regions(rows, width):
+            self.refresh(region)
 
     def _style(self, name: str) -> Style:
         return self.component_style(f"host-panel--{name}")
