@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import shutil
 import signal
 import sys
@@ -25,6 +27,15 @@ DEFAULT_EXPORT_DIR = Path("gputop-snapshots")
 """Where the ``s`` key writes snapshot exports unless ``--export-dir`` says otherwise."""
 
 
+STATS_FILE_ENV = "GPUTOP_STATS_FILE"
+"""Environment variable naming a file where the live UI writes JSON statistics on exit (for benchmarks).
+
+Keys: ``interval_s``, ``polls`` (polls taken), ``max_gap_s`` (longest time between the starts of two
+polls), ``last_poll_s`` (duration of the last poll), ``snapshots_shown`` and ``first_frame_s`` (seconds
+from process start to the first screen showing sampled data, or null).
+"""
+
+
 class CliError(Exception):
     """A problem with the command line or its inputs, reported in one line with exit status 1."""
 
@@ -38,7 +49,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="gputop",
         description="Live GPU monitor for deep-learning training that tells you why your GPU is under-used. "
         "Runs a terminal UI when stdout is a terminal, otherwise prints one snapshot and exits.",
-        epilog="`gps` is the same program. Data sources: NVML (default), --demo, --replay.",
+        epilog="`gps` is the same program. Data sources: NVML (default), --demo, --replay. "
+        f"Setting {STATS_FILE_ENV}=FILE makes the live UI write its sampling statistics to FILE as JSON on exit.",
     )
     source = parser.add_mutually_exclusive_group()
     source.add_argument(
@@ -121,9 +133,31 @@ def _run(args: argparse.Namespace) -> int:
 
         app = GputopApp(sampler, readonly=args.readonly, ascii_mode=args.ascii, export_dir=args.export_dir)
         app.run()
+        stats_path = os.environ.get(STATS_FILE_ENV)
+        if stats_path:
+            _write_stats(Path(stats_path), sampler, app.first_frame_at, app.snapshots_applied)
         return app.return_code or 0
     finally:
         sampler.stop()
+
+
+def _write_stats(path: Path, sampler: Sampler, first_frame_at: float | None, shown: int) -> None:
+    """Write the sampler's cadence and the first-frame time to ``path`` (see STATS_FILE_ENV); errors go to stderr."""
+    import psutil
+
+    started = psutil.Process().create_time()
+    stats = {
+        "interval_s": sampler.interval,
+        "polls": sampler.poll_count,
+        "max_gap_s": sampler.max_gap,
+        "last_poll_s": sampler.last_poll_seconds,
+        "snapshots_shown": shown,
+        "first_frame_s": None if first_frame_at is None else first_frame_at - started,
+    }
+    try:
+        path.write_text(json.dumps(stats, indent=2) + "\n", encoding="utf-8")
+    except OSError as exc:
+        print(f"gputop: cannot write statistics to {path}: {exc}", file=sys.stderr)
 
 
 def _make_sampler(args: argparse.Namespace) -> Sampler:
@@ -218,6 +252,8 @@ def _run_once(sampler: Sampler, args: argparse.Namespace) -> int:
         sys.stdout.write(render_once(snapshot, width))
     if args.export is not None:
         _export_once(args.export, snapshot, sampler)
+    if args.record is not None and sampler.recorder is None:
+        return _recording_failed(snapshot)
     return 0
 
 
@@ -234,6 +270,13 @@ def _export_once(directory: Path, snapshot: Snapshot, sampler: Sampler) -> None:
     print("exported: " + ", ".join(str(p) for p in result.paths), file=sys.stderr)
 
 
+def _recording_failed(snapshot: Snapshot) -> int:
+    """Say why the recording stopped (disk full, file removed, ...) and return the failure status."""
+    reason = next((e.message for e in snapshot.errors if e.scope == "record"), "recording stopped")
+    print(f"gputop: {reason}", file=sys.stderr)
+    return 1
+
+
 def _record_headless(sampler: Sampler, args: argparse.Namespace) -> int:
     """Record until SIGINT/SIGTERM/SIGHUP without a screen (e.g. under nohup)."""
     stop = {"now": False}
@@ -247,7 +290,9 @@ def _record_headless(sampler: Sampler, args: argparse.Namespace) -> int:
     count = 0
     next_poll = time.monotonic()
     while not stop["now"]:
-        sampler.poll_once()
+        snapshot = sampler.poll_once()
+        if sampler.recorder is None:
+            return _recording_failed(snapshot)
         count += 1
         next_poll = max(next_poll + sampler.interval, time.monotonic())
         while not stop["now"] and time.monotonic() < next_poll:

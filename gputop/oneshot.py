@@ -35,7 +35,7 @@ def render_once(snapshot: Snapshot, width: int | None = 120) -> str:
     if snapshot.advice:
         lines += ["", "ADVICE"]
         for item in snapshot.advice:
-            lines.append(f"  [{item.severity}] {item.scope}: {safe_text(item.title)}")
+            lines.append(f"  [{safe_text(item.severity)}] {safe_text(item.scope)}: {safe_text(item.title)}")
             lines.append(f"      evidence: {safe_text(item.evidence)}")
             lines.append(f"      action:   {safe_text(item.action)}")
     if snapshot.errors:
@@ -50,8 +50,8 @@ def _title(snapshot: Snapshot) -> str:
     if snapshot.host.hostname:
         parts.append(f"host {safe_text(snapshot.host.hostname)}")
     if driver is not None:
-        parts.append(f"driver {driver.driver_version or NA}")
-        parts.append(f"CUDA {driver.cuda_driver_version or NA}")
+        parts.append(f"driver {safe_text(driver.driver_version) or NA}")
+        parts.append(f"CUDA {safe_text(driver.cuda_driver_version) or NA}")
     parts.append(safe_text(snapshot.label or snapshot.source))
     parts.append(time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(snapshot.timestamp)))
     return " | ".join(parts)
@@ -73,7 +73,7 @@ def _device_lines(devices: tuple[DeviceSample, ...]) -> list[str]:
         used_total = f"{fmt_bytes(d.memory_used_bytes)}/{fmt_bytes(d.memory_total_bytes)}"
         power = f"{fmt_watts(d.power_watts)}/{fmt_watts(d.power_limit_watts)}"
         pcie = f"{fmt_rate(d.pcie_rx_bytes_per_s)}/{fmt_rate(d.pcie_tx_bytes_per_s)}"
-        throttle = ",".join(r for r in d.throttle_reasons if r != "gpu_idle") or "-"
+        throttle = safe_text(",".join(r for r in d.throttle_reasons if r != "gpu_idle")) or "-"
         lines.append(
             f"{d.index:<4}{name:<24}{fmt_percent(d.utilization_gpu_percent):>5}{fmt_percent(mem_pct):>6} "
             f"{used_total:<17}{power:<12}{fmt_celsius(d.temperature_celsius):>5}{fmt_percent(d.fan_percent):>5}  "
@@ -108,11 +108,14 @@ def _process_lines(processes: tuple[ProcessSample, ...], width: int | None) -> l
         pid = f"└{p.pid}" if worker else str(p.pid)
         user = safe_text(p.user, 9) or NA
         if worker:
-            command = f"{safe_text(p.name) or 'worker'} ({p.status or NA})"
+            command = f"{safe_text(p.name) or 'worker'} ({safe_text(p.status) or NA})"
         else:
             command = safe_text(p.cmdline) or safe_text(p.name) or NA
             if p.num_workers:
                 command = f"[{p.num_workers} workers] {command}"
+            if p.input_wait_percent is not None:
+                rate = "" if p.steps_per_second is None else f", {p.steps_per_second:.1f} steps/s"
+                command = f"[waits {p.input_wait_percent:.0f}% for data{rate}] {command}"
         if p.note:
             command = f"({safe_text(p.note)}) {command}"
         gpu_mem = "" if worker else fmt_bytes(p.gpu_memory_bytes)

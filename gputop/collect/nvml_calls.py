@@ -12,6 +12,15 @@ from gputop.collect.nvml_errors import TRANSIENT_CODES, UNSUPPORTED_CODES, descr
 
 _T = TypeVar("_T")
 
+REPEATED_FAILURE_POLLS = 3
+"""Consecutive polls with a timeout on one device after which the device gets a note saying so."""
+
+_REPEATED_CODES = frozenset({pynvml.NVML_ERROR_TIMEOUT, pynvml.NVML_ERROR_IRQ_ISSUE})
+"""Transient codes that mean a fault, not just "no new data", when they keep coming."""
+
+_REPEATED_KEY = "timeouts"
+"""Note key of the one line a device gets when its calls keep timing out."""
+
 
 class GpuLost(Exception):
     """Raised out of a device read when the GPU fell off the bus or stopped answering."""
@@ -22,7 +31,8 @@ class CallGuard:
 
     - NOT_SUPPORTED, FUNCTION_NOT_FOUND and ARGUMENT_VERSION_MISMATCH: None, and the call is never made again.
     - GPU_IS_LOST, or UNKNOWN while a probe call also fails that way: ``GpuLost``.
-    - TIMEOUT and other transient codes: None for this poll only.
+    - TIMEOUT and other transient codes: None for this poll only; when a TIMEOUT or IRQ_ISSUE comes
+      on ``REPEATED_FAILURE_POLLS`` polls in a row, one note for the device until a poll is clean.
     - Anything else: None, and one note until the call succeeds again.
     """
 
@@ -33,6 +43,8 @@ class CallGuard:
         self._unsupported: set[str] = set()
         self._reported: set[str] = set()
         self._notes: list[ErrorNote] = []
+        self._timed_out: tuple[str, pynvml.NVMLError] | None = None
+        self._timeout_polls = 0
 
     def call(self, key: str, fn: Callable[..., _T] | None, *args: object, **kwargs: object) -> _T | None:
         """Call ``fn`` (None = missing from this pynvml) under the name ``key``; None when it gave no value."""
@@ -54,7 +66,17 @@ class CallGuard:
         return key not in self._unsupported
 
     def take_notes(self) -> list[ErrorNote]:
-        """The notes collected since the last call, emptied."""
+        """The notes collected since the last call, emptied; called once at the end of every poll."""
+        if self._timed_out is None:
+            self._timeout_polls = 0
+            self._reported.discard(_REPEATED_KEY)
+        else:
+            self._timeout_polls += 1
+            key, error = self._timed_out
+            self._timed_out = None
+            if self._timeout_polls >= REPEATED_FAILURE_POLLS:
+                self.note(_REPEATED_KEY, f"NVML calls ({key} first) failed on {self._timeout_polls} polls in a row: "
+                          f"{describe(error)}")
         notes, self._notes = self._notes, []
         return notes
 
@@ -74,6 +96,8 @@ class CallGuard:
             self._unsupported.add(key)
         elif code == pynvml.NVML_ERROR_GPU_IS_LOST or code == pynvml.NVML_ERROR_UNKNOWN and self._probe_says_lost():
             raise GpuLost() from error
+        elif code in _REPEATED_CODES:
+            self._timed_out = self._timed_out or (key, error)
         elif code not in TRANSIENT_CODES:
             self.note(key, describe(error))
 

@@ -25,6 +25,9 @@ MAX_LINE_BYTES = 16 * 1024 * 1024
 _READ_CHUNK = 1024 * 1024
 _GZIP_MAGIC = b"\x1f\x8b\x08"
 _GZIP_WBITS = 16 + zlib.MAX_WBITS
+_MAX_MEMBER_KEPT = 16 * 1024 * 1024
+"""Compressed bytes of one gzip member kept for resynchronising after damage; beyond it the search
+for the next member starts at the point of failure."""
 
 
 class RecordingError(OSError):
@@ -154,17 +157,18 @@ def _gunzip(file: BinaryIO, head: bytes) -> Iterator[bytes | _Damage]:
     """Decompress consecutive gzip members; skip damaged ones up to the next intact member.
 
     Output is produced in bounded pieces, so a member that inflates enormously is never held whole.
+    The compressed bytes of the current member are kept (up to ``_MAX_MEMBER_KEPT``) so that, when
+    it turns out damaged, the search for the next member starts right after its header: a member
+    cut off by a crash and followed by appended members may only fail well inside them.
     """
     pending = head
     decompressor = zlib.decompressobj(_GZIP_WBITS)
-    in_member = False  # bytes of the current member were fed and its end not yet seen
-    at_member_start = True  # ``pending`` begins with the current member's header
+    member: bytearray | None = bytearray()  # compressed bytes of the current member consumed so far
     resyncing = False  # damage reported; quiet until a member decompresses whole
     drain = False  # the last call filled its output limit, so more output may be waiting
     while True:
         if not pending and not drain:
             pending = file.read(_READ_CHUNK)
-            at_member_start = not in_member
             if not pending:
                 break
         try:
@@ -173,23 +177,58 @@ def _gunzip(file: BinaryIO, head: bytes) -> Iterator[bytes | _Damage]:
             if not resyncing:
                 yield _Damage(f"damaged gzip data ({exc}), skipped to the next intact part")
             resyncing = True
-            pending = _seek_member(file, pending, 1 if at_member_start else 0)
+            pending = _seek_member(file, bytes(member) + pending, 1) if member is not None else _seek_member(file, pending, 0)
             decompressor = zlib.decompressobj(_GZIP_WBITS)
-            in_member, at_member_start, drain = False, True, False
+            member, drain = bytearray(), False
             continue
-        in_member = True
+        if decompressor.eof:
+            consumed = len(pending) - len(decompressor.unused_data)
+        else:
+            consumed = len(pending) - len(decompressor.unconsumed_tail)
+        if member is not None:
+            searched_from = max(1, len(member) - len(_GZIP_MAGIC) + 1)
+            member += pending[:consumed]
+            if not decompressor.eof:
+                rest = decompressor.unconsumed_tail
+                restart = _intact_member_inside(member, searched_from, rest)
+                if restart is not None:
+                    # The member was cut short and the inflater ran on into the next one.
+                    yield _Damage("damaged gzip data (a member was cut short), skipped to the next intact part")
+                    pending = restart + rest
+                    decompressor = zlib.decompressobj(_GZIP_WBITS)
+                    member, resyncing, drain = bytearray(), False, False
+                    continue
+            if len(member) > _MAX_MEMBER_KEPT:
+                member = None
         if out:
             yield out
         if decompressor.eof:
             pending = decompressor.unused_data
             decompressor = zlib.decompressobj(_GZIP_WBITS)
-            in_member, at_member_start, resyncing, drain = False, True, False, False
+            member, resyncing, drain = bytearray(), False, False
         else:
             pending = decompressor.unconsumed_tail
-            at_member_start = False
             drain = not pending and len(out) == _READ_CHUNK
-    if in_member and not resyncing:
+    if (member is None or member) and not resyncing:
         yield _Damage("gzip data cut off at the end of the file (recording interrupted)")
+
+
+def _intact_member_inside(member: bytearray, start: int, rest: bytes) -> bytes | None:
+    """Bytes from a gzip header found in ``member`` at or after ``start`` that decompress as a whole
+    member (checksum included), i.e. where an intact member begins inside a damaged one; else None."""
+    found = member.find(_GZIP_MAGIC, start)
+    while found >= 0:
+        candidate = bytes(member[found:]) + rest
+        probe = zlib.decompressobj(_GZIP_WBITS)
+        try:
+            probe.decompress(candidate, _READ_CHUNK)
+        except zlib.error:
+            pass
+        else:
+            if probe.eof:
+                return bytes(member[found:])
+        found = member.find(_GZIP_MAGIC, found + 1)
+    return None
 
 
 def _seek_member(file: BinaryIO, data: bytes, start: int) -> bytes:

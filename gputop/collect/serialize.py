@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from typing import Any
 
 from gputop.collect.model import (
@@ -16,6 +17,10 @@ from gputop.collect.model import (
     ProcessSample,
     Snapshot,
 )
+
+
+MAX_TIMESTAMP = 253_402_300_799.0
+"""Latest timestamp accepted when reading (the last second of year 9999, as far as Python dates go)."""
 
 
 class SnapshotFormatError(ValueError):
@@ -49,7 +54,7 @@ def snapshot_from_dict(data: Any) -> Snapshot:
     try:
         driver = data.get("driver")
         return Snapshot(
-            timestamp=float(data["timestamp"]),
+            timestamp=_timestamp(data["timestamp"]),
             source=str(data["source"]),
             host=_build(HostSample, data.get("host") or {}),
             driver=None if driver is None else _build(DriverInfo, driver),
@@ -57,7 +62,7 @@ def snapshot_from_dict(data: Any) -> Snapshot:
             processes=tuple(_build(ProcessSample, p) for p in _list(data, "processes")),
             advice=tuple(_build(Advice, a) for a in _list(data, "advice")),
             errors=tuple(_build(ErrorNote, e) for e in _list(data, "errors")),
-            label=data.get("label"),
+            label=_coerce("str | None", data.get("label"), "label"),
             schema=schema,
         )
     except (KeyError, TypeError, ValueError, OverflowError) as exc:
@@ -115,8 +120,16 @@ def _coerce(annotation: Any, value: Any, where: str) -> Any:
     raise SnapshotFormatError(f"{where}: unsupported field type {annotation}")
 
 
+def _timestamp(value: Any) -> float:
+    """A snapshot's epoch seconds, between 1970 and :data:`MAX_TIMESTAMP`."""
+    if not _is_number(value) or not 0 <= value <= MAX_TIMESTAMP:
+        raise SnapshotFormatError("'timestamp' must be epoch seconds between 1970 and 9999")
+    return float(value)
+
+
 def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+    """A JSON number that is finite (JSON's NaN and Infinity extensions are refused)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _plain(value: Any) -> Any:

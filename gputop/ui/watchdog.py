@@ -1,9 +1,11 @@
 """Ending the app when its terminal is gone (SSH link dropped, tmux session killed, stdin at EOF).
 
 Textual's input thread spins at 100 % CPU when stdin reaches end of file, and Textual has no
-default handling of SIGHUP. A daemon thread checks the terminal about once a second; when it is
-gone it asks the app to exit and, should the event loop not finish within a grace period,
-ends the process with ``os._exit``.
+default handling of SIGHUP. A daemon thread checks the terminal at once and then waits in
+``poll()`` for a hangup, so a terminal that goes away is noticed immediately rather than after a
+period of spinning (it re-checks at least once a second for faults ``poll()`` does not report).
+When the terminal is gone it asks the app to exit and, should the event loop not finish within a
+grace period, ends the process with ``os._exit``.
 """
 
 from __future__ import annotations
@@ -46,6 +48,16 @@ def terminal_alive(fd: int) -> bool:
     return True
 
 
+def wait_for_hangup(fd: int, seconds: float) -> bool:
+    """Block until ``fd`` reports a hangup or an error (True), or ``seconds`` have passed (False)."""
+    poller = select.poll()
+    try:
+        poller.register(fd, 0)  # no events asked: only POLLHUP/POLLERR/POLLNVAL wake it
+        return bool(poller.poll(max(0, int(seconds * 1000))))
+    except (OSError, ValueError):
+        return True
+
+
 def force_exit_later(seconds: float = EXIT_GRACE, status: int = HANGUP_EXIT_STATUS) -> threading.Thread:
     """End the process with ``status`` after ``seconds`` unless it has exited by then (daemon timer)."""
 
@@ -59,7 +71,7 @@ def force_exit_later(seconds: float = EXIT_GRACE, status: int = HANGUP_EXIT_STAT
 
 
 class TerminalWatchdog:
-    """Checks a terminal descriptor periodically and calls ``on_lost`` once when it is gone.
+    """Watches a terminal descriptor (hangups at once, other faults within ``period``) and calls ``on_lost`` once when it is gone.
 
     ``on_lost`` runs on the watchdog thread, so it must be thread-safe (e.g. ``App.post_message``).
     After calling it the watchdog arms :func:`force_exit_later` unless ``force_exit`` is False.
@@ -78,7 +90,7 @@ class TerminalWatchdog:
         self.fd = fd
         """Descriptor checked (stdin by default)."""
         self.period = period
-        """Seconds between checks."""
+        """Longest time between two checks."""
         self.force_exit = force_exit
         """End the process if the app has not exited within the grace period."""
         self.lost = threading.Event()
@@ -97,10 +109,12 @@ class TerminalWatchdog:
         self._stop.set()
 
     def _run(self) -> None:
-        while not self._stop.wait(self.period):
+        while not self._stop.is_set():
             if not terminal_alive(self.fd):
                 self.lost.set()
                 self.on_lost()
                 if self.force_exit:
                     force_exit_later()
                 return
+            if wait_for_hangup(self.fd, self.period) and terminal_alive(self.fd):
+                self._stop.wait(self.period)  # an event poll() keeps reporting must not make this loop spin
