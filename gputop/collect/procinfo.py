@@ -1,7 +1,11 @@
 """Reading one process's user, command line, CPU and memory through psutil, tolerating faults.
 
-``psutil.Process`` objects are cached under ``(pid, create_time)`` so that ``cpu_percent``
-measures the interval since the previous poll, and a PID reused by a new process starts afresh.
+``psutil.Process`` objects are cached per pid with the process's start time, so that
+``cpu_percent`` measures the interval since the previous poll and a PID reused by a new process
+starts afresh. Once read in full, a process's name, command line and user are kept too, and later
+polls read only what changes (status, memory, CPU times). On Linux one read of ``/proc/PID/stat``
+per poll confirms the identity (start time) and gives the parent, instead of a new
+``psutil.Process``; a changed ``comm`` (a rename or an ``exec``) makes the process read in full again.
 """
 
 from __future__ import annotations
@@ -71,6 +75,56 @@ def _read_pid_max() -> int | None:
         return None
 
 
+@dataclass(frozen=True, slots=True)
+class _Stat:
+    """The fields of ``/proc/PID/stat`` used to recognise a process and its parent."""
+
+    comm: bytes
+    """Raw ``comm`` (the name, at most 15 bytes)."""
+    state: bytes
+    """One-letter state, e.g. ``b"S"``; ``b"Z"`` for a zombie."""
+    ppid: int
+    """Parent process id."""
+    start_ticks: int
+    """Start time in clock ticks since boot: with the pid, it names one process."""
+
+
+def _read_stat(pid: int) -> _Stat | None:
+    """``/proc/PID/stat`` of ``pid``, or None where it cannot be read (gone, hidden, not Linux)."""
+    if not psutil.LINUX:
+        return None
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            data = handle.read()
+    except OSError:
+        return None
+    open_paren, close_paren = data.find(b"("), data.rfind(b")")
+    fields = data[close_paren + 2 :].split()
+    try:
+        return _Stat(data[open_paren + 1 : close_paren], fields[0], int(fields[1]), int(fields[19]))
+    except (IndexError, ValueError):
+        return None
+
+
+class _Known:
+    """A cached process: its psutil object, identity and, once read in full, its static facts."""
+
+    __slots__ = ("comm", "create_time", "proc", "start_ticks", "static")
+
+    def __init__(self, proc: psutil.Process, create_time: float | None, start_ticks: int | None) -> None:
+        """Remember ``proc``, started at ``create_time`` (``start_ticks`` from ``/proc`` when read)."""
+        self.proc = proc
+        """The psutil object, kept so ``cpu_percent`` spans polls."""
+        self.create_time = create_time
+        """psutil's start time, epoch seconds."""
+        self.start_ticks = start_ticks
+        """Start time from ``/proc/PID/stat``; None where it could not be read."""
+        self.comm: bytes | None = None
+        """Raw ``comm`` when ``static`` was read; a different one invalidates ``static``."""
+        self.static: tuple[str | None, str | None, str | None] | None = None
+        """(name, cmdline, user) once all three were read without a fault."""
+
+
 def _join_cmdline(args: list[str]) -> str | None:
     """Join arguments with spaces, quoting as a shell would; None for an empty command line."""
     if not args:
@@ -86,8 +140,8 @@ class ProcessReader:
 
     def __init__(self) -> None:
         """Create a reader with empty caches."""
-        self._procs: dict[tuple[int, float | None], psutil.Process] = {}
-        self._used: set[tuple[int, float | None]] = set()
+        self._known: dict[int, _Known] = {}
+        self._used: set[int] = set()
         self._alive: set[int] = set()
         self._asked: set[int] = set()
         self._user_names: dict[int, str] = {}
@@ -102,34 +156,39 @@ class ProcessReader:
         self._asked.add(pid)
         if self._pid_max is not None and pid > self._pid_max:
             return ProcessFacts(note=NOTE_OTHER_NAMESPACE)
-        try:
-            fresh = psutil.Process(pid)
-        except psutil.NoSuchProcess:
-            return ProcessFacts(note=NOTE_EXITED if pid in self._alive else NOTE_OTHER_NAMESPACE)
-        try:
-            create_time: float | None = fresh.create_time()
-        except psutil.Error:
-            create_time = None
-        key = (pid, create_time)
-        proc = self._procs.get(key)
-        first = proc is None
-        if proc is None:
-            proc = self._procs[key] = fresh
-        self._used.add(key)
+        stat = _read_stat(pid)
+        known = self._known.get(pid)
+        first = False
+        if known is None or stat is None or known.start_ticks != stat.start_ticks:
+            try:
+                fresh = psutil.Process(pid)
+            except psutil.NoSuchProcess:
+                return ProcessFacts(note=NOTE_EXITED if pid in self._alive else NOTE_OTHER_NAMESPACE)
+            try:
+                create_time: float | None = fresh.create_time()
+            except psutil.Error:
+                create_time = None
+            start_ticks = None if stat is None else stat.start_ticks
+            if known is None or (known.create_time, known.start_ticks) != (create_time, start_ticks):
+                known = self._known[pid] = _Known(fresh, create_time, start_ticks)
+                first = True
+        self._used.add(pid)
         self._alive.add(pid)
-        return self._facts(proc, pid, create_time, first, ppid)
+        if ppid is None and stat is not None:
+            ppid = stat.ppid
+        return self._facts(known, pid, first, ppid, stat)
 
     def forget_unseen(self) -> None:
         """Drop cached processes not read since the previous call; start a new poll."""
-        for key in self._procs.keys() - self._used:
-            del self._procs[key]
+        for pid in self._known.keys() - self._used:
+            del self._known[pid]
         self._alive &= self._asked
         self._used = set()
         self._asked = set()
 
     def clear(self) -> None:
         """Drop every cached process and user name."""
-        self._procs.clear()
+        self._known.clear()
         self._used.clear()
         self._alive.clear()
         self._asked.clear()
@@ -137,23 +196,37 @@ class ProcessReader:
 
     def _facts(
         self,
-        proc: psutil.Process,
+        known: _Known,
         pid: int,
-        create_time: float | None,
         first: bool,
         ppid: int | None,
+        stat: _Stat | None,
     ) -> ProcessFacts:
-        """Read each field separately so one denied field does not hide the others."""
+        """Read each field separately so one denied field does not hide the others.
+
+        Name, command line and user come from the cache when they were read before and ``comm``
+        is unchanged; they keep their place in the order, so a fault ends the read as it would.
+        """
+        proc, create_time = known.proc, known.create_time
         values: dict[str, object] = {"ppid": ppid}
         note: str | None = None
         if create_time is not None:
             values["create_time"] = create_time
             values["elapsed_seconds"] = max(0.0, time.time() - create_time)
-        readers: list[tuple[str, Callable[[], object]]] = [
-            ("status", proc.status),
-            ("name", lambda: clean_text(proc.name())),
-            ("cmdline", lambda: _join_cmdline(proc.cmdline())),
-            ("user", lambda: self._user(proc)),
+        static = known.static
+        if static is not None and (stat is None or stat.comm != known.comm or stat.state == b"Z"):
+            static = None
+        readers: list[tuple[str, Callable[[], object]]] = [("status", proc.status)]
+        if static is None:
+            readers += [
+                ("name", lambda: clean_text(proc.name())),
+                ("cmdline", lambda: _join_cmdline(proc.cmdline())),
+                ("user", lambda: self._user(proc)),
+            ]
+        else:
+            name, cmdline, user = static
+            readers += [("name", lambda: name), ("cmdline", lambda: cmdline), ("user", lambda: user)]
+        readers += [
             ("rss_bytes", lambda: proc.memory_info().rss),
             ("cpu_percent", lambda: self._cpu_percent(proc, first)),
         ]
@@ -174,6 +247,9 @@ class ProcessReader:
             values["user"] = self._owner_from_proc_dir(pid)
         if note is None and values.get("status") == psutil.STATUS_ZOMBIE:
             note = NOTE_ZOMBIE
+        if note is None and static is None and stat is not None:
+            known.comm = stat.comm
+            known.static = (values.get("name"), values.get("cmdline"), values.get("user"))  # type: ignore[assignment]
         return ProcessFacts(note=note, **values)  # type: ignore[arg-type]
 
     @staticmethod

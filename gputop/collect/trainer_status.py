@@ -201,7 +201,7 @@ def _owner(pid: int) -> int | None:
         return None
 
 
-def _identity(path: Path, uid: int) -> tuple[int, int, int] | None:
+def _identity(path: str, uid: int) -> tuple[int, int, int] | None:
     """(inode, mtime, size) of ``path`` when it is a regular file (not a symlink) owned by ``uid``, else None."""
     try:
         info = os.lstat(path)
@@ -212,7 +212,7 @@ def _identity(path: Path, uid: int) -> tuple[int, int, int] | None:
     return (info.st_ino, info.st_mtime_ns, info.st_size)
 
 
-def _read_file(path: Path, identity: tuple[int, int, int]) -> bytes | None:
+def _read_file(path: str, identity: tuple[int, int, int]) -> bytes | None:
     """The bytes of ``path`` if it is still the file ``identity`` describes; no symlinks followed."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
@@ -233,14 +233,16 @@ class TrainerStatusReader:
     """Finds and validates the records of given processes; caches parsed records by file identity.
 
     Use from one thread: call :meth:`read` for each process of a poll, then :meth:`forget_unseen`.
+    The status directories of each user are looked up once per poll, not once per process.
     """
 
     def __init__(self, max_age: float = MAX_AGE_SECONDS) -> None:
         """Create a reader that ignores records older than ``max_age`` seconds."""
         self.max_age = max_age
         """Seconds after which a record that was not rewritten is stale."""
-        self._cache: dict[Path, tuple[tuple[int, int, int], TrainerStatus | None]] = {}
-        self._seen: set[Path] = set()
+        self._cache: dict[str, tuple[tuple[int, int, int], TrainerStatus | None]] = {}
+        self._seen: set[str] = set()
+        self._dirs: dict[int, list[str]] = {}
 
     def read(self, pid: int, create_time: float | None, now: float | None = None) -> TrainerStatus | None:
         """The fresh, valid record of process ``pid`` that started at ``create_time``, or None.
@@ -253,8 +255,8 @@ class TrainerStatusReader:
         if uid is None:
             return None
         now = time.time() if now is None else now
-        for directory in status_dirs(uid):
-            status = self._load(directory / f"{pid}.json", uid)
+        for directory in self._existing_dirs(uid):
+            status = self._load(os.path.join(directory, f"{pid}.json"), uid)
             if status is None:
                 continue
             if (
@@ -267,12 +269,20 @@ class TrainerStatusReader:
         return None
 
     def forget_unseen(self) -> None:
-        """Drop cached records not looked at since the previous call."""
+        """Drop cached records not looked at since the previous call; look the directories up anew."""
         for path in self._cache.keys() - self._seen:
             del self._cache[path]
         self._seen = set()
+        self._dirs.clear()
 
-    def _load(self, path: Path, uid: int) -> TrainerStatus | None:
+    def _existing_dirs(self, uid: int) -> list[str]:
+        """The status directories of ``uid`` that exist, found once per poll."""
+        dirs = self._dirs.get(uid)
+        if dirs is None:
+            dirs = self._dirs[uid] = [str(directory) for directory in status_dirs(uid) if directory.is_dir()]
+        return dirs
+
+    def _load(self, path: str, uid: int) -> TrainerStatus | None:
         """The parsed record at ``path`` owned by ``uid``, re-parsed only when the file changed."""
         identity = _identity(path, uid)
         if identity is None:
