@@ -32,7 +32,7 @@ from gputop.ui.format import (
     short_gpu_name,
     throttle_badges,
 )
-from gputop.ui.line_diff import changed_rows, row_regions
+from gputop.ui.line_diff import ChangedLinesRefresh
 from gputop.units import fmt_celsius, fmt_mhz, fmt_percent, fmt_rate
 
 MODE_FULL = "full"
@@ -105,7 +105,7 @@ def pcie_scale(rx: Sequence[float | None], tx: Sequence[float | None]) -> float:
     return nice_ceiling(peak, PCIE_FLOOR)
 
 
-class GpuPanel(CachedStyles, Widget, can_focus=True):
+class GpuPanel(ChangedLinesRefresh, CachedStyles, Widget, can_focus=True):
     """One GPU: name, values with units, throttle badges and history charts.
 
     Focus it (Tab or click) and press Enter for the detail screen.
@@ -175,30 +175,6 @@ class GpuPanel(CachedStyles, Widget, can_focus=True):
         """A double click opens the detail screen."""
         if event.chain >= 2:
             self.app.run_action("gpu_detail")
-
-    def notify_style_update(self) -> None:
-        """Redraw with the new theme."""
-        super().notify_style_update()
-        self._lines = None
-
-    def _invalidate(self) -> None:
-        self._lines = None
-        self.refresh()
-
-    def _update_changed_lines(self) -> None:
-        """Rebuild the lines now and refresh only the rows that differ from those on screen."""
-        width = self.size.width
-        if not self.is_mounted or width <= 0 or self._lines is None or self._lines_width != width:
-            self._invalidate()
-            return
-        lines = self._build(width)
-        rows = changed_rows(self._lines, lines)
-        self._lines = lines
-        if rows is None:
-            self.refresh()
-            return
-        for region in row_regions(rows, width):
-            self.refresh(region)
 
     def render_line(self, y: int) -> Strip:
         """One line of the panel."""

@@ -23,7 +23,7 @@ from gputop.ui.format import (
     memory_pair,
     percent_of,
 )
-from gputop.ui.line_diff import changed_rows, row_regions
+from gputop.ui.line_diff import ChangedLinesRefresh
 from gputop.units import fmt_percent
 
 BUSY_PERCENT = 60.0
@@ -77,7 +77,7 @@ def grid_layout(cores: int, width: int, max_rows: int) -> GridLayout:
     return GridLayout("glyphs", per_line, math.ceil(cells / per_line), group=group)
 
 
-class HostPanel(CachedStyles, Widget):
+class HostPanel(ChangedLinesRefresh, CachedStyles, Widget):
     """Host CPU (per core), iowait, load average, memory and swap, drawn with the line API."""
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {
@@ -120,30 +120,6 @@ class HostPanel(CachedStyles, Widget):
         if rows != self.max_grid_rows:
             self.max_grid_rows = rows
             self._invalidate()
-
-    def notify_style_update(self) -> None:
-        """Redraw with the new theme."""
-        super().notify_style_update()
-        self._lines = None
-
-    def _invalidate(self) -> None:
-        self._lines = None
-        self.refresh()
-
-    def _update_changed_lines(self) -> None:
-        """Rebuild the lines now and refresh only the rows that differ from those on screen."""
-        width = self.size.width
-        if not self.is_mounted or width <= 0 or self._lines is None or self._lines_width != width:
-            self._invalidate()
-            return
-        lines = self._build(width)
-        rows = changed_rows(self._lines, lines)
-        self._lines = lines
-        if rows is None:
-            self.refresh()
-            return
-        for region in row_regions(rows, width):
-            self.refresh(region)
 
     def _style(self, name: str) -> Style:
         return self.component_style(f"host-panel--{name}")

@@ -32,3 +32,36 @@ def row_regions(rows: list[int], width: int) -> list[Region]:
     if start is not None and previous is not None:
         regions.append(Region(0, start, width, previous - start + 1))
     return regions
+
+
+class ChangedLinesRefresh:
+    """Mixin for line-API widgets that cache their rendered lines in ``_lines`` (built for
+    ``_lines_width`` cells by ``_build(width)``): a theme change or ``_invalidate()`` rebuilds
+    everything, ``_update_changed_lines()`` refreshes only the rows that differ."""
+
+    _lines: list[Strip] | None
+    _lines_width: int
+
+    def notify_style_update(self) -> None:
+        """Redraw with the new theme."""
+        super().notify_style_update()  # type: ignore[misc]
+        self._lines = None
+
+    def _invalidate(self) -> None:
+        self._lines = None
+        self.refresh()  # type: ignore[attr-defined]
+
+    def _update_changed_lines(self) -> None:
+        """Rebuild the lines now and refresh only the rows that differ from those on screen."""
+        width = self.size.width
+        if not self.is_mounted or width <= 0 or self._lines is None or self._lines_width != width:
+            self._invalidate()
+            return
+        lines = self._build(width)
+        rows = changed_rows(self._lines, lines)
+        self._lines = lines
+        if rows is None:
+            self.refresh()
+            return
+        for region in row_regions(rows, width):
+            self.refresh(region)
