@@ -89,8 +89,11 @@ def test_demo_runs_exports_and_quits(tmux: Tmux, tmp_path: Path, size: tuple[int
     assert "demo: mixed (simulated)" in lines[0]
     assert len(lines) <= size[1] and all(len(line) <= size[0] for line in lines)
     tmux.keys("s")
-    wait_until(lambda: export_dir.is_dir() and len(list(export_dir.iterdir())) == 3, "three export files")
-    assert sorted(p.suffix for p in export_dir.iterdir()) == [".json", ".md", ".svg"]
+    def exported() -> list[str]:
+        return sorted(p.suffix for p in export_dir.iterdir()) if export_dir.is_dir() else []
+
+    # Files are written to temporary names and renamed, so wait for the final names.
+    wait_until(lambda: exported() == [".json", ".md", ".svg"], "the three export files")
     tmux.keys("q")
     wait_until(lambda: not alive(pid), "gputop to exit after q")
 
