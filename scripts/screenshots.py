@@ -14,51 +14,17 @@ import sys
 import time
 from pathlib import Path
 
-from gputop.advice.config import Thresholds
-from gputop.advice.engine import AdviceEngine
-from gputop.collect.demo import SCENARIOS, DemoSource
-from gputop.collect.history import History
-from gputop.collect.sampler import Sampler
+from gputop.collect.demo import SCENARIOS
+from gputop.frozen_demo import frozen_demo_sampler
 from gputop.ui.advice_panel import AdvicePanel
 from gputop.ui.app import GputopApp
 
 SIZES = ((160, 45), (80, 24))
 """Terminal sizes drawn for each scenario."""
 
-START = 1_700_000_000.0
-"""Simulated epoch time where the history starts."""
-
-PREFILL = 240
-"""Snapshots of history before the picture (two minutes at 0.5 s)."""
-
-STEP = 0.5
-"""Simulated seconds between two prefill snapshots."""
-
-
-class FrozenClock:
-    """Steps by ``STEP`` per call while ``running``; then stands still."""
-
-    def __init__(self) -> None:
-        self.now = START
-        self.running = True
-
-    def __call__(self) -> float:
-        if self.running:
-            self.now += STEP
-        return self.now
-
-
 def frozen_app(scenario: str) -> GputopApp:
     """The app over ``scenario`` with its history filled and its clock stopped."""
-    clock = FrozenClock()
-    sampler = Sampler(
-        DemoSource(scenario, seed=0, clock=clock), interval=STEP, history=History(600),
-        advisor=AdviceEngine(Thresholds()),
-    )
-    for _ in range(PREFILL):
-        sampler.poll_once()
-    clock.running = False
-    return GputopApp(sampler)
+    return GputopApp(frozen_demo_sampler(scenario))
 
 
 async def screenshot(scenario: str, size: tuple[int, int]) -> str:

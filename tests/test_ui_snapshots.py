@@ -15,32 +15,10 @@ from collections.abc import Iterator
 import pytest
 from textual.pilot import Pilot
 
-from gputop.advice.config import Thresholds
-from gputop.advice.engine import AdviceEngine
-from gputop.collect.demo import DemoSource
-from gputop.collect.history import History
-from gputop.collect.sampler import Sampler
+from gputop.frozen_demo import frozen_demo_sampler
 from gputop.ui.advice_panel import AdvicePanel
 from gputop.ui.app import GputopApp
 from gputop.ui.gpu_panel import GpuPanel
-
-START = 1_700_000_000.0
-PREFILL = 240
-STEP = 0.5
-
-
-class FrozenClock:
-    """Steps by ``STEP`` per call while ``running``; then stands still."""
-
-    def __init__(self) -> None:
-        self.now = START
-        self.running = True
-
-    def __call__(self) -> float:
-        if self.running:
-            self.now += STEP
-        return self.now
-
 
 @pytest.fixture(autouse=True)
 def utc(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
@@ -52,14 +30,8 @@ def utc(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 
 def frozen_app(scenario: str, **kwargs: object) -> GputopApp:
-    """The app over ``scenario`` with two minutes of history and a stopped clock."""
-    clock = FrozenClock()
-    sampler = Sampler(DemoSource(scenario, seed=0, clock=clock), interval=3600.0, history=History(600),
-                      advisor=AdviceEngine(Thresholds()))
-    for _ in range(PREFILL):
-        sampler.poll_once()
-    clock.running = False
-    return GputopApp(sampler, **kwargs)
+    """The app over ``scenario`` with two minutes of history and a stopped clock (hourly polls)."""
+    return GputopApp(frozen_demo_sampler(scenario, interval=3600.0), **kwargs)
 
 
 async def settle(pilot: Pilot) -> None:
