@@ -37,7 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 CAPACITY = 400
 """History samples kept: small so that it wraps many times in a short test."""
 
-WRAPS = 7
+WRAPS = 9
 """Times the history is filled; each is followed by a one-day jump in simulated time."""
 
 WARMUP_WRAPS = 5
@@ -58,8 +58,9 @@ DAY = 86_400.0
 OBJECT_SLACK = 250
 """Live objects the measured wraps may add in all (caches settling), far below one per retired PID."""
 
-BLOCK_SLACK = 500
-"""Allocated memory blocks the measured wraps may add in all (about 200 measured; a per-PID leak adds ~1,000)."""
+BLOCK_SLACK = 1000
+"""Allocated memory blocks the measured wraps may add in all. The allocator's count wanders by up to
+~800 blocks between wraps with no leak; over the four measured wraps a per-PID leak adds ~2,000."""
 
 
 class SimulatedClock:
@@ -137,7 +138,7 @@ def test_a_simulated_week_through_sampler_history_advice_and_screen_stays_bounde
 
     assert len(sampler.history) == CAPACITY
     assert sampler.history.timestamps()[-1] - sampler.history.timestamps()[0] < CAPACITY * STEP
-    assert clock.now - 1_700_000_000.0 >= 7 * DAY
+    assert clock.now - 1_700_000_000.0 >= 7 * DAY  # a simulated week (and more)
     assert retired[-1] - retired[WARMUP_WRAPS - 1] > BLOCK_SLACK + OBJECT_SLACK  # a per-PID leak would show
     assert shown_advice  # the advice engine really ran
     assert app.snapshots_applied >= WRAPS * CAPACITY // UI_EVERY
