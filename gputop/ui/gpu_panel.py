@@ -251,19 +251,13 @@ class GpuPanel(ChangedLinesRefresh, CachedStyles, Widget, can_focus=True):
         head.add(f" GPU {device.index} ", title)
         head.add_cut(f" {short_gpu_name(device.name)} ", title)
         self._add_badges(head, device)
-        label, value = self._style("label"), self._style("value")
         details = self._detail_items(device)
         columns = self._full_columns(device)
         if width < FULL_SIX_CHARTS_MIN_WIDTH:
             columns = columns[:4]
-            details.insert(0, ("PCIe RX ", fmt_rate(device.pcie_rx_bytes_per_s)))
-            details.insert(1, ("TX ", fmt_rate(device.pcie_tx_bytes_per_s)))
-        for name, text in details:
-            if head.room < len(name) + len(text) + 2:
-                break
-            head.add("  ")
-            head.add(name, label)
-            head.add(text, value)
+            details = _pcie_items(device) + details
+        self._add_items(head, details)
+        label, value = self._style("label"), self._style("value")
         count = len(columns)
         column_width = max(1, (width - (count - 1)) // count)
         labels = LineBuilder(width, self.base_style)
@@ -373,20 +367,26 @@ class GpuPanel(ChangedLinesRefresh, CachedStyles, Widget, can_focus=True):
 
     def _compact_details(self, device: DeviceSample, width: int) -> Strip:
         """Second compact line: badges, clocks, fan, PCIe and GPM activity."""
-        label, value = self._style("label"), self._style("value")
         line = LineBuilder(width, self.base_style)
         line.add("   ")
         self._add_badges(line, device)
-        items = self._detail_items(device)
-        items.insert(0, ("PCIe RX ", fmt_rate(device.pcie_rx_bytes_per_s)))
-        items.insert(1, ("TX ", fmt_rate(device.pcie_tx_bytes_per_s)))
+        self._add_items(line, _pcie_items(device) + self._detail_items(device))
+        return line.strip()
+
+    def _add_items(self, line: LineBuilder, items: list[tuple[str, str]]) -> None:
+        """Append ``label value`` pairs while they fit whole."""
+        label, value = self._style("label"), self._style("value")
         for name, text in items:
             if line.room < len(name) + len(text) + 2:
                 break
             line.add("  ")
             line.add(name, label)
             line.add(text, value)
-        return line.strip()
+
+
+def _pcie_items(device: DeviceSample) -> list[tuple[str, str]]:
+    """PCIe receive and transmit rates as label/value pairs."""
+    return [("PCIe RX ", fmt_rate(device.pcie_rx_bytes_per_s)), ("TX ", fmt_rate(device.pcie_tx_bytes_per_s))]
 
 
 class GpuArea(VerticalScroll, can_focus=False):
