@@ -8,7 +8,9 @@ import pwd
 import shlex
 import shutil
 import socket
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import psutil
@@ -27,7 +29,7 @@ from support.procs import (
 )
 
 from gputop.collect.dataloader_workers import attribute_workers
-from gputop.collect.host import HostSource
+from gputop.collect.host import PROCESS_REFRESH_SECONDS, HostSource
 from gputop.collect.model import ROLE_DATALOADER_WORKER, ROLE_GPU, ProcessSample
 from gputop.collect.proctree import ProcessTree, children_files_available
 
@@ -204,7 +206,19 @@ def _force_next_pid(pid: int) -> bool:
     return True
 
 
-def test_reused_pid_is_a_new_process(source):
+class ManualClock:
+    """A clock the test moves by hand."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_reused_pid_is_seen_as_a_new_process_at_the_next_refresh():
+    clock = ManualClock()
+    source = HostSource(clock=clock)
     with sleeper("first") as first:
         pid = first.pid
         source.poll([gpu(pid)])
@@ -227,10 +241,12 @@ def test_reused_pid_is_a_new_process(source):
         pytest.skip("another process took the PID first every time")
     try:
         wait_until(lambda: psutil.Process(pid).cmdline()[-1:] == ["second"], "exec")
+        clock.now += PROCESS_REFRESH_SECONDS
         after = source.poll([gpu(pid)]).processes[0]
     finally:
         second.kill()
         second.wait()
+        source.close()
     assert after.pid == before.pid
     assert after.create_time != before.create_time
     assert after.cmdline.endswith("second")
@@ -329,7 +345,7 @@ def test_fallback_scan_is_reused_until_it_is_old(tmp_path):
 
 _MONITOR = """
 import json, sys, dataclasses
-from gputop.collect.host import HostSource
+from gputop.collect.host import PROCESS_REFRESH_SECONDS, HostSource
 from gputop.collect.model import ProcessSample
 source = HostSource()
 drop()
@@ -379,3 +395,42 @@ def test_hidden_process_is_listed_with_access_denied(tmp_path):
     assert row["cmdline"] is None and row["rss_bytes"] is None
     assert row["user"] == "root"  # the owner of /proc/PID is still visible
     assert row["num_workers"] is None
+
+
+def test_process_details_are_reread_once_a_refresh_period_not_every_poll():
+    clock = ManualClock()
+    source = HostSource(clock=clock)
+    burner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        source.poll([gpu(burner.pid)])  # primes the CPU reading
+        time.sleep(0.2)
+        first = rows_for(source.poll([gpu(burner.pid)]), burner.pid)[0]
+        time.sleep(0.3)
+        clock.now += PROCESS_REFRESH_SECONDS / 2
+        cached = rows_for(source.poll([gpu(burner.pid, gpu_memory_bytes=5)]), burner.pid)[0]
+        clock.now += PROCESS_REFRESH_SECONDS / 2
+        fresh = rows_for(source.poll([gpu(burner.pid)]), burner.pid)[0]
+    finally:
+        burner.kill()
+        burner.wait()
+        source.close()
+    assert first.cpu_percent is not None and first.cpu_percent > 10
+    # Within the period the psutil details are the last ones read, NVML's figures are this poll's.
+    assert (cached.cpu_percent, cached.elapsed_seconds) == (first.cpu_percent, first.elapsed_seconds)
+    assert cached.gpu_memory_bytes == 5
+    assert fresh.elapsed_seconds > first.elapsed_seconds + 0.25
+    assert fresh.cpu_percent != first.cpu_percent
+
+
+def test_a_new_gpu_process_is_read_at_once_within_the_refresh_period():
+    clock = ManualClock()
+    source = HostSource(clock=clock)
+    with sleeper("one") as one, sleeper("two") as two:
+        source.poll([gpu(one.pid)])
+        both = source.poll([gpu(one.pid), gpu(two.pid)])
+        primed = source.poll([gpu(one.pid), gpu(two.pid)])
+    source.close()
+    assert rows_for(both, two.pid)[0].cmdline.endswith("two")
+    # Its first CPU reading needs a second look, which is taken at the next poll, not a period later.
+    assert rows_for(both, two.pid)[0].cpu_percent is None
+    assert rows_for(primed, two.pid)[0].cpu_percent is not None

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import socket
+import time
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
@@ -28,6 +29,11 @@ from gputop.collect.trainer_status import TrainerStatus, TrainerStatusReader
 
 ERROR_SCOPE = "host"
 """``ErrorNote.scope`` of faults met by this source."""
+
+PROCESS_REFRESH_SECONDS = 1.0
+"""How often the GPU processes' psutil details (CPU, memory, status, workers, status records) are
+re-read while the set of GPU processes stays the same. The process table shows them once a second;
+reading 64 processes' ``/proc`` files at every 0.25 s poll was the sampler's largest cost."""
 
 _T = TypeVar("_T")
 
@@ -93,12 +99,24 @@ class HostSource:
     settings, CUDA memory); only the records of the shown pids are looked at.
     """
 
-    def __init__(self) -> None:
-        """Prepare caches and take the CPU baseline, so the first poll already has CPU percents."""
+    def __init__(
+        self,
+        process_refresh_seconds: float = PROCESS_REFRESH_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        """Prepare caches and take the CPU baseline, so the first poll already has CPU percents.
+
+        Process details are re-read at every poll when the GPU processes change, when a process
+        still lacks its first CPU reading, and at least every ``process_refresh_seconds`` of
+        ``clock`` time; in between, each poll joins NVML's fresh figures to the details last read.
+        """
         self._cpu = CpuMeter()
         self._reader = ProcessReader()
         self._tree = ProcessTree()
         self._status = TrainerStatusReader()
+        self._refresh_seconds = process_refresh_seconds
+        self._clock = clock
+        self._details: _Details | None = None
 
     def poll(self, gpu_processes: Sequence[ProcessSample]) -> HostReading:
         """Read the host and enrich ``gpu_processes`` (NVML fields set) with psutil details.
@@ -148,37 +166,65 @@ class HostSource:
     def _processes(self, gpu_processes: Sequence[ProcessSample]) -> tuple[ProcessSample, ...]:
         """GPU processes enriched, each followed by its workers."""
         ordered = sorted(gpu_processes, key=_order)
-        pids = list(dict.fromkeys(sample.pid for sample in ordered))
+        pids = tuple(dict.fromkeys(sample.pid for sample in ordered))
+        details = self._details
+        now = self._clock()
+        if details is None or not details.still_good(pids, now, self._refresh_seconds):
+            details = self._details = self._read_details(pids, now)
+        return details.join(ordered)
+
+    def _read_details(self, pids: tuple[int, ...], now: float) -> _Details:
+        """Read psutil facts, worker trees and status records of ``pids`` now."""
         facts = {pid: self._reader.read(pid) for pid in pids}
         tree = self._tree.descendants(pid for pid in pids if facts[pid].found)
         workers = attribute_workers(set(pids), tree)
-        worker_facts = {
-            pid: self._reader.read(pid, ppid=tree[pid].ppid)
-            for found in workers.values()
-            for pid in found
+        worker_rows = {
+            trainer: [(tree[pid], self._reader.read(pid, ppid=tree[pid].ppid)) for pid in found]
+            for trainer, found in workers.items()
         }
         self._reader.forget_unseen()
         statuses = {pid: self._status.read(pid, facts[pid].create_time) for pid in pids if facts[pid].found}
         self._status.forget_unseen()
+        return _Details(pids, now, facts, worker_rows, statuses)
 
+
+@dataclasses.dataclass
+class _Details:
+    """The psutil side of the GPU processes as last read, joined to each poll's NVML rows."""
+
+    pids: tuple[int, ...]
+    read_at: float
+    facts: dict[int, ProcessFacts]
+    workers: dict[int, list[tuple[Descendant, ProcessFacts]]]
+    statuses: dict[int, TrainerStatus | None]
+
+    def still_good(self, pids: tuple[int, ...], now: float, refresh_seconds: float) -> bool:
+        """True while the same processes are shown, all primed, and the details are recent enough."""
+        if pids != self.pids or not 0 <= now - self.read_at < refresh_seconds:
+            return False
+        every = [*self.facts.values(), *(facts for rows in self.workers.values() for _, facts in rows)]
+        return not any(facts.found and facts.note is None and facts.cpu_percent is None for facts in every)
+
+    def join(self, ordered: list[ProcessSample]) -> tuple[ProcessSample, ...]:
+        """``ordered`` NVML rows with their details, each trainer followed by its workers."""
         result: list[ProcessSample] = []
         listed: set[int] = set()
         for sample in ordered:
-            info = facts[sample.pid]
-            mine = workers.get(sample.pid, [])
+            info = self.facts[sample.pid]
+            mine = self.workers.get(sample.pid, [])
             known = info.found and info.note != NOTE_ACCESS_DENIED
             result.append(
                 dataclasses.replace(
                     sample,
                     **_fact_fields(info),
-                    **_status_fields(statuses.get(sample.pid)),
+                    **_status_fields(self.statuses.get(sample.pid)),
                     num_workers=len(mine) if known else None,
                 )
             )
             if sample.pid in listed:
                 continue
             listed.add(sample.pid)
-            result.extend(_worker(sample, tree[pid], worker_facts[pid]) for pid in mine)
+            result.extend(_worker(sample, node, facts) for node, facts in mine)
         return tuple(result)
 
 

@@ -34,6 +34,7 @@ from gputop.ui.header import HeaderBar
 from gputop.ui.help_screen import HelpScreen
 from gputop.ui.host_panel import HostPanel
 from gputop.ui.messages import SnapshotReady, TerminalLost
+from gputop.ui.partial_output import install as install_partial_output
 from gputop.ui.process_table import ProcessTable
 from gputop.ui.watchdog import HANGUP_EXIT_STATUS, TerminalWatchdog, force_exit_later
 from gputop.units import fmt_bytes
@@ -104,6 +105,7 @@ class GputopApp(App[None]):
         live: bool = True,
     ) -> None:
         super().__init__()
+        install_partial_output()
         self.sampler = sampler
         """Source of snapshots; started on mount, stopped on exit."""
         self.live = live
@@ -241,7 +243,7 @@ class GputopApp(App[None]):
         history = self.sampler.history
         gpu_count = self._gpus.gpu_count
         await self._gpus.show(snapshot, history)
-        self._host.show(snapshot.host)
+        self._host.show(snapshot.host, snapshot.timestamp)
         cores = len(snapshot.host.cpu_percent_per_core)
         if gpu_count != self._gpus.gpu_count or cores != self._core_count:
             self._core_count = cores

@@ -14,6 +14,7 @@ from gputop import __version__
 from gputop.collect.model import Snapshot
 from gputop.textsafe import safe_text
 from gputop.ui.format import CachedStyles
+from gputop.ui.line_diff import line_regions
 from gputop.units import NA
 
 SOURCE_LIVE = "live"
@@ -74,8 +75,15 @@ class HeaderBar(CachedStyles, Widget):
             return
         self._state = state
         self._snapshot, self._interval, self._paused = snapshot, interval, paused
-        self._strip = None
-        self.refresh()
+        old, width = self._strip, self.size.width
+        if old is None or old.cell_length != width or not self.is_mounted:
+            self._strip = None
+            self.refresh()
+            return
+        self._strip = self._build(width)
+        regions = line_regions(0, old, self._strip, width)
+        if regions:
+            self.refresh(*regions)
 
     def notify_style_update(self) -> None:
         """Drop the cached line when the theme or CSS changes."""

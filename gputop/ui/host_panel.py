@@ -6,6 +6,7 @@ they do not, and one glyph per group of cores when even that needs too many line
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import ClassVar
@@ -37,6 +38,27 @@ LABELLED_BAR_MIN = 6
 
 LABELLED_BAR_MAX = 14
 """Widest bar in the labelled-bars grid."""
+
+REDRAW_SECONDS = 1.0
+"""The panel redraws at most this often (in snapshot time), showing the mean CPU load of the samples
+since its last redraw: per-core load over 0.25 s is mostly noise, and a 128-core grid redrawn at 4 Hz
+would be most of the bytes sent to the terminal."""
+
+
+def average_host(samples: list[HostSample]) -> HostSample:
+    """The newest of ``samples`` with per-core CPU and iowait averaged over all of them.
+
+    Each sample covers one polling interval, so the mean of their percentages is the load over the
+    whole span. Samples with a different core count than the newest (a CPU went offline) are left out.
+    """
+    newest = samples[-1]
+    cores = [s.cpu_percent_per_core for s in samples if len(s.cpu_percent_per_core) == len(newest.cpu_percent_per_core)]
+    iowaits = [s.iowait_percent for s in samples if s.iowait_percent is not None]
+    return dataclasses.replace(
+        newest,
+        cpu_percent_per_core=tuple(sum(column) / len(cores) for column in zip(*cores)),
+        iowait_percent=sum(iowaits) / len(iowaits) if iowaits else None,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,12 +124,26 @@ class HostPanel(ChangedLinesRefresh, CachedStyles, Widget):
         """Most lines the per-core grid may take (the app sets it from the screen size)."""
         self._lines: list[Strip] | None = None
         self._lines_width = -1
+        self._pending: list[HostSample] = []
+        self._shown_at: float | None = None
 
-    def show(self, host: HostSample) -> None:
-        """Display a new host sample; redraws only when it changed."""
-        if host == self.host:
+    def show(self, host: HostSample, timestamp: float) -> None:
+        """Take the host sample of the snapshot taken at ``timestamp``.
+
+        The first sample shows at once; after that the panel redraws once ``REDRAW_SECONDS`` of
+        snapshot time have passed (or time went backwards, as when a replay loops), showing the
+        average of the samples taken since (see :func:`average_host`), and only when it changed.
+        """
+        self._pending.append(host)
+        shown_at = self._shown_at
+        if shown_at is not None and 0 <= timestamp - shown_at < REDRAW_SECONDS:
             return
-        self.host = host
+        averaged = average_host(self._pending)
+        self._pending = []
+        self._shown_at = timestamp
+        if averaged == self.host:
+            return
+        self.host = averaged
         self._update_changed_lines()
 
     def height_for(self, width: int, max_grid_rows: int) -> int:

@@ -1,43 +1,94 @@
-"""Redraw only the lines of a line-API widget that changed since the last frame.
+"""Redraw only the cells of a line-API widget that changed since the last frame.
 
-A ``refresh()`` makes Textual re-render and re-send the widget's whole region; when a tick changes
-one value on one line of a GPU panel, that is most of the terminal output. Comparing the freshly
-built strips with the ones on screen and refreshing just the rows that differ sends only those.
+A ``refresh()`` makes Textual re-render and re-send the widget's whole region. When a tick changes
+one number on one line, comparing the freshly built strips with the ones on screen and refreshing
+just the changed cell spans sends a few bytes instead of the whole panel (with
+:mod:`gputop.ui.partial_output`, which makes Textual honour the left edge of such spans too).
 """
 
 from __future__ import annotations
 
+from rich.cells import get_character_cell_size
+from rich.style import Style
 from textual.geometry import Region
 from textual.strip import Strip
 
+MERGE_GAP = 8
+"""Changed runs closer than this many cells are sent as one span: a cursor move costs about as much."""
 
-def changed_rows(old: list[Strip] | None, new: list[Strip]) -> list[int] | None:
-    """Row numbers whose strips differ, or None when everything must be redrawn (first build, new height)."""
-    if old is None or len(old) != len(new):
-        return None
-    return [y for y, (before, after) in enumerate(zip(old, new)) if before != after]
+Cell = tuple[str, "Style | None"]
+"""One terminal cell: its text (``""`` for the right half of a wide character) and style."""
 
 
-def row_regions(rows: list[int], width: int) -> list[Region]:
-    """One region per run of consecutive rows, ``width`` cells wide."""
-    regions: list[Region] = []
-    start = previous = None
-    for y in rows:
-        if start is not None and previous is not None and y == previous + 1:
-            previous = y
+def strip_cells(strip: Strip) -> list[Cell]:
+    """The cells of ``strip``; a wide character is followed by a ``""`` placeholder cell."""
+    cells: list[Cell] = []
+    append = cells.append
+    for text, style, control in strip:
+        if control:
             continue
-        if start is not None and previous is not None:
-            regions.append(Region(0, start, width, previous - start + 1))
-        start = previous = y
-    if start is not None and previous is not None:
-        regions.append(Region(0, start, width, previous - start + 1))
-    return regions
+        if text.isascii():
+            cells.extend([(char, style) for char in text])
+            continue
+        for char in text:
+            size = get_character_cell_size(char)
+            if size == 0:
+                if cells:
+                    cells[-1] = (cells[-1][0] + char, cells[-1][1])
+                continue
+            append((char, style))
+            if size == 2:
+                append(("", style))
+    return cells
+
+
+def changed_spans(old: Strip, new: Strip) -> list[tuple[int, int]]:
+    """Cell ranges ``[start, end)`` where ``new`` differs from ``old``, never splitting a wide character."""
+    if old == new:
+        return []
+    before, after = strip_cells(old), strip_cells(new)
+    length = max(len(before), len(after))
+    spans: list[tuple[int, int]] = []
+    x = 0
+    while x < length:
+        if x < len(before) and x < len(after) and before[x] == after[x]:
+            x += 1
+            continue
+        start = x
+        while x < length and not (x < len(before) and x < len(after) and before[x] == after[x]):
+            x += 1
+        if spans and start - spans[-1][1] < MERGE_GAP:
+            spans[-1] = (spans[-1][0], x)
+        else:
+            spans.append((start, x))
+    return [_whole_characters(span, before, after) for span in spans]
+
+
+def _whole_characters(span: tuple[int, int], before: list[Cell], after: list[Cell]) -> tuple[int, int]:
+    """Widen ``span`` so it neither starts on nor ends inside a wide character, in either version."""
+    start, end = span
+
+    def placeholder(cells: list[Cell], x: int) -> bool:
+        return 0 <= x < len(cells) and cells[x][0] == ""
+
+    while start > 0 and (placeholder(before, start) or placeholder(after, start)):
+        start -= 1
+    while placeholder(before, end) or placeholder(after, end):
+        end += 1
+    return start, end
+
+
+def line_regions(y: int, old: Strip | None, new: Strip, width: int) -> list[Region]:
+    """Regions of line ``y`` to refresh when ``old`` becomes ``new`` (the whole line without ``old``)."""
+    if old is None:
+        return [Region(0, y, width, 1)]
+    return [Region(start, y, end - start, 1) for start, end in changed_spans(old, new)]
 
 
 class ChangedLinesRefresh:
     """Mixin for line-API widgets that cache their rendered lines in ``_lines`` (built for
     ``_lines_width`` cells by ``_build(width)``): a theme change or ``_invalidate()`` rebuilds
-    everything, ``_update_changed_lines()`` refreshes only the rows that differ."""
+    everything, ``_update_changed_lines()`` refreshes only the cells that differ."""
 
     _lines: list[Strip] | None
     _lines_width: int
@@ -52,16 +103,17 @@ class ChangedLinesRefresh:
         self.refresh()  # type: ignore[attr-defined]
 
     def _update_changed_lines(self) -> None:
-        """Rebuild the lines now and refresh only the rows that differ from those on screen."""
-        width = self.size.width
-        if not self.is_mounted or width <= 0 or self._lines is None or self._lines_width != width:
+        """Rebuild the lines now and refresh only the cells that differ from those on screen."""
+        width = self.size.width  # type: ignore[attr-defined]
+        old = self._lines
+        if not self.is_mounted or width <= 0 or old is None or self._lines_width != width:  # type: ignore[attr-defined]
             self._invalidate()
             return
-        lines = self._build(width)
-        rows = changed_rows(self._lines, lines)
+        lines = self._build(width)  # type: ignore[attr-defined]
         self._lines = lines
-        if rows is None:
-            self.refresh()
+        if len(lines) != len(old):
+            self.refresh()  # type: ignore[attr-defined]
             return
-        for region in row_regions(rows, width):
-            self.refresh(region)
+        regions = [region for y, (a, b) in enumerate(zip(old, lines)) for region in line_regions(y, a, b, width)]
+        if regions:
+            self.refresh(*regions)  # type: ignore[attr-defined]

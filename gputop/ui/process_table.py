@@ -32,6 +32,7 @@ from textual.timer import Timer
 
 from gputop.collect.model import ROLE_DATALOADER_WORKER, ProcessSample, Snapshot
 from gputop.textsafe import safe_text
+from gputop.ui.line_diff import line_regions
 from gputop.units import NA, fmt_bytes, fmt_duration, fmt_percent
 
 SORT_KEYS = ("gpu", "pid", "user", "memory", "sm", "cpu", "elapsed")
@@ -379,9 +380,13 @@ class ProcessTable(ScrollView, can_focus=True):
             return
         top = int(self.scroll_offset.y)
         height = self.scrollable_content_region.height
+        base = self._base_style or self.rich_style
         for index, (old, new) in enumerate(zip(old_rows, self._rows)):
             if old.cells != new.cells and top <= index < top + height:
-                self.refresh(Region(0, index - top + 1, self._line_width, 1))
+                before = self._strips.get(old.key)
+                after = self._row_strip(new, base)
+                y = index - top + 1
+                self.refresh(*line_regions(y, None if before is None else before[1], after, self._line_width))
 
     def _show_measured(self, shown: bool) -> None:
         """Show or hide the WAIT % and STEP/S columns; the command column takes up the difference."""

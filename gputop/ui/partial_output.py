@@ -1,0 +1,48 @@
+"""Make Textual send only the requested cells of a partly refreshed line.
+
+Textual 8 cuts each dirty line into the widgets it crosses and, for a partial refresh, crops a
+widget's piece at the right edge of the dirty span but always starts writing at the widget's left
+edge (a ``TODO`` in ``ChopsUpdate``). A one-character change at the right of a 160-column panel
+therefore re-sends the whole line. :class:`SpanChopsUpdate` crops both edges, so a changed number
+costs a cursor move and a few cells. :func:`install` puts it in place of ``ChopsUpdate``.
+"""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.control import Control
+from textual import _compositor
+
+_ORIGINAL = _compositor.ChopsUpdate
+
+
+class SpanChopsUpdate(_ORIGINAL):  # type: ignore[misc, valid-type]
+    """A ``ChopsUpdate`` that writes exactly the dirty spans, cropped on both sides."""
+
+    def render_segments(self, console: Console) -> str:
+        """The terminal text: a cursor move and the cropped cells for each piece of each dirty span."""
+        sequences: list[str] = []
+        append = sequences.append
+        move_to = Control.move_to
+        last_y = self.spans[-1][0]
+        for y, x1, x2 in self.spans:
+            for end, (x, strip) in zip(self.chop_ends[y], self.chops[y].items()):
+                if strip is None or x >= x2 or end <= x1:
+                    continue
+                start = max(x, x1)
+                if start > x or end > x2:
+                    strip = strip.crop(start - x, min(end, x2) - x)
+                append(move_to(start, y).segment.text)
+                append(strip.render(console))
+            if y != last_y:
+                append("\n")
+        return "".join(sequences)
+
+
+def install() -> bool:
+    """Use :class:`SpanChopsUpdate` for partial updates; False (and no change) if Textual's internals differ."""
+    arguments = _ORIGINAL.__init__.__code__.co_varnames
+    if not all(name in arguments for name in ("chops", "spans", "chop_ends")):
+        return False
+    _compositor.ChopsUpdate = SpanChopsUpdate  # type: ignore[misc]
+    return True
