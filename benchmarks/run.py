@@ -57,11 +57,25 @@ def sizes(text: str) -> list[tuple[int, int]]:
     return out
 
 
+UNSET = ("COLORTERM", "NO_COLOR", "TEXTUAL", "GPUTOP_STATS_FILE", "PYTHONDONTWRITEBYTECODE")
+"""Variables no tool may inherit from the shell that runs the benchmark."""
+
+
 def base_env(workdir: Path) -> dict[str, str]:
-    """The terminal environment every tool gets: xterm-256color, UTF-8, no truecolor, private config dirs."""
-    env = {k: v for k, v in os.environ.items() if k not in ("COLORTERM", "NO_COLOR", "TEXTUAL", "GPUTOP_STATS_FILE")}
+    """The terminal environment every tool gets: xterm-256color, UTF-8, no truecolor, private config dirs.
+
+    Byte code may be written (``PYTHONDONTWRITEBYTECODE`` is dropped) and :func:`precompile` compiles
+    gputop first, so it starts as it does after ``pip install``, which compiles the package.
+    """
+    env = {k: v for k, v in os.environ.items() if k not in UNSET}
     env.update(TERM="xterm-256color", LANG="C.UTF-8", LC_ALL="C.UTF-8", XDG_CONFIG_HOME=str(workdir / "config"))
     return env
+
+
+def precompile(env: dict[str, str]) -> None:
+    """Compile gputop's modules (into their ``__pycache__`` folders, which git ignores)."""
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(REPO / "gputop")], env=env, check=True,
+                   capture_output=True)
 
 
 def run_gputop(env: dict[str, str], args: argparse.Namespace, size: tuple[int, int], workdir: Path) -> RunRecord:
@@ -104,6 +118,7 @@ def main(argv: list[str] | None = None) -> int:
         workdir = Path(tmp)
         with bench_machine(workdir) as machine:
             env = machine.env(base_env(workdir))
+            precompile(env)
             records = []
             for size in wanted:
                 print(f"benchmark: gputop at {size[0]}x{size[1]}", file=sys.stderr)

@@ -129,6 +129,10 @@ def _run(args: argparse.Namespace) -> int:
             if args.record is not None:
                 return _record_headless(sampler, args)
             return _run_once(sampler, args)
+        if sampler.history.latest is None:
+            # One poll before Textual loads, so the first frame already shows data: started from
+            # the app, it would compete with the first layout for the GIL and arrive frames later.
+            sampler.poll_once()
         from gputop.ui.app import GputopApp
 
         app = GputopApp(sampler, readonly=args.readonly, ascii_mode=args.ascii, export_dir=args.export_dir)

@@ -42,9 +42,10 @@ def strip(*parts: tuple[str, Style | None]) -> Strip:
         (strip(("ab名c", None)), strip(("ab前c", None)), [(2, 4)]),
         (strip(("名c", None)), strip(("abc", None)), [(0, 2)]),
         (strip(("abc", None)), strip(("abcd", None)), [(3, 4)]),
+        (strip(("util ", None), ("40%", BLUE)), strip(("util ", None), ("40%", RED)), [(5, 8)]),
     ],
     ids=["same", "one-digit", "two-far-runs", "near-runs-merge", "style-only", "after-wide", "wide-changed",
-         "wide-half", "longer"],
+         "wide-half", "longer", "same-layout-restyled"],
 )
 def test_changed_spans(old: Strip, new: Strip, spans: list[tuple[int, int]]) -> None:
     assert changed_spans(old, new) == spans
@@ -71,6 +72,15 @@ def test_span_update_writes_only_the_span_cropped_on_both_sides() -> None:
     assert text.startswith("\x1b[1;11H")
     assert "47%" in text
     assert "GPU0" not in text and "mem" not in text
+
+
+def test_span_update_crops_inside_segments() -> None:
+    line = strip(("abcdefgh", RED), ("ijkl", None))
+    update = SpanChopsUpdate([{0: line}], [(0, 2, 10)], [[line.cell_length]])
+    text = render(update)
+    assert text.startswith("\x1b[1;3H")
+    assert text.endswith("ij")
+    assert "cdefgh" in text and "ab" not in text and "k" not in text
 
 
 def test_span_update_crosses_widget_cuts() -> None:

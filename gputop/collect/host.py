@@ -171,7 +171,7 @@ class HostSource:
         now = self._clock()
         if details is None or not details.still_good(pids, now, self._refresh_seconds):
             details = self._details = self._read_details(pids, now)
-        return details.join(ordered)
+        return details.joined(ordered)
 
     def _read_details(self, pids: tuple[int, ...], now: float) -> _Details:
         """Read psutil facts, worker trees and status records of ``pids`` now."""
@@ -197,6 +197,7 @@ class _Details:
     facts: dict[int, ProcessFacts]
     workers: dict[int, list[tuple[Descendant, ProcessFacts]]]
     statuses: dict[int, TrainerStatus | None]
+    _last: tuple[list[ProcessSample], tuple[ProcessSample, ...]] | None = None
 
     def still_good(self, pids: tuple[int, ...], now: float, refresh_seconds: float) -> bool:
         """True while the same processes are shown, all primed, and the details are recent enough."""
@@ -205,7 +206,15 @@ class _Details:
         every = [*self.facts.values(), *(facts for rows in self.workers.values() for _, facts in rows)]
         return not any(facts.found and facts.note is None and facts.cpu_percent is None for facts in every)
 
-    def join(self, ordered: list[ProcessSample]) -> tuple[ProcessSample, ...]:
+    def joined(self, ordered: list[ProcessSample]) -> tuple[ProcessSample, ...]:
+        """``ordered`` NVML rows with their details; the previous result when the rows are unchanged."""
+        if self._last is not None and self._last[0] == ordered:
+            return self._last[1]
+        result = self._join(ordered)
+        self._last = (ordered, result)
+        return result
+
+    def _join(self, ordered: list[ProcessSample]) -> tuple[ProcessSample, ...]:
         """``ordered`` NVML rows with their details, each trainer followed by its workers."""
         result: list[ProcessSample] = []
         listed: set[int] = set()

@@ -149,6 +149,7 @@ class Sampler:
         """Start the polling thread (a daemon, so a lost terminal never hangs the exit)."""
         if self._thread is not None:
             return
+        self._last_start = None  # cadence is measured between the thread's polls, not from earlier manual ones
         self._thread = threading.Thread(target=self._run, name="gputop-sampler", daemon=True)
         self._thread.start()
 

@@ -78,6 +78,8 @@ class GputopApp(App[None]):
 
     CSS_PATH = "gputop.tcss"
     TITLE = "gputop"
+    AUTO_FOCUS = "#processes"
+    """Focus the process table from the start (one focus change, so the footer is built once)."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit", "Quit"),
@@ -148,6 +150,7 @@ class GputopApp(App[None]):
                 yield self._processes
             yield self._advice
         yield self._summary
+        self._footer.compact = self.size.width < WIDE_MIN_COLUMNS
         yield self._footer
 
     async def on_mount(self) -> None:

@@ -8,6 +8,7 @@ picks with :func:`choose_layout`.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from typing import ClassVar
@@ -61,6 +62,22 @@ MINI_CHART_MIN = 4
 
 MINI_CHART_MAX = 24
 """Widest inline chart in the compact modes."""
+
+PCIE_SCALE_SAMPLES = 200
+"""Newest PCIe samples the full layout's shared RX/TX scale is chosen from."""
+
+_FULL_METRICS = (
+    "utilization_gpu_percent",
+    "memory_used_bytes",
+    "power_watts",
+    "temperature_celsius",
+    "pcie_rx_bytes_per_s",
+    "pcie_tx_bytes_per_s",
+)
+"""Metrics charted by the full layout."""
+
+_COMPACT_METRICS = ("utilization_gpu_percent", "memory_used_bytes", "power_watts")
+"""Metrics charted inline by the compact layouts."""
 
 PCIE_FLOOR = 1e6
 """Smallest PCIe chart scale (1 MB/s), so an idle link does not magnify noise."""
@@ -142,14 +159,34 @@ class GpuPanel(ChangedLinesRefresh, CachedStyles, Widget, can_focus=True):
         self.chart_rows_count = 3
         """Chart height in full mode."""
         self._history: History | None = None
+        self._inputs: tuple[object, ...] | None = None
         self._lines: list[Strip] | None = None
         self._lines_width = -1
 
     def show(self, device: DeviceSample, history: History) -> None:
-        """Display a new sample (and the history it extends)."""
+        """Display a new sample (and the history it extends); rebuilds only when what it draws changed."""
         self.device = device
         self._history = history
+        inputs = self._drawn_inputs(device)
+        if inputs == self._inputs and self._lines is not None:
+            return
+        self._inputs = inputs
         self._update_changed_lines()
+
+    def _drawn_inputs(self, device: DeviceSample) -> tuple[object, ...]:
+        """Everything the panel's lines are built from: the sample (less the ever-growing energy
+        counter, which is not drawn), the layout, and the newest history each chart can show."""
+        if self.mode == MODE_FULL:
+            window, metrics = max(1, self.size.width), _FULL_METRICS
+        else:
+            window, metrics = MINI_CHART_MAX, _COMPACT_METRICS
+        series = tuple(tuple(self._series(metric, window)) for metric in metrics)
+        pcie = ()
+        if self.mode == MODE_FULL:
+            pcie = (tuple(self._series("pcie_rx_bytes_per_s", PCIE_SCALE_SAMPLES)),
+                    tuple(self._series("pcie_tx_bytes_per_s", PCIE_SCALE_SAMPLES)))
+        layout = (self.mode, self.chart_rows_count, self.size.width, self.has_focus)
+        return (dataclasses.replace(device, energy_joules=None), layout, series, pcie)
 
     def set_layout(self, mode: str, chart_rows_count: int) -> None:
         """Switch layout mode; the panel's height follows."""
@@ -288,7 +325,9 @@ class GpuPanel(ChangedLinesRefresh, CachedStyles, Widget, can_focus=True):
     def _full_columns(self, device: DeviceSample) -> list[tuple[str, str, str, float | None, object]]:
         """(label, value text, metric, scale maximum, style) of each chart, most important first."""
         hot, temp = self._style("hot"), self._style("temp")
-        pcie_max = pcie_scale(self._series("pcie_rx_bytes_per_s", 200), self._series("pcie_tx_bytes_per_s", 200))
+        pcie_max = pcie_scale(
+            self._series("pcie_rx_bytes_per_s", PCIE_SCALE_SAMPLES), self._series("pcie_tx_bytes_per_s", PCIE_SCALE_SAMPLES)
+        )
         return [
             ("util", fmt_percent(device.utilization_gpu_percent), "utilization_gpu_percent", 100.0, self._style("util")),
             (

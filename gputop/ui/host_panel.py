@@ -39,10 +39,6 @@ LABELLED_BAR_MIN = 6
 LABELLED_BAR_MAX = 14
 """Widest bar in the labelled-bars grid."""
 
-REDRAW_SECONDS = 1.0
-"""The panel redraws at most this often (in snapshot time), showing the mean CPU load of the samples
-since its last redraw: per-core load over 0.25 s is mostly noise, and a 128-core grid redrawn at 4 Hz
-would be most of the bytes sent to the terminal."""
 
 
 def average_host(samples: list[HostSample]) -> HostSample:
@@ -130,13 +126,15 @@ class HostPanel(ChangedLinesRefresh, CachedStyles, Widget):
     def show(self, host: HostSample, timestamp: float) -> None:
         """Take the host sample of the snapshot taken at ``timestamp``.
 
-        The first sample shows at once; after that the panel redraws once ``REDRAW_SECONDS`` of
-        snapshot time have passed (or time went backwards, as when a replay loops), showing the
-        average of the samples taken since (see :func:`average_host`), and only when it changed.
+        The panel redraws once per second of snapshot time, when a snapshot starts a new second of
+        the clock (in step with the header's clock), or when time went backwards (a replay loops).
+        It shows the average of the samples taken since its last redraw (see :func:`average_host`):
+        per-core load over 0.25 s is mostly noise, and a 128-core grid redrawn at 4 Hz would be
+        most of the bytes sent to the terminal.
         """
         self._pending.append(host)
         shown_at = self._shown_at
-        if shown_at is not None and 0 <= timestamp - shown_at < REDRAW_SECONDS:
+        if shown_at is not None and 0 <= timestamp - shown_at and int(timestamp) == int(shown_at):
             return
         averaged = average_host(self._pending)
         self._pending = []

@@ -46,22 +46,73 @@ def changed_spans(old: Strip, new: Strip) -> list[tuple[int, int]]:
     """Cell ranges ``[start, end)`` where ``new`` differs from ``old``, never splitting a wide character."""
     if old == new:
         return []
-    before, after = strip_cells(old), strip_cells(new)
+    runs = _same_layout_runs(old, new)
+    if runs is None:
+        runs = _cell_runs(strip_cells(old), strip_cells(new))
+    return _merged(runs)
+
+
+def _same_layout_runs(old: Strip, new: Strip) -> list[tuple[int, int]] | None:
+    """Changed runs when both strips are the same ASCII segments with other texts (the usual tick:
+    a number changes in place); None when the layout differs and cells must be compared one by one."""
+    before, after = list(old), list(new)
+    if len(before) != len(after):
+        return None
+    runs: list[tuple[int, int]] = []
+    x = 0
+    for (text_a, style_a, control_a), (text_b, style_b, control_b) in zip(before, after):
+        if control_a or control_b or len(text_a) != len(text_b) or not (text_a.isascii() and text_b.isascii()):
+            return None
+        if style_a != style_b:
+            runs.append((x, x + len(text_a)))
+        elif text_a != text_b:
+            runs.extend((x + start, x + end) for start, end in _text_runs(text_a, text_b))
+        x += len(text_a)
+    return runs
+
+
+def _text_runs(a: str, b: str) -> list[tuple[int, int]]:
+    """Runs of differing characters of two equally long strings."""
+    runs: list[tuple[int, int]] = []
+    start = None
+    for index, (char_a, char_b) in enumerate(zip(a, b)):
+        if char_a != char_b:
+            if start is None:
+                start = index
+        elif start is not None:
+            runs.append((start, index))
+            start = None
+    if start is not None:
+        runs.append((start, len(a)))
+    return runs
+
+
+def _cell_runs(before: list[Cell], after: list[Cell]) -> list[tuple[int, int]]:
+    """Runs of differing cells, then each widened to whole wide characters."""
     length = max(len(before), len(after))
-    spans: list[tuple[int, int]] = []
+    shared = min(len(before), len(after))
+    runs: list[tuple[int, int]] = []
     x = 0
     while x < length:
-        if x < len(before) and x < len(after) and before[x] == after[x]:
+        if x < shared and before[x] == after[x]:
             x += 1
             continue
         start = x
-        while x < length and not (x < len(before) and x < len(after) and before[x] == after[x]):
+        while x < length and not (x < shared and before[x] == after[x]):
             x += 1
+        runs.append(_whole_characters((start, x), before, after))
+    return runs
+
+
+def _merged(runs: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """``runs`` (in order) with those less than ``MERGE_GAP`` cells apart joined."""
+    spans: list[tuple[int, int]] = []
+    for start, end in runs:
         if spans and start - spans[-1][1] < MERGE_GAP:
-            spans[-1] = (spans[-1][0], x)
+            spans[-1] = (spans[-1][0], max(end, spans[-1][1]))
         else:
-            spans.append((start, x))
-    return [_whole_characters(span, before, after) for span in spans]
+            spans.append((start, end))
+    return spans
 
 
 def _whole_characters(span: tuple[int, int], before: list[Cell], after: list[Cell]) -> tuple[int, int]:

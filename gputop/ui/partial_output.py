@@ -9,9 +9,12 @@ costs a cursor move and a few cells. :func:`install` puts it in place of ``Chops
 
 from __future__ import annotations
 
+from rich.cells import cell_len
+from rich.color import ColorSystem
 from rich.console import Console
 from rich.control import Control
 from textual import _compositor
+from textual.strip import Strip
 
 _ORIGINAL = _compositor.ChopsUpdate
 
@@ -24,19 +27,49 @@ class SpanChopsUpdate(_ORIGINAL):  # type: ignore[misc, valid-type]
         sequences: list[str] = []
         append = sequences.append
         move_to = Control.move_to
+        color_system = console._color_system or ColorSystem.TRUECOLOR
         last_y = self.spans[-1][0]
         for y, x1, x2 in self.spans:
             for end, (x, strip) in zip(self.chop_ends[y], self.chops[y].items()):
                 if strip is None or x >= x2 or end <= x1:
                     continue
                 start = max(x, x1)
-                if start > x or end > x2:
-                    strip = strip.crop(start - x, min(end, x2) - x)
                 append(move_to(start, y).segment.text)
-                append(strip.render(console))
+                if start == x and end <= x2:
+                    append(strip.render(console))
+                else:
+                    append(_render_cells(strip, start - x, min(end, x2) - x, color_system))
             if y != last_y:
                 append("\n")
         return "".join(sequences)
+
+
+def _render_cells(strip: Strip, start: int, end: int, color_system: ColorSystem) -> str:
+    """Terminal text of cells ``start`` to ``end`` of ``strip``, without building a cropped ``Strip``
+    (each new ``Strip`` sets up seven caches, which made cropping the costliest part of a frame)."""
+    render = Strip.render_style
+    out: list[str] = []
+    x = 0
+    for segment in strip:
+        text, style, control = segment
+        if control:
+            continue
+        width = cell_len(text)
+        right = x + width
+        if right <= start:
+            x = right
+            continue
+        if x >= end:
+            break
+        if x < start or right > end:
+            if right > end:
+                segment = segment.split_cells(end - x)[0]
+            if x < start:
+                segment = segment.split_cells(start - x)[1]
+            text = segment.text
+        out.append(text if style is None else render(style, text, color_system=color_system))
+        x = right
+    return "".join(out)
 
 
 def install() -> bool:

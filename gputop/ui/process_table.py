@@ -1,10 +1,10 @@
 """The process table: GPU processes with their DataLoader workers, sortable, filterable and cheap to refresh.
 
 It is a line-API widget (a :class:`~textual.scroll_view.ScrollView`), not a ``DataTable``: the rows are
-re-derived from the newest snapshot at most once per second (:attr:`ProcessTable.APPLY_INTERVAL`), each
+re-derived from the newest snapshot about once per second (:attr:`ProcessTable.APPLY_INTERVAL`), each
 row's rendered line is cached by its cell values, and only the lines whose values changed are refreshed.
 Untrusted text (names, command lines, users, notes) goes through :func:`~gputop.textsafe.safe_text` and is
-placed as ``rich.text.Text`` built from plain strings, so markup such as ``[red]`` is shown literally.
+placed in plain-text segments that are never parsed as markup, so ``[red]`` is shown literally.
 The WAIT % and STEP/S columns (input-wait share and step rate measured inside the training loop by
 ``gputop.torch``) appear only while some process reports them, blank for the others.
 """
@@ -17,10 +17,8 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from rich.cells import cell_len, set_cell_size
-from rich.console import Console
 from rich.segment import Segment
 from rich.style import Style
-from rich.text import Text
 from textual import events
 from textual.binding import Binding, BindingType
 from textual.geometry import Region, Size
@@ -209,14 +207,15 @@ class _BlanksScrollBarRender(ScrollBarRender):
 class ProcessTable(ScrollView, can_focus=True):
     """GPU processes, each followed by its DataLoader workers, with sort, filter and a collapse toggle.
 
-    Feed it with :meth:`update_snapshot` every tick; it applies the newest snapshot at most once per
-    :attr:`APPLY_INTERVAL` seconds, and at once after :meth:`sort_by`, :meth:`set_filter` or
+    Feed it with :meth:`update_snapshot` every tick; it applies the newest snapshot once per
+    :attr:`APPLY_INTERVAL` seconds (early, but at least half of it apart, when a snapshot starts a new
+    second of the clock, so it changes in step with the header), and at once after :meth:`sort_by`, :meth:`set_filter` or
     :meth:`toggle_workers`. Enter on a row posts :class:`ProcessTable.ProcessSelected`. Clicking a
     column header sorts by that column.
     """
 
     APPLY_INTERVAL = 1.0
-    """Least number of seconds between two applied snapshots."""
+    """Seconds between two applied snapshots (half of it at least, when aligning to the clock)."""
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {
         "process-table--header",
@@ -311,7 +310,11 @@ class ProcessTable(ScrollView, can_focus=True):
         self._pending = snapshot
         now = time.monotonic()
         due = self._last_apply + self.APPLY_INTERVAL
-        if now >= due or not self.is_mounted:
+        shown = self._snapshot
+        # Snapshots that start a new second of the clock are shown early, so the table changes in the
+        # same frame as the header's clock and the host panel instead of in frames of its own.
+        new_second = shown is None or int(snapshot.timestamp) != int(shown.timestamp)
+        if now >= due or not self.is_mounted or (new_second and now >= due - self.APPLY_INTERVAL / 2):
             self._apply()
         elif self._timer is None:
             self._timer = self.set_timer(due - now, self._on_apply_timer)
@@ -528,7 +531,7 @@ class ProcessTable(ScrollView, can_focus=True):
             label = column.label + (arrow if column.sort_key == self._sort_key else "")
             parts.append(_fit(label, column.width, column.right) + " ")
         parts.append("COMMAND")
-        return _line([Text("".join(parts), style=style, end="")], self._line_width, base, self.app.console)
+        return _line([Segment("".join(parts), style)], self._line_width, base)
 
     def _row_strip(self, row: _Row, base: Style) -> Strip:
         cached = self._strips.get(row.key)
@@ -539,11 +542,11 @@ class ProcessTable(ScrollView, can_focus=True):
             style = base + self.get_component_rich_style("process-table--worker", partial=True)
         fixed = "".join(_fit(row.cells[i], _COLUMNS[i].width, _COLUMNS[i].right) + " " for i in self._shown)
         command, note = row.cells[len(_COLUMNS)], row.cells[len(_COLUMNS) + 1]
-        texts = [Text(fixed + command, style=style, end="")]
+        segments = [Segment(fixed + command, style)]
         if note:
             note_style = style + self.get_component_rich_style("process-table--note", partial=True)
-            texts.append(Text(note, style=note_style, end=""))
-        strip = _line(texts, self._line_width, base, self.app.console)
+            segments.append(Segment(note, note_style))
+        strip = _line(segments, self._line_width, base)
         self._strips[row.key] = (row.cells, strip)
         return strip
 
@@ -657,9 +660,8 @@ def _fmt_rate(value: float | None) -> str:
     return f"{value:.1f}" if value < 10 else f"{value:.0f}"
 
 
-def _line(texts: list[Text], width: int, base: Style, console: Console) -> Strip:
-    """One screen line from plain-text ``Text`` pieces, cropped or padded to ``width`` cells."""
-    segments = [segment for text in texts for segment in text.render(console)]
+def _line(segments: list[Segment], width: int, base: Style) -> Strip:
+    """One screen line from segments of plain (already escaped) text, cropped or padded to ``width`` cells."""
     return Strip(segments).adjust_cell_length(width, base)
 
 
