@@ -23,6 +23,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from textual import geometry
+
 from gputop.advice.config import Thresholds
 from gputop.advice.engine import AdviceEngine
 from gputop.collect.demo import DemoSource
@@ -105,8 +107,19 @@ class ChurningSource:
         self.demo.close()
 
 
+def clear_geometry_caches() -> None:
+    """Empty Textual's bounded geometry caches (``Region.intersection`` keeps 4,096 results): partial
+    line refreshes make many distinct regions, so they keep filling long after the warm-up, which
+    would read as growth although they stop at their bound."""
+    for cls in (geometry.Region, geometry.Offset, geometry.Size, geometry.Spacing):
+        for member in vars(cls).values():
+            if hasattr(member, "cache_clear"):
+                member.cache_clear()
+
+
 def live_footprint() -> tuple[int, int]:
     """(live gc-tracked objects, allocated memory blocks) after a full collection."""
+    clear_geometry_caches()
     gc.collect()
     return len(gc.get_objects()), sys.getallocatedblocks()
 

@@ -65,9 +65,11 @@ def cpu_seconds(process: psutil.Process) -> float:
 
 
 class PtyGputop:
-    """``gputop --demo healthy`` running on a pty; ``output`` collects everything it writes."""
+    """``gputop --demo healthy`` (or ``gputop *args``) running on a pty; ``output`` collects everything it writes."""
 
-    def __init__(self, size: tuple[int, int], *, controlling: bool, stdin_tty: bool = True) -> None:
+    def __init__(
+        self, size: tuple[int, int], *, controlling: bool, stdin_tty: bool = True, args: tuple[str, ...] = ("--demo", "healthy")
+    ) -> None:
         self.master, self.slave = pty.openpty()
         set_size(self.slave, *size)
         env = dict(os.environ, TERM="xterm-256color", COLUMNS=str(size[0]), LINES=str(size[1]))
@@ -75,7 +77,7 @@ class PtyGputop:
         # SIGHUP when the master closes; without it, only the terminal itself says it is gone.
         make_controlling = (lambda: fcntl.ioctl(1, termios.TIOCSCTTY, 0)) if controlling else None
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "gputop", "--demo", "healthy"],
+            [sys.executable, "-m", "gputop", *args],
             stdin=self.slave if stdin_tty else subprocess.DEVNULL,
             stdout=self.slave,
             stderr=self.slave,
@@ -219,8 +221,12 @@ def test_a_resize_storm_leaves_gputop_responsive_and_idle(start_gputop):
         set_size(app.slave, *rng.choice(sizes))  # the kernel sends SIGWINCH to gputop for each change
         time.sleep(0.002)
     set_size(app.slave, 100, 30)
+    time.sleep(1.0)  # let the last resize's full redraw through; after that only changed cells are sent
     settled = len(app.output)
-    app.wait_for(lambda: b"simulated" in app.output[settled:], "a redraw after the storm")
+    os.write(app.master, b"?")
+    app.wait_for(lambda: b"gputop keys" in app.output[settled:], "the help screen after the storm")
+    os.write(app.master, b"\x1b")
+    time.sleep(0.5)
     process = psutil.Process(app.proc.pid)
     start_cpu, start_wall = cpu_seconds(process), time.monotonic()
     time.sleep(2.0)

@@ -388,8 +388,9 @@ class ProcessTable(ScrollView, can_focus=True):
             if old.cells != new.cells and top <= index < top + height:
                 before = self._strips.get(old.key)
                 after = self._row_strip(new, base)
-                y = index - top + 1
-                self.refresh(*line_regions(y, None if before is None else before[1], after, self._line_width))
+                regions = line_regions(index - top + 1, None if before is None else before[1], after, self._line_width)
+                if regions:  # a change in a hidden column (ELAPSED at 80 columns) draws nothing
+                    self.refresh(*regions)
 
     def _show_measured(self, shown: bool) -> None:
         """Show or hide the WAIT % and STEP/S columns; the command column takes up the difference."""

@@ -1,0 +1,59 @@
+"""What a steady screen sends to a real terminal: only the cells that changed.
+
+A recording whose snapshots differ only in time (the clock, each process's elapsed time) is replayed
+in a pty. Once the screen is up, a full redraw of the process table would re-send every row, PIDs
+included; a cell-level update sends just the elapsed times (at 160 columns) or nothing at all for the
+table (at 80 columns, where the ELAPSED column is not shown).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import time
+from pathlib import Path
+
+import pytest
+
+from gputop.collect.demo import DemoSource
+from gputop.collect.recording import Recorder
+from test_reliability_terminal import PtyGputop
+
+INTERVAL = 0.25
+SNAPSHOTS = 120
+CURSOR_MOVE = re.compile(rb"\x1b\[\d+;\d+H")
+
+
+def steady_recording(path: Path) -> list[int]:
+    """``SNAPSHOTS`` copies of one demo snapshot, ``INTERVAL`` apart; returns the processes' PIDs."""
+    first = DemoSource("healthy", clock=lambda: 1_800_000_000.0).poll()
+    recorder = Recorder(path)
+    for step in range(SNAPSHOTS):
+        later = step * INTERVAL
+        processes = tuple(
+            dataclasses.replace(p, elapsed_seconds=None if p.elapsed_seconds is None else p.elapsed_seconds + later)
+            for p in first.processes
+        )
+        recorder.write(dataclasses.replace(first, timestamp=first.timestamp + later, processes=processes))
+    recorder.close()
+    return [p.pid for p in first.processes]
+
+
+@pytest.mark.parametrize("size", [(160, 45), (80, 24)])
+def test_a_steady_screen_resends_no_process_rows(tmp_path: Path, size: tuple[int, int]) -> None:
+    recording = tmp_path / "steady.jsonl"
+    pids = steady_recording(recording)
+    app = PtyGputop(size, controlling=True, args=("--replay", str(recording), "--no-advice"))
+    try:
+        app.wait_for(lambda: b"replay" in app.output and str(pids[0]).encode() in app.output, "the replayed screen")
+        time.sleep(4.0)  # the first polls fill the mini charts and settle the layout
+        start = len(app.output)
+        time.sleep(6.0)
+        later = bytes(app.output[start:])
+        assert app.proc.poll() is None, "gputop should still be replaying"
+    finally:
+        app.cleanup()
+    if size[0] >= 160:
+        assert len(CURSOR_MOVE.findall(later)) >= 4, "the header's clock and the elapsed times should still tick"
+    resent = [pid for pid in pids if str(pid).encode() in later]
+    assert resent == [], f"process rows were redrawn whole: {later[:600]!r}"
