@@ -235,7 +235,8 @@ def report_text(m: Measurements) -> str:
         "",
         "- CPU: user + system time of the whole process tree per wall second.",
         "- First frame: from spawn to the end of the first output burst containing the last GPU's utilization.",
-        "- Max write gap: longest pause between two terminal writes (a stalled refresh shows here).",
+        "- Max write gap: longest pause between two terminal writes. The scenario's GPU figures are constant, so a "
+        "tool that sends only changed cells may stay silent for a second (gputop: until its clock ticks).",
         "- Sampler max gap: gputop's own longest time between two poll starts (GPUTOP_STATS_FILE).",
         "",
         "## Start-up",
