@@ -176,17 +176,13 @@ class GpuPanel(ChangedLinesRefresh, CachedStyles, Widget, can_focus=True):
     def _drawn_inputs(self, device: DeviceSample) -> tuple[object, ...]:
         """Everything the panel's lines are built from: the sample (less the ever-growing energy
         counter, which is not drawn), the layout, and the newest history each chart can show."""
-        if self.mode == MODE_FULL:
-            window, metrics = max(1, self.size.width), _FULL_METRICS
+        if self.mode == MODE_FULL:  # charts up to the panel's width; the PCIe scale looks further back
+            window, metrics = max(self.size.width, PCIE_SCALE_SAMPLES), _FULL_METRICS
         else:
             window, metrics = MINI_CHART_MAX, _COMPACT_METRICS
         series = tuple(tuple(self._series(metric, window)) for metric in metrics)
-        pcie = ()
-        if self.mode == MODE_FULL:
-            pcie = (tuple(self._series("pcie_rx_bytes_per_s", PCIE_SCALE_SAMPLES)),
-                    tuple(self._series("pcie_tx_bytes_per_s", PCIE_SCALE_SAMPLES)))
         layout = (self.mode, self.chart_rows_count, self.size.width, self.has_focus)
-        return (dataclasses.replace(device, energy_joules=None), layout, series, pcie)
+        return (dataclasses.replace(device, energy_joules=None), layout, series)
 
     def set_layout(self, mode: str, chart_rows_count: int) -> None:
         """Switch layout mode; the panel's height follows."""

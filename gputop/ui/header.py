@@ -14,7 +14,7 @@ from gputop import __version__
 from gputop.collect.model import Snapshot
 from gputop.textsafe import safe_text
 from gputop.ui.format import CachedStyles
-from gputop.ui.line_diff import line_regions
+from gputop.ui.line_diff import line_regions, refresh_regions
 from gputop.units import NA
 
 SOURCE_LIVE = "live"
@@ -81,9 +81,7 @@ class HeaderBar(CachedStyles, Widget):
             self.refresh()
             return
         self._strip = self._build(width)
-        regions = line_regions(0, old, self._strip, width)
-        if regions:
-            self.refresh(*regions)
+        refresh_regions(self, line_regions(0, old, self._strip, width))
 
     def notify_style_update(self) -> None:
         """Drop the cached line when the theme or CSS changes."""

@@ -12,6 +12,7 @@ from rich.cells import get_character_cell_size
 from rich.style import Style
 from textual.geometry import Region
 from textual.strip import Strip
+from textual.widget import Widget
 
 MERGE_GAP = 8
 """Changed runs closer than this many cells are sent as one span: a cursor move costs about as much."""
@@ -136,6 +137,12 @@ def line_regions(y: int, old: Strip | None, new: Strip, width: int) -> list[Regi
     return [Region(start, y, end - start, 1) for start, end in changed_spans(old, new)]
 
 
+def refresh_regions(widget: Widget, regions: list[Region]) -> None:
+    """Refresh ``regions`` of ``widget``, and nothing when there are none (a bare ``refresh()`` repaints all)."""
+    if regions:
+        widget.refresh(*regions)
+
+
 class ChangedLinesRefresh:
     """Mixin for line-API widgets that cache their rendered lines in ``_lines`` (built for
     ``_lines_width`` cells by ``_build(width)``): a theme change or ``_invalidate()`` rebuilds
@@ -166,5 +173,4 @@ class ChangedLinesRefresh:
             self.refresh()  # type: ignore[attr-defined]
             return
         regions = [region for y, (a, b) in enumerate(zip(old, lines)) for region in line_regions(y, a, b, width)]
-        if regions:
-            self.refresh(*regions)  # type: ignore[attr-defined]
+        refresh_regions(self, regions)  # type: ignore[arg-type]

@@ -30,7 +30,7 @@ from textual.timer import Timer
 
 from gputop.collect.model import ROLE_DATALOADER_WORKER, ProcessSample, Snapshot
 from gputop.textsafe import safe_text
-from gputop.ui.line_diff import line_regions
+from gputop.ui.line_diff import line_regions, refresh_regions
 from gputop.units import NA, fmt_bytes, fmt_duration, fmt_percent
 
 SORT_KEYS = ("gpu", "pid", "user", "memory", "sm", "cpu", "elapsed")
@@ -388,9 +388,9 @@ class ProcessTable(ScrollView, can_focus=True):
             if old.cells != new.cells and top <= index < top + height:
                 before = self._strips.get(old.key)
                 after = self._row_strip(new, base)
-                regions = line_regions(index - top + 1, None if before is None else before[1], after, self._line_width)
-                if regions:  # a change in a hidden column (ELAPSED at 80 columns) draws nothing
-                    self.refresh(*regions)
+                # A change in a hidden column (ELAPSED at 80 columns) gives no regions and repaints nothing.
+                y = index - top + 1
+                refresh_regions(self, line_regions(y, None if before is None else before[1], after, self._line_width))
 
     def _show_measured(self, shown: bool) -> None:
         """Show or hide the WAIT % and STEP/S columns; the command column takes up the difference."""
