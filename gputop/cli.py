@@ -17,6 +17,7 @@ from gputop.collect.history import History
 from gputop.collect.model import ErrorNote, Snapshot
 from gputop.collect.sampler import DEFAULT_INTERVAL, MIN_INTERVAL, Sampler
 from gputop.collect.serialize import snapshot_to_json
+from gputop.collect.source import SnapshotSource
 
 ONCE_SETTLE_SECONDS = 0.3
 """Gap between the priming poll and the reported one in ``--once``, so CPU % and PCIe rates are real."""
@@ -229,19 +230,21 @@ def _write_stats(path: Path, sampler: Sampler, first_frame_at: float | None, sho
 
 def _make_sampler(args: argparse.Namespace) -> Sampler:
     interval = args.interval
+    source: SnapshotSource
     if args.demo is not None:
         from gputop.collect.demo import DemoSource
 
-        source = DemoSource(args.demo, clock=_DemoClock())
+        source = DemoSource(args.demo, clock=DemoClock())
     elif args.replay is not None:
         from gputop.collect.replay import ReplayError, ReplaySource
 
         try:
-            source = ReplaySource(args.replay, loop=args.loop)
+            replay = ReplaySource(args.replay, loop=args.loop)
         except ReplayError as exc:
             raise CliError(str(exc)) from exc
-        if interval is None and source.recorded_interval:
-            interval = max(MIN_INTERVAL, source.recorded_interval)
+        if interval is None and replay.recorded_interval:
+            interval = max(MIN_INTERVAL, replay.recorded_interval)
+        source = replay
     else:
         from gputop.collect.live import LiveSource
 
@@ -270,11 +273,12 @@ def _attach_advice(sampler: Sampler, config: Path | None) -> None:
     sampler.advisor = AdviceEngine(thresholds)
 
 
-class _DemoClock:
+class DemoClock:
     """Wall clock shifted into the past while a demo's history is prefilled."""
 
     def __init__(self) -> None:
         self.offset = 0.0
+        """Seconds subtracted from the wall clock."""
 
     def __call__(self) -> float:
         return time.time() - self.offset
@@ -282,6 +286,9 @@ class _DemoClock:
 
 def _prefill_demo(sampler: Sampler) -> None:
     """Run the demo through ``DEMO_PREFILL_SECONDS`` of simulated time so charts and advice start full."""
+    from gputop.collect.demo import DemoSource
+
+    assert isinstance(sampler.source, DemoSource) and isinstance(sampler.source.clock, DemoClock)
     clock = sampler.source.clock
     steps = int(DEMO_PREFILL_SECONDS / sampler.interval)
     recorder, sampler.recorder = sampler.recorder, None

@@ -166,7 +166,10 @@ class History:
         chunk = 64
         while True:
             stamps = self._timestamps.values(min(chunk, size))
-            cutoff = stamps[-1] - seconds
+            newest = stamps[-1]
+            if newest is None:  # timestamps are never missing; a gap here would be a bug upstream
+                return 0
+            cutoff = newest - seconds
             for offset, t in enumerate(reversed(stamps)):
                 if t is not None and t < cutoff:
                     return offset

@@ -18,15 +18,15 @@ _GUEST_FIELDS = ("guest", "guest_nice")
 
 def _total(times: Any) -> float:
     """All CPU time in one ``cpu_times`` record, without double-counted guest time."""
-    total = sum(times)
+    total = float(sum(times))
     for name in _GUEST_FIELDS:
-        total -= getattr(times, name, 0.0)
+        total -= float(getattr(times, name, 0.0))
     return total
 
 
 def _idle(times: Any) -> float:
     """Idle time including time waiting for I/O, as psutil's ``cpu_percent`` counts it."""
-    return times.idle + getattr(times, "iowait", 0.0)
+    return float(times.idle) + float(getattr(times, "iowait", 0.0))
 
 
 def _percent(part: float, whole: float) -> float:

@@ -19,7 +19,7 @@ from textual.strip import Strip
 _ORIGINAL = _compositor.ChopsUpdate
 
 
-class SpanChopsUpdate(_ORIGINAL):  # type: ignore[misc, valid-type]
+class SpanChopsUpdate(_ORIGINAL):
     """A ``ChopsUpdate`` that writes exactly the dirty spans, cropped on both sides."""
 
     def render_segments(self, console: Console) -> str:
