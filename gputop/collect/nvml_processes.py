@@ -18,7 +18,7 @@ _LISTS = (
 )
 
 
-class ProcessReader:
+class DeviceProcessLister:
     """Lists the processes on one device and joins their latest utilization samples."""
 
     def __init__(self, index: int, handle: object, guard: CallGuard) -> None:
