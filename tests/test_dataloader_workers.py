@@ -7,10 +7,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from support.procs import kill_tree, wait_until
 
 from gputop.collect.host import HostSource
 from gputop.collect.model import ROLE_DATALOADER_WORKER, ProcessSample
+from support.procs import kill_tree, wait_until
 
 torch = pytest.importorskip("torch")
 

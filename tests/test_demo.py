@@ -169,9 +169,9 @@ def test_data_moves_between_polls(windows, scenario):
 @pytest.mark.parametrize("scenario", sorted(SCENARIOS))
 def test_energy_only_grows_and_processes_age(windows, scenario):
     first, last = windows[scenario][0], windows[scenario][-1]
-    for a, b in zip(first.devices, last.devices):
+    for a, b in zip(first.devices, last.devices, strict=True):
         assert b.energy_joules > a.energy_joules
-    for a, b in zip(first.processes, last.processes):
+    for a, b in zip(first.processes, last.processes, strict=True):
         assert a.pid == b.pid
         assert b.elapsed_seconds - a.elapsed_seconds == pytest.approx(last.timestamp - first.timestamp, abs=0.02)
 

@@ -15,6 +15,11 @@ from pathlib import Path
 
 import psutil
 import pytest
+
+from gputop.collect.dataloader_workers import attribute_workers
+from gputop.collect.host import PROCESS_REFRESH_SECONDS, HostSource
+from gputop.collect.model import ROLE_DATALOADER_WORKER, ROLE_GPU, ProcessSample
+from gputop.collect.proctree import ProcessTree, children_files_available
 from support.procs import (
     WORKER_NAME,
     cpu_seconds,
@@ -27,11 +32,6 @@ from support.procs import (
     uptime_ticks,
     wait_until,
 )
-
-from gputop.collect.dataloader_workers import attribute_workers
-from gputop.collect.host import PROCESS_REFRESH_SECONDS, HostSource
-from gputop.collect.model import ROLE_DATALOADER_WORKER, ROLE_GPU, ProcessSample
-from gputop.collect.proctree import ProcessTree, children_files_available
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="uses /proc")
 

@@ -18,8 +18,6 @@ from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from support.fake_nvml import FakeGpu, FakeScenario, fake_nvml_env
-from support.procs import sleeper
 
 from gputop.collect.history import History
 from gputop.collect.model import (
@@ -37,6 +35,8 @@ from gputop.collect.sampler import Sampler
 from gputop.oneshot import render_once
 from gputop.report import render_report
 from gputop.ui.app import GputopApp
+from support.fake_nvml import FakeGpu, FakeScenario, fake_nvml_env
+from support.procs import sleeper
 
 UNSAFE = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 """Characters that must never reach a terminal from untrusted text (newline is the renderer's own)."""
@@ -53,7 +53,10 @@ HOSTILE_TEXT = st.lists(CONTROL_HEAVY, max_size=40).map("".join)
 @st.composite
 def hostile_snapshots(draw: st.DrawFn) -> Snapshot:
     """A snapshot whose every string field is drawn from HOSTILE_TEXT."""
-    text = lambda: draw(HOSTILE_TEXT)
+
+    def text() -> str:
+        return draw(HOSTILE_TEXT)
+
     device = DeviceSample(index=0, name=text(), uuid=text(), utilization_gpu_percent=50.0,
                           throttle_reasons=(text(), text()), error=text())
     lost = DeviceSample(index=1, name=text(), lost=True, error=text())

@@ -19,13 +19,13 @@ from pathlib import Path
 
 import psutil
 import pytest
-from support.fake_nvml import FakeGpu, FakeScenario, fake_nvml_env
-from support.procs import kill_tree, sleeper, wait_until
 from textual.app import App, ComposeResult
 
 from gputop.collect.model import ProcessSample, Snapshot
 from gputop.collect.trainer_status import StatusFormatError, parse_status
 from gputop.ui.process_table import ProcessTable
+from support.fake_nvml import FakeGpu, FakeScenario, fake_nvml_env
+from support.procs import kill_tree, sleeper, wait_until
 
 pytest.importorskip("torch")
 

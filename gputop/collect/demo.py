@@ -124,7 +124,7 @@ class DemoSource:
     def _build_gpus(self, rng: random.Random) -> tuple[_SimGpu, ...]:
         workloads = [FREE] * self._spec.gpu_count
         for job in self._spec.jobs:
-            for index, workload in zip(job.gpus, job.workloads):
+            for index, workload in zip(job.gpus, job.workloads, strict=True):
                 workloads[index] = workload
         uptime = rng.uniform(3, 20) * 86400.0
         gpus = []
@@ -155,7 +155,7 @@ class DemoSource:
             parent = next_pid if job.launcher is not None else next_pid - rng.randrange(50, 400)
             created = self._start - job.age_hours * 3600.0
             trainers = []
-            for index, workload in zip(job.gpus, job.workloads):
+            for index, workload in zip(job.gpus, job.workloads, strict=True):
                 next_pid += rng.randrange(1, 4)
                 trainers.append((next_pid, index, workload))
             for pid, index, workload in trainers:
@@ -281,7 +281,7 @@ class DemoSource:
         spec = self._spec
         cores = [1.0 + 4.0 * noise.unit(t) for noise in self._cores]
         total_cpu = 0.0
-        for proc, sample in zip(self._processes, processes):
+        for proc, sample in zip(self._processes, processes, strict=True):
             load = sample.cpu_percent or 0.0
             total_cpu += load
             core = proc.core

@@ -53,18 +53,18 @@ class CpuMeter:
         if len(before) != len(now):
             self._result = ((), None)
             return self._result
-        totals = [_total(b) - _total(a) for a, b in zip(before, now)]
+        totals = [_total(b) - _total(a) for a, b in zip(before, now, strict=True)]
         whole = sum(totals)
         if whole <= 0:
             self._last = before
             return self._result
         per_core = tuple(
             _percent(total - (_idle(b) - _idle(a)), total) if total > 0 else 0.0
-            for a, b, total in zip(before, now, totals)
+            for a, b, total in zip(before, now, totals, strict=True)
         )
         iowait = None
         if hasattr(now[0], "iowait"):
-            waited = sum(b.iowait - a.iowait for a, b in zip(before, now))
+            waited = sum(b.iowait - a.iowait for a, b in zip(before, now, strict=True))
             iowait = _percent(waited, whole)
         self._result = (per_core, iowait)
         return self._result

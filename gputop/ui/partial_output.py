@@ -30,7 +30,7 @@ class SpanChopsUpdate(_ORIGINAL):
         color_system = console._color_system or ColorSystem.TRUECOLOR
         last_y = self.spans[-1][0]
         for y, x1, x2 in self.spans:
-            for end, (x, strip) in zip(self.chop_ends[y], self.chops[y].items()):
+            for end, (x, strip) in zip(self.chop_ends[y], self.chops[y].items(), strict=False):
                 if strip is None or x >= x2 or end <= x1:
                     continue
                 start = max(x, x1)
