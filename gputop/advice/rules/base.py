@@ -10,8 +10,9 @@ from gputop.advice.context import Context, Finding
 from gputop.collect.model import Advice
 
 
-def _default_hold(t: Thresholds) -> float:
-    return t.hold_s
+def _default_hold(thresholds: Thresholds) -> float:
+    """The common hold time, for rules without their own."""
+    return thresholds.hold_s
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,7 +27,13 @@ class Rule:
     """Seconds the condition must hold before its advice appears."""
 
     def finding(
-        self, severity: str, scope: str, title: str, evidence: str, action: str, devices: tuple[int, ...] | frozenset[int] = ()
+        self,
+        severity: str,
+        scope: str,
+        title: str,
+        evidence: str,
+        action: str,
+        devices: tuple[int, ...] | frozenset[int] = (),
     ) -> Finding:
         """A Finding with id ``"<name>:<scope>"``."""
         advice = Advice(f"{self.name}:{scope}", severity, scope, title, evidence, action)
