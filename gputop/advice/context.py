@@ -11,10 +11,9 @@ from gputop.advice.feeds import Feed, feed_of
 from gputop.advice.jobs import Imbalance, find_imbalances, find_jobs
 from gputop.collect.history import History, MetricSummary, summarize
 from gputop.collect.model import (
-    ROLE_DATALOADER_WORKER,
-    ROLE_GPU,
     Advice,
     DeviceSample,
+    ProcessRole,
     ProcessSample,
     Snapshot,
 )
@@ -63,9 +62,9 @@ class Context:
         self.workers: dict[int, list[ProcessSample]] = {}
         """DataLoader workers by trainer pid, in pid order."""
         for process in sorted(snapshot.processes, key=lambda p: p.pid):
-            if process.role == ROLE_GPU and process.device_index is not None:
+            if process.role == ProcessRole.GPU and process.device_index is not None:
                 self.gpu_processes.setdefault(process.device_index, []).append(process)
-            elif process.role == ROLE_DATALOADER_WORKER and process.trainer_pid is not None:
+            elif process.role == ProcessRole.DATALOADER_WORKER and process.trainer_pid is not None:
                 self.workers.setdefault(process.trainer_pid, []).append(process)
         self.cores = len(snapshot.host.cpu_percent_per_core)
         """Logical cores on the host (0 when unknown)."""

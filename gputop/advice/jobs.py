@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from gputop.collect.model import ProcessSample
+from gputop.collect.model import ProcessSample, ScopeKind
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,13 +57,13 @@ def find_jobs(trainers: list[tuple[int, ProcessSample]]) -> list[Job]:
     grouped: set[int] = set()
     for pid, devices in sorted(by_pid.items()):
         if len(devices) > 1:
-            found.append(Job(f"pid{pid}", f"PID {pid}", tuple(sorted(devices)), False))
+            found.append(Job(ScopeKind.PID.of(pid), f"PID {pid}", tuple(sorted(devices)), False))
             grouped.add(pid)
     for parent, children in sorted(by_parent.items()):
         devices = set().union(*children.values())
         if len(children) > 1 and len(devices) > 1:
             description = f"{len(children)} processes under PID {parent}"
-            found.append(Job(f"pid{parent}", description, tuple(sorted(devices)), False))
+            found.append(Job(ScopeKind.PID.of(parent), description, tuple(sorted(devices)), False))
             grouped.update(children)
     by_user: dict[str, set[int]] = {}
     for index, process in trainers:
@@ -72,7 +72,7 @@ def find_jobs(trainers: list[tuple[int, ProcessSample]]) -> list[Job]:
     for _user, devices in sorted(by_user.items()):
         if len(devices) > 1:
             description = f"{len(devices)} GPUs used by one user"
-            found.append(Job(f"gpu{min(devices)}", description, tuple(sorted(devices)), True))
+            found.append(Job(ScopeKind.GPU.of(min(devices)), description, tuple(sorted(devices)), True))
     unique: dict[tuple[int, ...], Job] = {}
     for job in found:
         unique.setdefault(job.devices, job)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from gputop.advice.config import Thresholds
 from gputop.advice.context import Context, Finding
-from gputop.collect.model import Advice
+from gputop.collect.model import Advice, Severity
 
 
 def _default_hold(thresholds: Thresholds) -> float:
@@ -28,14 +28,14 @@ class Rule:
 
     def finding(
         self,
-        severity: str,
+        severity: Severity,
         scope: str,
         title: str,
         evidence: str,
         action: str,
         devices: tuple[int, ...] | frozenset[int] = (),
     ) -> Finding:
-        """A Finding with id ``"<name>:<scope>"``."""
+        """A Finding with id ``"<name>:<scope>"`` (a scope made by :meth:`~gputop.collect.model.ScopeKind.of`)."""
         advice = Advice(f"{self.name}:{scope}", severity, scope, title, evidence, action)
         return Finding(advice, frozenset(devices))
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from gputop.advice.context import Context, Finding
 from gputop.advice.rules.base import Rule, gib, pct
+from gputop.collect.model import ScopeKind, Severity
 
 
 def _evaluate(ctx: Context) -> list[Finding]:
@@ -33,7 +34,7 @@ def _evaluate(ctx: Context) -> list[Finding]:
             "and use the memory for a larger model or longer sequences"
         )
         title = f"GPU {index} has memory to spare: a bigger batch would keep it busier"
-        findings.append(RULE.finding("info", f"gpu{index}", title, evidence, action, (index,)))
+        findings.append(RULE.finding(Severity.INFO, ScopeKind.GPU.of(index), title, evidence, action, (index,)))
     return findings
 
 

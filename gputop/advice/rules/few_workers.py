@@ -5,6 +5,7 @@ from __future__ import annotations
 from gputop.advice.context import Context, Finding
 from gputop.advice.rules.base import Rule, pct, pct_range, workers_phrase
 from gputop.advice.rules.input_bound import has_room_for_workers, suggested_workers
+from gputop.collect.model import ScopeKind, Severity
 
 
 def _evaluate(ctx: Context) -> list[Finding]:
@@ -39,7 +40,7 @@ def _evaluate(ctx: Context) -> list[Finding]:
                 f"workers decode and augment in parallel on the idle cores"
             )
             title = f"PID {pid} has too few DataLoader workers ({count}) for GPU {index}"
-            findings.append(RULE.finding("warn", f"pid{pid}", title, evidence, action, (index,)))
+            findings.append(RULE.finding(Severity.WARN, ScopeKind.PID.of(pid), title, evidence, action, (index,)))
     return findings
 
 

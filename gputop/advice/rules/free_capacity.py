@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from gputop.advice.context import Context, Finding
 from gputop.advice.rules.base import Rule, gib, pct
+from gputop.collect.model import ScopeKind, Severity
 
 
 def _evaluate(ctx: Context) -> list[Finding]:
@@ -20,7 +21,7 @@ def _evaluate(ctx: Context) -> list[Finding]:
             continue
         evidence = f"GPU {index}: no processes, {gib(used)} of {gib(total)} used, util {pct(util)} over the last {thresholds.window_s:.0f} s"
         action = f"run a job on it: CUDA_VISIBLE_DEVICES={index} python train.py"
-        findings.append(RULE.finding("info", f"gpu{index}", f"GPU {index} is free", evidence, action, (index,)))
+        findings.append(RULE.finding(Severity.INFO, ScopeKind.GPU.of(index), f"GPU {index} is free", evidence, action, (index,)))
     return findings
 
 

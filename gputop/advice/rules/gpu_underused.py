@@ -5,6 +5,7 @@ from __future__ import annotations
 from gputop.advice.context import Context, Finding
 from gputop.advice.rules.base import Rule, pct, pct_range, workers_phrase
 from gputop.advice.rules.imbalance import waiting_peers
+from gputop.collect.model import ScopeKind, Severity
 
 
 def _evaluate(ctx: Context) -> list[Finding]:
@@ -35,7 +36,7 @@ def _evaluate(ctx: Context) -> list[Finding]:
         if trainer_cpu >= thresholds.cpu_saturated_percent:
             action += "; the trainer's main thread is CPU-bound: torch.compile or CUDA graphs cut Python and launch overhead"
         title = f"GPU {index} under-used, and not by the input pipeline: the training code leaves it waiting"
-        findings.append(RULE.finding("warn", f"gpu{index}", title, "; ".join(parts), action, (index,)))
+        findings.append(RULE.finding(Severity.WARN, ScopeKind.GPU.of(index), title, "; ".join(parts), action, (index,)))
     return findings
 
 

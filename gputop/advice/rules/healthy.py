@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from gputop.advice.context import Context, Finding
 from gputop.advice.rules.base import Rule, gib, pct
+from gputop.collect.model import ScopeKind, Severity
 
 
 def _evaluate(ctx: Context) -> list[Finding]:
@@ -22,7 +23,7 @@ def _evaluate(ctx: Context) -> list[Finding]:
         if device.memory_used_bytes is not None and device.memory_total_bytes:
             evidence += f", memory {gib(device.memory_used_bytes)} of {gib(device.memory_total_bytes)}"
         action = "nothing to change; keep watching after changes to the model, data or batch size"
-        findings.append(RULE.finding("info", f"gpu{index}", f"GPU {index} is busy and nothing looks wrong", evidence, action, (index,)))
+        findings.append(RULE.finding(Severity.INFO, ScopeKind.GPU.of(index), f"GPU {index} is busy and nothing looks wrong", evidence, action, (index,)))
     return findings
 
 

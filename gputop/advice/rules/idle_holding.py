@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from gputop.advice.context import Context, Finding
 from gputop.advice.rules.base import Rule, gib, pct
+from gputop.collect.model import ScopeKind, Severity
 from gputop.textsafe import safe_text
 
 COMMAND_LENGTH = 60
@@ -20,7 +21,7 @@ def _evaluate(ctx: Context) -> list[Finding]:
             continue
         if process.sm_percent is not None and process.sm_percent > thresholds.idle_util_percent:
             continue
-        scope = f"pid{process.pid}"
+        scope = ScopeKind.PID.of(process.pid)
         idle_for = ctx.held_for(f"{RULE.name}:{scope}")
         user = safe_text(process.user, 32) or "unknown user"
         command = safe_text(process.cmdline or process.name, COMMAND_LENGTH) or "unknown command"
@@ -33,7 +34,7 @@ def _evaluate(ctx: Context) -> list[Finding]:
             f"memory (del the model, torch.cuda.empty_cache()); until then GPU {index} is blocked for others"
         )
         title = f"PID {process.pid} holds {gib(memory)} on idle GPU {index}"
-        findings.append(RULE.finding("warn", scope, title, evidence, action, (index,)))
+        findings.append(RULE.finding(Severity.WARN, scope, title, evidence, action, (index,)))
     return findings
 
 

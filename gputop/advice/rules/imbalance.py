@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from gputop.advice.context import Context, Finding
 from gputop.advice.rules.base import Rule, listing, pct
+from gputop.collect.model import Severity
 
 
 def waiting_peers(ctx: Context) -> set[int]:
@@ -27,7 +28,7 @@ def _evaluate(ctx: Context) -> list[Finding]:
             "length-bucketed sequences, and logging, evaluation or checkpointing done only on rank 0"
         )
         title = f"GPU {busiest} does much more work than the other GPUs of its job"
-        findings.append(RULE.finding("warn", found.job.scope, title, evidence, action, found.job.devices))
+        findings.append(RULE.finding(Severity.WARN, found.job.scope, title, evidence, action, found.job.devices))
     return findings
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from gputop.advice.context import Context, Finding
 from gputop.advice.feeds import Feed
 from gputop.advice.rules.base import Rule, pct, pct_range, workers_phrase
+from gputop.collect.model import ScopeKind, Severity
 
 
 def suggested_workers(ctx: Context, current: int, idle: float) -> int:
@@ -69,7 +70,7 @@ def _evaluate(ctx: Context) -> list[Finding]:
             "torchvision.transforms.v2 on CUDA tensors) or precompute it offline; store data pre-decoded"
         )
         title = f"GPU {index} waits for its input pipeline (CPU-bound data loading)"
-        findings.append(RULE.finding("warn", f"gpu{index}", title, evidence, action, (index,)))
+        findings.append(RULE.finding(Severity.WARN, ScopeKind.GPU.of(index), title, evidence, action, (index,)))
     return findings
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from gputop.advice.context import Context, Finding
 from gputop.advice.rules.base import Rule, pct
+from gputop.collect.model import ScopeKind, Severity
 
 
 def _evaluate(ctx: Context) -> list[Finding]:
@@ -25,7 +26,7 @@ def _evaluate(ctx: Context) -> list[Finding]:
             "capture the step in CUDA graphs (torch.compile(mode='reduce-overhead') or torch.cuda.graphs)"
         )
         title = f"GPU {index} looks busy but most SMs are idle (small kernels)"
-        findings.append(RULE.finding("warn", f"gpu{index}", title, evidence, action, (index,)))
+        findings.append(RULE.finding(Severity.WARN, ScopeKind.GPU.of(index), title, evidence, action, (index,)))
     return findings
 
 

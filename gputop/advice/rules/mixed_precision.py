@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from gputop.advice.context import Context, Finding
 from gputop.advice.rules.base import Rule, pct
+from gputop.collect.model import ScopeKind, Severity
 
 
 def _evaluate(ctx: Context) -> list[Finding]:
@@ -26,7 +27,7 @@ def _evaluate(ctx: Context) -> list[Finding]:
         if capability >= (8, 0):
             action += "; for code that must stay FP32, torch.backends.cuda.matmul.allow_tf32 = True also uses tensor cores"
         title = f"GPU {index} computes without its tensor cores: mixed precision would be faster"
-        findings.append(RULE.finding("info", f"gpu{index}", title, evidence, action, (index,)))
+        findings.append(RULE.finding(Severity.INFO, ScopeKind.GPU.of(index), title, evidence, action, (index,)))
     return findings
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from gputop.advice.context import Context, Finding
 from gputop.advice.rules.base import Rule, gib
+from gputop.collect.model import ScopeKind, Severity
 
 
 def _evaluate(ctx: Context) -> list[Finding]:
@@ -24,7 +25,7 @@ def _evaluate(ctx: Context) -> list[Finding]:
             "PyTorch's caching allocator keeps freed blocks, so compare with torch.cuda.max_memory_allocated()"
         )
         title = f"GPU {index} memory is nearly full (findings-of-memory risk)"
-        findings.append(RULE.finding("warn", f"gpu{index}", title, evidence, action, (index,)))
+        findings.append(RULE.finding(Severity.WARN, ScopeKind.GPU.of(index), title, evidence, action, (index,)))
     return findings
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from gputop.advice.context import Context, Finding
 from gputop.advice.rules.base import Rule, pct
+from gputop.collect.model import ScopeKind, Severity
 from gputop.units import fmt_rate
 
 
@@ -27,7 +28,7 @@ def _evaluate(ctx: Context) -> list[Finding]:
             "GPU; keep a dataset that fits in GPU memory there across epochs"
         )
         title = f"GPU {index} waits on host-to-device copies over PCIe"
-        findings.append(RULE.finding("warn", f"gpu{index}", title, evidence, action, (index,)))
+        findings.append(RULE.finding(Severity.WARN, ScopeKind.GPU.of(index), title, evidence, action, (index,)))
     return findings
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from gputop.advice.context import Context, Finding
 from gputop.advice.rules.base import Rule, listing, pct
+from gputop.collect.model import ScopeKind, Severity
 
 
 def _evaluate(ctx: Context) -> list[Finding]:
@@ -26,7 +27,7 @@ def _evaluate(ctx: Context) -> list[Finding]:
         "check network-filesystem throughput"
     )
     title = "Data loading waits on storage (high iowait, GPUs under-used)"
-    return [RULE.finding("warn", "host", title, evidence, action, tuple(index for index, _ in starved))]
+    return [RULE.finding(Severity.WARN, ScopeKind.HOST.of(), title, evidence, action, tuple(index for index, _ in starved))]
 
 
 RULE = Rule("storage_bound", _evaluate)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from gputop.advice.context import Context, Finding
 from gputop.advice.rules.base import Rule, listing
-from gputop.collect.model import DeviceSample
+from gputop.collect.model import DeviceSample, ScopeKind, Severity
 
 ACTIONS = {
     "hw_thermal": "hardware thermal slowdown: check fans, airflow, inlet temperature and dust",
@@ -30,10 +30,10 @@ def _evaluate(ctx: Context) -> list[Finding]:
             continue
         evidence = f"GPU {index} clocks held down by {listing(reasons)}; " + _readings(ctx, device)
         action = "; ".join(ACTIONS[reason] for reason in reasons) + "; details: nvidia-smi -q -d PERFORMANCE,TEMPERATURE,POWER"
-        severity = "warn" if SEVERE.intersection(reasons) else "info"
-        kind = "thermal/hardware" if severity == "warn" else "power-cap"
+        severity = Severity.WARN if SEVERE.intersection(reasons) else Severity.INFO
+        kind = "thermal/hardware" if severity == Severity.WARN else "power-cap"
         title = f"GPU {index} is {kind} throttled: every kernel runs slower"
-        findings.append(RULE.finding(severity, f"gpu{index}", title, evidence, action, (index,)))
+        findings.append(RULE.finding(severity, ScopeKind.GPU.of(index), title, evidence, action, (index,)))
     return findings
 
 
