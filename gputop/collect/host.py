@@ -17,10 +17,10 @@ import psutil
 from gputop.collect.dataloader_workers import attribute_workers
 from gputop.collect.hostcpu import CpuMeter
 from gputop.collect.model import (
-    ROLE_DATALOADER_WORKER,
     ErrorNote,
     HostReading,
     HostSample,
+    ProcessRole,
     ProcessSample,
 )
 from gputop.collect.procinfo import NOTE_ACCESS_DENIED, ProcessDetailsReader, ProcessFacts
@@ -244,7 +244,7 @@ def _worker(trainer: ProcessSample, node: Descendant, facts: ProcessFacts) -> Pr
     fields["name"] = facts.name if facts.name is not None else node.name
     return ProcessSample(
         pid=node.pid,
-        role=ROLE_DATALOADER_WORKER,
+        role=ProcessRole.DATALOADER_WORKER,
         device_index=trainer.device_index,
         trainer_pid=trainer.pid,
         **fields,

@@ -13,14 +13,24 @@ from gputop.collect.model import (
     DeviceSample,
     DriverInfo,
     ErrorNote,
+    GpuProcessType,
     HostSample,
+    ProcessRole,
     ProcessSample,
+    Severity,
     Snapshot,
+    SourceKind,
+    StringEnum,
 )
 
 
 MAX_TIMESTAMP = 253_402_300_799.0
 """Latest timestamp accepted when reading (the last second of year 9999, as far as Python dates go)."""
+
+ENUM_FIELD_TYPES: dict[str, type[StringEnum]] = {
+    enum.__name__: enum for enum in (SourceKind, ProcessRole, GpuProcessType, Severity)
+}
+"""The enums that snapshot fields are typed with, by the name their annotations use."""
 
 
 class SnapshotFormatError(ValueError):
@@ -55,7 +65,7 @@ def snapshot_from_dict(data: Any) -> Snapshot:
         driver = data.get("driver")
         return Snapshot(
             timestamp=_timestamp(data["timestamp"]),
-            source=str(data["source"]),
+            source=_coerce("SourceKind", data["source"], "source"),
             host=_build(HostSample, data.get("host") or {}),
             driver=None if driver is None else _build(DriverInfo, driver),
             devices=tuple(_build(DeviceSample, d) for d in _list(data, "devices")),
@@ -117,7 +127,24 @@ def _coerce(annotation: Any, value: Any, where: str) -> Any:
         if not isinstance(value, str):
             raise SnapshotFormatError(f"{where} must be a string")
         return value
+    enum = ENUM_FIELD_TYPES.get(base)
+    if enum is not None:
+        return _member(enum, value, where)
     raise SnapshotFormatError(f"{where}: unsupported field type {annotation}")
+
+
+def _member(enum: type[StringEnum], value: Any, where: str) -> StringEnum:
+    """The member of ``enum`` whose value is the string ``value``.
+
+    Anything else is an error that lists the known values and quotes a short, printable bad one.
+    """
+    if isinstance(value, str):
+        for member in enum:
+            if member.value == value:
+                return member
+    allowed = ", ".join(repr(member.value) for member in enum)
+    quoted = isinstance(value, str) and len(value) <= 32 and value.isprintable()
+    raise SnapshotFormatError(f"{where} must be one of {allowed}" + (f", not {value!r}" if quoted else ""))
 
 
 def _timestamp(value: Any) -> float:
