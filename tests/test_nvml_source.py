@@ -556,6 +556,34 @@ def test_close_shuts_nvml_down_and_later_polls_say_closed(nvml_scenario, make_nv
     assert nvml_scenario.count("nvmlShutdown") == 1
 
 
+def test_close_leaves_nvml_running_while_a_pcie_call_still_blocks(nvml_scenario, make_nvml_source):
+    gpu = FakeGpu(pcie_tx_kbps=100, pcie_rx_kbps=200)
+    nvml_scenario.write(FakeScenario(gpus=[gpu], pcie_delay_ms=3000))  # longer than the PCIe thread's 2 s join
+    source = make_nvml_source()
+    source.poll()
+    wait_until(lambda: nvml_scenario.count("nvmlDeviceGetPcieThroughput.delay") > 0)
+
+    source.close()
+
+    assert source.pcie_poller_running  # its call is still blocked
+    assert nvml_scenario.count("nvmlShutdown") == 0
+    wait_until(lambda: not source.pcie_poller_running)
+
+
+def test_close_shuts_nvml_down_after_a_short_pcie_call_ends(nvml_scenario, make_nvml_source):
+    gpu = FakeGpu(pcie_tx_kbps=100, pcie_rx_kbps=200)
+    nvml_scenario.write(FakeScenario(gpus=[gpu], pcie_delay_ms=300))
+    source = make_nvml_source()
+    source.poll()
+    wait_until(lambda: nvml_scenario.count("nvmlDeviceGetPcieThroughput.delay") > 0)
+
+    source.close()
+
+    shutdowns = [call for call in nvml_scenario.calls() if call.symbol == "nvmlShutdown"]
+    assert [call.argument for call in shutdowns] == [0]  # no call was in flight
+    assert nvml_scenario.calls()[-1].symbol == "nvmlShutdown"
+
+
 def test_zero_gpus_is_a_valid_reading(nvml_scenario, make_nvml_source):
     nvml_scenario.write(FakeScenario(gpus=[]))
 

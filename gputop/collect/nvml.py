@@ -98,7 +98,12 @@ class NvmlSource:
                               errors=(ErrorNote("nvml", f"unexpected {type(error).__name__}: {error}"),))
 
     def close(self) -> None:
-        """Stop the PCIe thread, free GPM buffers and shut NVML down. Safe to call twice."""
+        """Stop the PCIe thread, free GPM buffers and shut NVML down. Safe to call twice.
+
+        Call it from the thread that polls, never during a poll. NVML is shut down only once the PCIe
+        thread has stopped: while one of its calls still blocks, NVML is left running (the process
+        is on its way out), since shutting it down under a call in flight is undefined behaviour.
+        """
         if self._closed:
             return
         self._closed = True
@@ -107,7 +112,7 @@ class NvmlSource:
             if slot.reader is not None:
                 slot.reader.close()
         self._slots = []
-        if self._initialized:
+        if self._initialized and not self._poller.running:
             self._initialized = False
             try:
                 pynvml.nvmlShutdown()

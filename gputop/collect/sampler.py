@@ -18,6 +18,9 @@ MIN_INTERVAL = 0.1
 DEFAULT_INTERVAL = 0.5
 """Polling period used when none is given, in seconds."""
 
+STOP_WAIT_S = 0.25
+"""Longest time ``Sampler.stop`` waits for a poll in progress (a quit must not wait on a hung driver)."""
+
 Advisor = Callable[[Snapshot, History], tuple[Advice, ...]]
 """Turns the newest snapshot plus history into advice (the advice engine)."""
 
@@ -132,7 +135,7 @@ class Sampler:
     def _poll_source(self) -> Snapshot:
         try:
             return self.source.poll()
-        except Exception as exc:  # a source bug must not kill the monitor
+        except Exception as exc:  # noqa: BLE001 - a source bug must not kill the monitor
             message = f"internal error in the {self.source.kind} source: {type(exc).__name__}: {exc}"
             return Snapshot(timestamp=time.time(), source=self.source.kind, errors=(ErrorNote("sampler", message),))
 
@@ -147,20 +150,35 @@ class Sampler:
 
     def start(self) -> None:
         """Start the polling thread (a daemon, so a lost terminal never hangs the exit)."""
-        if self._thread is not None:
-            return
-        self._last_start = None  # cadence is measured between the thread's polls, not from earlier manual ones
-        self._thread = threading.Thread(target=self._run, name="gputop-sampler", daemon=True)
-        self._thread.start()
+        with self._lock:
+            if self._thread is not None or self._stop.is_set():
+                return
+            self._last_start = None  # cadence is measured between the thread's polls, not from earlier manual ones
+            self._thread = threading.Thread(target=self._run, name="gputop-sampler", daemon=True)
+            self._thread.start()
 
-    def stop(self, timeout: float = 2.0) -> None:
-        """Stop the thread, close the recorder and the source; later calls do nothing."""
-        if self._stop.is_set():
-            return
-        self._stop.set()
+    def stop(self, timeout: float = STOP_WAIT_S) -> None:
+        """Stop polling and release the recorder and the source once no poll is running; later calls do nothing.
+
+        Waits at most ``timeout`` seconds for a poll in progress. The polling thread releases the
+        recorder and the source itself when it leaves its loop, so a poll stuck in a driver call
+        (NVML can block for seconds) neither delays the caller nor has the source closed under it;
+        if the process exits first, they are never closed (the recorder has flushed every line).
+        Without a thread, they are released here.
+        """
+        with self._lock:
+            if self._stop.is_set():
+                return
+            self._stop.set()
+            thread = self._thread
         self._wake.set()
-        if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(timeout)
+        if thread is None:
+            self._release()
+        elif thread is not threading.current_thread():
+            thread.join(timeout)
+
+    def _release(self) -> None:
+        """Close the recorder and the source (on the polling thread once it started, else on the caller's)."""
         if self.recorder is not None:
             try:
                 self.recorder.close()
@@ -170,6 +188,12 @@ class Sampler:
         self.source.close()
 
     def _run(self) -> None:
+        try:
+            self._loop()
+        finally:
+            self._release()
+
+    def _loop(self) -> None:
         deadline = time.monotonic()
         while not self._stop.is_set():
             if self._paused:
@@ -178,6 +202,8 @@ class Sampler:
                 deadline = time.monotonic()
                 continue
             snapshot = self.poll_once()
+            if self._stop.is_set():
+                return
             with self._lock:
                 subscribers = list(self._subscribers)
             for callback in subscribers:
@@ -185,7 +211,8 @@ class Sampler:
             now = time.monotonic()
             deadline = max(deadline + self._interval, now)
             self._wake.clear()
-            self._wake.wait(deadline - now)
+            if not self._stop.is_set():  # a stop between the poll and the clear must not wait a whole period
+                self._wake.wait(deadline - now)
 
 
 def clamp_interval(seconds: float) -> float:
