@@ -1,0 +1,126 @@
+"""Every action of the main screen, declared once.
+
+``ACTIONS`` drives the key bindings, the footer, the help screen and the command palette: adding an
+action is one entry here plus its ``action_*`` method on the app.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from textual.binding import Binding
+
+
+@dataclass(frozen=True)
+class Action:
+    """One thing the user can do on the main screen, with everything each place that offers it shows."""
+
+    action: str
+    """Textual action string run by the keys and the palette, e.g. ``"pause"`` or ``"sort('memory')"``."""
+    keys: str
+    """Textual key names, comma-separated; the first one is the footer's."""
+    key_display: str
+    """The first key as the footer writes it."""
+    label: str
+    """Short footer label."""
+    title: str
+    """Command palette title, unique among the palette's commands."""
+    help: str
+    """What it does, lower case, for the help screen and the palette; ``{export_dir}`` is filled in."""
+    help_keys: str = ""
+    """The keys as the help screen writes them; empty: ``key_display``."""
+    footer: bool = True
+    """Shown in the footer."""
+    readonly_disabled: bool = False
+    """Disabled with ``--readonly``: left out of the footer and the palette, marked on the help screen."""
+
+    @property
+    def name(self) -> str:
+        """The action's name without parameters, as ``App.check_action`` receives it."""
+        return self.action.split("(", 1)[0]
+
+    @property
+    def keys_text(self) -> str:
+        """The keys as the help screen writes them."""
+        return self.help_keys or self.key_display
+
+    def describe(self, export_dir: str) -> str:
+        """The help text with the export directory filled in."""
+        return self.help.format(export_dir=export_dir)
+
+    def binding(self) -> Binding:
+        """The Textual binding of this action."""
+        return Binding(self.keys, self.action, self.label, show=self.footer, key_display=self.key_display)
+
+
+def _sort(key: str, sort_key: str, what: str) -> Action:
+    """The action sorting the process table by ``sort_key`` (described as ``what``) on ``key``."""
+    return Action(f"sort('{sort_key}')", key, key, f"Sort {what}", f"Sort by {what}",
+                  f"sort processes by {what} (again to reverse)", footer=False)
+
+
+ACTIONS: tuple[Action, ...] = (
+    Action("quit", "q,ctrl+c", "q", "Quit", "Quit", "quit (Ctrl+C copies instead while text is selected)",
+           help_keys="q / Ctrl+C"),
+    Action("pause", "p", "p", "Pause", "Pause / resume", "pause / resume polling (PAUSED in the header)"),
+    Action("slower", "plus,equals_sign", "+", "Slower", "Slower updates",
+           "double the polling interval (shown in the header)"),
+    Action("faster", "minus", "-", "Faster", "Faster updates",
+           "halve the polling interval (at least 0.1 s; shown in the header)"),
+    Action("export", "s", "s", "Export", "Export snapshot",
+           "export a snapshot (JSON, Markdown, SVG) into {export_dir}/"),
+    Action("filter", "slash", "/", "Filter", "Filter processes", "filter processes by pid, user, name or command line"),
+    Action("clear_filter", "escape", "Esc", "Clear filter", "Clear process filter",
+           "clear and close the process filter (Esc also closes screens and dialogs)", footer=False),
+    Action("toggle_workers", "t", "t", "Workers", "Toggle workers", "show / hide DataLoader worker rows"),
+    Action("gpu_detail", "enter", "Enter", "GPU details", "GPU details",
+           "GPU detail screen of the focused GPU: every field and larger charts", help_keys="Enter (GPU panel)",
+           footer=False),
+    Action("kill", "k", "k", "Signal", "Send signal", "send a signal to the selected process (asks first)",
+           readonly_disabled=True),
+    Action("toggle_advice", "a", "a", "Advice", "Toggle advice panel", "show / hide the advice panel"),
+    Action("help", "question_mark", "?", "Help", "Keys", "show every key and what it does"),
+    _sort("m", "memory", "GPU memory"),
+    _sort("c", "cpu", "CPU %"),
+    _sort("u", "sm", "SM %"),
+    _sort("i", "pid", "PID"),
+    _sort("g", "gpu", "GPU"),
+    _sort("e", "elapsed", "elapsed time"),
+    _sort("n", "user", "user"),
+)
+"""The main screen's actions in help-screen order."""
+
+OTHER_KEYS: tuple[tuple[str, str], ...] = (
+    ("Tab / Shift+Tab", "move focus between GPU panels, the process table and the advice panel"),
+    ("Up / Down / PgUp / PgDn", "move in the process table or scroll the focused panel"),
+    ("Enter (process table)", "show the selected process's full command line"),
+    ("Ctrl+P", "command palette: every action by name"),
+    ("double click a GPU", "open its detail screen"),
+)
+"""Keys and gestures the widgets and Textual handle, listed on the help screen after the actions."""
+
+
+def help_rows(*, readonly: bool, export_dir: str) -> list[tuple[str, str]]:
+    """(keys, description) of every action and of the other keys, for the help screen."""
+    rows = []
+    for entry in ACTIONS:
+        description = entry.describe(export_dir)
+        if readonly and entry.readonly_disabled:
+            description += ": disabled (--readonly)"
+        rows.append((entry.keys_text, description))
+    return rows + list(OTHER_KEYS)
+
+
+def palette_actions(*, readonly: bool) -> list[Action]:
+    """The actions the command palette offers."""
+    return [entry for entry in ACTIONS if not (readonly and entry.readonly_disabled)]
+
+
+def palette_help(entry: Action, export_dir: str) -> str:
+    """The palette's line under ``entry``'s title: what it does and its key."""
+    text = entry.describe(export_dir)
+    return f"{text[:1].upper()}{text[1:]} ({entry.key_display})"
+
+
+READONLY_DISABLED = frozenset(entry.name for entry in ACTIONS if entry.readonly_disabled)
+"""Names of the actions ``--readonly`` disables."""
