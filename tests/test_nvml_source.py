@@ -11,6 +11,11 @@ import time
 
 import psutil
 import pytest
+
+from gputop.collect.model import DeviceSample, DriverInfo, ErrorNote, ProcessSample
+from gputop.collect.nvml import NvmlSource
+from gputop.collect.nvml_device import decode_throttle_reasons
+from gputop.collect.nvml_errors import LOST_MESSAGE
 from support.fake_nvml import (
     DRIVER_NOT_LOADED,
     FUNCTION_NOT_FOUND,
@@ -24,11 +29,6 @@ from support.fake_nvml import (
     FakeScenario,
     run_python_with_fake_nvml,
 )
-
-from gputop.collect.model import DeviceSample, DriverInfo, ErrorNote, ProcessSample
-from gputop.collect.nvml import NvmlSource
-from gputop.collect.nvml_device import decode_throttle_reasons
-from gputop.collect.nvml_errors import LOST_MESSAGE
 
 MIB = 1 << 20
 PCIE_THREAD = "gputop-nvml-pcie"

@@ -4,12 +4,11 @@ stop that neither waits on nor closes the source under a poll that blocks (a hun
 import threading
 import time
 
-from support.fake_nvml import FakeGpu, FakeScenario
-
 from gputop.collect.history import History
 from gputop.collect.live import LiveSource
 from gputop.collect.model import Advice, DeviceSample, Snapshot
 from gputop.collect.sampler import MIN_INTERVAL, Sampler, clamp_interval
+from support.fake_nvml import FakeGpu, FakeScenario
 
 
 class CountingSource:

@@ -74,7 +74,7 @@ def _row_strip(padding: str, glyphs: list[str], styles: list[Style | None], base
     segments: list[Segment] = []
     run_text = padding
     run_style = base
-    for glyph, style in zip(glyphs, styles):
+    for glyph, style in zip(glyphs, styles, strict=True):
         if glyph == " " or style is None or style == run_style:
             run_text += glyph
             continue

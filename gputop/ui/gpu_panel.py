@@ -313,7 +313,7 @@ class GpuPanel(ChangedLinesRefresh, CachedStyles, Widget, can_focus=True):
                 ascii_mode=self.ascii_mode,
                 blank=self.base_style,
             )
-            for builder, strip in zip(chart_lines, strips):
+            for builder, strip in zip(chart_lines, strips, strict=True):
                 builder.pad_to(start)
                 builder.add_strip(strip)
         return [head.strip(title), labels.strip()] + [b.strip() for b in chart_lines]
@@ -462,7 +462,7 @@ class GpuArea(VerticalScroll, can_focus=False):
                 await self.mount(Static(self._no_gpu_text(snapshot), classes="no-gpus"))
         if not indexes:
             return
-        for panel, device in zip(self.panels, snapshot.devices):
+        for panel, device in zip(self.panels, snapshot.devices, strict=True):
             panel.show(device, history)
 
     @staticmethod

@@ -384,7 +384,7 @@ class ProcessTable(ScrollView, can_focus=True):
         top = int(self.scroll_offset.y)
         height = self.scrollable_content_region.height
         base = self._base_style or self.rich_style
-        for index, (old, new) in enumerate(zip(old_rows, self._rows)):
+        for index, (old, new) in enumerate(zip(old_rows, self._rows, strict=True)):
             if old.cells != new.cells and top <= index < top + height:
                 before = self._strips.get(old.key)
                 after = self._row_strip(new, base)
