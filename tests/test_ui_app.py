@@ -398,6 +398,24 @@ def test_enter_on_a_gpu_opens_its_detail_screen() -> None:
     run_app(app, (160, 45), body)
 
 
+def test_a_double_click_on_a_gpu_opens_its_detail_screen() -> None:
+    sampler = demo_sampler("throttling")
+    app = GputopApp(sampler)
+
+    async def body(app: GputopApp, pilot: Pilot) -> None:
+        panel = list(app.query(GpuPanel))[3]
+        assert not panel.has_focus
+        await pilot.click(panel, offset=(10, 1))
+        await pilot.pause()
+        assert not isinstance(app.screen, GpuDetailScreen)  # one click only focuses the panel
+        await pilot.click(panel, offset=(10, 1), times=2)
+        await wait_for(pilot, lambda: isinstance(app.screen, GpuDetailScreen))
+        assert app.screen.device_index == 3
+        assert sampler.history.latest.devices[3].uuid in screen_text(app)
+
+    run_app(app, (160, 45), body)
+
+
 def test_advice_folds_to_a_summary_on_narrow_terminals_and_a_toggles_it() -> None:
     sampler = demo_sampler("input-bound")
     app = GputopApp(sampler)

@@ -310,11 +310,13 @@ class GputopApp(App[None]):
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen(help_rows(readonly=self.readonly, export_dir=safe_text(str(self.export_dir)))))
 
-    def action_gpu_detail(self) -> None:
-        """Open the detail screen of the focused GPU (the first GPU when none is focused)."""
+    def action_gpu_detail(self, device_index: int | None = None) -> None:
+        """Open the detail screen of GPU ``device_index``, else of the focused GPU (the first when none is)."""
         focused = self.focused
         panels = self._gpus.panels
-        if isinstance(focused, GpuPanel):
+        if device_index is not None:
+            index = device_index
+        elif isinstance(focused, GpuPanel):
             index = focused.device_index
         elif panels:
             index = panels[0].device_index

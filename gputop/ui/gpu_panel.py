@@ -204,10 +204,10 @@ class GpuPanel(ChangedLinesRefresh, CachedStyles, Widget, can_focus=True):
         """Drop the highlight."""
         self._invalidate()
 
-    def on_click(self, event: Click) -> None:
-        """A double click opens the detail screen."""
+    async def on_click(self, event: Click) -> None:
+        """A double click opens this GPU's detail screen."""
         if event.chain >= 2:
-            self.app.run_action("gpu_detail")
+            await self.app.run_action(f"gpu_detail({self.device_index})")
 
     def render_line(self, y: int) -> Strip:
         """One line of the panel."""
