@@ -23,7 +23,7 @@ from textual.widgets import Static
 from gputop.collect.history import History
 from gputop.collect.model import DeviceSample, Snapshot
 from gputop.textsafe import safe_text
-from gputop.ui.chart import chart_rows
+from gputop.ui.chart import StyleFor, chart_rows
 from gputop.ui.format import (
     CachedStyles,
     LineBuilder,
@@ -66,7 +66,7 @@ MINI_CHART_MAX = 24
 PCIE_SCALE_SAMPLES = 200
 """Newest PCIe samples the full layout's shared RX/TX scale is chosen from."""
 
-_FULL_METRICS = (
+_FULL_METRICS: tuple[str, ...] = (
     "utilization_gpu_percent",
     "memory_used_bytes",
     "power_watts",
@@ -76,7 +76,7 @@ _FULL_METRICS = (
 )
 """Metrics charted by the full layout."""
 
-_COMPACT_METRICS = ("utilization_gpu_percent", "memory_used_bytes", "power_watts")
+_COMPACT_METRICS: tuple[str, ...] = ("utilization_gpu_percent", "memory_used_bytes", "power_watts")
 """Metrics charted inline by the compact layouts."""
 
 PCIE_FLOOR = 1e6
@@ -110,7 +110,7 @@ def nice_ceiling(value: float, floor: float) -> float:
     value = max(value, floor)
     exponent = math.floor(math.log10(value))
     for step in (1.0, 2.0, 5.0, 10.0):
-        candidate = step * 10**exponent
+        candidate = step * 10.0**exponent
         if candidate >= value:
             return candidate
     return 10.0 ** (exponent + 1)
@@ -318,7 +318,7 @@ class GpuPanel(ChangedLinesRefresh, CachedStyles, Widget, can_focus=True):
                 builder.add_strip(strip)
         return [head.strip(title), labels.strip()] + [b.strip() for b in chart_lines]
 
-    def _full_columns(self, device: DeviceSample) -> list[tuple[str, str, str, float | None, object]]:
+    def _full_columns(self, device: DeviceSample) -> list[tuple[str, str, str, float | None, Style | StyleFor]]:
         """(label, value text, metric, scale maximum, style) of each chart, most important first."""
         hot, temp = self._style("hot"), self._style("temp")
         pcie_max = pcie_scale(

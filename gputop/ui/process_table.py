@@ -500,7 +500,9 @@ class ProcessTable(ScrollView, can_focus=True):
     def on_mount(self) -> None:
         """In ASCII mode, draw the scroll bar without block characters."""
         if self.ascii_mode:
-            self.vertical_scrollbar.renderer = _BlanksScrollBarRender
+            # Textual types ScrollBar.renderer as a ClassVar, yet documents setting it on one scroll bar
+            # (``widget.vertical_scrollbar.renderer = ...``); the instance attribute affects this table only.
+            self.vertical_scrollbar.renderer = _BlanksScrollBarRender  # type: ignore[misc]
 
     def on_resize(self, event: events.Resize) -> None:
         """Fit the command column to the new width and re-cut the command lines."""
