@@ -18,7 +18,7 @@ MIN_INTERVAL = 0.1
 DEFAULT_INTERVAL = 0.5
 """Polling period used when none is given, in seconds."""
 
-STOP_WAIT_S = 0.25
+STOP_WAIT_S = 0.1
 """Longest time ``Sampler.stop`` waits for a poll in progress (a quit must not wait on a hung driver)."""
 
 Advisor = Callable[[Snapshot, History], tuple[Advice, ...]]
