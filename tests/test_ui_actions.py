@@ -148,7 +148,7 @@ CHECKS: dict[str, Check] = {
     "help": check_help,
     **{f"sort('{key}')": check_sort(key) for key in ("memory", "cpu", "sm", "pid", "gpu", "elapsed", "user")},
 }
-"""How to see that each action ran; ``quit`` is checked on its own app below."""
+"""How to see that each action ran; ``quit`` and ``interrupt`` (Ctrl+C) are checked on their own apps below."""
 
 
 def table_keys(action: str) -> list[str]:
@@ -157,7 +157,7 @@ def table_keys(action: str) -> list[str]:
 
 
 def test_every_action_has_a_check() -> None:
-    assert set(CHECKS) | {"quit"} == {entry.action for entry in ACTIONS}
+    assert set(CHECKS) | {"quit", "interrupt"} == {entry.action for entry in ACTIONS}
 
 
 def test_every_key_runs_its_action(tmp_path: Path) -> None:
@@ -172,18 +172,34 @@ def test_every_key_runs_its_action(tmp_path: Path) -> None:
     run_app(app, (160, 45), body)
 
 
-@pytest.mark.parametrize("key", table_keys("quit"))
-def test_each_quit_key_quits(key: str) -> None:
+def test_q_quits() -> None:
     app = GputopApp(demo_sampler("healthy"))
 
     async def body(app: GputopApp, pilot: Pilot) -> None:
-        await pilot.press(key)
+        await pilot.press(*table_keys("quit"))
 
     run_app(app, (80, 24), body)
     assert app.return_code == 0 and not app.is_running
 
 
-def test_ctrl_c_in_the_filter_quits_and_with_text_selected_it_copies() -> None:
+@pytest.mark.parametrize("opened_with", [(), ("question_mark",), ("k",), ("ctrl+p",), ("tab", "enter"), ("slash", "x")],
+                         ids=["main", "help", "signal-dialog", "palette", "gpu-details", "filter"])
+def test_ctrl_c_quits_from_every_screen_and_dialog(opened_with: tuple[str, ...]) -> None:
+    app = GputopApp(demo_sampler("healthy"))
+
+    async def body(app: GputopApp, pilot: Pilot) -> None:
+        await pilot.press(*opened_with)
+        await pilot.pause()
+        if opened_with:  # a screen, a dialog or the filter is open
+            assert len(app.screen_stack) > 1 or isinstance(app.focused, Input)
+        await pilot.press(*table_keys("interrupt"))
+        await pilot.pause()
+
+    run_app(app, (160, 45), body)
+    assert app.return_code == 0 and not app.is_running
+
+
+def test_ctrl_c_copies_while_text_is_selected() -> None:
     app = GputopApp(demo_sampler("healthy"))
 
     async def body(app: GputopApp, pilot: Pilot) -> None:
@@ -225,7 +241,8 @@ def test_the_palette_lists_every_action_once_and_runs_it() -> None:
     async def body(app: GputopApp, pilot: Pilot) -> None:
         titles = await open_palette(pilot)
         assert len(titles) == len(set(titles)), titles
-        assert {entry.title for entry in ACTIONS} <= set(titles)
+        assert {entry.title for entry in ACTIONS if entry.palette} <= set(titles)
+        assert not {entry.title for entry in ACTIONS if not entry.palette} & set(titles)
         assert "Theme" in titles  # Textual's commands that no action replaces stay
         await close_to_main(app, pilot)
         assert await open_palette(pilot, "keys") == ["Keys"]  # Textual's own "Keys" is gone

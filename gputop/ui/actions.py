@@ -33,6 +33,10 @@ class Action:
     """Shown in the footer."""
     readonly_disabled: bool = False
     """Disabled with ``--readonly``: left out of the footer and the palette, marked on the help screen."""
+    priority: bool = False
+    """Its keys act on every screen and dialog, before the focused widget sees them."""
+    palette: bool = True
+    """Offered in the command palette (False for a key-only variant of another action)."""
 
     @property
     def name(self) -> str:
@@ -50,7 +54,8 @@ class Action:
 
     def binding(self) -> Binding:
         """The Textual binding of this action."""
-        return Binding(self.keys, self.action, self.label, show=self.footer, key_display=self.key_display)
+        return Binding(self.keys, self.action, self.label, show=self.footer, key_display=self.key_display,
+                       priority=self.priority)
 
 
 def _sort(key: str, sort_key: str, what: str) -> Action:
@@ -60,8 +65,10 @@ def _sort(key: str, sort_key: str, what: str) -> Action:
 
 
 ACTIONS: tuple[Action, ...] = (
-    Action("quit", "q,ctrl+c", "q", "Quit", "Quit", "quit (Ctrl+C copies instead while text is selected)",
-           help_keys="q / Ctrl+C"),
+    Action("quit", "q", "q", "Quit", "Quit", "quit"),
+    Action("interrupt", "ctrl+c", "^c", "Quit", "Quit or copy",
+           "quit from any screen or dialog; while text is selected, copy it instead", help_keys="Ctrl+C",
+           footer=False, priority=True, palette=False),
     Action("pause", "p", "p", "Pause", "Pause / resume", "pause / resume polling (PAUSED in the header)"),
     Action("slower", "plus,equals_sign", "+", "Slower", "Slower updates",
            "double the polling interval (shown in the header)"),
@@ -113,7 +120,7 @@ def help_rows(*, readonly: bool, export_dir: str) -> list[tuple[str, str]]:
 
 def palette_actions(*, readonly: bool) -> list[Action]:
     """The actions the command palette offers."""
-    return [entry for entry in ACTIONS if not (readonly and entry.readonly_disabled)]
+    return [entry for entry in ACTIONS if entry.palette and not (readonly and entry.readonly_disabled)]
 
 
 def palette_help(entry: Action, export_dir: str) -> str:

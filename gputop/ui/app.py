@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from textual import work
+from textual.actions import SkipAction
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import BindingType
 from textual.containers import Horizontal, Vertical
@@ -240,6 +241,13 @@ class GputopApp(App[None]):
         if action == "clear_filter":
             return self._filter.display or None
         return True
+
+    def action_interrupt(self) -> None:
+        """Ctrl+C: quit from any screen or dialog, unless text is selected (Textual's copy then takes the key)."""
+        focused = self.focused
+        if (isinstance(focused, Input) and focused.selected_text) or self.screen.get_selected_text():
+            raise SkipAction()
+        self.exit()
 
     def action_pause(self) -> None:
         """Pause or resume polling."""
