@@ -327,7 +327,9 @@ def test_gpm_metrics_between_samples_and_buffers_freed_on_close(nvml_scenario, m
     time.sleep(0.12)
     third = source.poll().devices[0]
 
-    gpm = lambda d: (d.sm_active_percent, d.sm_occupancy_percent, d.tensor_active_percent, d.dram_active_percent)
+    def gpm(d):
+        return (d.sm_active_percent, d.sm_occupancy_percent, d.tensor_active_percent, d.dram_active_percent)
+
     assert gpm(first) == (None, None, None, None)
     assert gpm(second[0]) == (61.5, 33.25, 12.0, 48.0)
     assert gpm(second[1]) == (None, None, None, None)
