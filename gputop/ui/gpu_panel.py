@@ -462,7 +462,8 @@ class GpuArea(VerticalScroll, can_focus=False):
                 await self.mount(Static(self._no_gpu_text(snapshot), classes="no-gpus"))
         if not indexes:
             return
-        for panel, device in zip(self.panels, snapshot.devices, strict=True):
+        # Fewer panels than GPUs while the app tears the screen down (a snapshot can still arrive then).
+        for panel, device in zip(self.panels, snapshot.devices, strict=False):
             panel.show(device, history)
 
     @staticmethod
