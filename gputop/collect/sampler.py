@@ -135,7 +135,7 @@ class Sampler:
     def _poll_source(self) -> Snapshot:
         try:
             return self.source.poll()
-        except Exception as exc:  # noqa: BLE001 - a source bug must not kill the monitor
+        except Exception as exc:  # a source bug must not kill the monitor
             message = f"internal error in the {self.source.kind} source: {type(exc).__name__}: {exc}"
             return Snapshot(timestamp=time.time(), source=self.source.kind, errors=(ErrorNote("sampler", message),))
 
