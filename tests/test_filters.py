@@ -3,8 +3,11 @@
 
 from __future__ import annotations
 
+import json
 import os
 import pwd
+import subprocess
+import sys
 
 import pytest
 
@@ -236,3 +239,50 @@ def test_gpus_and_cuda_visible_together_keep_gpus_and_say_so():
     filters, warnings = filters_from_config({"cuda_visible": True, "gpus": [1]}, "c.toml", {"CUDA_VISIBLE_DEVICES": "0"})
     assert isinstance(filters.gpus, GpuIds) and filters.gpus.ids == ("1",)
     assert warnings == ["c.toml: [filters] gpus and cuda_visible are both set; only gpus is used"]
+
+
+def test_changing_the_filters_hands_out_the_newest_snapshot_again_and_keeps_history():
+    from gputop.collect.demo import DemoSource
+    from gputop.collect.sampler import Sampler
+
+    sampler = Sampler(DemoSource("mixed"))
+    received: list[Snapshot] = []
+    sampler.subscribe(received.append)
+    assert sampler.set_filters(Filters(user=UserFilter("bob"))) is None  # nothing polled yet
+    first = sampler.poll_once()
+    assert {p.user for p in first.processes} == {"bob"} and len(first.devices) == 8
+    polls = len(sampler.history)
+
+    everyone = sampler.set_filters(Filters())
+    assert received == [everyone] and sampler.history.latest is everyone
+    assert len({p.user for p in everyone.processes}) > 1 and everyone.timestamp == first.timestamp
+    assert len(sampler.history) == polls  # a view change is not a poll
+    alice = sampler.set_filters(Filters(user=UserFilter("alice")))
+    assert received[-1] is alice and {p.user for p in alice.processes} == {"alice"}
+    assert alice.advice == tuple(a for a in everyone.advice if a in alice.advice)  # a subset, in order
+    sampler.stop()
+
+
+def _gputop(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "CUDA_VISIBLE_DEVICES"}
+    return subprocess.run([sys.executable, "-m", "gputop", *args], capture_output=True, text=True, timeout=60, env=env)
+
+
+def test_demo_and_replay_data_are_limited_to_the_chosen_gpus(tmp_path):
+    recording = tmp_path / "run.jsonl"
+    made = _gputop("--demo", "imbalance", "--record", str(recording), "--duration", "0.4", "--interval", "0.2", "--json")
+    assert made.returncode == 0, made.stderr
+    recorded = json.loads(recording.read_text().splitlines()[-1])
+    assert len(recorded["devices"]) >= 3
+    last = recorded["devices"][-1]["index"]
+    replay = _gputop("--replay", str(recording), "--json", "--gpus", f"{last},0")
+    assert replay.returncode == 0, replay.stderr
+    data = json.loads(replay.stdout)
+    assert [d["index"] for d in data["devices"]] == [last, 0]
+    assert {p["device_index"] for p in data["processes"]} <= {last, 0}
+    assert all(not a["scope"].startswith("gpu") or a["scope"] in (f"gpu{last}", "gpu0") for a in data["advice"])
+    bad = _gputop("--replay", str(recording), "--once", "--gpus", "42")
+    assert bad.returncode == 1
+    assert bad.stderr.startswith("gputop: --gpus: there is no GPU 42; GPUs here: 0 GPU-") and bad.stderr.count("\n") == 1
+    visible = _gputop("--demo", "mixed", "--json", "--cuda-visible")
+    assert [d["cuda_index"] for d in json.loads(visible.stdout)["devices"]] == [None] * 8  # CUDA_VISIBLE_DEVICES unset

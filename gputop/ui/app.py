@@ -10,6 +10,7 @@ the advice panel folds into a one-line summary on narrow terminals.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import signal
 import time
 from collections.abc import Iterable
@@ -24,6 +25,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Input
 
+from gputop.collect.filters import current_user_filter
 from gputop.collect.model import ProcessSample, Snapshot
 from gputop.collect.sampler import Sampler
 from gputop.textsafe import safe_text
@@ -92,6 +94,7 @@ class GputopApp(App[None]):
         Binding("enter", "gpu_detail", "GPU details", show=False),
         Binding("k", "kill", "Signal"),
         Binding("a", "toggle_advice", "Advice"),
+        Binding("o", "toggle_mine", "Mine", show=False),
         Binding("question_mark", "help", "Help", key_display="?"),
         Binding("escape", "clear_filter", "Clear filter", show=False, key_display="Esc"),
         *(Binding(key, f"sort('{sort_key}')", f"Sort {label}", show=False) for key, sort_key, label in SORT_BINDINGS),
@@ -159,6 +162,7 @@ class GputopApp(App[None]):
         self._filter.display = False
         self._advice.border_title = "Advice"
         self._processes.border_title = "Processes"
+        self._header.show_filters(self.sampler.filters.describe())
         self._header.show(None, self.sampler.interval, self.sampler.paused)
         latest = self.sampler.history.latest
         if latest is not None:
@@ -336,6 +340,16 @@ class GputopApp(App[None]):
         self._advice_open = not self._advice_visible()
         self._relayout()
 
+    async def action_toggle_mine(self) -> None:
+        """Show only the current user's processes and the advice about them, or everyone's again."""
+        filters = self.sampler.filters
+        mine = current_user_filter()
+        shown = self.sampler.set_filters(dataclasses.replace(filters, user=None if filters.user == mine else mine))
+        self._header.show_filters(self.sampler.filters.describe())
+        if shown is not None:  # shown now (paused too), not at the process table's once-a-second pace
+            await self._apply(shown)
+            self._processes.update_snapshot(shown, at_once=True)
+
     def action_help(self) -> None:
         """Show every key."""
         if not isinstance(self.screen, HelpScreen):
@@ -354,6 +368,7 @@ class GputopApp(App[None]):
         else:
             rows.append(("k", "send a signal to the selected process (asks first)"))
         rows.append(("a", "show / hide the advice panel"))
+        rows.append(("o", "only my processes and the advice about them / everyone's (named in the header)"))
         rows.append(("?", "this help"))
         for key, _, label in SORT_BINDINGS:
             rows.append((key, f"sort processes by {label} (again to reverse)"))
@@ -433,6 +448,7 @@ class GputopApp(App[None]):
             ("Toggle workers", "Show or hide DataLoader worker rows (t)", "toggle_workers"),
             ("GPU details", "Detail screen of the focused GPU (Enter)", "gpu_detail"),
             ("Toggle advice panel", "Show or hide the advice panel (a)", "toggle_advice"),
+            ("My processes only", "Show only your processes and the advice about them, or everyone's (o)", "toggle_mine"),
             ("Keys", "List every key (?)", "help"),
         ]
         if not self.readonly:
