@@ -145,7 +145,7 @@ def build_parser() -> argparse.ArgumentParser:
     gpus.add_argument(
         "--cuda-visible", action="store_true",
         help="watch the GPUs CUDA_VISIBLE_DEVICES shows to CUDA programs, in its order, with CUDA's numbers "
-        "beside NVML's (integer entries are read in PCI bus order, as with CUDA_DEVICE_ORDER=PCI_BUS_ID)",
+        "beside NVML's (integer entries are NVML indexes: CUDA's numbers with CUDA_DEVICE_ORDER=PCI_BUS_ID)",
     )
     parser.add_argument(
         "--user", metavar="NAME",
@@ -308,7 +308,6 @@ def _make_sampler(args: argparse.Namespace, demo_clock: DemoClock | None) -> Sam
 def _choose_filters(args: argparse.Namespace, document: dict[str, object], config: Path) -> tuple[Filters, list[str]]:
     """The config file's ``[filters]`` (unless ``--no-filters``) overridden by ``--gpus``/``--cuda-visible``/``--user``."""
     from gputop.collect.filters import (
-        CUDA_VISIBLE_DEVICES,
         CudaVisible,
         GpuIds,
         UnknownUserError,
@@ -323,7 +322,7 @@ def _choose_filters(args: argparse.Namespace, document: dict[str, object], confi
     if args.gpus is not None:
         filters = dataclasses.replace(filters, gpus=GpuIds(args.gpus))
     elif args.cuda_visible:
-        filters = dataclasses.replace(filters, gpus=CudaVisible(os.environ.get(CUDA_VISIBLE_DEVICES)))
+        filters = dataclasses.replace(filters, gpus=CudaVisible.from_environment(os.environ))
     if args.user is not None:
         try:
             filters = dataclasses.replace(filters, user=user_filter(args.user, must_exist=live))

@@ -35,18 +35,19 @@ UUIDS = {
 
 
 class Lookups:
-    """GPU identities for four GPUs; remembers which indexes were asked for."""
+    """GPU identities for four GPUs (all the same board unless ``names`` says otherwise); remembers which were asked for."""
 
-    def __init__(self) -> None:
+    def __init__(self, names: tuple[str, ...] = ("Board",) * 4) -> None:
+        self.names = names
         self.asked: list[int] = []
 
     def __call__(self, index: int) -> GpuIdentity:
         self.asked.append(index)
-        return GpuIdentity(index, UUIDS[index], f"Board {index}")
+        return GpuIdentity(index, UUIDS[index], self.names[index])
 
 
-def resolve(request, count: int = 4):
-    lookups = Lookups()
+def resolve(request, count: int = 4, names: tuple[str, ...] = ("Board",) * 4):
+    lookups = Lookups(names)
     return resolve_gpus(request, range(count), lookups), lookups
 
 
@@ -80,7 +81,7 @@ def test_a_bad_id_is_an_error_that_lists_the_gpus(ids, expected):
     selection, _ = resolve(GpuIds(ids))
     assert selection.gpus == ()
     assert selection.error.startswith(f"--gpus: {expected}")
-    assert f"GPUs here: 0 {UUIDS[0]} (Board 0), 1 {UUIDS[1]} (Board 1)" in selection.error
+    assert f"GPUs here: 0 {UUIDS[0]} (Board), 1 {UUIDS[1]} (Board), 2 {UUIDS[2]} (Board)" in selection.error
     assert "\n" not in selection.error
 
 
@@ -145,6 +146,34 @@ def test_a_gpu_named_twice_leaves_cuda_without_gpus():
     selection, _ = resolve(CudaVisible("1,0,1"))
     assert selection.gpus == ()
     assert selection.notes == ("CUDA_VISIBLE_DEVICES names GPU 1 twice: CUDA programs see no GPU",)
+
+
+MIXED_BOARDS = ("H100", "H100", "A100", "H100")
+
+
+@pytest.mark.parametrize(
+    ("request_", "names", "warned"),
+    [
+        (CudaVisible("2,0"), MIXED_BOARDS, True),
+        (CudaVisible("2,0", "FASTEST_FIRST"), MIXED_BOARDS, True),
+        (CudaVisible("2,0", "PCI_BUS_ID"), MIXED_BOARDS, False),
+        (CudaVisible("GPU-a7,GPU-5f3a"), MIXED_BOARDS, False),  # UUIDs name GPUs whatever the order
+        (CudaVisible("2,0"), ("H100",) * 4, False),  # alike GPUs: CUDA's order is the bus order
+    ],
+)
+def test_integer_entries_on_mixed_gpus_warn_unless_cuda_orders_by_pci_bus(request_, names, warned):
+    selection, _ = resolve(request_, names=names)
+    assert indexes(selection) == [(2, 0), (0, 1)]
+    expected = ("CUDA_DEVICE_ORDER is not PCI_BUS_ID and the GPUs differ: CUDA may number them fastest first, so its "
+                "GPU numbers can name other GPUs than shown; set CUDA_DEVICE_ORDER=PCI_BUS_ID")
+    assert selection.notes == ((expected,) if warned else ())
+
+
+def test_cuda_visible_is_read_from_the_environment():
+    assert CudaVisible.from_environment({"CUDA_VISIBLE_DEVICES": "1", "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}) == CudaVisible(
+        "1", "PCI_BUS_ID"
+    )
+    assert CudaVisible.from_environment({}) == CudaVisible(None, None)
 
 
 def test_unset_cuda_visible_devices_means_every_gpu_without_cuda_numbers():

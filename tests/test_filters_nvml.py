@@ -34,7 +34,7 @@ IDLE_ADVICE_AT_ONCE = "[advice]\nidle_hold_s = 0\nhold_s = 0\n"
 
 def four_gpus(processes: dict[int, int] | None = None, util: int = 0) -> FakeScenario:
     """Four GPUs with distinct UUIDs; ``processes`` maps a pid to the GPU it holds 1 GiB on."""
-    gpus = [FakeGpu(uuid=uuid, util_gpu=util, name=f"NVIDIA Fake {i}") for i, uuid in enumerate(UUIDS)]
+    gpus = [FakeGpu(uuid=uuid, util_gpu=util, name="NVIDIA Fake") for uuid in UUIDS]
     for pid, index in (processes or {}).items():
         gpus[index].compute_processes.append((pid, GIB))
     return FakeScenario(gpus=gpus)
@@ -56,7 +56,7 @@ def test_only_the_chosen_gpus_are_opened_and_polled(nvml_scenario, make_nvml_sou
     source = make_nvml_source(gpus=GpuIds(("3", "1")))
     for _ in range(3):
         reading = source.poll()
-    assert [(d.index, d.name, d.cuda_index) for d in reading.devices] == [(3, "NVIDIA Fake 3", None), (1, "NVIDIA Fake 1", None)]
+    assert [(d.index, d.uuid, d.cuda_index) for d in reading.devices] == [(3, UUIDS[3], None), (1, UUIDS[1], None)]
     assert [p.pid for p in reading.processes] == [4343]
     assert reading.errors == ()
     assert touched_devices(nvml_scenario.call_log) == {1, 3}
@@ -78,7 +78,7 @@ def test_an_unknown_gpu_shuts_nvml_down_for_good_and_lists_the_gpus(nvml_scenari
     source = make_nvml_source(gpus=GpuIds(("1", "GPU-dead")), init_retry_s=0.0)
     first, second = source.poll(), source.poll()
     expected = ("--gpus: no GPU has a UUID starting with 'GPU-dead'; GPUs here: "
-                + ", ".join(f"{i} {uuid} (NVIDIA Fake {i})" for i, uuid in enumerate(UUIDS)))
+                + ", ".join(f"{i} {uuid} (NVIDIA Fake)" for i, uuid in enumerate(UUIDS)))
     assert source.selection_error == expected
     assert first.devices == second.devices == ()
     assert [(e.scope, e.message) for e in second.errors] == [("filters", expected)]
@@ -87,13 +87,30 @@ def test_an_unknown_gpu_shuts_nvml_down_for_good_and_lists_the_gpus(nvml_scenari
 
 def test_cuda_visible_devices_order_and_numbers(nvml_scenario, make_nvml_source):
     nvml_scenario.write(four_gpus())
-    source = make_nvml_source(gpus=CudaVisible("2,0,7,1"))
+    source = make_nvml_source(gpus=CudaVisible("2,0,7,1", "PCI_BUS_ID"))
     reading = source.poll()
     assert [(d.index, d.cuda_index) for d in reading.devices] == [(2, 0), (0, 1)]
     [note] = reading.errors
     assert note.scope == "filters" and "entry '7' names no GPU" in note.message
     assert source.poll().errors == (note,)  # said with every snapshot
     assert touched_devices(nvml_scenario.call_log) == {0, 2}
+
+
+def test_without_pci_bus_order_the_boards_are_compared_once(nvml_scenario, make_nvml_source):
+    scenario = four_gpus()
+    scenario.gpus[3].name = "NVIDIA A100-SXM4-40GB"
+    nvml_scenario.write(scenario)
+    source = make_nvml_source(gpus=CudaVisible("2,0"))
+    for _ in range(3):
+        reading = source.poll()
+    assert [(d.index, d.cuda_index) for d in reading.devices] == [(2, 0), (0, 1)]
+    assert [e.message for e in reading.errors] == [
+        "CUDA_DEVICE_ORDER is not PCI_BUS_ID and the GPUs differ: CUDA may number them fastest first, so its GPU "
+        "numbers can name other GPUs than shown; set CUDA_DEVICE_ORDER=PCI_BUS_ID"
+    ]
+    for device in (1, 3):  # asked who they are once, never polled
+        calls = [c.symbol for c in nvml_scenario.calls() if c.device == device]
+        assert sorted(calls) == ["nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetName", "nvmlDeviceGetUUID"]
 
 
 # -- the CLI ----------------------------------------------------------------------------------------------
@@ -148,8 +165,8 @@ def test_a_bad_gpu_id_exits_1_with_one_line_listing_the_gpus(tmp_path, fake_nvml
     assert out.stdout == ""
     [line] = out.stderr.splitlines()
     assert line.startswith(f"gputop: --gpus: {reason}")
-    assert line.endswith(f"GPUs here: 0 {UUIDS[0]} (NVIDIA Fake 0), 1 {UUIDS[1]} (NVIDIA Fake 1), "
-                         f"2 {UUIDS[2]} (NVIDIA Fake 2), 3 {UUIDS[3]} (NVIDIA Fake 3)")
+    assert line.endswith(", ".join(f"{i} {uuid} (NVIDIA Fake)" for i, uuid in enumerate(UUIDS)))
+    assert "GPUs here: 0 " in line
 
 
 @pytest.mark.parametrize(

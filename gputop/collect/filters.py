@@ -23,6 +23,12 @@ from gputop.collect.source import SnapshotSource
 CUDA_VISIBLE_DEVICES = "CUDA_VISIBLE_DEVICES"
 """The environment variable that tells CUDA programs which GPUs they see, and in which order."""
 
+CUDA_DEVICE_ORDER = "CUDA_DEVICE_ORDER"
+"""The environment variable that says how CUDA numbers the GPUs (``FASTEST_FIRST`` by default, or ``PCI_BUS_ID``)."""
+
+PCI_BUS_ID = "PCI_BUS_ID"
+"""The ``CUDA_DEVICE_ORDER`` under which CUDA numbers GPUs as NVML does."""
+
 FILTER_SCOPE = "filters"
 """Scope of the notes a GPU selection adds to every snapshot (e.g. a truncated CUDA_VISIBLE_DEVICES)."""
 
@@ -78,11 +84,19 @@ class CudaVisible:
     """The GPUs ``CUDA_VISIBLE_DEVICES`` shows to CUDA programs, in CUDA's order and with CUDA's numbers.
 
     Integer entries are read as NVML indexes, which is CUDA's numbering when ``CUDA_DEVICE_ORDER=PCI_BUS_ID``
-    (and on machines whose GPUs are all alike).
+    (and on machines whose GPUs are all alike); otherwise the selection says that CUDA may number them
+    differently.
     """
 
     value: str | None
     """The variable's value; None when it is not set (CUDA then sees every GPU)."""
+    device_order: str | None = None
+    """The value of ``CUDA_DEVICE_ORDER``, or None when it is not set."""
+
+    @classmethod
+    def from_environment(cls, environ: Mapping[str, str]) -> CudaVisible:
+        """The request ``environ`` makes (``CUDA_VISIBLE_DEVICES`` and ``CUDA_DEVICE_ORDER``)."""
+        return cls(environ.get(CUDA_VISIBLE_DEVICES), environ.get(CUDA_DEVICE_ORDER))
 
     def describe(self) -> str:
         """``CUDA_VISIBLE_DEVICES=3,0`` (or that it is unset or empty) for the header."""
@@ -123,7 +137,7 @@ def resolve_gpus(request: GpuRequest, indexes: Iterable[int], lookup: GpuLookup)
     """Resolve ``request`` against the GPUs at ``indexes`` (NVML indexes); ``lookup`` tells their UUIDs."""
     present = tuple(indexes)
     if isinstance(request, CudaVisible):
-        return _resolve_cuda_visible(request.value, present, _Inventory(present, lookup))
+        return _resolve_cuda_visible(request, present, _Inventory(present, lookup))
     return _resolve_ids(request, present, _Inventory(present, lookup))
 
 
@@ -189,13 +203,15 @@ def _index_of(token: str, present: tuple[int, ...], inventory: _Inventory) -> tu
     return None, f"{shown!r} is neither a GPU index nor a UUID (GPU-...)"
 
 
-def _resolve_cuda_visible(value: str | None, present: tuple[int, ...], inventory: _Inventory) -> GpuSelection:
-    """The GPUs CUDA sees for ``value``, as CUDA reads it: the first entry that names no GPU ends the list."""
+def _resolve_cuda_visible(request: CudaVisible, present: tuple[int, ...], inventory: _Inventory) -> GpuSelection:
+    """The GPUs CUDA sees for ``request``, as CUDA reads it: the first entry that names no GPU ends the list."""
+    value = request.value
     if value is None:
         return GpuSelection(tuple(SelectedGpu(i) for i in present))
     if not value.strip():
         return GpuSelection((), notes=(f"{CUDA_VISIBLE_DEVICES} is empty: CUDA programs see no GPU",))
     visible: list[int] = []
+    notes: list[str] = []
     by_uuid: bool | None = None
     for raw in value.split(","):
         entry = raw.strip()
@@ -204,15 +220,19 @@ def _resolve_cuda_visible(value: str | None, present: tuple[int, ...], inventory
             problem = "mixes UUIDs and indexes"
         if problem is not None:
             seen = ",".join(map(str, visible)) or "none"
-            note = (f"{CUDA_VISIBLE_DEVICES}: entry {_cut(entry)!r} {problem}, so CUDA ignores it and every entry "
-                    f"after it; GPUs visible to CUDA: {seen}")
-            return _numbered(visible, note)
+            notes.append(f"{CUDA_VISIBLE_DEVICES}: entry {_cut(entry)!r} {problem}, so CUDA ignores it and every "
+                         f"entry after it; GPUs visible to CUDA: {seen}")
+            break
         assert index is not None
         if index in visible:
             return GpuSelection((), notes=(f"{CUDA_VISIBLE_DEVICES} names GPU {index} twice: CUDA programs see no GPU",))
         by_uuid = uuid_entry
         visible.append(index)
-    return _numbered(visible, None)
+    if by_uuid is False and request.device_order != PCI_BUS_ID and len({gpu.name for gpu in inventory.all()}) > 1:
+        notes.append(f"{CUDA_DEVICE_ORDER} is not {PCI_BUS_ID} and the GPUs differ: CUDA may number them fastest "
+                     f"first, so its GPU numbers can name other GPUs than shown; set {CUDA_DEVICE_ORDER}={PCI_BUS_ID}")
+    gpus = tuple(SelectedGpu(index, cuda) for cuda, index in enumerate(visible))
+    return GpuSelection(gpus, notes=tuple(notes))
 
 
 def _cuda_entry(entry: str, present: tuple[int, ...], inventory: _Inventory) -> tuple[int | None, str | None, bool]:
@@ -230,11 +250,6 @@ def _cuda_entry(entry: str, present: tuple[int, ...], inventory: _Inventory) -> 
             return matches[0], None, True
         return None, ("matches no GPU" if not matches else "matches several GPUs"), True
     return None, "is not a GPU index or a GPU- UUID", False
-
-
-def _numbered(visible: list[int], note: str | None) -> GpuSelection:
-    gpus = tuple(SelectedGpu(index, cuda) for cuda, index in enumerate(visible))
-    return GpuSelection(gpus, notes=() if note is None else (note,))
 
 
 def select_gpus(snapshot: Snapshot, selection: GpuSelection) -> Snapshot:
@@ -436,7 +451,7 @@ def filters_from_config(
         if cuda_visible:
             warnings.append(f"{where}: [filters] gpus and cuda_visible are both set; only gpus is used")
     elif cuda_visible:
-        gpus = CudaVisible(environ.get(CUDA_VISIBLE_DEVICES))
+        gpus = CudaVisible.from_environment(environ)
     return Filters(gpus, user), warnings
 
 
