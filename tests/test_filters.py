@@ -16,15 +16,18 @@ from gputop.collect.filters import (
     Filters,
     GpuIdentity,
     GpuIds,
+    GpuSelection,
+    SelectedGpu,
     UnknownUserError,
     UserFilter,
     current_user_filter,
     filters_from_config,
     gpu_number,
     resolve_gpus,
+    select_gpus,
     user_filter,
 )
-from gputop.collect.model import ROLE_DATALOADER_WORKER, Advice, DeviceSample, ProcessSample, Snapshot
+from gputop.collect.model import ROLE_DATALOADER_WORKER, Advice, DeviceSample, ErrorNote, ProcessSample, Snapshot
 
 UUIDS = {
     0: "GPU-5f3a0000-1111-2222-3333-444444444444",
@@ -315,3 +318,21 @@ def test_demo_and_replay_data_are_limited_to_the_chosen_gpus(tmp_path):
     assert bad.stderr.startswith("gputop: --gpus: there is no GPU 42; GPUs here: 0 GPU-") and bad.stderr.count("\n") == 1
     visible = _gputop("--demo", "mixed", "--json", "--cuda-visible")
     assert [d["cuda_index"] for d in json.loads(visible.stdout)["devices"]] == [None] * 8  # CUDA_VISIBLE_DEVICES unset
+
+
+def test_selecting_gpus_keeps_their_processes_advice_and_errors_in_the_chosen_order():
+    snapshot = Snapshot(
+        timestamp=1.0,
+        source="replay",
+        devices=(DeviceSample(0), DeviceSample(1), DeviceSample(2)),
+        processes=(_process(10, "a", device=0, ppid=5), _process(11, "a", role=ROLE_DATALOADER_WORKER, trainer=10),
+                   _process(20, "b", device=1, ppid=6)),
+        advice=tuple(_advice(s) for s in ("host", "gpu0", "gpu1", "gpu2", "pid10", "pid5", "pid20", "pid6")),
+        errors=(ErrorNote("gpu1", "lost"), ErrorNote("replay", "line 3: bad")),
+    )
+    selection = GpuSelection((SelectedGpu(2, 0), SelectedGpu(0, 1)), notes=("a note",))
+    chosen = select_gpus(snapshot, selection)
+    assert [(d.index, d.cuda_index) for d in chosen.devices] == [(2, 0), (0, 1)]
+    assert [p.pid for p in chosen.processes] == [10, 11]
+    assert [a.scope for a in chosen.advice] == ["host", "gpu0", "gpu2", "pid10", "pid5"]
+    assert chosen.errors == (ErrorNote("replay", "line 3: bad"), ErrorNote("filters", "a note"))

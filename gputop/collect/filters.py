@@ -258,7 +258,7 @@ def select_gpus(snapshot: Snapshot, selection: GpuSelection) -> Snapshot:
     Processes on other GPUs, and the advice and error notes scoped to other GPUs or to those
     processes, are dropped; the selection's notes are added to the errors.
     """
-    wanted = {gpu.index: gpu.cuda_index for gpu in selection.gpus}
+    wanted = {gpu.index for gpu in selection.gpus}
     by_index = {device.index: device for device in snapshot.devices}
     devices = tuple(
         dataclasses.replace(by_index[gpu.index], cuda_index=gpu.cuda_index)
@@ -267,8 +267,8 @@ def select_gpus(snapshot: Snapshot, selection: GpuSelection) -> Snapshot:
     )
     processes = tuple(p for p in snapshot.processes if p.device_index in wanted)
     pids = {p.pid for p in processes} | {p.ppid for p in processes if p.ppid is not None}
-    advice = tuple(a for a in snapshot.advice if _scope_kept(a.scope, set(wanted), pids))
-    errors = tuple(e for e in snapshot.errors if _scope_kept(e.scope, set(wanted), pids))
+    advice = tuple(a for a in snapshot.advice if _scope_kept(a.scope, wanted, pids))
+    errors = tuple(e for e in snapshot.errors if _scope_kept(e.scope, wanted, pids))
     notes = tuple(ErrorNote(FILTER_SCOPE, note) for note in selection.notes)
     return dataclasses.replace(snapshot, devices=devices, processes=processes, advice=advice, errors=errors + notes)
 
@@ -279,10 +279,11 @@ def _scope_number(scope: str, prefix: str) -> int | None:
     return int(rest) if scope.startswith(prefix) and rest.isdigit() and rest.isascii() else None
 
 
-def _scope_kept(scope: str, gpus: set[int], pids: set[int]) -> bool:
+def _scope_kept(scope: str, gpus: set[int] | None, pids: set[int]) -> bool:
+    """Whether something scoped ``scope`` stays: a GPU scope among ``gpus`` (None: any GPU), a pid among ``pids``."""
     gpu = _scope_number(scope, "gpu")
     pid = _scope_number(scope, "pid")
-    return (gpu is None or gpu in gpus) and (pid is None or pid in pids)
+    return (gpu is None or gpus is None or gpu in gpus) and (pid is None or pid in pids)
 
 
 @runtime_checkable
@@ -352,7 +353,7 @@ class UserFilter:
         owners = {p.pid for p in snapshot.processes if p.role != ROLE_DATALOADER_WORKER and self.matches(p.user)}
         processes = tuple(p for p in snapshot.processes if _belongs(p, owners))
         pids = {p.pid for p in processes} | {p.ppid for p in processes if p.ppid is not None and p.pid in owners}
-        advice = tuple(a for a in snapshot.advice if _scope_number(a.scope, "pid") in (None, *pids))
+        advice = tuple(a for a in snapshot.advice if _scope_kept(a.scope, None, pids))
         return dataclasses.replace(snapshot, processes=processes, advice=advice)
 
 
