@@ -27,7 +27,16 @@ from gputop.collect.filters import (
     select_gpus,
     user_filter,
 )
-from gputop.collect.model import ROLE_DATALOADER_WORKER, Advice, DeviceSample, ErrorNote, ProcessSample, Snapshot
+from gputop.collect.model import (
+    Advice,
+    DeviceSample,
+    ErrorNote,
+    ProcessRole,
+    ProcessSample,
+    Severity,
+    Snapshot,
+    SourceKind,
+)
 
 UUIDS = {
     0: "GPU-5f3a0000-1111-2222-3333-444444444444",
@@ -190,23 +199,23 @@ def test_gpu_number_shows_cuda_beside_nvml():
     assert gpu_number(DeviceSample(3, cuda_index=0)) == "3 (cuda:0)"
 
 
-def _process(pid, user, *, role="gpu", trainer=None, ppid=None, device=0):
+def _process(pid, user, *, role=ProcessRole.GPU, trainer=None, ppid=None, device=0):
     return ProcessSample(pid=pid, role=role, trainer_pid=trainer, user=user, ppid=ppid, device_index=device)
 
 
 def _advice(scope):
-    return Advice(id=f"rule:{scope}", severity="warn", scope=scope, title=scope, evidence="", action="")
+    return Advice(id=f"rule:{scope}", severity=Severity.WARN, scope=scope, title=scope, evidence="", action="")
 
 
 SHARED = Snapshot(
     timestamp=1.0,
-    source="nvml",
+    source=SourceKind.NVML,
     devices=(DeviceSample(0), DeviceSample(1)),
     processes=(
         _process(100, "alice", ppid=90),
-        _process(101, "alice", role=ROLE_DATALOADER_WORKER, trainer=100),
+        _process(101, "alice", role=ProcessRole.DATALOADER_WORKER, trainer=100),
         _process(200, "bob", ppid=190, device=1),
-        _process(201, "bob", role=ROLE_DATALOADER_WORKER, trainer=200, device=1),
+        _process(201, "bob", role=ProcessRole.DATALOADER_WORKER, trainer=200, device=1),
         _process(300, "1234", device=1),  # an owner without a name shows the uid
     ),
     advice=tuple(_advice(s) for s in ("host", "gpu0", "gpu1", "pid100", "pid101", "pid90", "pid200", "pid190", "pid300")),
@@ -323,9 +332,9 @@ def test_demo_and_replay_data_are_limited_to_the_chosen_gpus(tmp_path):
 def test_selecting_gpus_keeps_their_processes_advice_and_errors_in_the_chosen_order():
     snapshot = Snapshot(
         timestamp=1.0,
-        source="replay",
+        source=SourceKind.REPLAY,
         devices=(DeviceSample(0), DeviceSample(1), DeviceSample(2)),
-        processes=(_process(10, "a", device=0, ppid=5), _process(11, "a", role=ROLE_DATALOADER_WORKER, trainer=10),
+        processes=(_process(10, "a", device=0, ppid=5), _process(11, "a", role=ProcessRole.DATALOADER_WORKER, trainer=10),
                    _process(20, "b", device=1, ppid=6)),
         advice=tuple(_advice(s) for s in ("host", "gpu0", "gpu1", "gpu2", "pid10", "pid5", "pid20", "pid6")),
         errors=(ErrorNote("gpu1", "lost"), ErrorNote("replay", "line 3: bad")),

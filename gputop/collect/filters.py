@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from gputop.collect.model import ROLE_DATALOADER_WORKER, DeviceSample, ErrorNote, ProcessSample, Snapshot
+from gputop.collect.model import DeviceSample, ErrorNote, ProcessRole, ProcessSample, ScopeKind, Snapshot
 from gputop.collect.source import SnapshotSource
 
 CUDA_VISIBLE_DEVICES = "CUDA_VISIBLE_DEVICES"
@@ -273,17 +273,15 @@ def select_gpus(snapshot: Snapshot, selection: GpuSelection) -> Snapshot:
     return dataclasses.replace(snapshot, devices=devices, processes=processes, advice=advice, errors=errors + notes)
 
 
-def _scope_number(scope: str, prefix: str) -> int | None:
-    """N for a scope ``<prefix>N`` (``gpu3``, ``pid1234``), else None."""
-    rest = scope[len(prefix) :]
-    return int(rest) if scope.startswith(prefix) and rest.isdigit() and rest.isascii() else None
-
-
 def _scope_kept(scope: str, gpus: set[int] | None, pids: set[int]) -> bool:
     """Whether something scoped ``scope`` stays: a GPU scope among ``gpus`` (None: any GPU), a pid among ``pids``."""
-    gpu = _scope_number(scope, "gpu")
-    pid = _scope_number(scope, "pid")
-    return (gpu is None or gpus is None or gpu in gpus) and (pid is None or pid in pids)
+    parsed = ScopeKind.parse(scope)
+    if parsed is None or parsed[1] is None:
+        return True
+    kind, number = parsed
+    if kind is ScopeKind.GPU:
+        return gpus is None or number in gpus
+    return kind is not ScopeKind.PID or number in pids
 
 
 @runtime_checkable
@@ -350,7 +348,7 @@ class UserFilter:
         Advice scoped to a process (``pid<N>``) stays when N is a kept process or the parent of a
         kept GPU process (a launcher such as torchrun).
         """
-        owners = {p.pid for p in snapshot.processes if p.role != ROLE_DATALOADER_WORKER and self.matches(p.user)}
+        owners = {p.pid for p in snapshot.processes if p.role is not ProcessRole.DATALOADER_WORKER and self.matches(p.user)}
         processes = tuple(p for p in snapshot.processes if _belongs(p, owners))
         pids = {p.pid for p in processes} | {p.ppid for p in processes if p.ppid is not None and p.pid in owners}
         advice = tuple(a for a in snapshot.advice if _scope_kept(a.scope, None, pids))
@@ -359,7 +357,7 @@ class UserFilter:
 
 def _belongs(process: ProcessSample, owners: set[int]) -> bool:
     """A GPU process of the user, or a worker feeding one."""
-    if process.role == ROLE_DATALOADER_WORKER:
+    if process.role is ProcessRole.DATALOADER_WORKER:
         return process.trainer_pid in owners
     return process.pid in owners
 
