@@ -286,7 +286,7 @@ def _make_sampler(args: argparse.Namespace, demo_clock: DemoClock | None) -> Sam
 
         source = LiveSource(NvmlSource(gpus=filters.gpus))
     if filters.gpus is not None and (demo_clock is not None or args.replay is not None):
-        from gputop.collect.filters import GpuSelectingSource
+        from gputop.collect.gpu_selection import GpuSelectingSource
 
         source = GpuSelectingSource(source, filters.gpus)
     sampler = Sampler(source, interval or DEFAULT_INTERVAL, History(), advisor=None, recorder=None, filters=filters)
@@ -307,13 +307,8 @@ def _make_sampler(args: argparse.Namespace, demo_clock: DemoClock | None) -> Sam
 
 def _choose_filters(args: argparse.Namespace, document: dict[str, object], config: Path) -> tuple[Filters, list[str]]:
     """The config file's ``[filters]`` (unless ``--no-filters``) overridden by ``--gpus``/``--cuda-visible``/``--user``."""
-    from gputop.collect.filters import (
-        CudaVisible,
-        GpuIds,
-        UnknownUserError,
-        filters_from_config,
-        user_filter,
-    )
+    from gputop.collect.filters import UnknownUserError, filters_from_config, user_filter
+    from gputop.collect.gpu_selection import CudaVisible, GpuIds
 
     live = args.demo is None and args.replay is None  # demo and replay data name users of other hosts
     filters, warnings = Filters(), list[str]()
@@ -333,7 +328,7 @@ def _choose_filters(args: argparse.Namespace, document: dict[str, object], confi
 
 def _check_gpu_selection(sampler: Sampler) -> None:
     """Poll once if nothing was polled yet, and stop with the source's reason when the GPUs asked for do not exist."""
-    from gputop.collect.filters import GpuSelecting
+    from gputop.collect.gpu_selection import GpuSelecting
 
     if sampler.history.latest is None:
         sampler.poll_once()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from gputop import __version__
-from gputop.collect.filters import gpu_number
+from gputop.collect.gpu_selection import gpu_number
 from gputop.collect.model import DeviceSample, ProcessRole, ProcessSample, Snapshot
 from gputop.textsafe import safe_text
 from gputop.units import (

@@ -1,5 +1,5 @@
-"""GPU requests resolved against a set of GPUs, CUDA_VISIBLE_DEVICES read as CUDA reads it, the user view, and the
-``[filters]`` config section: the pure rules behind ``--gpus``, ``--cuda-visible`` and ``--user``."""
+"""GPU requests resolved against a set of GPUs, CUDA_VISIBLE_DEVICES read as CUDA reads it, the user view, the sampler
+applying it, and the ``[filters]`` config section: the rules behind ``--gpus``, ``--cuda-visible`` and ``--user``."""
 
 from __future__ import annotations
 
@@ -12,20 +12,22 @@ import sys
 import pytest
 
 from gputop.collect.filters import (
-    CudaVisible,
     Filters,
-    GpuIdentity,
-    GpuIds,
-    GpuSelection,
-    SelectedGpu,
     UnknownUserError,
     UserFilter,
     current_user_filter,
     filters_from_config,
+    user_filter,
+)
+from gputop.collect.gpu_selection import (
+    CudaVisible,
+    GpuIdentity,
+    GpuIds,
+    GpuSelection,
+    SelectedGpu,
     gpu_number,
     resolve_gpus,
     select_gpus,
-    user_filter,
 )
 from gputop.collect.model import (
     Advice,

@@ -17,7 +17,7 @@ from typing import Any
 
 import pynvml
 
-from gputop.collect.filters import FILTER_SCOPE, GpuIdentity, GpuRequest, resolve_gpus
+from gputop.collect.gpu_selection import FILTER_SCOPE, GpuIdentity, GpuRequest, resolve_gpus
 from gputop.collect.model import (
     DeviceSample,
     DriverInfo,

@@ -12,7 +12,7 @@ from textual.containers import Grid, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from gputop.collect.filters import gpu_number
+from gputop.collect.gpu_selection import gpu_number
 from gputop.collect.history import History
 from gputop.collect.model import DeviceSample, Snapshot
 from gputop.textsafe import safe_text

@@ -20,7 +20,7 @@ from textual.strip import Strip
 from textual.widget import Widget
 from textual.widgets import Static
 
-from gputop.collect.filters import gpu_number
+from gputop.collect.gpu_selection import gpu_number
 from gputop.collect.history import History
 from gputop.collect.model import DeviceSample, Snapshot
 from gputop.textsafe import safe_text
