@@ -12,6 +12,7 @@ from textual.command import CommandPalette
 from textual.pilot import Pilot
 from textual.widgets import Input, OptionList
 
+from gputop.collect.filters import current_user_filter
 from gputop.ui.actions import ACTIONS, OTHER_KEYS
 from gputop.ui.advice_panel import AdvicePanel
 from gputop.ui.app import GputopApp
@@ -124,6 +125,22 @@ async def check_help(app: GputopApp, pilot: Pilot, key: str) -> None:
     await close_to_main(app, pilot)
 
 
+def others(app: GputopApp) -> list[int]:
+    """PIDs on screen that belong to someone other than the user running the test."""
+    assert app.snapshot is not None
+    mine = current_user_filter()
+    return [p.pid for p in app.snapshot.processes if not mine.matches(p.user)]
+
+
+async def check_toggle_mine(app: GputopApp, pilot: Pilot, key: str) -> None:
+    assert others(app), "the demo's processes belong to other users"
+    await pilot.press(key)
+    assert app.sampler.filters.user == current_user_filter()
+    assert others(app) == []
+    await pilot.press(key)
+    assert app.sampler.filters.user is None and others(app)
+
+
 def check_sort(sort_key: str) -> Check:
     async def check(app: GputopApp, pilot: Pilot, key: str) -> None:
         table = app.query_one(ProcessTable)
@@ -145,6 +162,7 @@ CHECKS: dict[str, Check] = {
     "gpu_detail": check_gpu_detail,
     "kill": check_kill,
     "toggle_advice": check_toggle_advice,
+    "toggle_mine": check_toggle_mine,
     "help": check_help,
     **{f"sort('{key}')": check_sort(key) for key in ("memory", "cpu", "sm", "pid", "gpu", "elapsed", "user")},
 }

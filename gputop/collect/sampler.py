@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable
 from typing import Protocol
 
+from gputop.collect.filters import Filters
 from gputop.collect.history import History
 from gputop.collect.model import Advice, ErrorNote, Snapshot
 from gputop.collect.source import SnapshotSource
@@ -45,7 +46,8 @@ class Sampler:
 
     Polls never overlap: when a poll overruns the period, the next one starts right after it and
     missed ticks are dropped rather than queued. Each snapshot gets advice (when an advisor is
-    given), goes into ``history``, into the recorder (when given), and then to every subscriber.
+    given), goes into ``history``, into the recorder (when given), and then, seen through
+    ``filters`` (whose user filter is a view), to ``history.latest`` and every subscriber.
     """
 
     def __init__(
@@ -55,6 +57,7 @@ class Sampler:
         history: History | None = None,
         advisor: Advisor | None = None,
         recorder: SnapshotWriter | None = None,
+        filters: Filters | None = None,
     ) -> None:
         self.source = source
         """Where snapshots come from."""
@@ -79,6 +82,9 @@ class Sampler:
         self._thread: threading.Thread | None = None
         self._last_start: float | None = None
         self._standing_errors: list[ErrorNote] = []
+        self._filters = filters if filters is not None else Filters()
+        self._view_lock = threading.Lock()
+        self._unfiltered: Snapshot | None = None
 
     @property
     def interval(self) -> float:
@@ -110,12 +116,31 @@ class Sampler:
         with self._lock:
             self._subscribers.append(callback)
 
+    @property
+    def filters(self) -> Filters:
+        """The filters in force; their view part is applied to every snapshot handed out."""
+        return self._filters
+
+    def set_filters(self, filters: Filters) -> Snapshot | None:
+        """Change the filters and hand the newest snapshot, seen through them, to every subscriber at once.
+
+        Returns that snapshot (None before the first poll). History and advice are unaffected.
+        """
+        with self._view_lock:
+            self._filters = filters
+            if self._unfiltered is None:
+                return None
+            return self._show(self._unfiltered, notify=True)
+
     def add_standing_error(self, note: ErrorNote) -> None:
         """Attach ``note`` to every snapshot from now on (e.g. a config warning, a failed recording)."""
         self._standing_errors.append(note)
 
     def poll_once(self) -> Snapshot:
-        """Take one snapshot now on the calling thread, with advice, history and recording applied."""
+        """Take one snapshot now on the calling thread, with advice, history, recording and filters applied."""
+        return self._poll(notify=False)
+
+    def _poll(self, notify: bool) -> Snapshot:
         started = time.monotonic()
         if self._last_start is not None:
             self.max_gap = max(self.max_gap, started - self._last_start)
@@ -128,9 +153,24 @@ class Sampler:
         self._record(snapshot)
         if self._standing_errors:
             snapshot = dataclasses.replace(snapshot, errors=snapshot.errors + tuple(self._standing_errors))
-        self.history.latest = snapshot
         self.last_poll_seconds = time.monotonic() - started
-        return snapshot
+        with self._view_lock:  # so a set_filters never hands out its view before an older one
+            return self._show(snapshot, notify)
+
+    def _show(self, snapshot: Snapshot, notify: bool) -> Snapshot:
+        """Make ``snapshot`` the newest one, filtered; called with the view lock held."""
+        self._unfiltered = snapshot
+        shown = self._filters.apply(snapshot)
+        self.history.latest = shown
+        if notify and not self._stop.is_set():  # a poll that ends after stop() is not handed to a closing UI
+            self._notify(shown)
+        return shown
+
+    def _notify(self, snapshot: Snapshot) -> None:
+        with self._lock:
+            subscribers = list(self._subscribers)
+        for callback in subscribers:
+            callback(snapshot)
 
     def _poll_source(self) -> Snapshot:
         try:
@@ -201,13 +241,9 @@ class Sampler:
                 self._wake.clear()
                 deadline = time.monotonic()
                 continue
-            snapshot = self.poll_once()
+            self._poll(notify=True)
             if self._stop.is_set():
                 return
-            with self._lock:
-                subscribers = list(self._subscribers)
-            for callback in subscribers:
-                callback(snapshot)
             now = time.monotonic()
             deadline = max(deadline + self._interval, now)
             self._wake.clear()

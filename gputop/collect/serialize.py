@@ -23,7 +23,6 @@ from gputop.collect.model import (
     StringEnum,
 )
 
-
 MAX_TIMESTAMP = 253_402_300_799.0
 """Latest timestamp accepted when reading (the last second of year 9999, as far as Python dates go)."""
 

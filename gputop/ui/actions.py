@@ -90,6 +90,8 @@ ACTIONS: tuple[Action, ...] = (
            help="send a signal to the selected process (asks first)", readonly_disabled=True),
     Action(action="toggle_advice", keys="a", key_display="a", label="Advice", title="Toggle advice panel",
            help="show / hide the advice panel"),
+    Action(action="toggle_mine", keys="o", key_display="o", label="Mine", title="My processes only",
+           help="only my processes and the advice about them / everyone's (named in the header)", footer=False),
     Action(action="help", keys="question_mark", key_display="?", label="Help", title="Keys",
            help="show every key and what it does"),
     _sort("m", "memory", "GPU memory"),

@@ -10,6 +10,7 @@ the advice panel folds into a one-line summary on narrow terminals.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import signal
 import time
 from collections.abc import Iterable
@@ -25,6 +26,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Input
 
+from gputop.collect.filters import current_user_filter
 from gputop.collect.model import ProcessSample, Snapshot
 from gputop.collect.sampler import Sampler
 from gputop.textsafe import safe_text
@@ -125,6 +127,7 @@ class GputopApp(App[None]):
         self._filter.display = False
         self._advice.border_title = "Advice"
         self._processes.border_title = "Processes"
+        self._header.show_filters(self.sampler.filters.describe())
         self._header.show(None, self.sampler.interval, self.sampler.paused)
         latest = self.sampler.history.latest
         if latest is not None:
@@ -312,6 +315,16 @@ class GputopApp(App[None]):
         """Show or hide the advice panel."""
         self._advice_open = not self._advice_visible()
         self._relayout()
+
+    async def action_toggle_mine(self) -> None:
+        """Show only the current user's processes and the advice about them, or everyone's again."""
+        filters = self.sampler.filters
+        mine = current_user_filter()
+        shown = self.sampler.set_filters(dataclasses.replace(filters, user=None if filters.user == mine else mine))
+        self._header.show_filters(self.sampler.filters.describe())
+        if shown is not None:  # shown now (paused too), not at the process table's once-a-second pace
+            await self._apply(shown)
+            self._processes.update_snapshot(shown, at_once=True)
 
     def action_help(self) -> None:
         """Show every key."""

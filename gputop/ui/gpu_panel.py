@@ -20,6 +20,7 @@ from textual.strip import Strip
 from textual.widget import Widget
 from textual.widgets import Static
 
+from gputop.collect.gpu_selection import gpu_number
 from gputop.collect.history import History
 from gputop.collect.model import DeviceSample, Snapshot
 from gputop.textsafe import safe_text
@@ -246,7 +247,7 @@ class GpuPanel(ChangedLinesRefresh, CachedStyles, Widget, can_focus=True):
     def _build_lost(self, device: DeviceSample, width: int) -> list[Strip]:
         title = self._title_style()
         line = LineBuilder(width, self.base_style)
-        line.add(f" GPU {device.index} ", title)
+        line.add(f" GPU {gpu_number(device)} ", title)
         line.add(f"{short_gpu_name(device.name)} ", title)
         line.add(" LOST ", self._style("lost"))
         line.add_cut(f" {safe_text(device.error) or 'the GPU stopped answering'}", title)
@@ -281,7 +282,7 @@ class GpuPanel(ChangedLinesRefresh, CachedStyles, Widget, can_focus=True):
         rows = self.chart_rows_count
         title = self._title_style()
         head = LineBuilder(width, self.base_style)
-        head.add(f" GPU {device.index} ", title)
+        head.add(f" GPU {gpu_number(device)} ", title)
         head.add_cut(f" {short_gpu_name(device.name)} ", title)
         self._add_badges(head, device)
         details = self._detail_items(device)
@@ -366,13 +367,14 @@ class GpuPanel(ChangedLinesRefresh, CachedStyles, Widget, can_focus=True):
         ]
         temp_text = f"{fmt_celsius(device.temperature_celsius):>4}"
         name = f"{fit(short_gpu_name(device.name), 18 if wide else 14):<{18 if wide else 14}}"
-        fixed = len(f" {device.index} ") + 1 + len(name) + len(sep) * 4 + len(temp_text)
+        number = f" {gpu_number(device)} "
+        fixed = len(number) + 1 + len(name) + len(sep) * 4 + len(temp_text)
         fixed += sum(len(f[0]) + len(f[1]) for f in fields)
         spare = width - fixed
         charts = min(len(fields), max(0, spare // (MINI_CHART_MIN + 1)))
         chart_width = min(MINI_CHART_MAX, spare // charts - 1) if charts else 0
         line = LineBuilder(width, self.base_style)
-        line.add(f" {device.index} ", title)
+        line.add(number, title)
         line.add(" ")
         line.add(name, value)
         for position, (text_label, text, metric, maximum, colour) in enumerate(fields):
