@@ -27,6 +27,9 @@ ONCE_SETTLE_SECONDS = 0.3
 DEMO_PREFILL_SECONDS = 120.0
 """Simulated history generated before a demo starts, so charts and advice are populated at once."""
 
+FIRST_POLL_WAIT_SECONDS = 1.0
+"""How long the live UI waits for the first poll before it draws the screen without data."""
+
 DEFAULT_EXPORT_DIR = Path("gputop-snapshots")
 """Where the ``s`` key writes snapshot exports unless ``--export-dir`` says otherwise."""
 
@@ -210,9 +213,11 @@ def _run(args: argparse.Namespace) -> int:
                 return _record_headless(sampler, args)
             return _run_once(sampler, args)
         if sampler.history.latest is None:
-            # One poll before Textual loads, so the first frame already shows data: started from
-            # the app, it would compete with the first layout for the GIL and arrive frames later.
-            sampler.poll_once()
+            # Polling starts before Textual loads, so the first frame already shows data: started from
+            # the app, the first poll would compete with the first layout for the GIL and arrive frames
+            # later. A driver whose calls hang must not keep the screen (and its q and Ctrl-C) away.
+            sampler.start()
+            sampler.wait_for_first(FIRST_POLL_WAIT_SECONDS)
         from gputop.ui.app import GputopApp
 
         app = GputopApp(sampler, readonly=args.readonly, ascii_mode=args.ascii, export_dir=args.export_dir)

@@ -190,6 +190,22 @@ def test_quitting_takes_under_a_second_while_nvml_blocks_and_never_shuts_nvml_do
     assert all(count == 0 for count in in_flight_at_shutdown), in_flight_at_shutdown
 
 
+def test_a_driver_that_hangs_from_the_start_still_gets_a_screen_that_quits(start_gputop, nvml_scenario):
+    nvml_scenario.write(FakeScenario(gpus=[FakeGpu(), FakeGpu()], call_delay_ms=BLOCKED_CALL_MS))
+    app = start_gputop(size=(120, 40), args=("--interval", "0.2"))
+    app.wait_for(lambda: ENTER_ALT_SCREEN in app.output and b"Quit" in app.output, "the screen without data")
+    assert any(call.symbol.endswith(".delay") for call in nvml_scenario.calls()), "the first poll is still blocked"
+
+    pressed = time.monotonic()
+    status = app.quit(b"\x03")
+    took = time.monotonic() - pressed
+
+    assert status == 0
+    assert took < QUIT_LIMIT_S
+    assert app.canonical() and app.restored()
+    assert "Traceback" not in app.text()
+
+
 def test_quitting_with_nvml_answering_shuts_nvml_down_once_with_no_call_in_flight(start_gputop, nvml_scenario):
     nvml_scenario.write(FakeScenario(gpus=[FakeGpu(pcie_tx_kbps=100, pcie_rx_kbps=200)], pcie_delay_ms=20))
     app = start_gputop(size=(120, 40), args=("--interval", "0.2"))

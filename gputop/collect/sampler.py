@@ -77,6 +77,7 @@ class Sampler:
         self._subscribers: list[Subscriber] = []
         self._lock = threading.Lock()
         self._stop = threading.Event()
+        self._first_shown = threading.Event()
         self._wake = threading.Event()
         self._paused = False
         self._thread: threading.Thread | None = None
@@ -162,6 +163,7 @@ class Sampler:
         self._unfiltered = snapshot
         shown = self._filters.apply(snapshot)
         self.history.latest = shown
+        self._first_shown.set()
         if notify and not self._stop.is_set():  # a poll that ends after stop() is not handed to a closing UI
             self._notify(shown)
         return shown
@@ -187,6 +189,10 @@ class Sampler:
         except OSError as exc:
             self.recorder = None
             self.add_standing_error(ErrorNote("record", f"recording stopped: {exc}"))
+
+    def wait_for_first(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds until a snapshot has been taken; True when there is one."""
+        return self._first_shown.wait(timeout)
 
     def start(self) -> None:
         """Start the polling thread (a daemon, so a lost terminal never hangs the exit)."""
