@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
 from support.fake_nvml import (
     CALL_LOG_ENV,
     SCENARIO_ENV,

@@ -327,7 +327,11 @@ def test_few_workers_action_names_a_worker_count() -> None:
 
 def test_window_mean_not_single_samples_decides() -> None:
     """A GPU at 10 % on one sample in four but 95 % otherwise is healthy, not under-used."""
-    frame = lambda t: snapshot(t, [gpu(util=10.0 if int(t * HZ) % 4 == 0 else 95.0)], [trainer(cpu=40.0), *workers(cpus=(20, 20, 20, 20))])
+
+    def frame(t: float) -> Snapshot:
+        util = 10.0 if int(t * HZ) % 4 == 0 else 95.0
+        return snapshot(t, [gpu(util=util)], [trainer(cpu=40.0), *workers(cpus=(20, 20, 20, 20))])
+
     ids = {a.id for a in run(frame, 60)}
     assert "healthy:gpu0" in ids
     assert "gpu_underused:gpu0" not in ids

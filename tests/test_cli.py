@@ -2,14 +2,11 @@
 
 import gzip
 import json
-import os
 import shutil
 import signal
 import subprocess
 import sys
 import time
-
-import pytest
 
 GPUTOP = [sys.executable, "-m", "gputop"]
 

@@ -5,9 +5,9 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+
 from support.fake_nvml import DRIVER_NOT_LOADED, FakeGpu, FakeScenario, fake_nvml_env
 from support.procs import sleeper
 
