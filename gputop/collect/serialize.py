@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import functools
 import json
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -29,6 +28,11 @@ _SHOWN_CHARACTERS = 40
 
 
 _Built = TypeVar("_Built")
+
+_Check = Callable[[Any], Any]
+
+_VALIDATORS: dict[tuple[type, bool], _Check] = {}
+"""Compiled validators by dataclass and ``complete`` (looked up by class: hashing a shape tree costs more than checking)."""
 
 
 class SnapshotFormatError(ValueError):
@@ -64,8 +68,11 @@ def snapshot_from_dict(data: Any, *, complete: bool = False) -> Snapshot:
 
 def record_from_dict(cls: type[_Built], data: Any, *, complete: bool = False) -> _Built:
     """Build dataclass ``cls`` from ``data``, checked against the schema derived from ``cls`` (see :func:`snapshot_from_dict`)."""
+    check = _VALIDATORS.get((cls, complete))
+    if check is None:
+        check = _VALIDATORS[cls, complete] = _checker(record_shape(cls), complete)
     try:
-        record: _Built = _checker(record_shape(cls), complete)(data)
+        record: _Built = check(data)
     except _Mismatch as exc:
         raise SnapshotFormatError(exc.describe(cls.__name__)) from None
     return record
@@ -90,10 +97,6 @@ class _Mismatch(Exception):
         return f"{where} {self.problem}"
 
 
-_Check = Callable[[Any], Any]
-
-
-@functools.cache
 def _checker(shape: Shape, complete: bool) -> _Check:
     """A function that checks a JSON value against ``shape`` and returns the model's value for it."""
     if isinstance(shape, Nullable):
