@@ -115,16 +115,25 @@ def read_recording(path: str | os.PathLike[str]) -> Generator[Snapshot | Recordi
     return _records(file)
 
 
+_NOT_JSON = "not valid JSON (truncated or corrupt)"
+_JSON_WHITE_SPACE = b" \t\r\n"
+
+
 def _records(file: BinaryIO) -> Generator[Snapshot | RecordingProblem, None, None]:
     with file:
         for number, line, damage in _lines(_chunks(file)):
             if damage is not None:
                 yield RecordingProblem(number, damage)
-            elif line.strip():
-                yield _parse(number, line)
+            else:
+                text = line.strip(_JSON_WHITE_SPACE)
+                if text:
+                    yield _parse(number, text)
 
 
 def _parse(number: int, line: bytes) -> Snapshot | RecordingProblem:
+    """The snapshot on a non-blank line stripped of white space, or what is wrong with it."""
+    if line[:1] == b"{" and line[-1:] != b"}":
+        return RecordingProblem(number, _NOT_JSON)  # the usual damage, a cut-off line, without the cost of a parse
     try:
         text = line.decode("utf-8")
     except UnicodeDecodeError:
@@ -132,7 +141,7 @@ def _parse(number: int, line: bytes) -> Snapshot | RecordingProblem:
     try:
         data = json.loads(text)
     except (ValueError, RecursionError):
-        return RecordingProblem(number, "not valid JSON (truncated or corrupt)")
+        return RecordingProblem(number, _NOT_JSON)
     try:
         return snapshot_from_dict(data)
     except SnapshotFormatError as exc:
