@@ -1,7 +1,7 @@
-"""Hostile recordings: millions of damaged lines are counted, not stored.
+"""Hostile recordings: millions of damaged lines are counted, not stored, and only regular files are replayed.
 
-The large case runs the real CLI (``python -m gputop --replay FILE --once``) in a subprocess on a
-real file, with a deadline so that a hang fails instead of blocking the suite.
+Each case runs the real CLI (``python -m gputop --replay FILE --once``) in a subprocess, on real files,
+FIFOs and devices, with a deadline so that a hang fails instead of blocking the suite.
 """
 
 from __future__ import annotations
@@ -141,3 +141,49 @@ def test_a_looping_replay_counts_each_damaged_line_once(tmp_path):
     assert errors[-1] == errors[1]
     assert errors[-1][-1].message == "3 more damaged lines skipped"
     source.close()
+
+
+def refused(path: Path) -> None:
+    """The CLI refuses ``path`` as a recording within a few seconds, in one line, with status 1."""
+    done = subprocess.run([sys.executable, "-m", "gputop", "--replay", str(path), "--once"],
+                          capture_output=True, text=True, timeout=30, check=False, stdin=subprocess.DEVNULL)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+    assert done.stderr.startswith(f"gputop: cannot read recording {path}: not a regular file")
+    assert done.stdout == ""
+
+
+def test_a_fifo_is_refused_without_waiting_for_a_writer(tmp_path):
+    fifo = tmp_path / "pipe.jsonl"
+    os.mkfifo(fifo)
+    refused(fifo)
+
+
+def test_a_symlink_to_a_fifo_is_refused(tmp_path):
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(fifo)
+    refused(link)
+
+
+@pytest.mark.parametrize("device", ["/dev/zero", "/dev/urandom"])
+def test_an_endless_device_is_refused(device):
+    if not Path(device).exists():
+        pytest.skip(f"no {device} here")
+    refused(Path(device))
+
+
+def test_a_directory_is_refused(tmp_path):
+    refused(tmp_path)
+
+
+def test_a_symlink_to_a_recording_is_replayed(tmp_path):
+    recording = tmp_path / "real.jsonl"
+    recording.write_bytes(good_lines(2))
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(recording)
+    done = subprocess.run([sys.executable, "-m", "gputop", "--replay", str(link), "--once"],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "replay: link.jsonl" in done.stdout
