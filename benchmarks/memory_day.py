@@ -18,7 +18,7 @@ from pathlib import Path
 from gputop.advice.engine import AdviceEngine
 from gputop.collect.history import History
 from gputop.collect.live import LiveSource
-from gputop.collect.model import Snapshot
+from gputop.collect.model import Snapshot, SourceKind
 from gputop.collect.sampler import Sampler
 
 DAY_SAMPLES = 24 * 3600 * 4
@@ -48,8 +48,8 @@ def rss_bytes() -> int:
 class SimulatedDay:
     """A snapshot source that replays ``base`` with moving values, timestamps and process ids."""
 
-    kind = "simulated"
-    """Value of ``Snapshot.source``."""
+    kind = SourceKind.DEMO
+    """Value of ``Snapshot.source`` for faults met while polling (the day is simulated, like the demo)."""
 
     def __init__(self, base: Snapshot) -> None:
         self.base = base

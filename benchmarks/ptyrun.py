@@ -8,18 +8,17 @@ a marker only sampled data can produce (the last GPU's utilization), measured fr
 
 from __future__ import annotations
 
-import fcntl
-import os
-import select
-import signal
-import struct
-import subprocess
-import termios
+import itertools
+import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import psutil
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+from support.terminal import PtyTerminal
 
 BURST_GAP_S = 0.05
 """Output pauses shorter than this belong to the same frame."""
@@ -80,57 +79,24 @@ def _tree_rss(root: psutil.Process) -> int:
     return total
 
 
-def _spawn_in_pty(argv: Sequence[str], env: dict[str, str], columns: int, rows: int) -> tuple[subprocess.Popen, int]:
-    master, slave = os.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
+def first_frame_end(chunks: list[tuple[float, int]], output: bytes, marker: bytes) -> float | None:
+    """Monotonic time at which the first output burst holding ``marker`` ended; None if never seen.
 
-    def become_terminal_owner() -> None:
-        os.setsid()
-        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
-
-    proc = subprocess.Popen(
-        list(argv), stdin=slave, stdout=slave, stderr=slave, env=env, close_fds=True,
-        preexec_fn=become_terminal_owner,  # noqa: PLW1509 - the benchmark starts no threads of its own
-    )
-    os.close(slave)
-    return proc, master
-
-
-def _read_available(master: int, timeout: float) -> bytes | None:
-    """Bytes waiting on the terminal within ``timeout``; b"" if none; None once the terminal closed."""
-    ready, _, _ = select.select([master], [], [], max(0.0, timeout))
-    if not ready:
-        return b""
-    try:
-        return os.read(master, 65536)
-    except OSError:
+    A burst is a run of reads less than ``BURST_GAP_S`` apart.
+    """
+    where = output.find(marker)
+    if where < 0:
         return None
-
-
-def _stop(proc: subprocess.Popen, master: int) -> int | None:
-    """Ask the monitor to quit with ``q``; terminate, then kill it if it does not."""
-    try:
-        os.write(master, b"q")
-    except OSError:
-        pass
-    deadline = time.monotonic() + QUIT_GRACE_S
-    while proc.poll() is None and time.monotonic() < deadline:
-        if _read_available(master, 0.05) is None:
-            break
-    try:
-        return proc.wait(timeout=max(0.1, deadline - time.monotonic()))
-    except subprocess.TimeoutExpired:
-        pass
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            break
-        try:
-            proc.wait(timeout=2)
-            break
-        except subprocess.TimeoutExpired:
-            continue
+    received = 0
+    for index, (at, size) in enumerate(chunks):
+        received += size
+        if received >= where + len(marker):
+            end = at
+            for later, _ in chunks[index + 1 :]:
+                if later - end > BURST_GAP_S:
+                    break
+                end = later
+            return end
     return None
 
 
@@ -144,62 +110,34 @@ def run_in_pty(
     marker: bytes,
 ) -> PtyResult:
     """Run ``argv`` in a ``columns`` x ``rows`` pty for ``warmup_s + measure_s`` seconds and measure it."""
-    proc, master = _spawn_in_pty(argv, env, columns, rows)
-    root = psutil.Process(proc.pid)
-    spawned = time.monotonic()
-    warm_at = spawned + warmup_s
+    terminal = PtyTerminal(argv, (columns, rows), env=env, controlling=True, log_chunks=True)
+    root = psutil.Process(terminal.proc.pid)
+    warm_at = terminal.started + warmup_s
     end_at = warm_at + measure_s
     peak_rss = 0
     cpu_at_warm: float | None = None
-    measured_bytes = 0
-    last_write: float | None = None
-    max_gap: float | None = None
-    tail = b""
-    marker_seen = False
-    first_frame: float | None = None
-    next_sample = spawned
     try:
-        while True:
-            now = time.monotonic()
-            if now >= end_at:
-                break
-            if now >= next_sample:
-                peak_rss = max(peak_rss, _tree_rss(root))
-                next_sample = now + SAMPLE_PERIOD_S
+        while (now := time.monotonic()) < end_at and terminal.proc.poll() is None:
+            peak_rss = max(peak_rss, _tree_rss(root))
             if cpu_at_warm is None and now >= warm_at:
                 cpu_at_warm = _tree_cpu(root)
                 warm_at = now
-            chunk = _read_available(master, min(next_sample, end_at) - now)
-            if chunk is None:
-                break
-            now = time.monotonic()
-            if not chunk:
-                if marker_seen and first_frame is None and last_write is not None and now - last_write > BURST_GAP_S:
-                    first_frame = last_write - spawned
-                continue
-            if marker_seen and first_frame is None and last_write is not None and now - last_write > BURST_GAP_S:
-                first_frame = last_write - spawned
-            if not marker_seen:
-                tail += chunk
-                marker_seen = marker in tail
-                tail = tail[-len(marker):]
-            if cpu_at_warm is not None:
-                measured_bytes += len(chunk)
-                if last_write is not None and last_write >= warm_at:
-                    max_gap = max(max_gap or 0.0, now - last_write)
-            last_write = now
+            time.sleep(min(SAMPLE_PERIOD_S, max(0.0, end_at - now)))
         cpu_end = _tree_cpu(root)
         elapsed = time.monotonic() - warm_at
         peak_rss = max(peak_rss, _tree_rss(root))
+        status = terminal.quit(grace=QUIT_GRACE_S)
     finally:
-        status = _stop(proc, master)
-        os.close(master)
+        terminal.cleanup()
+    measured = [(at, size) for at, size in terminal.chunks if at >= warm_at]
+    gaps = [later - earlier for (earlier, _), (later, _) in itertools.pairwise(measured)]
+    first = first_frame_end(terminal.chunks, bytes(terminal.output), marker)
     cpu_used = cpu_end - (cpu_at_warm if cpu_at_warm is not None else cpu_end)
     return PtyResult(
         cpu_ms_per_s=1000.0 * cpu_used / elapsed if elapsed > 0 else 0.0,
-        bytes_per_s=measured_bytes / elapsed if elapsed > 0 else 0.0,
+        bytes_per_s=sum(size for _, size in measured) / elapsed if elapsed > 0 else 0.0,
         peak_rss_bytes=peak_rss,
-        first_frame_s=first_frame,
-        max_write_gap_s=max_gap,
+        first_frame_s=None if first is None else first - terminal.started,
+        max_write_gap_s=max(gaps) if gaps else None,
         exit_status=status,
     )

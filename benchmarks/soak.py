@@ -28,16 +28,10 @@ version and reads it).
 from __future__ import annotations
 
 import argparse
-import fcntl
 import json
-import os
-import pty
-import struct
 import subprocess
 import sys
 import tempfile
-import termios
-import threading
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -51,6 +45,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from support.fake_nvml import FakeGpu, FakeScenario, build_fake_nvml, fake_nvml_env
 from support.procs import fake_trainer
+from support.terminal import PtyTerminal
 
 MIB = 1 << 20
 """Bytes in a MiB."""
@@ -150,46 +145,7 @@ class Churn:
             child.wait()
 
 
-class Terminal:
-    """gputop running in a pseudo-terminal whose output a thread keeps reading."""
-
-    def __init__(self, command: list[str], env: dict[str, str], size: tuple[int, int]) -> None:
-        master, slave = pty.openpty()
-        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", size[1], size[0], 0, 0))
-        self.proc = subprocess.Popen(command, stdin=slave, stdout=slave, stderr=slave, env=env,
-                                     start_new_session=True, cwd=tempfile.gettempdir())
-        os.close(slave)
-        self.master = master
-        """Our end of the terminal."""
-        self.received = 0
-        """Bytes of output read."""
-        self._reader = threading.Thread(target=self._drain, name="soak-terminal-reader", daemon=True)
-        self._reader.start()
-
-    def _drain(self) -> None:
-        while True:
-            try:
-                data = os.read(self.master, 65536)
-            except OSError:
-                return
-            if not data:
-                return
-            self.received += len(data)
-
-    def quit(self, timeout: float = 10.0) -> int | None:
-        """Press ``q`` and wait; kill gputop if it does not exit. Returns its status (None if killed)."""
-        try:
-            os.write(self.master, b"q")
-            return self.proc.wait(timeout)
-        except (OSError, subprocess.TimeoutExpired):
-            self.proc.kill()
-            self.proc.wait()
-            return None
-        finally:
-            os.close(self.master)
-
-
-def measure(pid: int, started: float, churn: Churn, terminal: Terminal) -> Checkpoint:
+def measure(pid: int, started: float, churn: Churn, terminal: PtyTerminal) -> Checkpoint:
     """Read the gputop process's resources (minimum of five reads 50 ms apart)."""
     process = psutil.Process(pid)
     fds, threads, rss = [], [], []
@@ -245,7 +201,7 @@ def run(args: argparse.Namespace) -> tuple[list[Checkpoint], Verdict]:
         env = fake_nvml_env(library, churn.scenario_path)
         env["TERM"] = "xterm-256color"
         command = [sys.executable, "-m", "gputop", "--interval", str(args.interval), "--readonly"]
-        terminal = Terminal(command, env, args.size)
+        terminal = PtyTerminal(command, args.size, env=env, cwd=tempfile.gettempdir(), keep_output=False)
         started = time.monotonic()
         next_churn = next_check = started
         next_loss = started + args.lose_every
@@ -278,7 +234,8 @@ def run(args: argparse.Namespace) -> tuple[list[Checkpoint], Verdict]:
                 time.sleep(0.05)
             points.append(measure(terminal.proc.pid, started, churn, terminal))
         finally:
-            status = terminal.quit()
+            status = terminal.quit(grace=10.0)
+            terminal.cleanup()
             churn.close()
     return points, judge(points, args.warmup, args.rss_slack_mib, status)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import shutil
 import signal
@@ -16,6 +17,7 @@ from gputop.collect.history import History
 from gputop.collect.model import ErrorNote, Snapshot
 from gputop.collect.sampler import DEFAULT_INTERVAL, MIN_INTERVAL, Sampler
 from gputop.collect.serialize import snapshot_to_json
+from gputop.collect.source import SnapshotSource
 
 ONCE_SETTLE_SECONDS = 0.3
 """Gap between the priming poll and the reported one in ``--once``, so CPU % and PCIe rates are real."""
@@ -36,8 +38,38 @@ from process start to the first screen showing sampled data, or null).
 """
 
 
+MAX_DURATION_SECONDS = 30 * 86400.0
+"""Longest ``--duration`` accepted: 30 days, longer than any single training run we record in one go."""
+
+MAX_INTERVAL_SECONDS = 3600.0
+"""Longest ``--interval`` accepted: one poll an hour."""
+
+BROKEN_PIPE_EXIT_STATUS = 141
+"""Exit status when the reader of stdout went away (128 + SIGPIPE, what a shell reports for C tools)."""
+
+
 class CliError(Exception):
     """A problem with the command line or its inputs, reported in one line with exit status 1."""
+
+
+def seconds_arg(value: str) -> float:
+    """Argparse type for a number of seconds: finite and not negative (range checks follow in ``main``)."""
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {value!r}") from None
+    if not math.isfinite(seconds):
+        raise argparse.ArgumentTypeError(f"must be a finite number of seconds, not {value!r}")
+    if seconds < 0:
+        raise argparse.ArgumentTypeError(f"must not be negative: {value!r}")
+    return seconds
+
+
+def path_arg(value: str) -> Path:
+    """Argparse type for a file or directory path: an empty string is refused, never read as ``.``."""
+    if not value.strip():
+        raise argparse.ArgumentTypeError("must not be empty")
+    return Path(value)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -61,37 +93,37 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SCENARIO",
         help=f"show simulated data instead of real GPUs (default scenario: {DEFAULT_SCENARIO}). Scenarios: {scenarios}",
     )
-    source.add_argument("--replay", type=Path, metavar="FILE", help="play back a recording made with --record")
+    source.add_argument("--replay", type=path_arg, metavar="FILE", help="play back a recording made with --record")
     parser.add_argument("--loop", action="store_true", help="with --replay: start again at the end")
     parser.add_argument(
-        "--record", type=Path, metavar="FILE",
+        "--record", type=path_arg, metavar="FILE",
         help="append every snapshot to FILE as JSON lines (gzip-compressed when FILE ends in .gz); "
         "without a terminal and without --once/--duration, records until interrupted",
     )
     parser.add_argument("--once", action="store_true", help="print one snapshot as a table and exit (implied when stdout is not a terminal)")
     parser.add_argument("--json", action="store_true", help="print the snapshot as JSON instead of a table (implies --once)")
     parser.add_argument(
-        "--duration", type=float, metavar="SECONDS",
+        "--duration", type=seconds_arg, metavar="SECONDS",
         help="with --once/--json: sample this long before printing, so rates and windowed advice are real",
     )
     parser.add_argument(
-        "--interval", type=float, metavar="SECONDS",
+        "--interval", type=seconds_arg, metavar="SECONDS",
         help=f"polling period in seconds (default {DEFAULT_INTERVAL}; at least {MIN_INTERVAL}; "
         "--replay defaults to the recording's own pace)",
     )
     parser.add_argument(
-        "--export", type=Path, metavar="DIR",
+        "--export", type=path_arg, metavar="DIR",
         help="with --once: also write the snapshot export (JSON with history, Markdown report, SVG screen) into DIR",
     )
     parser.add_argument(
-        "--export-dir", type=Path, default=DEFAULT_EXPORT_DIR, metavar="DIR",
+        "--export-dir", type=path_arg, default=DEFAULT_EXPORT_DIR, metavar="DIR",
         help=f"where the 's' key writes snapshot exports (default ./{DEFAULT_EXPORT_DIR}/)",
     )
     parser.add_argument("--readonly", action="store_true", help="disable actions that change anything (sending signals)")
     parser.add_argument("--ascii", action="store_true", help="draw charts and borders with ASCII only")
     parser.add_argument("--no-advice", action="store_true", help="do not evaluate the advice rules")
     parser.add_argument(
-        "--config", type=Path, metavar="FILE",
+        "--config", type=path_arg, metavar="FILE",
         help="advice thresholds file (default $XDG_CONFIG_HOME/gputop/config.toml)",
     )
     parser.add_argument("--version", action="version", version=f"gputop {__version__}")
@@ -102,10 +134,10 @@ def main(argv: list[str] | None = None) -> int:
     """Run gputop with ``argv`` (default ``sys.argv[1:]``); returns the exit status."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.interval is not None and args.interval < MIN_INTERVAL:
-        parser.error(f"--interval must be at least {MIN_INTERVAL} seconds")
-    if args.duration is not None and args.duration < 0:
-        parser.error("--duration must not be negative")
+    if args.interval is not None and not MIN_INTERVAL <= args.interval <= MAX_INTERVAL_SECONDS:
+        parser.error(f"--interval must be at least {MIN_INTERVAL} and at most {MAX_INTERVAL_SECONDS:g} seconds")
+    if args.duration is not None and args.duration > MAX_DURATION_SECONDS:
+        parser.error(f"--duration must be at most {MAX_DURATION_SECONDS:.0f} seconds (30 days)")
     if args.loop and args.replay is None:
         parser.error("--loop needs --replay")
     try:
@@ -115,6 +147,24 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        return _reader_gone()
+
+
+def _reader_gone() -> int:
+    """Stdout's reader (``head``, ``jq``, ...) closed the pipe: leave quietly, like a C tool killed by SIGPIPE.
+
+    Stdout is pointed at /dev/null first, so the interpreter's final flush of the buffered rest
+    cannot raise a second time and print a traceback.
+    """
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    finally:
+        os.close(devnull)
+    return BROKEN_PIPE_EXIT_STATUS
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -180,19 +230,21 @@ def _write_stats(path: Path, sampler: Sampler, first_frame_at: float | None, sho
 
 def _make_sampler(args: argparse.Namespace) -> Sampler:
     interval = args.interval
+    source: SnapshotSource
     if args.demo is not None:
         from gputop.collect.demo import DemoSource
 
-        source = DemoSource(args.demo, clock=_DemoClock())
+        source = DemoSource(args.demo, clock=DemoClock())
     elif args.replay is not None:
         from gputop.collect.replay import ReplayError, ReplaySource
 
         try:
-            source = ReplaySource(args.replay, loop=args.loop)
+            replay = ReplaySource(args.replay, loop=args.loop)
         except ReplayError as exc:
             raise CliError(str(exc)) from exc
-        if interval is None and source.recorded_interval:
-            interval = max(MIN_INTERVAL, source.recorded_interval)
+        if interval is None and replay.recorded_interval:
+            interval = max(MIN_INTERVAL, replay.recorded_interval)
+        source = replay
     else:
         from gputop.collect.live import LiveSource
 
@@ -221,11 +273,12 @@ def _attach_advice(sampler: Sampler, config: Path | None) -> None:
     sampler.advisor = AdviceEngine(thresholds)
 
 
-class _DemoClock:
+class DemoClock:
     """Wall clock shifted into the past while a demo's history is prefilled."""
 
     def __init__(self) -> None:
         self.offset = 0.0
+        """Seconds subtracted from the wall clock."""
 
     def __call__(self) -> float:
         return time.time() - self.offset
@@ -233,6 +286,9 @@ class _DemoClock:
 
 def _prefill_demo(sampler: Sampler) -> None:
     """Run the demo through ``DEMO_PREFILL_SECONDS`` of simulated time so charts and advice start full."""
+    from gputop.collect.demo import DemoSource
+
+    assert isinstance(sampler.source, DemoSource) and isinstance(sampler.source.clock, DemoClock)
     clock = sampler.source.clock
     steps = int(DEMO_PREFILL_SECONDS / sampler.interval)
     recorder, sampler.recorder = sampler.recorder, None
@@ -262,17 +318,28 @@ def _collect(sampler: Sampler, duration: float | None) -> Snapshot:
 def _run_once(sampler: Sampler, args: argparse.Namespace) -> int:
     snapshot = _collect(sampler, args.duration)
     if args.json:
-        print(snapshot_to_json(snapshot, indent=2))
+        text = snapshot_to_json(snapshot, indent=2) + "\n"
     else:
         from gputop.oneshot import render_once
 
         width = shutil.get_terminal_size((160, 24)).columns if sys.stdout.isatty() else None
-        sys.stdout.write(render_once(snapshot, width))
+        text = render_once(snapshot, width)
+    delivered = _write_stdout(text)
     if args.export is not None:
         _export_once(args.export, snapshot, sampler)
     if args.record is not None and sampler.recorder is None:
         return _recording_failed(snapshot)
-    return 0
+    return 0 if delivered else _reader_gone()
+
+
+def _write_stdout(text: str) -> bool:
+    """Write and flush ``text``; False when the reader closed the pipe (the export and recording still happen)."""
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        return False
+    return True
 
 
 def _export_once(directory: Path, snapshot: Snapshot, sampler: Sampler) -> None:

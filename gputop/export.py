@@ -161,14 +161,14 @@ def _place_under(temps: list[tuple[Path, str]], finals: list[Path], by_link: boo
     made: list[Path] = []
     final = finals[0]
     try:
-        for (temp, _), final in zip(temps, finals):
+        for (temp, _), final in zip(temps, finals, strict=True):
             if by_link:
                 os.link(temp, final)
             else:
                 os.close(os.open(final, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600))
             made.append(final)
         if not by_link:
-            for (temp, _), final in zip(temps, finals):
+            for (temp, _), final in zip(temps, finals, strict=True):
                 os.replace(temp, final)
     except FileExistsError:
         _remove(made)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from gputop import __version__
-from gputop.collect.model import ROLE_DATALOADER_WORKER, DeviceSample, ProcessSample, Snapshot
+from gputop.collect.model import DeviceSample, ProcessRole, ProcessSample, Snapshot
 from gputop.textsafe import safe_text
 from gputop.units import (
     NA,
@@ -103,7 +103,7 @@ def _process_lines(processes: tuple[ProcessSample, ...], width: int | None) -> l
     room = None if width is None else max(10, width - len(fixed))
     lines = [fixed + "COMMAND"]
     for p in processes:
-        worker = p.role == ROLE_DATALOADER_WORKER
+        worker = p.role == ProcessRole.DATALOADER_WORKER
         gpu = "" if worker else ("-" if p.device_index is None else str(p.device_index))
         pid = f"└{p.pid}" if worker else str(p.pid)
         user = safe_text(p.user, 9) or NA

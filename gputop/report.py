@@ -11,13 +11,7 @@ from collections.abc import Callable
 from datetime import datetime
 
 from gputop.collect.history import DEVICE_METRICS, HOST_METRICS, History
-from gputop.collect.model import (
-    ROLE_DATALOADER_WORKER,
-    ROLE_GPU,
-    DeviceSample,
-    ProcessSample,
-    Snapshot,
-)
+from gputop.collect.model import DeviceSample, ProcessRole, ProcessSample, Snapshot
 from gputop.textsafe import safe_text
 from gputop.units import (
     NA,
@@ -89,11 +83,11 @@ def _device_row(d: DeviceSample) -> list[str]:
 def _worker_count(process: ProcessSample, processes: tuple[ProcessSample, ...]) -> int:
     if process.num_workers is not None:
         return process.num_workers
-    return sum(1 for p in processes if p.role == ROLE_DATALOADER_WORKER and p.trainer_pid == process.pid)
+    return sum(1 for p in processes if p.role == ProcessRole.DATALOADER_WORKER and p.trainer_pid == process.pid)
 
 
 def _process_rows(snapshot: Snapshot) -> list[list[str]]:
-    gpu = [p for p in snapshot.processes if p.role == ROLE_GPU]
+    gpu = [p for p in snapshot.processes if p.role == ProcessRole.GPU]
     gpu.sort(key=lambda p: (p.gpu_memory_bytes is None, -(p.gpu_memory_bytes or 0), p.pid))
     rows = []
     for p in gpu[:TOP_PROCESSES]:

@@ -24,12 +24,12 @@ def _scaled(value: float | None, step: int, units: tuple[str, ...]) -> str:
     if value is None:
         return NA
     size = float(value)
-    for unit in units[:-1]:
+    unit = units[-1]
+    for candidate in units[:-1]:
         if abs(size) < step:
+            unit = candidate
             break
         size /= step
-    else:
-        unit = units[-1]
     if unit == units[0]:
         return f"{size:.0f}{unit}"
     return f"{size:.3g}{unit}" if abs(size) < 100 else f"{size:.0f}{unit}"

@@ -11,9 +11,9 @@ from gputop.advice.config import Thresholds, config_path, load_thresholds
 from gputop.advice.engine import AdviceEngine
 from gputop.collect.history import History
 from gputop.collect.model import (
-    ROLE_DATALOADER_WORKER,
     DeviceSample,
     HostSample,
+    ProcessRole,
     ProcessSample,
     Snapshot,
 )
@@ -110,7 +110,7 @@ def test_every_threshold_is_documented_in_the_docs():
 def _input_bound_advice(thresholds):
     history, engine = History(), AdviceEngine(thresholds)
     procs = [ProcessSample(pid=100, device_index=0, cpu_percent=30.0, num_workers=4)]
-    procs += [ProcessSample(pid=200 + k, role=ROLE_DATALOADER_WORKER, device_index=0, trainer_pid=100, cpu_percent=99.0) for k in range(4)]
+    procs += [ProcessSample(pid=200 + k, role=ProcessRole.DATALOADER_WORKER, device_index=0, trainer_pid=100, cpu_percent=99.0) for k in range(4)]
     advice = ()
     for step in range(60 * 4):
         s = Snapshot(

@@ -10,9 +10,9 @@ from gputop.advice.context import Context
 from gputop.advice.engine import SEVERITY_RANK, AdviceEngine
 from gputop.collect.history import History
 from gputop.collect.model import (
-    ROLE_DATALOADER_WORKER,
     DeviceSample,
     HostSample,
+    ProcessRole,
     ProcessSample,
     Snapshot,
 )
@@ -96,7 +96,7 @@ def test_window_means_ride_out_a_utilization_signal_around_the_threshold():
     frames = []
     for s in range(120 * HZ):
         util = 30.0 if (s // 3) % 2 == 0 else 66.0
-        workers = [ProcessSample(pid=1000 + k, role=ROLE_DATALOADER_WORKER, device_index=0, trainer_pid=100, cpu_percent=20.0) for k in range(4)]
+        workers = [ProcessSample(pid=1000 + k, role=ProcessRole.DATALOADER_WORKER, device_index=0, trainer_pid=100, cpu_percent=20.0) for k in range(4)]
         frames.append(snap(s / HZ, [device(util=util)], [proc(cpu_percent=40.0), *workers]))
     flags = presence(drive(frames), "gpu_underused:gpu0")
     assert transitions(flags) == 1 and flags[-1]
@@ -147,7 +147,7 @@ def _mixed_frames(seed):
             device(2, util=rng.uniform(0, 2), used=1.0),
         ]
         processes = [proc(100, 0, cpu_percent=rng.uniform(20, 100)), proc(101, 1, ppid=7), proc(102, 2, cpu_percent=0.0, num_workers=0, ppid=7)]
-        processes += [ProcessSample(pid=500 + k, role=ROLE_DATALOADER_WORKER, device_index=0, trainer_pid=100, cpu_percent=rng.uniform(60, 100)) for k in range(4)]
+        processes += [ProcessSample(pid=500 + k, role=ProcessRole.DATALOADER_WORKER, device_index=0, trainer_pid=100, cpu_percent=rng.uniform(60, 100)) for k in range(4)]
         rng.shuffle(processes)
         frames.append(snap(s / HZ, devices, processes, iowait=rng.uniform(0, 15)))
     return frames

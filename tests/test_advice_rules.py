@@ -15,9 +15,9 @@ import pytest
 from gputop.advice.engine import AdviceEngine
 from gputop.collect.history import History
 from gputop.collect.model import (
-    ROLE_DATALOADER_WORKER,
     DeviceSample,
     HostSample,
+    ProcessRole,
     ProcessSample,
     Snapshot,
 )
@@ -49,7 +49,7 @@ def workers(trainer_pid=100, device=0, cpus=(98.0, 99.0, 100.0, 97.0), first_pid
     """DataLoader workers of a trainer with the given CPU percents."""
     first = first_pid if first_pid is not None else trainer_pid * 10
     return tuple(
-        ProcessSample(pid=first + i, role=ROLE_DATALOADER_WORKER, device_index=device, trainer_pid=trainer_pid, cpu_percent=c)
+        ProcessSample(pid=first + i, role=ProcessRole.DATALOADER_WORKER, device_index=device, trainer_pid=trainer_pid, cpu_percent=c)
         for i, c in enumerate(cpus)
     )
 

@@ -8,11 +8,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from support.fake_nvml import DRIVER_NOT_LOADED, FakeGpu, FakeScenario, fake_nvml_env
-from support.procs import sleeper
 
 from gputop.collect.schema import json_schema
 from gputop.collect.serialize import snapshot_from_dict
+from support.fake_nvml import DRIVER_NOT_LOADED, FakeGpu, FakeScenario, fake_nvml_env
+from support.procs import sleeper
 
 GIB = 1 << 30
 

@@ -7,10 +7,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from support.procs import kill_tree, wait_until
 
 from gputop.collect.host import HostSource
-from gputop.collect.model import ROLE_DATALOADER_WORKER, ProcessSample
+from gputop.collect.model import ProcessRole, ProcessSample
+from support.procs import kill_tree, wait_until
 
 torch = pytest.importorskip("torch")
 
@@ -69,7 +69,7 @@ def test_two_workers_are_listed_under_the_trainer(tmp_path: Path, context: str) 
 
         def both_workers():
             reading = source.poll([ProcessSample(pid=trainer.pid, device_index=0)])
-            workers = [row for row in reading.processes if row.role == ROLE_DATALOADER_WORKER]
+            workers = [row for row in reading.processes if row.role == ProcessRole.DATALOADER_WORKER]
             return reading if len(workers) == 2 else None
 
         reading = wait_until(both_workers, "both workers to name themselves", 30)

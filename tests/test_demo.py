@@ -6,7 +6,7 @@ import statistics
 import pytest
 
 from gputop.collect.demo import DEFAULT_SCENARIO, SCENARIOS, DemoSource
-from gputop.collect.model import ROLE_DATALOADER_WORKER, ROLE_GPU
+from gputop.collect.model import ProcessRole
 
 GIB = 1024**3
 START = 1_750_000_000.0
@@ -42,11 +42,11 @@ def windows():
 
 
 def gpus_of(snapshot):
-    return [p for p in snapshot.processes if p.role == ROLE_GPU]
+    return [p for p in snapshot.processes if p.role == ProcessRole.GPU]
 
 
 def workers_of(snapshot):
-    return [p for p in snapshot.processes if p.role == ROLE_DATALOADER_WORKER]
+    return [p for p in snapshot.processes if p.role == ProcessRole.DATALOADER_WORKER]
 
 
 def test_scenario_list_has_the_required_stories_and_mixed_is_default():
@@ -116,12 +116,12 @@ def test_workers_follow_their_trainer(windows, scenario):
     trainer = None
     counted = {}
     for p in snapshot.processes:
-        if p.role == ROLE_GPU:
+        if p.role == ProcessRole.GPU:
             trainer = p
             counted[p.pid] = 0
             assert p.trainer_pid is None and p.gpu_process_type == "compute"
             continue
-        assert p.role == ROLE_DATALOADER_WORKER
+        assert p.role == ProcessRole.DATALOADER_WORKER
         assert trainer is not None, "a worker came before any trainer"
         assert p.trainer_pid == trainer.pid and p.ppid == trainer.pid
         assert p.device_index == trainer.device_index and p.user == trainer.user
@@ -169,9 +169,9 @@ def test_data_moves_between_polls(windows, scenario):
 @pytest.mark.parametrize("scenario", sorted(SCENARIOS))
 def test_energy_only_grows_and_processes_age(windows, scenario):
     first, last = windows[scenario][0], windows[scenario][-1]
-    for a, b in zip(first.devices, last.devices):
+    for a, b in zip(first.devices, last.devices, strict=True):
         assert b.energy_joules > a.energy_joules
-    for a, b in zip(first.processes, last.processes):
+    for a, b in zip(first.processes, last.processes, strict=True):
         assert a.pid == b.pid
         assert b.elapsed_seconds - a.elapsed_seconds == pytest.approx(last.timestamp - first.timestamp, abs=0.02)
 

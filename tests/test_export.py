@@ -12,12 +12,12 @@ import pytest
 
 from gputop.collect.history import DEVICE_METRICS, HOST_METRICS, History
 from gputop.collect.model import (
-    ROLE_DATALOADER_WORKER,
     Advice,
     DeviceSample,
     DriverInfo,
     ErrorNote,
     HostSample,
+    ProcessRole,
     ProcessSample,
     Snapshot,
 )
@@ -58,8 +58,8 @@ def make_snapshot(t: float, util: float | None = 50.0, hostile: str = "python tr
                 num_workers=2,
                 create_time=1.5,
             ),
-            ProcessSample(4243, role=ROLE_DATALOADER_WORKER, device_index=0, trainer_pid=4242),
-            ProcessSample(4244, role=ROLE_DATALOADER_WORKER, device_index=0, trainer_pid=4242),
+            ProcessSample(4243, role=ProcessRole.DATALOADER_WORKER, device_index=0, trainer_pid=4242),
+            ProcessSample(4244, role=ProcessRole.DATALOADER_WORKER, device_index=0, trainer_pid=4242),
             ProcessSample(5000, device_index=0, note="access denied", gpu_memory_bytes=GIB),
         ),
         advice=(

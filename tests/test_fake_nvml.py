@@ -6,6 +6,7 @@ import ctypes
 import threading
 
 import pytest
+
 from support.fake_nvml import (
     DRIVER_NOT_LOADED,
     NOT_SUPPORTED,

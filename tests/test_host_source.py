@@ -15,6 +15,11 @@ from pathlib import Path
 
 import psutil
 import pytest
+
+from gputop.collect.dataloader_workers import attribute_workers
+from gputop.collect.host import PROCESS_REFRESH_SECONDS, HostSource
+from gputop.collect.model import ProcessRole, ProcessSample
+from gputop.collect.proctree import ProcessTree, children_files_available
 from support.procs import (
     WORKER_NAME,
     cpu_seconds,
@@ -27,11 +32,6 @@ from support.procs import (
     uptime_ticks,
     wait_until,
 )
-
-from gputop.collect.dataloader_workers import attribute_workers
-from gputop.collect.host import PROCESS_REFRESH_SECONDS, HostSource
-from gputop.collect.model import ROLE_DATALOADER_WORKER, ROLE_GPU, ProcessSample
-from gputop.collect.proctree import ProcessTree, children_files_available
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="uses /proc")
 
@@ -61,7 +61,7 @@ def workers_of(reading, trainer: int) -> list[ProcessSample]:
     return [
         row
         for row in reading.processes
-        if row.role == ROLE_DATALOADER_WORKER and row.trainer_pid == trainer
+        if row.role == ProcessRole.DATALOADER_WORKER and row.trainer_pid == trainer
     ]
 
 
@@ -105,7 +105,7 @@ def test_gpu_process_is_enriched_from_a_real_process(source):
         name, create_time = expected.name(), expected.create_time()
     assert first.errors == () and second.errors == ()
     (row,) = second.processes
-    assert (row.pid, row.role, row.device_index) == (proc.pid, ROLE_GPU, 0)
+    assert (row.pid, row.role, row.device_index) == (proc.pid, ProcessRole.GPU, 0)
     assert (row.gpu_memory_bytes, row.sm_percent, row.gpu_process_type) == (
         123 << 20,
         42.0,
@@ -144,13 +144,13 @@ def test_workers_follow_their_trainer_in_pid_order(source, tmp_path):
             [gpu(other.pid, device=0), gpu(trainer.pid, device=1), gpu(trainer.pid, device=0)]
         )
     expected_gpu_order = sorted([(0, other.pid), (0, trainer.pid), (1, trainer.pid)])
-    gpu_rows = [row for row in reading.processes if row.role == ROLE_GPU]
+    gpu_rows = [row for row in reading.processes if row.role == ProcessRole.GPU]
     assert [(row.device_index, row.pid) for row in gpu_rows] == expected_gpu_order
     first_trainer_row = reading.processes.index(rows_for(reading, trainer.pid)[0])
     following = reading.processes[first_trainer_row + 1 : first_trainer_row + 4]
     assert [row.pid for row in following] == trainer.workers
     for row in following:
-        assert row.role == ROLE_DATALOADER_WORKER
+        assert row.role == ProcessRole.DATALOADER_WORKER
         assert row.trainer_pid == trainer.pid
         assert row.device_index == 0
         assert row.ppid == trainer.pid

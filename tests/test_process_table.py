@@ -12,7 +12,7 @@ from rich.cells import cell_len
 from textual.app import App, ComposeResult
 from textual.widgets import Static
 
-from gputop.collect.model import ROLE_DATALOADER_WORKER, ProcessSample, Snapshot
+from gputop.collect.model import ProcessRole, ProcessSample, Snapshot, SourceKind
 from gputop.ui.kill_dialog import KillDialog
 from gputop.ui.process_table import ProcessTable
 
@@ -37,12 +37,12 @@ def gpu(pid: int, device: int, **fields) -> ProcessSample:
 
 def worker(pid: int, trainer: int, device: int, **fields) -> ProcessSample:
     """A DataLoader worker of ``trainer``."""
-    return ProcessSample(pid=pid, role=ROLE_DATALOADER_WORKER, device_index=device, trainer_pid=trainer, **fields)
+    return ProcessSample(pid=pid, role=ProcessRole.DATALOADER_WORKER, device_index=device, trainer_pid=trainer, **fields)
 
 
 def snapshot(*processes: ProcessSample) -> Snapshot:
     """A snapshot holding only ``processes``."""
-    return Snapshot(timestamp=1_700_000_000.0, source="test", processes=processes)
+    return Snapshot(timestamp=1_700_000_000.0, source=SourceKind.DEMO, processes=processes)
 
 
 TRAINING = snapshot(

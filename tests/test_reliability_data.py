@@ -6,15 +6,11 @@ needs root, skipped otherwise) and recordings made by a real ``gputop`` process 
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
-import pty
 import signal
-import struct
 import subprocess
 import sys
-import termios
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -32,6 +28,7 @@ from gputop.collect.recording import (
 )
 from gputop.collect.sampler import Sampler
 from gputop.export import ExportError, export_snapshot
+from support.terminal import PtyGputop
 
 DEV_FULL = Path("/dev/full")
 """A device on which every write fails with "No space left on device"."""
@@ -147,34 +144,13 @@ def test_sigkill_of_the_headless_recorder_loses_at_most_the_last_line(tmp_path, 
 
 def test_sigterm_of_the_live_ui_keeps_a_parseable_recording(tmp_path):
     path = tmp_path / "ui.jsonl"
-    master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))
-    proc = subprocess.Popen(gputop_command("--demo", "--record", str(path), "--interval", "0.25"),
-                            stdin=slave, stdout=slave, stderr=slave, start_new_session=True,
-                            env=dict(os.environ, TERM="xterm-256color"))
-    os.close(slave)
-    drained = bytearray()
+    app = PtyGputop((100, 30), controlling=False, args=("--demo", "--record", str(path), "--interval", "0.25"))
     try:
-        deadline = time.monotonic() + DEADLINE
-        while not (path.exists() and path.read_bytes().count(b"\n") >= 5):
-            assert proc.poll() is None and time.monotonic() < deadline, drained[-2000:]
-            try:
-                drained += os.read(master, 65536)  # keep the terminal drained so gputop never blocks on output
-            except OSError:
-                break
-        proc.send_signal(signal.SIGTERM)
-        deadline = time.monotonic() + DEADLINE
-        while proc.poll() is None and time.monotonic() < deadline:
-            try:
-                drained += os.read(master, 65536)
-            except OSError:
-                break
-        status = proc.wait(timeout=DEADLINE)
+        app.wait_for(lambda: path.exists() and path.read_bytes().count(b"\n") >= 5, "five recorded snapshots")
+        app.proc.send_signal(signal.SIGTERM)
+        status = app.reap()
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        os.close(master)
+        app.cleanup()
 
     assert status == 143
     lines = path.read_bytes().splitlines(keepends=True)

@@ -14,6 +14,13 @@ import time
 from pathlib import Path
 
 import psutil
+
+from gputop.collect.history import History
+from gputop.collect.host import HostSource
+from gputop.collect.live import LiveSource
+from gputop.collect.nvml_calls import REPEATED_FAILURE_POLLS
+from gputop.collect.sampler import MIN_INTERVAL, Sampler
+from gputop.ui.app import GputopApp
 from support.fake_nvml import (
     DRIVER_NOT_LOADED,
     LIB_RM_VERSION_MISMATCH,
@@ -25,13 +32,6 @@ from support.fake_nvml import (
     fake_nvml_env,
 )
 from support.procs import proc_state, sleeper, wait_until
-
-from gputop.collect.history import History
-from gputop.collect.host import HostSource
-from gputop.collect.live import LiveSource
-from gputop.collect.nvml_calls import REPEATED_FAILURE_POLLS
-from gputop.collect.sampler import MIN_INTERVAL, Sampler
-from gputop.ui.app import GputopApp
 
 NVML_NOT_FOUND = 6
 """NVML_ERROR_NOT_FOUND: what nvmlDeviceGetProcessUtilization answers when there is no new sample."""

@@ -18,25 +18,28 @@ from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from support.fake_nvml import FakeGpu, FakeScenario, fake_nvml_env
-from support.procs import sleeper
 
 from gputop.collect.history import History
 from gputop.collect.model import (
-    ROLE_DATALOADER_WORKER,
     Advice,
     DeviceSample,
     DriverInfo,
     ErrorNote,
+    GpuProcessType,
     HostSample,
+    ProcessRole,
     ProcessSample,
+    Severity,
     Snapshot,
+    SourceKind,
 )
 from gputop.collect.replay import ReplaySource
 from gputop.collect.sampler import Sampler
 from gputop.oneshot import render_once
 from gputop.report import render_report
 from gputop.ui.app import GputopApp
+from support.fake_nvml import FakeGpu, FakeScenario, fake_nvml_env
+from support.procs import sleeper
 
 UNSAFE = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 """Characters that must never reach a terminal from untrusted text (newline is the renderer's own)."""
@@ -52,23 +55,26 @@ HOSTILE_TEXT = st.lists(CONTROL_HEAVY, max_size=40).map("".join)
 
 @st.composite
 def hostile_snapshots(draw: st.DrawFn) -> Snapshot:
-    """A snapshot whose every string field is drawn from HOSTILE_TEXT."""
-    text = lambda: draw(HOSTILE_TEXT)
+    """A snapshot whose every free-text field is drawn from HOSTILE_TEXT (fields with a fixed set of values from it)."""
+
+    def text() -> str:
+        return draw(HOSTILE_TEXT)
+
     device = DeviceSample(index=0, name=text(), uuid=text(), utilization_gpu_percent=50.0,
                           throttle_reasons=(text(), text()), error=text())
     lost = DeviceSample(index=1, name=text(), lost=True, error=text())
     trainer = ProcessSample(pid=10, device_index=0, name=text(), cmdline=text(), user=text(), status=text(),
-                            note=text(), num_workers=1, gpu_process_type=text())
-    worker = ProcessSample(pid=11, role=ROLE_DATALOADER_WORKER, device_index=0, trainer_pid=10, name=text(),
+                            note=text(), num_workers=1, gpu_process_type=draw(st.sampled_from(GpuProcessType)))
+    worker = ProcessSample(pid=11, role=ProcessRole.DATALOADER_WORKER, device_index=0, trainer_pid=10, name=text(),
                            cmdline=text(), user=text(), status=text(), note=text())
     return Snapshot(
         timestamp=1_700_000_000.0,
-        source=text(),
+        source=draw(st.sampled_from(SourceKind)),
         host=HostSample(hostname=text(), cpu_percent_per_core=(10.0,)),
         driver=DriverInfo(driver_version=text(), cuda_driver_version=text(), nvml_version=text()),
         devices=(device, lost),
         processes=(trainer, worker),
-        advice=(Advice(id=text(), severity=text(), scope=text(), title=text(), evidence=text(), action=text()),),
+        advice=(Advice(id=text(), severity=draw(st.sampled_from(Severity)), scope=text(), title=text(), evidence=text(), action=text()),),
         errors=(ErrorNote(text(), text()),),
         label=text(),
     )
@@ -103,7 +109,7 @@ def hostile_recording(path: Path) -> Path:
             "processes": [{"pid": 10**18, "device_index": 0, "name": evil, "cmdline": evil * 5000, "user": evil,
                            "status": evil, "gpu_memory_bytes": -5, "cpu_percent": 1e308, "num_workers": -3}],
             "errors": [{"scope": evil, "message": "line\nbreak" + evil}],
-            "advice": [{"id": evil, "severity": evil, "scope": evil, "title": evil, "evidence": evil,
+            "advice": [{"id": evil, "severity": "warn", "scope": evil, "title": evil, "evidence": evil,
                         "action": evil}],
         }
         data.update(extra)
@@ -111,6 +117,8 @@ def hostile_recording(path: Path) -> Path:
 
     lines = [
         json.dumps(line(1_700_000_000.0)),
+        json.dumps(line(1_700_000_000.5, advice=[{"id": "a", "severity": evil, "scope": "host", "title": "t",
+                                                  "evidence": "e", "action": "a"}])),
         json.dumps(line(1e400)),  # Infinity once parsed
         json.dumps(line(float("nan"))),
         json.dumps(line(1e17)),
@@ -136,7 +144,8 @@ def test_a_hostile_recording_replays_escaped_and_names_every_bad_line(tmp_path):
     assert "[b]bold[/b]" in table.stdout  # markup shown literally, not interpreted
     problems = [line for line in table.stdout.splitlines() if line.strip().startswith("replay: line")]
     assert [p.split(":")[1].strip() for p in problems] == ["line 2", "line 3", "line 4", "line 5", "line 6"]
-    assert "replay: 1 more damaged lines skipped" in table.stdout  # line 7, the 100,000-deep nesting
+    assert problems[0].endswith("advice[0].severity must be one of 'critical', 'warn', 'info'")  # not quoted
+    assert "replay: 2 more damaged lines skipped" in table.stdout  # lines 7 and 8, the last the 100,000-deep nesting
     assert as_json.returncode == 0 and json.loads(as_json.stdout)["timestamp"] > 0
 
 

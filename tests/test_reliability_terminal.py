@@ -12,16 +12,9 @@ measurements.
 from __future__ import annotations
 
 import asyncio
-import fcntl
 import os
-import pty
 import random
 import signal
-import struct
-import subprocess
-import sys
-import termios
-import threading
 import time
 from collections.abc import Callable, Iterator
 
@@ -33,18 +26,7 @@ from gputop.collect.history import History
 from gputop.collect.sampler import Sampler
 from gputop.ui.app import GputopApp
 from gputop.ui.messages import SnapshotReady
-
-DEADLINE = 20.0
-"""Seconds a step may take before the test calls it a hang."""
-
-LEAVE_ALT_SCREEN = b"\x1b[?1049l"
-"""Sequence that switches a terminal back from the alternate screen."""
-
-SHOW_CURSOR = b"\x1b[?25h"
-"""Sequence that makes the cursor visible again."""
-
-ENTER_ALT_SCREEN = b"\x1b[?1049h"
-"""Sequence that switches a terminal to the alternate screen."""
+from support.terminal import ENTER_ALT_SCREEN, PtyGputop, set_size
 
 LOST_TERMINAL_CPU_SECONDS = 0.75
 """Most CPU time gputop may use between losing its terminal and exiting (a spin would use ~1 s per second)."""
@@ -53,112 +35,10 @@ IDLE_CPU_FRACTION = 0.5
 """Most CPU (fraction of one core) gputop may use while idling after a resize storm at a 0.5 s interval."""
 
 
-def set_size(fd: int, columns: int, rows: int) -> None:
-    """Set a pty's window size."""
-    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
-
-
 def cpu_seconds(process: psutil.Process) -> float:
     """User plus system CPU time used so far."""
     times = process.cpu_times()
     return times.user + times.system
-
-
-class PtyGputop:
-    """``gputop --demo healthy`` (or ``gputop *args``) running on a pty; ``output`` collects everything it writes."""
-
-    def __init__(
-        self, size: tuple[int, int], *, controlling: bool, stdin_tty: bool = True, args: tuple[str, ...] = ("--demo", "healthy")
-    ) -> None:
-        self.master, self.slave = pty.openpty()
-        set_size(self.slave, *size)
-        env = dict(os.environ, TERM="xterm-256color", COLUMNS=str(size[0]), LINES=str(size[1]))
-        # As the session leader that opened the pty as its controlling terminal, gputop gets the kernel's
-        # SIGHUP when the master closes; without it, only the terminal itself says it is gone.
-        make_controlling = (lambda: fcntl.ioctl(1, termios.TIOCSCTTY, 0)) if controlling else None
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "gputop", *args],
-            stdin=self.slave if stdin_tty else subprocess.DEVNULL,
-            stdout=self.slave,
-            stderr=self.slave,
-            env=env,
-            start_new_session=True,
-            preexec_fn=make_controlling,  # noqa: PLW1509 - one ioctl, no locks taken
-        )
-        self.output = bytearray()
-        self.status: int | None = None
-        self.rusage_cpu: float | None = None
-        self._master_open = True
-        self._reader = threading.Thread(target=self._drain, daemon=True)
-        self._reader.start()
-
-    def _drain(self) -> None:
-        while True:
-            try:
-                data = os.read(self.master, 65536)
-            except OSError:
-                return
-            if not data:
-                return
-            self.output.extend(data)
-
-    def wait_for(self, condition: Callable[[], bool], what: str) -> None:
-        """Wait until ``condition`` holds; fail on a hang or if gputop died first."""
-        deadline = time.monotonic() + DEADLINE
-        while not condition():
-            if self.proc.poll() is not None:
-                raise AssertionError(f"gputop exited ({self.proc.returncode}) before {what}: {self.text()[-2000:]}")
-            if time.monotonic() > deadline:
-                raise AssertionError(f"timed out waiting for {what}")
-            time.sleep(0.05)
-
-    def wait_up(self) -> None:
-        """Wait until the app has taken over the terminal and drawn its header."""
-        self.wait_for(lambda: ENTER_ALT_SCREEN in self.output and b"simulated" in self.output, "the demo screen")
-
-    def reap(self) -> int:
-        """Wait for gputop to exit (failing on a hang); returns its exit status and keeps its CPU use."""
-        deadline = time.monotonic() + DEADLINE
-        while True:
-            pid, status, usage = os.wait4(self.proc.pid, os.WNOHANG)
-            if pid:
-                break
-            if time.monotonic() > deadline:
-                self.proc.kill()
-                raise AssertionError("gputop did not exit")
-            time.sleep(0.02)
-        self.proc.returncode = self.status = os.waitstatus_to_exitcode(status)
-        self.rusage_cpu = usage.ru_utime + usage.ru_stime
-        self._reader.join(1.0)
-        return self.status
-
-    def close_master(self) -> None:
-        """Make the terminal disappear, as when the terminal emulator or the SSH link goes away."""
-        if self._master_open:
-            self._master_open = False
-            os.close(self.master)
-
-    def canonical(self) -> bool:
-        """True when the terminal is in canonical mode with echo (as a shell expects it)."""
-        lflag = termios.tcgetattr(self.slave)[3]
-        return bool(lflag & termios.ICANON) and bool(lflag & termios.ECHO)
-
-    def restored(self) -> bool:
-        """The alternate screen was left and the cursor shown after it was last entered."""
-        tail = bytes(self.output[max(0, self.output.rfind(ENTER_ALT_SCREEN)):])
-        return LEAVE_ALT_SCREEN in tail and SHOW_CURSOR in tail[tail.find(LEAVE_ALT_SCREEN):]
-
-    def text(self) -> str:
-        """Everything written so far, decoded leniently."""
-        return self.output.decode("utf-8", "replace")
-
-    def cleanup(self) -> None:
-        """Kill gputop if it is still running and close both ends of the pty."""
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-        self.close_master()
-        os.close(self.slave)
 
 
 @pytest.fixture

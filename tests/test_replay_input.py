@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import itertools
 import os
+import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -57,27 +57,33 @@ def damaged_recording(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_damaged_recording(tmp_path_factory.mktemp("damaged") / "damaged.jsonl", DAMAGED_LINES)
 
 
-def run_measured(args: list[str], workdir: Path) -> tuple[int, str, str, int]:
-    """Run the CLI with ``args``; return its exit status, stdout, stderr and its own peak RSS in bytes.
+_MEASURE_PEAK = """
+import resource, subprocess, sys
+status = subprocess.call(sys.argv[2:])
+with open(sys.argv[1], "w") as out:
+    out.write(str(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024))
+sys.exit(status)
+"""
+"""Runs a command and writes its peak RSS in bytes to a file (Linux counts ``ru_maxrss`` in KiB)."""
 
-    ``os.wait4`` gives the resource use of this one child, not of every child the test run ever had.
-    Output goes to files in ``workdir``, so the child never waits on a full pipe.
+
+def run_measured(args: list[str], workdir: Path) -> tuple[int, str, str, int]:
+    """Run the CLI with ``args``; return its exit status, stdout, stderr and its peak RSS in bytes.
+
+    The CLI runs under a small Python parent that reports ``RUSAGE_CHILDREN``: a child's peak also
+    counts the memory of the process it was forked from, which for the test runner can be large.
     """
-    out_path, err_path = workdir / "stdout", workdir / "stderr"
-    with open(out_path, "wb") as out, open(err_path, "wb") as err:
-        proc = subprocess.Popen([sys.executable, "-m", "gputop", *args], stdin=subprocess.DEVNULL, stdout=out, stderr=err)
-    end = time.monotonic() + DEADLINE
-    while True:
-        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-        if pid:
-            break
-        if time.monotonic() > end:
-            proc.kill()
-            proc.wait()
-            pytest.fail(f"gputop {' '.join(args)} did not finish within {DEADLINE:.0f} s")
-        time.sleep(0.05)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    return proc.returncode, out_path.read_text(errors="replace"), err_path.read_text(errors="replace"), usage.ru_maxrss * 1024
+    peak_file = workdir / "peak"
+    command = [sys.executable, "-c", _MEASURE_PEAK, str(peak_file), sys.executable, "-m", "gputop", *args]
+    proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=DEADLINE)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        pytest.fail(f"gputop {' '.join(args)} did not finish within {DEADLINE:.0f} s")
+    return proc.returncode, out, err, int(peak_file.read_text())
 
 
 def test_a_million_damaged_lines_are_counted_in_one_line_with_bounded_memory(damaged_recording, tmp_path):

@@ -19,13 +19,13 @@ from pathlib import Path
 
 import psutil
 import pytest
-from support.fake_nvml import FakeGpu, FakeScenario, fake_nvml_env
-from support.procs import kill_tree, sleeper, wait_until
 from textual.app import App, ComposeResult
 
-from gputop.collect.model import ProcessSample, Snapshot
+from gputop.collect.model import ProcessSample, Snapshot, SourceKind
 from gputop.collect.trainer_status import StatusFormatError, parse_status
 from gputop.ui.process_table import ProcessTable
+from support.fake_nvml import FakeGpu, FakeScenario, fake_nvml_env
+from support.procs import kill_tree, sleeper, wait_until
 
 pytest.importorskip("torch")
 
@@ -151,10 +151,10 @@ def test_the_process_table_shows_wait_and_step_rate_only_for_instrumented_traine
         app = TableApp()
         async with app.run_test(size=(140, 10)) as pilot:
             table = app.query_one(ProcessTable)
-            table.update_snapshot(Snapshot(timestamp=1.0, source="test", processes=(plain,)))
+            table.update_snapshot(Snapshot(timestamp=1.0, source=SourceKind.DEMO, processes=(plain,)))
             await pilot.pause()
             before = [table.render_line(y).text for y in range(3)]
-            table.update_snapshot(Snapshot(timestamp=2.0, source="test", processes=(measured, plain)))
+            table.update_snapshot(Snapshot(timestamp=2.0, source=SourceKind.DEMO, processes=(measured, plain)))
             table.sort_by("pid")  # applies the new snapshot now
             await pilot.pause()
             after = [table.render_line(y).text for y in range(3)]

@@ -16,14 +16,15 @@ from pathlib import Path
 
 import psutil
 import pytest
+
 from support.procs import wait_until
 
 torch = pytest.importorskip("torch")
-from torch.utils.data import DataLoader, Dataset, TensorDataset
+from torch.utils.data import DataLoader, Dataset, TensorDataset  # noqa: E402 - only once importorskip found torch
 
-import gputop.torch as gt
-from gputop.collect.trainer_status import TrainerStatusReader, parse_status
-from gputop.torch.window import RollingWindow
+import gputop.torch as gt  # noqa: E402
+from gputop.collect.trainer_status import TrainerStatusReader, parse_status  # noqa: E402
+from gputop.torch.window import RollingWindow  # noqa: E402
 
 
 class SleepyDataset(Dataset):

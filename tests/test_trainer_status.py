@@ -15,7 +15,6 @@ from pathlib import Path
 
 import psutil
 import pytest
-from support.procs import sleeper
 
 from gputop.collect.host import HostSource
 from gputop.collect.model import ProcessSample
@@ -26,6 +25,7 @@ from gputop.collect.trainer_status import (
     parse_status,
     status_dirs,
 )
+from support.procs import sleeper
 
 
 @pytest.fixture

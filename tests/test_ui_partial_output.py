@@ -15,11 +15,11 @@ import pytest
 from rich.console import Console
 from rich.segment import Segment
 from rich.style import Style
+from test_ui_e2e_tmux import Tmux, gputop_command, tmux, wait_until  # noqa: F401 - tmux is a fixture
 from textual.strip import Strip
 
 from gputop.ui.line_diff import MERGE_GAP, changed_spans, line_regions
 from gputop.ui.partial_output import SpanChopsUpdate
-from test_ui_e2e_tmux import Tmux, gputop_command, tmux, wait_until  # noqa: F401 - tmux is a fixture
 
 RED = Style(color="red")
 BLUE = Style(color="blue")

@@ -17,7 +17,7 @@ import pytest
 
 from gputop.collect.demo import DemoSource
 from gputop.collect.recording import Recorder
-from test_reliability_terminal import PtyGputop
+from support.terminal import PtyGputop
 
 INTERVAL = 0.25
 SNAPSHOTS = 120

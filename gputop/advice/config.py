@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -134,7 +135,7 @@ def _check(key: str, value: object) -> str | None:
     return None
 
 
-def _toml_parser():
+def _toml_parser() -> tuple[Callable[[str], dict[str, Any]], type[ValueError]] | None:
     """``(loads, TOMLDecodeError)`` from tomllib, else tomli, else None."""
     try:
         import tomllib

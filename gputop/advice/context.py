@@ -1,18 +1,19 @@
-"""What the rules see on one evaluation: the snapshot indexed for quick lookups and cached window means."""
+"""What the rules see on one evaluation: the snapshot indexed for quick lookups, cached window means and the
+per-evaluation analyses several rules share (how each trainer is fed, which multi-GPU jobs are imbalanced)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from gputop.advice.config import Thresholds
+from gputop.advice.feeds import Feed, feed_of
+from gputop.advice.jobs import Imbalance, find_imbalances, find_jobs
 from gputop.collect.history import History, MetricSummary, summarize
 from gputop.collect.model import (
-    ROLE_DATALOADER_WORKER,
-    ROLE_GPU,
     Advice,
     DeviceSample,
+    ProcessRole,
     ProcessSample,
     Snapshot,
 )
@@ -29,11 +30,12 @@ class Finding:
 
 
 class Context:
-    """The current snapshot, indexed by device and trainer, with window statistics from the history.
+    """The current snapshot, indexed by device and trainer, with window statistics from the history and
+    the analyses several rules share: how each trainer is fed and which multi-GPU jobs are imbalanced.
 
-    Built once per evaluation and shared by all rules. Window statistics are computed on first
-    use and cached, and only the newest samples within the window are read, so a call costs
-    O(processes + devices x window) whatever the history's length.
+    Built once per evaluation and shared by all rules. Window statistics, feeds and imbalances
+    are computed on first use and cached, and only the newest samples within the window are
+    read, so a call costs O(processes + devices x window) whatever the history's length.
     """
 
     def __init__(
@@ -47,7 +49,7 @@ class Context:
         """The snapshot being advised on."""
         self.history = history
         """History, whose newest sample is ``snapshot``."""
-        self.t = thresholds
+        self.thresholds = thresholds
         """Thresholds in force."""
         self.now = snapshot.timestamp
         """Time of the snapshot, epoch seconds (never the wall clock)."""
@@ -60,16 +62,16 @@ class Context:
         self.workers: dict[int, list[ProcessSample]] = {}
         """DataLoader workers by trainer pid, in pid order."""
         for process in sorted(snapshot.processes, key=lambda p: p.pid):
-            if process.role == ROLE_GPU and process.device_index is not None:
+            if process.role == ProcessRole.GPU and process.device_index is not None:
                 self.gpu_processes.setdefault(process.device_index, []).append(process)
-            elif process.role == ROLE_DATALOADER_WORKER and process.trainer_pid is not None:
+            elif process.role == ProcessRole.DATALOADER_WORKER and process.trainer_pid is not None:
                 self.workers.setdefault(process.trainer_pid, []).append(process)
         self.cores = len(snapshot.host.cpu_percent_per_core)
         """Logical cores on the host (0 when unknown)."""
         self._counts: dict[float, int] = {}
         self._stats: dict[tuple[int | None, str, float], MetricSummary | None] = {}
-        self.shared: dict[str, Any] = {}
-        """Per-evaluation cache that rules may share derived results through."""
+        self._feeds: dict[int, list[Feed]] = {}
+        self._imbalances: list[Imbalance] | None = None
 
     def samples_within(self, seconds: float) -> int:
         """How many of the newest history samples lie within ``seconds`` before the snapshot."""
@@ -81,7 +83,7 @@ class Context:
 
     def device_stat(self, index: int, metric: str, seconds: float | None = None) -> MetricSummary | None:
         """Min/mean/max of a device metric over the window (``window_s`` when None); None when unknown."""
-        seconds = self.t.window_s if seconds is None else seconds
+        seconds = self.thresholds.window_s if seconds is None else seconds
         key = (index, metric, seconds)
         if key not in self._stats:
             self._stats[key] = summarize(self.history.device(index, metric, self.samples_within(seconds)))
@@ -89,7 +91,7 @@ class Context:
 
     def host_stat(self, metric: str, seconds: float | None = None) -> MetricSummary | None:
         """Min/mean/max of a host metric over the window (``window_s`` when None); None when unknown."""
-        seconds = self.t.window_s if seconds is None else seconds
+        seconds = self.thresholds.window_s if seconds is None else seconds
         key = (None, metric, seconds)
         if key not in self._stats:
             self._stats[key] = summarize(self.history.host(metric, self.samples_within(seconds)))
@@ -109,7 +111,30 @@ class Context:
 
     def trainers(self) -> list[tuple[int, ProcessSample]]:
         """(device index, GPU process) for every GPU process on an answering device, in (device, pid) order."""
-        return [(i, p) for i in sorted(self.gpu_processes) if i in self.devices for p in self.gpu_processes[i]]
+        return [
+            (index, process)
+            for index in sorted(self.gpu_processes)
+            if index in self.devices
+            for process in self.gpu_processes[index]
+        ]
+
+    def feeds_on(self, index: int) -> list[Feed]:
+        """How each GPU process on device ``index`` is fed, in pid order."""
+        feeds = self._feeds.get(index)
+        if feeds is None:
+            feeds = [
+                feed_of(trainer, tuple(self.workers.get(trainer.pid, ())), self.thresholds)
+                for trainer in self.gpu_processes.get(index, [])
+            ]
+            self._feeds[index] = feeds
+        return feeds
+
+    def imbalances(self) -> list[Imbalance]:
+        """Multi-GPU jobs whose busiest GPU is well above the mean of its peers (``imbalance_gap_percent``)."""
+        if self._imbalances is None:
+            jobs = find_jobs(self.trainers())
+            self._imbalances = find_imbalances(jobs, self.util, self.thresholds.imbalance_gap_percent)
+        return self._imbalances
 
 
 def _count_recent(history: History, cutoff: float) -> int:
@@ -119,5 +144,5 @@ def _count_recent(history: History, cutoff: float) -> int:
     while True:
         stamps = history.timestamps(min(probe, total))
         if probe >= total or (stamps and stamps[0] < cutoff):
-            return sum(1 for t in stamps if t >= cutoff)
+            return sum(1 for stamp in stamps if stamp >= cutoff)
         probe *= 2

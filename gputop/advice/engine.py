@@ -7,10 +7,13 @@ from gputop.advice.context import Context, Finding
 from gputop.advice.hysteresis import Hysteresis
 from gputop.advice.rules import HEALTHY, RULES
 from gputop.collect.history import History
-from gputop.collect.model import Advice, Snapshot
+from gputop.collect.model import Advice, ScopeKind, Severity, Snapshot
 
-SEVERITY_RANK = {"critical": 0, "warn": 1, "info": 2}
+SEVERITY_RANK: dict[Severity, int] = {severity: rank for rank, severity in enumerate(Severity)}
 """Sort rank of severities, most severe first."""
+
+SCOPE_RANK: dict[ScopeKind, int] = {kind: rank for rank, kind in enumerate(ScopeKind)}
+"""Sort rank of scope kinds within a severity: host, then GPUs, then processes."""
 
 
 class AdviceEngine:
@@ -40,7 +43,9 @@ class AdviceEngine:
             if not finding.advice.id.startswith(HEALTHY + ":"):
                 concerned.update(finding.devices)
         advice = [
-            f.advice for f in shown if not (f.advice.id.startswith(HEALTHY + ":") and f.devices & concerned)
+            finding.advice
+            for finding in shown
+            if not (finding.advice.id.startswith(HEALTHY + ":") and finding.devices & concerned)
         ]
         advice.sort(key=_order)
         return tuple(advice)
@@ -48,12 +53,8 @@ class AdviceEngine:
 
 def _order(advice: Advice) -> tuple[int, int, int, str, str]:
     """Sort key: severity, then host before GPUs before processes (numerically), then id."""
-    scope = advice.scope
-    for rank, prefix in enumerate(("host", "gpu", "pid")):
-        if scope.startswith(prefix):
-            number = scope[len(prefix) :]
-            if not number:
-                return (SEVERITY_RANK.get(advice.severity, 3), rank, -1, scope, advice.id)
-            if number.isdigit():
-                return (SEVERITY_RANK.get(advice.severity, 3), rank, int(number), scope, advice.id)
-    return (SEVERITY_RANK.get(advice.severity, 3), 3, 0, scope, advice.id)
+    parsed = ScopeKind.parse(advice.scope)
+    if parsed is None:
+        return (SEVERITY_RANK[advice.severity], len(SCOPE_RANK), 0, advice.scope, advice.id)
+    kind, number = parsed
+    return (SEVERITY_RANK[advice.severity], SCOPE_RANK[kind], -1 if number is None else number, advice.scope, advice.id)

@@ -16,13 +16,14 @@ from dataclasses import dataclass
 from gputop.collect.demo_noise import SmoothNoise
 from gputop.collect.demo_scenarios import FREE, SCENARIO_SPECS, Job, Scenario, Workload
 from gputop.collect.model import (
-    ROLE_DATALOADER_WORKER,
-    ROLE_GPU,
     DeviceSample,
     DriverInfo,
+    GpuProcessType,
     HostSample,
+    ProcessRole,
     ProcessSample,
     Snapshot,
+    SourceKind,
 )
 
 SCENARIOS: dict[str, str] = {name: spec.description for name, spec in SCENARIO_SPECS.items()}
@@ -74,7 +75,7 @@ class _SimProcess:
 
     pid: int
     ppid: int
-    role: str
+    role: ProcessRole
     device_index: int
     trainer_pid: int | None
     name: str
@@ -95,7 +96,7 @@ class _SimProcess:
 class DemoSource:
     """Simulated snapshots of one scenario (see :data:`SCENARIOS`); cheap enough to poll at 4 Hz."""
 
-    kind = "demo"
+    kind = SourceKind.DEMO
     """Value of ``Snapshot.source`` for demo data."""
 
     def __init__(self, scenario: str = "healthy", seed: int = 0, clock: Callable[[], float] = time.time) -> None:
@@ -115,7 +116,7 @@ class DemoSource:
         self._gpus = self._build_gpus(rng)
         self._processes = self._build_processes(rng)
         self._trainers = tuple(
-            tuple(p for p in self._processes if p.role == ROLE_GPU and p.device_index == gpu.index)
+            tuple(p for p in self._processes if p.role == ProcessRole.GPU and p.device_index == gpu.index)
             for gpu in self._gpus
         )
         self._cores = tuple(SmoothNoise(seed, f"core{c}", 2.5) for c in range(self._spec.cores))
@@ -124,7 +125,7 @@ class DemoSource:
     def _build_gpus(self, rng: random.Random) -> tuple[_SimGpu, ...]:
         workloads = [FREE] * self._spec.gpu_count
         for job in self._spec.jobs:
-            for index, workload in zip(job.gpus, job.workloads):
+            for index, workload in zip(job.gpus, job.workloads, strict=True):
                 workloads[index] = workload
         uptime = rng.uniform(3, 20) * 86400.0
         gpus = []
@@ -155,14 +156,14 @@ class DemoSource:
             parent = next_pid if job.launcher is not None else next_pid - rng.randrange(50, 400)
             created = self._start - job.age_hours * 3600.0
             trainers = []
-            for index, workload in zip(job.gpus, job.workloads):
+            for index, workload in zip(job.gpus, job.workloads, strict=True):
                 next_pid += rng.randrange(1, 4)
                 trainers.append((next_pid, index, workload))
             for pid, index, workload in trainers:
                 channel = f"pid{pid}"
                 processes.append(
                     _SimProcess(
-                        pid=pid, ppid=parent, role=ROLE_GPU, device_index=index, trainer_pid=None,
+                        pid=pid, ppid=parent, role=ProcessRole.GPU, device_index=index, trainer_pid=None,
                         name=_comm(job), cmdline=job.cmdline, user=job.user, create_time=round(created + 1.5, 2),
                         core=next_core, rss_bytes=int(job.rss_gib * GIB * rng.uniform(0.95, 1.05)),
                         cpu_range=workload.trainer_cpu, running_share=0.0,
@@ -178,7 +179,7 @@ class DemoSource:
                     channel = f"pid{next_pid}"
                     processes.append(
                         _SimProcess(
-                            pid=next_pid, ppid=pid, role=ROLE_DATALOADER_WORKER, device_index=index, trainer_pid=pid,
+                            pid=next_pid, ppid=pid, role=ProcessRole.DATALOADER_WORKER, device_index=index, trainer_pid=pid,
                             name=WORKER_NAME, cmdline=job.cmdline, user=job.user,
                             create_time=round(created + 38.0 + rng.uniform(0, 0.4), 2), core=next_core,
                             rss_bytes=int(rng.uniform(2.1, 3.4) * GIB), cpu_range=workload.worker_cpu,
@@ -258,20 +259,20 @@ class DemoSource:
     def _process(self, proc: _SimProcess, device: DeviceSample, t: float) -> ProcessSample:
         lo, hi = proc.cpu_range
         cpu = round(lo + (hi - lo) * proc.cpu.unit(t), 1)
-        if proc.role == ROLE_GPU:
+        if proc.role == ProcessRole.GPU:
             util = device.utilization_gpu_percent or 0.0
             return ProcessSample(
-                pid=proc.pid, role=ROLE_GPU, device_index=proc.device_index, ppid=proc.ppid, name=proc.name,
+                pid=proc.pid, role=ProcessRole.GPU, device_index=proc.device_index, ppid=proc.ppid, name=proc.name,
                 cmdline=proc.cmdline, user=proc.user, gpu_memory_bytes=self._gpu_memory(proc, t),
                 sm_percent=float(max(0, round(util - 3 * proc.status.unit(t)))),
-                gpu_memory_percent=device.utilization_memory_percent, gpu_process_type="compute", cpu_percent=cpu,
+                gpu_memory_percent=device.utilization_memory_percent, gpu_process_type=GpuProcessType.COMPUTE, cpu_percent=cpu,
                 rss_bytes=proc.rss_bytes, elapsed_seconds=round(max(0.0, t - proc.create_time), 2),
                 create_time=proc.create_time, status="running" if cpu >= 50 else "sleeping",
                 num_workers=proc.num_workers,
             )
         running = proc.status.unit(t) < proc.running_share
         return ProcessSample(
-            pid=proc.pid, role=ROLE_DATALOADER_WORKER, device_index=proc.device_index, trainer_pid=proc.trainer_pid,
+            pid=proc.pid, role=ProcessRole.DATALOADER_WORKER, device_index=proc.device_index, trainer_pid=proc.trainer_pid,
             ppid=proc.ppid, name=proc.name, cmdline=proc.cmdline, user=proc.user, cpu_percent=cpu,
             rss_bytes=proc.rss_bytes, elapsed_seconds=round(max(0.0, t - proc.create_time), 2),
             create_time=proc.create_time, status="running" if running else "sleeping",
@@ -281,7 +282,7 @@ class DemoSource:
         spec = self._spec
         cores = [1.0 + 4.0 * noise.unit(t) for noise in self._cores]
         total_cpu = 0.0
-        for proc, sample in zip(self._processes, processes):
+        for proc, sample in zip(self._processes, processes, strict=True):
             load = sample.cpu_percent or 0.0
             total_cpu += load
             core = proc.core

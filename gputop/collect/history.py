@@ -165,10 +165,10 @@ class History:
         # Read back in growing chunks so a short window never copies the whole history.
         chunk = 64
         while True:
-            stamps = self._timestamps.values(min(chunk, size))
+            stamps = self.timestamps(min(chunk, size))
             cutoff = stamps[-1] - seconds
             for offset, t in enumerate(reversed(stamps)):
-                if t is not None and t < cutoff:
+                if t < cutoff:
                     return offset
             if len(stamps) == size:
                 return size

@@ -17,13 +17,13 @@ import psutil
 from gputop.collect.dataloader_workers import attribute_workers
 from gputop.collect.hostcpu import CpuMeter
 from gputop.collect.model import (
-    ROLE_DATALOADER_WORKER,
     ErrorNote,
     HostReading,
     HostSample,
+    ProcessRole,
     ProcessSample,
 )
-from gputop.collect.procinfo import NOTE_ACCESS_DENIED, ProcessFacts, ProcessReader
+from gputop.collect.procinfo import NOTE_ACCESS_DENIED, ProcessDetailsReader, ProcessFacts
 from gputop.collect.proctree import Descendant, ProcessTree
 from gputop.collect.trainer_status import TrainerStatus, TrainerStatusReader
 
@@ -111,7 +111,7 @@ class HostSource:
         ``clock`` time; in between, each poll joins NVML's fresh figures to the details last read.
         """
         self._cpu = CpuMeter()
-        self._reader = ProcessReader()
+        self._process_details = ProcessDetailsReader()
         self._tree = ProcessTree()
         self._status = TrainerStatusReader()
         self._refresh_seconds = process_refresh_seconds
@@ -135,7 +135,7 @@ class HostSource:
 
     def close(self) -> None:
         """Drop cached process objects."""
-        self._reader.clear()
+        self._process_details.clear()
 
     def _host(self, errors: list[ErrorNote]) -> HostSample:
         """Host-wide CPU, load, memory and swap; a part that fails is None plus an error note."""
@@ -175,14 +175,14 @@ class HostSource:
 
     def _read_details(self, pids: tuple[int, ...], now: float) -> _Details:
         """Read psutil facts, worker trees and status records of ``pids`` now."""
-        facts = {pid: self._reader.read(pid) for pid in pids}
+        facts = {pid: self._process_details.read(pid) for pid in pids}
         tree = self._tree.descendants(pid for pid in pids if facts[pid].found)
         workers = attribute_workers(set(pids), tree)
         worker_rows = {
-            trainer: [(tree[pid], self._reader.read(pid, ppid=tree[pid].ppid)) for pid in found]
+            trainer: [(tree[pid], self._process_details.read(pid, ppid=tree[pid].ppid)) for pid in found]
             for trainer, found in workers.items()
         }
-        self._reader.forget_unseen()
+        self._process_details.forget_unseen()
         statuses = {pid: self._status.read(pid, facts[pid].create_time) for pid in pids if facts[pid].found}
         self._status.forget_unseen()
         return _Details(pids, now, facts, worker_rows, statuses)
@@ -244,7 +244,7 @@ def _worker(trainer: ProcessSample, node: Descendant, facts: ProcessFacts) -> Pr
     fields["name"] = facts.name if facts.name is not None else node.name
     return ProcessSample(
         pid=node.pid,
-        role=ROLE_DATALOADER_WORKER,
+        role=ProcessRole.DATALOADER_WORKER,
         device_index=trainer.device_index,
         trainer_pid=trainer.pid,
         **fields,

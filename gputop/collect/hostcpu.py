@@ -18,15 +18,15 @@ _GUEST_FIELDS = ("guest", "guest_nice")
 
 def _total(times: Any) -> float:
     """All CPU time in one ``cpu_times`` record, without double-counted guest time."""
-    total = sum(times)
+    total = float(sum(times))
     for name in _GUEST_FIELDS:
-        total -= getattr(times, name, 0.0)
+        total -= float(getattr(times, name, 0.0))
     return total
 
 
 def _idle(times: Any) -> float:
     """Idle time including time waiting for I/O, as psutil's ``cpu_percent`` counts it."""
-    return times.idle + getattr(times, "iowait", 0.0)
+    return float(times.idle) + float(getattr(times, "iowait", 0.0))
 
 
 def _percent(part: float, whole: float) -> float:
@@ -53,18 +53,18 @@ class CpuMeter:
         if len(before) != len(now):
             self._result = ((), None)
             return self._result
-        totals = [_total(b) - _total(a) for a, b in zip(before, now)]
+        totals = [_total(b) - _total(a) for a, b in zip(before, now, strict=True)]
         whole = sum(totals)
         if whole <= 0:
             self._last = before
             return self._result
         per_core = tuple(
             _percent(total - (_idle(b) - _idle(a)), total) if total > 0 else 0.0
-            for a, b, total in zip(before, now, totals)
+            for a, b, total in zip(before, now, totals, strict=True)
         )
         iowait = None
         if hasattr(now[0], "iowait"):
-            waited = sum(b.iowait - a.iowait for a, b in zip(before, now))
+            waited = sum(b.iowait - a.iowait for a, b in zip(before, now, strict=True))
             iowait = _percent(waited, whole)
         self._result = (per_core, iowait)
         return self._result

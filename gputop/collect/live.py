@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from gputop.collect.host import HostSource
-from gputop.collect.model import Snapshot
+from gputop.collect.model import Snapshot, SourceKind
 from gputop.collect.nvml import NvmlSource
 
 LIVE_LABEL = "live"
@@ -15,7 +15,7 @@ LIVE_LABEL = "live"
 class LiveSource:
     """Polls NVML, then psutil for the host and for the processes NVML reported."""
 
-    kind = "nvml"
+    kind = SourceKind.NVML
     """Value of ``Snapshot.source`` for live data."""
 
     def __init__(self, nvml: NvmlSource | None = None, host: HostSource | None = None) -> None:

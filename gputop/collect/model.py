@@ -7,15 +7,97 @@ never 0, so "unsupported" is never confused with "idle".
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import Enum
 
 SCHEMA_VERSION = 1
 """Version of the snapshot layout written to JSON output and recordings."""
 
-ROLE_GPU = "gpu"
-"""Role of a process that holds a GPU context."""
 
-ROLE_DATALOADER_WORKER = "dataloader_worker"
-"""Role of a PyTorch DataLoader worker feeding a GPU process."""
+class StringEnum(str, Enum):
+    """A fixed set of strings: each member equals, prints and serializes as its value.
+
+    JSON output and comparisons with plain strings therefore see the same strings as before the
+    field was an enum. ``__str__`` is the value on every Python version (``enum.StrEnum`` does
+    this from 3.11 only). The values are part of the JSON contract: a reader rejects a value it
+    does not know, so adding one is a layout change.
+    """
+
+    def __str__(self) -> str:
+        return str.__str__(self)
+
+
+class SourceKind(StringEnum):
+    """Where a snapshot's data comes from (``Snapshot.source``)."""
+
+    NVML = "nvml"
+    """Live: NVML for the GPUs, psutil for the host."""
+    DEMO = "demo"
+    """Simulated by a demo scenario."""
+    REPLAY = "replay"
+    """Read back from a recording."""
+
+
+class ProcessRole(StringEnum):
+    """Why a process is listed (``ProcessSample.role``)."""
+
+    GPU = "gpu"
+    """It holds a GPU context."""
+    DATALOADER_WORKER = "dataloader_worker"
+    """It is a PyTorch DataLoader worker feeding a GPU process."""
+
+
+class GpuProcessType(StringEnum):
+    """The kinds of context a GPU process holds, as NVML lists them (``ProcessSample.gpu_process_type``)."""
+
+    COMPUTE = "compute"
+    """A CUDA (compute) context."""
+    GRAPHICS = "graphics"
+    """A graphics context."""
+    COMPUTE_GRAPHICS = "compute+graphics"
+    """Both: the process is in NVML's compute and graphics lists."""
+
+
+class Severity(StringEnum):
+    """How urgent a piece of advice is (``Advice.severity``); members run from most to least severe."""
+
+    CRITICAL = "critical"
+    """Needs attention now."""
+    WARN = "warn"
+    """Costs throughput now and is worth fixing."""
+    INFO = "info"
+    """Worth knowing: spare capacity, an easy gain, or a healthy GPU."""
+
+
+class ScopeKind(StringEnum):
+    """What an advice scope names: the host, one GPU or one process.
+
+    A scope (``Advice.scope``) is the kind's value, followed by the GPU index or pid for GPUs
+    and processes: ``"host"``, ``"gpu0"``, ``"pid1234"``. Members are in the order advice is
+    listed within a severity.
+    """
+
+    HOST = "host"
+    """The whole machine."""
+    GPU = "gpu"
+    """One GPU, by NVML index."""
+    PID = "pid"
+    """One process, by pid."""
+
+    def of(self, number: int | None = None) -> str:
+        """The scope for GPU index or pid ``number`` (none for the host), e.g. ``"gpu0"``."""
+        return self.value if number is None else f"{self.value}{number}"
+
+    @classmethod
+    def parse(cls, scope: str) -> tuple[ScopeKind, int | None] | None:
+        """(kind, number) of a scope such as ``"gpu0"`` (number None when absent); None for another form."""
+        for kind in cls:
+            if scope.startswith(kind.value):
+                number = scope[len(kind.value) :]
+                if not number:
+                    return kind, None
+                if number.isascii() and number.isdigit():
+                    return kind, int(number)
+        return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,8 +180,8 @@ class ProcessSample:
 
     pid: int
     """Process id as seen in this PID namespace (NVML's PID for GPU processes)."""
-    role: str = ROLE_GPU
-    """``"gpu"`` or ``"dataloader_worker"``."""
+    role: ProcessRole = ProcessRole.GPU
+    """A GPU process or a DataLoader worker."""
     device_index: int | None = None
     """GPU the process uses; for a worker, the GPU of its trainer."""
     trainer_pid: int | None = None
@@ -118,8 +200,8 @@ class ProcessSample:
     """Per-process SM utilization from ``nvmlDeviceGetProcessUtilization``."""
     gpu_memory_percent: float | None = None
     """Per-process memory-controller utilization."""
-    gpu_process_type: str | None = None
-    """``"compute"``, ``"graphics"`` or ``"compute+graphics"`` for GPU processes."""
+    gpu_process_type: GpuProcessType | None = None
+    """Compute, graphics or both, for GPU processes."""
     cpu_percent: float | None = None
     """CPU use since the previous poll, 100 = one full core."""
     rss_bytes: int | None = None
@@ -196,10 +278,10 @@ class Advice:
 
     id: str
     """Stable identifier of the rule and scope, e.g. ``"input_bound:gpu0"``."""
-    severity: str
-    """``"info"``, ``"warn"`` or ``"critical"``."""
+    severity: Severity
+    """How urgent it is."""
     scope: str
-    """``"host"``, ``"gpu0"``, ``"pid1234"`` and so on."""
+    """``"host"``, ``"gpu0"``, ``"pid1234"`` and so on (see :class:`ScopeKind`)."""
     title: str
     """One-line summary."""
     evidence: str
@@ -214,8 +296,8 @@ class Snapshot:
 
     timestamp: float
     """Epoch seconds of the poll."""
-    source: str
-    """``"nvml"``, ``"demo"`` or ``"replay"``."""
+    source: SourceKind
+    """Live, demo or replayed data."""
     host: HostSample = field(default_factory=HostSample)
     """Host CPU and memory."""
     driver: DriverInfo | None = None

@@ -12,7 +12,7 @@ from gputop.collect.nvml_calls import CallGuard, raw_text_call
 from gputop.collect.nvml_errors import UNSUPPORTED_CODES
 from gputop.collect.nvml_gpm import GpmMetrics, GpmReader
 from gputop.collect.nvml_pcie import CounterRate, PcieThroughputPoller
-from gputop.collect.nvml_processes import ProcessReader
+from gputop.collect.nvml_processes import DeviceProcessLister
 
 THROTTLE_REASONS = (
     (0x001, "gpu_idle"),
@@ -69,7 +69,7 @@ class DeviceReader:
         self._tx = CounterRate()
         self._rx = CounterRate()
         self._gpm = GpmReader(handle, self._guard)
-        self._processes = ProcessReader(index, handle, self._guard)
+        self._processes = DeviceProcessLister(index, handle, self._guard)
         self._watched = False
 
     def read(self) -> tuple[DeviceSample, list[ProcessSample], list[ErrorNote]]:

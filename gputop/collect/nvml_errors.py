@@ -26,7 +26,7 @@ TRANSIENT_CODES = frozenset({
 LOST_MESSAGE = "GPU is lost (fell off the bus or stopped responding)"
 """Shown for a GPU that answers NVML_ERROR_GPU_IS_LOST."""
 
-_NAMES = {value: name for name, value in vars(pynvml).items()
+_NAMES: dict[int, str] = {value: name for name, value in vars(pynvml).items()
           if name.startswith("NVML_ERROR_") and isinstance(value, int)}
 
 

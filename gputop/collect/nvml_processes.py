@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pynvml
 
-from gputop.collect.model import ROLE_GPU, ProcessSample
+from gputop.collect.model import GpuProcessType, ProcessRole, ProcessSample
 from gputop.collect.nvml_calls import CallGuard
 
 UTILIZATION_HOLD_S = 3.0
@@ -18,7 +18,7 @@ _LISTS = (
 )
 
 
-class ProcessReader:
+class DeviceProcessLister:
     """Lists the processes on one device and joins their latest utilization samples."""
 
     def __init__(self, index: int, handle: object, guard: CallGuard) -> None:
@@ -46,8 +46,8 @@ class ProcessReader:
         for pid, (kinds, memory) in found.items():
             sm, mem, _, _ = self._utilization.get(pid, (None, None, 0.0, 0))
             samples.append(ProcessSample(
-                pid=pid, role=ROLE_GPU, device_index=self._index, gpu_memory_bytes=memory,
-                sm_percent=sm, gpu_memory_percent=mem, gpu_process_type="+".join(sorted(kinds)),
+                pid=pid, role=ProcessRole.GPU, device_index=self._index, gpu_memory_bytes=memory,
+                sm_percent=sm, gpu_memory_percent=mem, gpu_process_type=GpuProcessType("+".join(sorted(kinds))),
             ))
         return samples
 

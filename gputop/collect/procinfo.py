@@ -132,7 +132,7 @@ def _join_cmdline(args: list[str]) -> str | None:
     return shlex.join(clean_text(arg) for arg in args)
 
 
-class ProcessReader:
+class ProcessDetailsReader:
     """Reads process details, keeping psutil objects between polls. Use from one thread.
 
     Call ``read`` for every process of a poll, then ``forget_unseen`` to drop what was not read.

@@ -18,7 +18,7 @@ from collections import deque
 from collections.abc import Generator
 from pathlib import Path
 
-from gputop.collect.model import ErrorNote, Snapshot
+from gputop.collect.model import ErrorNote, Snapshot, SourceKind
 from gputop.collect.recording import RecordingProblem, read_recording
 
 MAX_SHOWN_PROBLEMS = 5
@@ -38,7 +38,7 @@ class ReplayError(Exception):
 class ReplaySource:
     """Returns a recording's snapshots one per poll; at the end repeats the last one, or loops."""
 
-    kind = "replay"
+    kind = SourceKind.REPLAY
     """Value of ``Snapshot.source`` for replayed data."""
 
     def __init__(self, path: str | os.PathLike[str], loop: bool = False) -> None:

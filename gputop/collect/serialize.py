@@ -7,7 +7,6 @@
 from __future__ import annotations
 
 import dataclasses
-import enum
 import json
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -24,7 +23,10 @@ from gputop.collect.schema import (
 )
 
 _SHOWN_CHARACTERS = 40
-"""How much of an offending value an error message quotes."""
+"""How much of an offending number an error message quotes."""
+
+_QUOTED_STRING_CHARACTERS = 32
+"""Longest offending string an error message quotes; longer or unprintable ones are not quoted at all."""
 
 
 _Built = TypeVar("_Built")
@@ -123,12 +125,12 @@ def _scalar(shape: Scalar) -> _Check:
         def check(value: Any) -> Any:
             if type(value) is str:
                 return value
-            raise _Mismatch(f"must be a string, not {_show(value)}")
+            raise _Mismatch(f"must be a string{_but(value)}")
     elif kind is bool:
         def check(value: Any) -> Any:
             if value is True or value is False:
                 return value
-            raise _Mismatch(f"must be true or false, not {_show(value)}")
+            raise _Mismatch(f"must be true or false{_but(value)}")
     elif kind is float and bounds is None:
         def check(value: Any) -> Any:
             if type(value) is float and value - value == 0.0:  # finite
@@ -147,28 +149,28 @@ def _number(value: Any, kind: type, bounds: tuple[float, float] | None) -> Any:
     """``value`` as ``kind`` (int or float); JSON's NaN and Infinity extensions and booleans are refused."""
     if type(value) not in (int, float) or value - value != 0:
         noun = "a whole number" if kind is int else "a finite number"
-        raise _Mismatch(f"must be {noun}, not {_show(value)}")
+        raise _Mismatch(f"must be {noun}{_but(value)}")
     if bounds is not None and not bounds[0] <= value <= bounds[1]:
-        raise _Mismatch(f"must be between {bounds[0]} and {bounds[1]}, not {_show(value)}")
+        raise _Mismatch(f"must be between {bounds[0]} and {bounds[1]}{_but(value)}")
     if kind is int and type(value) is float and not value.is_integer():
-        raise _Mismatch(f"must be a whole number, not {_show(value)}")
+        raise _Mismatch(f"must be a whole number{_but(value)}")
     try:
         return kind(value)
     except OverflowError:
-        raise _Mismatch(f"is out of range: {_show(value)}") from None
+        raise _Mismatch(f"is too large to be a number{_but(value)}") from None
 
 
 def _choice(shape: Choice) -> _Check:
     members = {member.value: member for member in shape.enum}
-    allowed = ", ".join(_show(value) for value in members)
+    allowed = ", ".join(repr(value) for value in members)
 
     def check(value: Any) -> Any:
         try:
             member = members.get(value)
         except TypeError:  # a list or an object
             member = None
-        if member is None or type(member.value) is not type(value):  # true is not 1
-            raise _Mismatch(f"must be one of {allowed}, not {_show(value)}")
+        if member is None or isinstance(value, bool) is not isinstance(member.value, bool):  # true is not 1
+            raise _Mismatch(f"must be one of {allowed}{_but(value)}")
         return member
 
     return check
@@ -177,7 +179,7 @@ def _choice(shape: Choice) -> _Check:
 def _array(item: _Check, length: int | None) -> _Check:
     def check(value: Any) -> Any:
         if type(value) is not list:
-            raise _Mismatch(f"must be a list, not {_show(value)}")
+            raise _Mismatch(f"must be a list{_but(value)}")
         if length is not None and len(value) != length:
             raise _Mismatch(f"must be a list of {length} items, not {len(value)}")
         try:
@@ -207,7 +209,7 @@ def _record(shape: Record, complete: bool) -> _Check:
 
     def check(value: Any) -> Any:
         if type(value) is not dict:
-            raise _Mismatch(f"must be a JSON object, not {_show(value)}")
+            raise _Mismatch(f"must be a JSON object{_but(value)}")
         kwargs = {}
         for name, step, check_field, required in fields:
             given = value.get(name, _MISSING)
@@ -224,16 +226,19 @@ def _record(shape: Record, complete: bool) -> _Check:
     return check
 
 
-def _show(value: Any) -> str:
-    """A short, printable rendering of a JSON value for an error message."""
+def _but(value: Any) -> str:
+    """``", not <value>"`` for an error message, short and printable; empty for a string not safe to quote."""
     if isinstance(value, dict):
-        return "an object"
+        return ", not an object"
     if isinstance(value, list):
-        return "a list"
+        return ", not a list"
     if value is None or isinstance(value, bool):
-        return json.dumps(value)
-    text = ascii(value)
-    return text if len(text) <= _SHOWN_CHARACTERS else text[: _SHOWN_CHARACTERS - 3] + "..."
+        return f", not {json.dumps(value)}"
+    if isinstance(value, str):
+        quotable = len(value) <= _QUOTED_STRING_CHARACTERS and value.isprintable()
+        return f", not {value!r}" if quotable else ""
+    text = repr(value)
+    return f", not {text}" if len(text) <= _SHOWN_CHARACTERS else f", not {text[: _SHOWN_CHARACTERS - 3]}..."
 
 
 def _plain(value: Any) -> Any:
@@ -241,6 +246,4 @@ def _plain(value: Any) -> Any:
         return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, tuple):
         return [_plain(v) for v in value]
-    if isinstance(value, enum.Enum):
-        return value.value
-    return value
+    return value  # a StringEnum member stays a member: it is a str, and json.dumps writes its value

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from gputop.collect.model import Snapshot
+from gputop.collect.model import Snapshot, SourceKind
 
 
 class SnapshotSource(Protocol):
     """Something the sampler can poll for whole snapshots."""
 
-    kind: str
-    """``"nvml"``, ``"demo"`` or ``"replay"``: the value of ``Snapshot.source``."""
+    kind: SourceKind
+    """The value of ``Snapshot.source``."""
 
     def poll(self) -> Snapshot:
         """Take one snapshot. Must not raise for expected faults: report them in ``errors``."""

@@ -30,7 +30,7 @@ CLASSES = 10
 """Number of target classes."""
 
 
-class SyntheticDataset(Dataset):
+class SyntheticDataset(Dataset[tuple[torch.Tensor, int]]):
     """Samples computed from their index, costing ``slow_ms`` of CPU and ``io_ms`` of sleep each."""
 
     def __init__(self, length: int, slow_ms: float, io_ms: float) -> None:
@@ -116,7 +116,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return args
 
 
-def make_loader(args: argparse.Namespace) -> DataLoader:
+def make_loader(args: argparse.Namespace) -> DataLoader[tuple[torch.Tensor, int]]:
     """The DataLoader the knobs describe."""
     options = {}
     if args.num_workers > 0:
@@ -167,7 +167,7 @@ def train(args: argparse.Namespace) -> int:
             with torch.autocast(device.type, dtype=amp_dtype, enabled=args.amp):
                 loss = nn.functional.cross_entropy(model(features), labels)
             optimizer.zero_grad(set_to_none=True)
-            scaler.scale(loss).backward()
+            scaler.scale(loss).backward()  # type: ignore[no-untyped-call]  # torch leaves Tensor.backward unannotated
             scaler.step(optimizer)
             scaler.update()
             step += 1

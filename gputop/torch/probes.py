@@ -31,7 +31,8 @@ def loader_settings(loader: object) -> dict[str, Any]:
 
 def cuda_memory() -> dict[str, int] | None:
     """Allocated, reserved and peak bytes on the calling thread's CUDA device; None when CUDA is not in use."""
-    if not torch.cuda.is_available() or not torch.cuda.is_initialized():
+    # torch leaves cuda.is_initialized unannotated
+    if not torch.cuda.is_available() or not torch.cuda.is_initialized():  # type: ignore[no-untyped-call]
         return None
     try:
         device = torch.cuda.current_device()

@@ -16,14 +16,14 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from gputop.collect.model import Advice, ErrorNote, Snapshot
+from gputop.collect.model import Advice, ErrorNote, Severity, Snapshot
 from gputop.textsafe import safe_text
 from gputop.ui.format import severity_rank
 
 TEXT_REFRESH_SECONDS = 2.0
 """Least time between two redraws of the advice text when only its numbers changed."""
 
-SEVERITY_LABELS = {"critical": "CRIT", "warn": "WARN", "info": "INFO"}
+SEVERITY_LABELS = {Severity.CRITICAL: "CRIT", Severity.WARN: "WARN", Severity.INFO: "INFO"}
 """Badge text of each severity."""
 
 ADVICE_COMPONENTS = {
@@ -62,7 +62,7 @@ def advice_text(
     for item in sorted_advice(advice):
         if text:
             text.append("\n\n")
-        severity = item.severity if item.severity in SEVERITY_LABELS else "info"
+        severity = item.severity if item.severity in SEVERITY_LABELS else Severity.INFO
         text.append(f" {SEVERITY_LABELS[severity]} ", style=style(severity))
         text.append(f" {safe_text(item.scope)} ", style=style("scope"))
         text.append(safe_text(item.title), style=style("title"))
@@ -79,13 +79,13 @@ def advice_text(
 def summary_text(advice: tuple[Advice, ...], errors: tuple[ErrorNote, ...], style: StyleLookup) -> Text:
     """One line: counts per severity and the most severe title, with the key that opens the panel."""
     text = Text(no_wrap=True, overflow="ellipsis")
-    counts: dict[str, int] = {}
+    counts: dict[Severity, int] = {}
     for item in advice:
         counts[item.severity] = counts.get(item.severity, 0) + 1
     if errors:
         text.append(f" {len(errors)} error{'s' if len(errors) > 1 else ''} ", style=style("warn"))
         text.append(" ")
-    for severity in ("critical", "warn", "info"):
+    for severity in Severity:
         if counts.get(severity):
             text.append(f" {counts[severity]} {SEVERITY_LABELS[severity]} ", style=style(severity))
             text.append(" ")

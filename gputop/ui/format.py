@@ -12,10 +12,11 @@ from rich.segment import Segment
 from rich.style import Style
 from textual.strip import Strip
 
+from gputop.collect.model import Severity
 from gputop.textsafe import safe_text
 from gputop.units import NA, fmt_bytes, fmt_watts
 
-SEVERITY_ORDER = {"critical": 0, "warn": 1, "info": 2}
+SEVERITY_ORDER: dict[Severity, int] = {severity: rank for rank, severity in enumerate(Severity)}
 """Sort rank of advice severities, most severe first."""
 
 THROTTLE_LABELS = {
@@ -110,7 +111,7 @@ def fit(text: str, width: int) -> str:
     return set_cell_size(text, width - 1) + "…"
 
 
-def severity_rank(severity: str) -> int:
+def severity_rank(severity: Severity) -> int:
     """Sort key of an advice severity (unknown severities sort last)."""
     return SEVERITY_ORDER.get(severity, len(SEVERITY_ORDER))
 

@@ -11,7 +11,7 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from gputop import __version__
-from gputop.collect.model import Snapshot
+from gputop.collect.model import Snapshot, SourceKind
 from gputop.textsafe import safe_text
 from gputop.ui.format import CachedStyles
 from gputop.ui.line_diff import line_regions, refresh_regions
@@ -25,12 +25,12 @@ def source_text(snapshot: Snapshot | None) -> str:
     """How the data source is named on screen: ``live``, the demo's label, or the replay's label."""
     if snapshot is None:
         return "waiting for data"
-    if snapshot.source == "nvml":
+    if snapshot.source == SourceKind.NVML:
         return SOURCE_LIVE
     label = safe_text(snapshot.label, 60)
-    if snapshot.source == "demo":
+    if snapshot.source == SourceKind.DEMO:
         return label if "simulated" in label else f"demo (simulated){': ' + label if label else ''}"
-    if snapshot.source == "replay":
+    if snapshot.source == SourceKind.REPLAY:
         return label if label.startswith("replay") else f"replay{': ' + label if label else ''}"
     return label or safe_text(snapshot.source)
 
@@ -99,7 +99,7 @@ class HeaderBar(CachedStyles, Widget):
                 items.append((3, f"driver {safe_text(driver.driver_version) or NA}", "header--base"))
                 items.append((3, f"CUDA {safe_text(driver.cuda_driver_version) or NA}", "header--base"))
         kind = "header--live"
-        if snapshot is not None and snapshot.source in ("demo", "replay"):
+        if snapshot is not None and snapshot.source in (SourceKind.DEMO, SourceKind.REPLAY):
             kind = f"header--{snapshot.source}"
         items.append((0, f" {source_text(snapshot)} ", kind))
         items.append((1, f"every {self._interval:g}s", "header--base"))

@@ -52,7 +52,7 @@ def average_host(samples: list[HostSample]) -> HostSample:
     iowaits = [s.iowait_percent for s in samples if s.iowait_percent is not None]
     return dataclasses.replace(
         newest,
-        cpu_percent_per_core=tuple(sum(column) / len(cores) for column in zip(*cores)),
+        cpu_percent_per_core=tuple(sum(column) / len(cores) for column in zip(*cores, strict=False)),
         iowait_percent=sum(iowaits) / len(iowaits) if iowaits else None,
     )
 

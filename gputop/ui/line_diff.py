@@ -61,7 +61,7 @@ def _same_layout_runs(old: Strip, new: Strip) -> list[tuple[int, int]] | None:
         return None
     runs: list[tuple[int, int]] = []
     x = 0
-    for (text_a, style_a, control_a), (text_b, style_b, control_b) in zip(before, after):
+    for (text_a, style_a, control_a), (text_b, style_b, control_b) in zip(before, after, strict=False):
         if control_a or control_b or len(text_a) != len(text_b) or not (text_a.isascii() and text_b.isascii()):
             return None
         if style_a != style_b:
@@ -76,7 +76,7 @@ def _text_runs(a: str, b: str) -> list[tuple[int, int]]:
     """Runs of differing characters of two equally long strings."""
     runs: list[tuple[int, int]] = []
     start = None
-    for index, (char_a, char_b) in enumerate(zip(a, b)):
+    for index, (char_a, char_b) in enumerate(zip(a, b, strict=False)):
         if char_a != char_b:
             if start is None:
                 start = index
@@ -172,5 +172,5 @@ class ChangedLinesRefresh:
         if len(lines) != len(old):
             self.refresh()  # type: ignore[attr-defined]
             return
-        regions = [region for y, (a, b) in enumerate(zip(old, lines)) for region in line_regions(y, a, b, width)]
+        regions = [region for y, (a, b) in enumerate(zip(old, lines, strict=False)) for region in line_regions(y, a, b, width)]
         refresh_regions(self, regions)  # type: ignore[arg-type]

@@ -19,7 +19,7 @@ from textual.strip import Strip
 _ORIGINAL = _compositor.ChopsUpdate
 
 
-class SpanChopsUpdate(_ORIGINAL):  # type: ignore[misc, valid-type]
+class SpanChopsUpdate(_ORIGINAL):
     """A ``ChopsUpdate`` that writes exactly the dirty spans, cropped on both sides."""
 
     def render_segments(self, console: Console) -> str:
@@ -30,7 +30,7 @@ class SpanChopsUpdate(_ORIGINAL):  # type: ignore[misc, valid-type]
         color_system = console._color_system or ColorSystem.TRUECOLOR
         last_y = self.spans[-1][0]
         for y, x1, x2 in self.spans:
-            for end, (x, strip) in zip(self.chop_ends[y], self.chops[y].items()):
+            for end, (x, strip) in zip(self.chop_ends[y], self.chops[y].items(), strict=False):
                 if strip is None or x >= x2 or end <= x1:
                     continue
                 start = max(x, x1)

@@ -28,7 +28,7 @@ from textual.scrollbar import ScrollBarRender
 from textual.strip import Strip
 from textual.timer import Timer
 
-from gputop.collect.model import ROLE_DATALOADER_WORKER, ProcessSample, Snapshot
+from gputop.collect.model import ProcessRole, ProcessSample, Snapshot
 from gputop.textsafe import safe_text
 from gputop.ui.line_diff import line_regions, refresh_regions
 from gputop.units import NA, fmt_bytes, fmt_duration, fmt_percent
@@ -105,7 +105,7 @@ def _row_key(process: ProcessSample) -> RowKey:
 
 
 def _is_worker(process: ProcessSample) -> bool:
-    return process.role == ROLE_DATALOADER_WORKER
+    return process.role == ProcessRole.DATALOADER_WORKER
 
 
 def build_groups(processes: tuple[ProcessSample, ...]) -> list[_Group]:

@@ -7,11 +7,12 @@ from dataclasses import dataclass
 
 from gputop.advice.config import Thresholds
 from gputop.advice.context import Context, Finding
-from gputop.collect.model import Advice
+from gputop.collect.model import Advice, Severity
 
 
-def _default_hold(t: Thresholds) -> float:
-    return t.hold_s
+def _default_hold(thresholds: Thresholds) -> float:
+    """The common hold time, for rules without their own."""
+    return thresholds.hold_s
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,9 +27,15 @@ class Rule:
     """Seconds the condition must hold before its advice appears."""
 
     def finding(
-        self, severity: str, scope: str, title: str, evidence: str, action: str, devices: tuple[int, ...] | frozenset[int] = ()
+        self,
+        severity: Severity,
+        scope: str,
+        title: str,
+        evidence: str,
+        action: str,
+        devices: tuple[int, ...] | frozenset[int] = (),
     ) -> Finding:
-        """A Finding with id ``"<name>:<scope>"``."""
+        """A Finding with id ``"<name>:<scope>"`` (a scope made by :meth:`~gputop.collect.model.ScopeKind.of`)."""
         advice = Advice(f"{self.name}:{scope}", severity, scope, title, evidence, action)
         return Finding(advice, frozenset(devices))
 

@@ -4,28 +4,28 @@ from __future__ import annotations
 
 from gputop.advice.context import Context, Finding
 from gputop.advice.rules.base import Rule, gib, pct
-from gputop.advice.rules.feeds import feeds_on
+from gputop.collect.model import ScopeKind, Severity
 
 
 def _evaluate(ctx: Context) -> list[Finding]:
-    t = ctx.t
-    out = []
+    thresholds = ctx.thresholds
+    findings = []
     for index, device in sorted(ctx.devices.items()):
         util = ctx.util(index)
         total = device.memory_total_bytes
-        if util is None or not total or not t.idle_util_percent < util < t.headroom_util_percent:
+        if util is None or not total or not thresholds.idle_util_percent < util < thresholds.headroom_util_percent:
             continue
         used = ctx.device_stat(index, "memory_used_bytes")
         if used is None:
             continue
         share = 100.0 * used.maximum / total
-        feeds = feeds_on(ctx, index)
-        if share >= t.headroom_memory_percent or not feeds or any(f.starved for f in feeds):
+        feeds = ctx.feeds_on(index)
+        if share >= thresholds.headroom_memory_percent or not feeds or any(feed.starved for feed in feeds):
             continue
         factor = int(85.0 / max(share, 1.0))
         evidence = (
             f"GPU {index} uses {gib(used.maximum)} of {gib(total)} ({pct(share)}) at {pct(util)} util "
-            f"over the last {t.window_s:.0f} s (trainer PID {feeds[0].trainer.pid})"
+            f"over the last {thresholds.window_s:.0f} s (trainer PID {feeds[0].trainer.pid})"
         )
         grow = f"about {factor}x" if factor >= 2 else "somewhat"
         action = (
@@ -34,8 +34,8 @@ def _evaluate(ctx: Context) -> list[Finding]:
             "and use the memory for a larger model or longer sequences"
         )
         title = f"GPU {index} has memory to spare: a bigger batch would keep it busier"
-        out.append(RULE.finding("info", f"gpu{index}", title, evidence, action, (index,)))
-    return out
+        findings.append(RULE.finding(Severity.INFO, ScopeKind.GPU.of(index), title, evidence, action, (index,)))
+    return findings
 
 
 RULE = Rule("batch_headroom", _evaluate)

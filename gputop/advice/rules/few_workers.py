@@ -4,18 +4,18 @@ from __future__ import annotations
 
 from gputop.advice.context import Context, Finding
 from gputop.advice.rules.base import Rule, pct, pct_range, workers_phrase
-from gputop.advice.rules.feeds import feeds_on
 from gputop.advice.rules.input_bound import has_room_for_workers, suggested_workers
+from gputop.collect.model import ScopeKind, Severity
 
 
 def _evaluate(ctx: Context) -> list[Finding]:
-    t = ctx.t
-    out = []
+    thresholds = ctx.thresholds
+    findings = []
     for index in sorted(ctx.devices):
         util = ctx.util(index)
-        if util is None or util >= t.low_util_percent:
+        if util is None or util >= thresholds.low_util_percent:
             continue
-        for feed in feeds_on(ctx, index):
+        for feed in ctx.feeds_on(index):
             if not (feed.starved and has_room_for_workers(ctx, feed)):
                 continue
             idle = ctx.idle_cores() or 0.0
@@ -31,7 +31,7 @@ def _evaluate(ctx: Context) -> list[Finding]:
             else:
                 load = f"has {workers_phrase(count)} at {pct_range(list(feed.worker_cpu))} CPU"
             evidence = (
-                f"trainer PID {pid} {load}; GPU {index} util {pct(util)} over the last {t.window_s:.0f} s; "
+                f"trainer PID {pid} {load}; GPU {index} util {pct(util)} over the last {thresholds.window_s:.0f} s; "
                 f"{idle:.0f} of {ctx.cores} cores idle"
             )
             target = suggested_workers(ctx, count, idle)
@@ -40,8 +40,8 @@ def _evaluate(ctx: Context) -> list[Finding]:
                 f"workers decode and augment in parallel on the idle cores"
             )
             title = f"PID {pid} has too few DataLoader workers ({count}) for GPU {index}"
-            out.append(RULE.finding("warn", f"pid{pid}", title, evidence, action, (index,)))
-    return out
+            findings.append(RULE.finding(Severity.WARN, ScopeKind.PID.of(pid), title, evidence, action, (index,)))
+    return findings
 
 
 RULE = Rule("few_workers", _evaluate)

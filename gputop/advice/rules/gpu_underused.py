@@ -4,27 +4,27 @@ from __future__ import annotations
 
 from gputop.advice.context import Context, Finding
 from gputop.advice.rules.base import Rule, pct, pct_range, workers_phrase
-from gputop.advice.rules.feeds import feeds_on
 from gputop.advice.rules.imbalance import waiting_peers
+from gputop.collect.model import ScopeKind, Severity
 
 
 def _evaluate(ctx: Context) -> list[Finding]:
-    t = ctx.t
+    thresholds = ctx.thresholds
     iowait = ctx.host_stat("iowait_percent")
-    if iowait is not None and iowait.mean >= t.iowait_percent:
+    if iowait is not None and iowait.mean >= thresholds.iowait_percent:
         return []
-    out = []
+    findings = []
     waiting = waiting_peers(ctx)
     for index in sorted(ctx.devices):
         util = ctx.util(index)
-        if util is None or not t.idle_util_percent < util < t.low_util_percent or index in waiting:
+        if util is None or not thresholds.idle_util_percent < util < thresholds.low_util_percent or index in waiting:
             continue
-        feeds = feeds_on(ctx, index)
-        if not feeds or any(f.starved or not f.known for f in feeds):
+        feeds = ctx.feeds_on(index)
+        if not feeds or any(feed.starved or not feed.known for feed in feeds):
             continue
         feed = feeds[0]
         trainer_cpu = feed.trainer.cpu_percent or 0.0
-        parts = [f"GPU {index} util {pct(util)} over the last {t.window_s:.0f} s", f"trainer PID {feed.trainer.pid} at {pct(trainer_cpu)} CPU"]
+        parts = [f"GPU {index} util {pct(util)} over the last {thresholds.window_s:.0f} s", f"trainer PID {feed.trainer.pid} at {pct(trainer_cpu)} CPU"]
         if feed.worker_cpu:
             parts.append(f"its {workers_phrase(len(feed.worker_cpu))} at {pct_range(list(feed.worker_cpu))}")
         if iowait is not None:
@@ -33,11 +33,11 @@ def _evaluate(ctx: Context) -> list[Finding]:
             "profile a few steps with torch.profiler (or nsys profile -t cuda,nvtx) and look for host syncs "
             "(.item(), .cpu(), printing tensors), many tiny kernels and CPU work between steps"
         )
-        if trainer_cpu >= t.cpu_saturated_percent:
+        if trainer_cpu >= thresholds.cpu_saturated_percent:
             action += "; the trainer's main thread is CPU-bound: torch.compile or CUDA graphs cut Python and launch overhead"
         title = f"GPU {index} under-used, and not by the input pipeline: the training code leaves it waiting"
-        out.append(RULE.finding("warn", f"gpu{index}", title, "; ".join(parts), action, (index,)))
-    return out
+        findings.append(RULE.finding(Severity.WARN, ScopeKind.GPU.of(index), title, "; ".join(parts), action, (index,)))
+    return findings
 
 
 RULE = Rule("gpu_underused", _evaluate)

@@ -9,22 +9,23 @@ from __future__ import annotations
 
 from gputop.advice.context import Context, Finding
 from gputop.advice.rules.base import Rule, gib, pct
+from gputop.collect.model import ScopeKind, Severity
 
 
 def _evaluate(ctx: Context) -> list[Finding]:
-    t = ctx.t
-    out = []
+    thresholds = ctx.thresholds
+    findings = []
     for index, device in sorted(ctx.devices.items()):
         util = ctx.util(index)
-        if util is None or util < t.healthy_util_percent or not ctx.gpu_processes.get(index):
+        if util is None or util < thresholds.healthy_util_percent or not ctx.gpu_processes.get(index):
             continue
-        evidence = f"GPU {index} util {pct(util)} over the last {t.window_s:.0f} s"
+        evidence = f"GPU {index} util {pct(util)} over the last {thresholds.window_s:.0f} s"
         if device.memory_used_bytes is not None and device.memory_total_bytes:
             evidence += f", memory {gib(device.memory_used_bytes)} of {gib(device.memory_total_bytes)}"
         action = "nothing to change; keep watching after changes to the model, data or batch size"
-        out.append(RULE.finding("info", f"gpu{index}", f"GPU {index} is busy and nothing looks wrong", evidence, action, (index,)))
-    return out
+        findings.append(RULE.finding(Severity.INFO, ScopeKind.GPU.of(index), f"GPU {index} is busy and nothing looks wrong", evidence, action, (index,)))
+    return findings
 
 
-RULE = Rule("healthy", _evaluate, hold=lambda t: max(t.hold_s, t.throttle_hold_s))
+RULE = Rule("healthy", _evaluate, hold=lambda thresholds: max(thresholds.hold_s, thresholds.throttle_hold_s))
 """A busy GPU with no other advice; it holds as long as the slowest rule that could contradict it."""

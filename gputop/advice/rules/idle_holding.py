@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from gputop.advice.context import Context, Finding
 from gputop.advice.rules.base import Rule, gib, pct
+from gputop.collect.model import ScopeKind, Severity
 from gputop.textsafe import safe_text
 
 COMMAND_LENGTH = 60
@@ -11,16 +12,16 @@ COMMAND_LENGTH = 60
 
 
 def _evaluate(ctx: Context) -> list[Finding]:
-    t = ctx.t
-    out = []
+    thresholds = ctx.thresholds
+    findings = []
     for index, process in ctx.trainers():
         util = ctx.util(index)
         memory = process.gpu_memory_bytes
-        if util is None or memory is None or util > t.idle_util_percent or memory < t.idle_memory_bytes:
+        if util is None or memory is None or util > thresholds.idle_util_percent or memory < thresholds.idle_memory_bytes:
             continue
-        if process.sm_percent is not None and process.sm_percent > t.idle_util_percent:
+        if process.sm_percent is not None and process.sm_percent > thresholds.idle_util_percent:
             continue
-        scope = f"pid{process.pid}"
+        scope = ScopeKind.PID.of(process.pid)
         idle_for = ctx.held_for(f"{RULE.name}:{scope}")
         user = safe_text(process.user, 32) or "unknown user"
         command = safe_text(process.cmdline or process.name, COMMAND_LENGTH) or "unknown command"
@@ -33,8 +34,8 @@ def _evaluate(ctx: Context) -> list[Finding]:
             f"memory (del the model, torch.cuda.empty_cache()); until then GPU {index} is blocked for others"
         )
         title = f"PID {process.pid} holds {gib(memory)} on idle GPU {index}"
-        out.append(RULE.finding("warn", scope, title, evidence, action, (index,)))
-    return out
+        findings.append(RULE.finding(Severity.WARN, scope, title, evidence, action, (index,)))
+    return findings
 
 
 def _minutes(seconds: float) -> str:
@@ -42,5 +43,5 @@ def _minutes(seconds: float) -> str:
     return f"{seconds:.0f} s" if seconds < 60 else f"{seconds // 60:.0f} min"
 
 
-RULE = Rule("idle_holding", _evaluate, hold=lambda t: t.idle_hold_s)
+RULE = Rule("idle_holding", _evaluate, hold=lambda thresholds: thresholds.idle_hold_s)
 """Memory held on an idle GPU for ``idle_hold_s``."""

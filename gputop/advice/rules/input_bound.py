@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from gputop.advice.context import Context, Finding
+from gputop.advice.feeds import Feed
 from gputop.advice.rules.base import Rule, pct, pct_range, workers_phrase
-from gputop.advice.rules.feeds import Feed, feeds_on
+from gputop.collect.model import ScopeKind, Severity
 
 
 def suggested_workers(ctx: Context, current: int, idle: float) -> int:
@@ -19,20 +20,21 @@ def has_room_for_workers(ctx: Context, feed: Feed) -> bool:
     idle = ctx.idle_cores()
     return (
         feed.worker_count is not None
-        and feed.worker_count <= ctx.t.few_workers
+        and feed.worker_count <= ctx.thresholds.few_workers
         and idle is not None
-        and idle >= ctx.t.min_idle_cores
+        and idle >= ctx.thresholds.min_idle_cores
     )
 
 
 def _evaluate(ctx: Context) -> list[Finding]:
-    t = ctx.t
-    out = []
+    thresholds = ctx.thresholds
+    findings = []
     for index in sorted(ctx.devices):
         util = ctx.util(index)
-        if util is None or util >= t.low_util_percent:
+        if util is None or util >= thresholds.low_util_percent:
             continue
-        feed = next((f for f in feeds_on(ctx, index) if f.starved and not has_room_for_workers(ctx, f)), None)
+        starved = (feed for feed in ctx.feeds_on(index) if feed.starved and not has_room_for_workers(ctx, feed))
+        feed = next(starved, None)
         if feed is None:
             continue
         pid = feed.trainer.pid
@@ -40,18 +42,18 @@ def _evaluate(ctx: Context) -> list[Finding]:
         if feed.measured_wait is not None:
             evidence = (
                 f"GPU {index}'s trainer (PID {pid}) waits {pct(feed.measured_wait)} of each step for data "
-                f"(measured by gputop.torch); GPU {index} util {pct(util)} over the last {t.window_s:.0f} s; "
+                f"(measured by gputop.torch); GPU {index} util {pct(util)} over the last {thresholds.window_s:.0f} s; "
                 f"num_workers={feed.worker_count if feed.worker_count is not None else 'unknown'}"
                 + (f" on {ctx.cores} cores" if ctx.cores else "")
             )
         elif feed.loads_itself:
             evidence = (
-                f"GPU {index} util {pct(util)} over the last {t.window_s:.0f} s while trainer PID {pid} "
+                f"GPU {index} util {pct(util)} over the last {thresholds.window_s:.0f} s while trainer PID {pid} "
                 f"has no DataLoader workers and runs at {pct(feed.trainer.cpu_percent or 0.0)} CPU"
             )
         else:
             evidence = (
-                f"GPU {index} util {pct(util)} over the last {t.window_s:.0f} s while its "
+                f"GPU {index} util {pct(util)} over the last {thresholds.window_s:.0f} s while its "
                 f"{workers_phrase(len(feed.worker_cpu))} (trainer PID {pid}) run at {pct_range(list(feed.worker_cpu))} CPU"
             )
         current = feed.worker_count or 0
@@ -68,8 +70,8 @@ def _evaluate(ctx: Context) -> list[Finding]:
             "torchvision.transforms.v2 on CUDA tensors) or precompute it offline; store data pre-decoded"
         )
         title = f"GPU {index} waits for its input pipeline (CPU-bound data loading)"
-        out.append(RULE.finding("warn", f"gpu{index}", title, evidence, action, (index,)))
-    return out
+        findings.append(RULE.finding(Severity.WARN, ScopeKind.GPU.of(index), title, evidence, action, (index,)))
+    return findings
 
 
 RULE = Rule("input_bound", _evaluate)

@@ -4,23 +4,23 @@ from __future__ import annotations
 
 from gputop.advice.context import Context, Finding
 from gputop.advice.rules.base import Rule, pct
-from gputop.advice.rules.feeds import feeds_on
+from gputop.collect.model import ScopeKind, Severity
 from gputop.units import fmt_rate
 
 
 def _evaluate(ctx: Context) -> list[Finding]:
-    t = ctx.t
-    out = []
+    thresholds = ctx.thresholds
+    findings = []
     for index in sorted(ctx.devices):
         util = ctx.util(index)
-        if util is None or util >= t.low_util_percent or any(f.starved for f in feeds_on(ctx, index)):
+        if util is None or util >= thresholds.low_util_percent or any(feed.starved for feed in ctx.feeds_on(index)):
             continue
-        rx = ctx.device_stat(index, "pcie_rx_bytes_per_s")
-        if rx is None or rx.mean < t.pcie_h2d_bytes_per_s:
+        received = ctx.device_stat(index, "pcie_rx_bytes_per_s")
+        if received is None or received.mean < thresholds.pcie_h2d_bytes_per_s:
             continue
         evidence = (
-            f"GPU {index} receives {fmt_rate(rx.mean)} from the host over PCIe while its util is {pct(util)} "
-            f"(means over the last {t.window_s:.0f} s)"
+            f"GPU {index} receives {fmt_rate(received.mean)} from the host over PCIe while its util is {pct(util)} "
+            f"(means over the last {thresholds.window_s:.0f} s)"
         )
         action = (
             "overlap copies with compute: DataLoader(pin_memory=True) and tensor.to('cuda', non_blocking=True); "
@@ -28,8 +28,8 @@ def _evaluate(ctx: Context) -> list[Finding]:
             "GPU; keep a dataset that fits in GPU memory there across epochs"
         )
         title = f"GPU {index} waits on host-to-device copies over PCIe"
-        out.append(RULE.finding("warn", f"gpu{index}", title, evidence, action, (index,)))
-    return out
+        findings.append(RULE.finding(Severity.WARN, ScopeKind.GPU.of(index), title, evidence, action, (index,)))
+    return findings
 
 
 RULE = Rule("pcie_h2d", _evaluate)

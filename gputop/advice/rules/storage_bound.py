@@ -4,29 +4,30 @@ from __future__ import annotations
 
 from gputop.advice.context import Context, Finding
 from gputop.advice.rules.base import Rule, listing, pct
+from gputop.collect.model import ScopeKind, Severity
 
 
 def _evaluate(ctx: Context) -> list[Finding]:
-    t = ctx.t
+    thresholds = ctx.thresholds
     iowait = ctx.host_stat("iowait_percent")
-    if iowait is None or iowait.mean < t.iowait_percent:
+    if iowait is None or iowait.mean < thresholds.iowait_percent:
         return []
     starved = []
     for index in sorted(ctx.devices):
         util = ctx.util(index)
-        if ctx.gpu_processes.get(index) and util is not None and util < t.low_util_percent:
+        if ctx.gpu_processes.get(index) and util is not None and util < thresholds.low_util_percent:
             starved.append((index, util))
     if not starved:
         return []
     gpus = listing([f"GPU {index} {pct(util)}" for index, util in starved])
-    evidence = f"iowait {pct(iowait.mean)} of CPU time over the last {t.window_s:.0f} s while GPU utilization is {gpus}"
+    evidence = f"iowait {pct(iowait.mean)} of CPU time over the last {thresholds.window_s:.0f} s while GPU utilization is {gpus}"
     action = (
         "copy the dataset to local NVMe or RAM (/dev/shm) before training; pack small files into large "
         "shards (WebDataset, TFRecord, LMDB) for big sequential reads; raise prefetch_factor; "
         "check network-filesystem throughput"
     )
     title = "Data loading waits on storage (high iowait, GPUs under-used)"
-    return [RULE.finding("warn", "host", title, evidence, action, tuple(index for index, _ in starved))]
+    return [RULE.finding(Severity.WARN, ScopeKind.HOST.of(), title, evidence, action, tuple(index for index, _ in starved))]
 
 
 RULE = Rule("storage_bound", _evaluate)

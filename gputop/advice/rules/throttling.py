@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from gputop.advice.context import Context, Finding
 from gputop.advice.rules.base import Rule, listing
-from gputop.collect.model import DeviceSample
+from gputop.collect.model import DeviceSample, ScopeKind, Severity
 
 ACTIONS = {
     "hw_thermal": "hardware thermal slowdown: check fans, airflow, inlet temperature and dust",
@@ -23,18 +23,18 @@ SEVERE = frozenset({"hw_thermal", "sw_thermal", "hw_slowdown", "hw_power_brake"}
 
 
 def _evaluate(ctx: Context) -> list[Finding]:
-    out = []
+    findings = []
     for index, device in sorted(ctx.devices.items()):
-        reasons = [r for r in ACTIONS if r in device.throttle_reasons]
+        reasons = [reason for reason in ACTIONS if reason in device.throttle_reasons]
         if not reasons:
             continue
         evidence = f"GPU {index} clocks held down by {listing(reasons)}; " + _readings(ctx, device)
-        action = "; ".join(ACTIONS[r] for r in reasons) + "; details: nvidia-smi -q -d PERFORMANCE,TEMPERATURE,POWER"
-        severity = "warn" if SEVERE.intersection(reasons) else "info"
-        kind = "thermal/hardware" if severity == "warn" else "power-cap"
+        action = "; ".join(ACTIONS[reason] for reason in reasons) + "; details: nvidia-smi -q -d PERFORMANCE,TEMPERATURE,POWER"
+        severity = Severity.WARN if SEVERE.intersection(reasons) else Severity.INFO
+        kind = "thermal/hardware" if severity == Severity.WARN else "power-cap"
         title = f"GPU {index} is {kind} throttled: every kernel runs slower"
-        out.append(RULE.finding(severity, f"gpu{index}", title, evidence, action, (index,)))
-    return out
+        findings.append(RULE.finding(severity, ScopeKind.GPU.of(index), title, evidence, action, (index,)))
+    return findings
 
 
 def _readings(ctx: Context, device: DeviceSample) -> str:
@@ -52,10 +52,10 @@ def _readings(ctx: Context, device: DeviceSample) -> str:
         text = f"SM clock {device.clock_sm_mhz} MHz"
         if clock is not None and clock.maximum > device.clock_sm_mhz:
             drop = 100.0 * (clock.maximum - device.clock_sm_mhz) / clock.maximum
-            text += f", {drop:.0f} % below its {clock.maximum:.0f} MHz peak in the last {ctx.t.window_s:.0f} s"
+            text += f", {drop:.0f} % below its {clock.maximum:.0f} MHz peak in the last {ctx.thresholds.window_s:.0f} s"
         parts.append(text)
     return ", ".join(parts) if parts else "no clock, power or temperature readings"
 
 
-RULE = Rule("throttling", _evaluate, hold=lambda t: t.throttle_hold_s)
+RULE = Rule("throttling", _evaluate, hold=lambda thresholds: thresholds.throttle_hold_s)
 """Costly clock-event reasons active for ``throttle_hold_s``."""

@@ -1,7 +1,8 @@
 """How a trainer is fed: its DataLoader workers, their CPU use, and whether the input pipeline is saturated.
 
 Shared by the rules that tell input-bound work from compute-side problems (input_bound,
-few_workers, gpu_underused, batch_headroom, pcie_h2d), so they agree on one verdict per trainer.
+few_workers, gpu_underused, batch_headroom, pcie_h2d) through
+:meth:`~gputop.advice.context.Context.feeds_on`, so they agree on one verdict per trainer.
 """
 
 from __future__ import annotations
@@ -9,7 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gputop.advice.config import Thresholds
-from gputop.advice.context import Context
 from gputop.collect.model import ProcessSample
 
 
@@ -35,28 +35,20 @@ class Feed:
     """Percent of each step the trainer waits for its next batch, measured by ``gputop.torch``."""
 
 
-def feeds_on(ctx: Context, index: int) -> list[Feed]:
-    """Feeds of the GPU processes on device ``index``, in pid order (cached per evaluation)."""
-    cache = ctx.shared.setdefault("feeds", {})
-    if index not in cache:
-        cache[index] = [_feed(ctx, trainer) for trainer in ctx.gpu_processes.get(index, [])]
-    return cache[index]
-
-
-def _feed(ctx: Context, trainer: ProcessSample) -> Feed:
-    workers = tuple(ctx.workers.get(trainer.pid, ()))
+def feed_of(trainer: ProcessSample, workers: tuple[ProcessSample, ...], thresholds: Thresholds) -> Feed:
+    """The feed of ``trainer``, given the DataLoader workers seen under it."""
     count = trainer.num_workers if trainer.num_workers is not None else (len(workers) if workers else None)
     if count is None:
         count = trainer.loader_num_workers
     cpu = tuple(w.cpu_percent for w in workers if w.cpu_percent is not None)
     measured = trainer.input_wait_percent
     known = measured is not None or (trainer.cpu_percent is not None and count is not None and (count == 0 or bool(cpu)))
-    starved, loads_itself = input_starved(trainer, count, cpu, ctx.t) if known else (False, False)
+    starved, loads_itself = input_starved(trainer, count, cpu, thresholds) if known else (False, False)
     return Feed(trainer, workers, count, cpu, known, starved, loads_itself, measured)
 
 
 def input_starved(
-    trainer: ProcessSample, worker_count: int | None, worker_cpu: tuple[float, ...], t: Thresholds
+    trainer: ProcessSample, worker_count: int | None, worker_cpu: tuple[float, ...], thresholds: Thresholds
 ) -> tuple[bool, bool]:
     """Whether the trainer waits on its input pipeline, and whether it loads data itself.
 
@@ -67,11 +59,11 @@ def input_starved(
     augments in the main process).
     """
     if trainer.input_wait_percent is not None:
-        starved = trainer.input_wait_percent >= t.input_wait_percent
+        starved = trainer.input_wait_percent >= thresholds.input_wait_percent
         return starved, starved and worker_count == 0
     if worker_count == 0:
-        saturated = (trainer.cpu_percent or 0.0) >= t.cpu_saturated_percent
+        saturated = (trainer.cpu_percent or 0.0) >= thresholds.cpu_saturated_percent
         return saturated, saturated
-    if worker_cpu and sum(worker_cpu) / len(worker_cpu) >= t.cpu_saturated_percent:
+    if worker_cpu and sum(worker_cpu) / len(worker_cpu) >= thresholds.cpu_saturated_percent:
         return True, False
     return False, False
