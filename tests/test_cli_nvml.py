@@ -5,8 +5,8 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
+import jsonschema
 import pytest
 
 from gputop.collect.schema import json_schema
@@ -66,7 +66,6 @@ def test_json_reports_the_scenario_values_and_the_real_process(two_gpus_with_a_p
 
 
 def test_json_from_nvml_passes_the_published_json_schema(two_gpus_with_a_process):
-    jsonschema = pytest.importorskip("jsonschema")
     _, env = two_gpus_with_a_process
     out = gputop(env, "--json")
     assert out.returncode == 0, out.stderr

@@ -4,6 +4,7 @@ import json
 from dataclasses import dataclass
 from enum import Enum
 
+import jsonschema
 import pytest
 
 from gputop.collect.model import (
@@ -182,7 +183,6 @@ def test_a_field_json_cannot_hold_is_refused_when_the_schema_is_derived():
 
 
 def test_the_json_schema_document_is_valid_and_accepts_what_gputop_writes():
-    jsonschema = pytest.importorskip("jsonschema")
     document = json_schema()
     jsonschema.Draft202012Validator.check_schema(document)
     jsonschema.validate(json.loads(snapshot_to_json(full_snapshot())), document)
@@ -190,7 +190,6 @@ def test_the_json_schema_document_is_valid_and_accepts_what_gputop_writes():
 
 @pytest.mark.parametrize("mutate, message", MALFORMED)
 def test_the_json_schema_document_refuses_what_the_validator_refuses(mutate, message):
-    jsonschema = pytest.importorskip("jsonschema")
     data = snapshot_to_dict(full_snapshot())
     mutate(data)
     with pytest.raises(jsonschema.ValidationError):
