@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import os
@@ -13,6 +14,7 @@ import time
 from pathlib import Path
 
 from gputop import __version__
+from gputop.collect.filters import Filters
 from gputop.collect.history import History
 from gputop.collect.model import ErrorNote, Snapshot
 from gputop.collect.sampler import DEFAULT_INTERVAL, MIN_INTERVAL, Sampler
@@ -72,6 +74,14 @@ def path_arg(value: str) -> Path:
     return Path(value)
 
 
+def gpu_ids_arg(value: str) -> tuple[str, ...]:
+    """Argparse type for ``--gpus``: comma-separated GPU ids (checked against the GPUs once NVML runs)."""
+    ids = tuple(part.strip() for part in value.split(","))
+    if not any(ids):
+        raise argparse.ArgumentTypeError("must name at least one GPU, e.g. 0,3 or GPU-5f3a")
+    return ids
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser; ``--help`` documents every flag."""
     from gputop.collect.demo import DEFAULT_SCENARIO, SCENARIOS
@@ -124,8 +134,25 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--no-advice", action="store_true", help="do not evaluate the advice rules")
     parser.add_argument(
         "--config", type=path_arg, metavar="FILE",
-        help="advice thresholds file (default $XDG_CONFIG_HOME/gputop/config.toml)",
+        help="config file with [advice] thresholds and [filters] (default $XDG_CONFIG_HOME/gputop/config.toml)",
     )
+    gpus = parser.add_mutually_exclusive_group()
+    gpus.add_argument(
+        "--gpus", type=gpu_ids_arg, metavar="IDS",
+        help="watch only these GPUs, in this order: NVML indexes or UUIDs (or unique prefixes such as GPU-5f3a), "
+        "comma-separated, e.g. 0,3; the others are not polled",
+    )
+    gpus.add_argument(
+        "--cuda-visible", action="store_true",
+        help="watch the GPUs CUDA_VISIBLE_DEVICES shows to CUDA programs, in its order, with CUDA's numbers "
+        "beside NVML's (integer entries are NVML indexes: CUDA's numbers with CUDA_DEVICE_ORDER=PCI_BUS_ID)",
+    )
+    parser.add_argument(
+        "--user", metavar="NAME",
+        help="show only NAME's GPU processes (with their DataLoader workers) and the advice about them; "
+        "every GPU stays visible",
+    )
+    parser.add_argument("--no-filters", action="store_true", help="ignore the [filters] section of the config file")
     parser.add_argument("--version", action="version", version=f"gputop {__version__}")
     return parser
 
@@ -168,11 +195,14 @@ def _reader_gone() -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    sampler = _make_sampler(args)
+    clock = DemoClock() if args.demo is not None else None
+    sampler = _make_sampler(args, clock)
     tty = sys.stdout.isatty()
     try:
-        if args.demo is not None:
-            _prefill_demo(sampler)
+        if clock is not None:
+            _prefill_demo(sampler, clock)
+        if sampler.filters.gpus is not None:
+            _check_gpu_selection(sampler)
         if args.once or args.json or args.duration is not None or args.export is not None:
             return _run_once(sampler, args)
         if not tty:
@@ -228,13 +258,18 @@ def _write_stats(path: Path, sampler: Sampler, first_frame_at: float | None, sho
         print(f"gputop: cannot write statistics to {path}: {exc}", file=sys.stderr)
 
 
-def _make_sampler(args: argparse.Namespace) -> Sampler:
+def _make_sampler(args: argparse.Namespace, demo_clock: DemoClock | None) -> Sampler:
+    from gputop.config_file import config_path, read_config
+
+    document, warnings = read_config(args.config)
+    config = args.config or config_path()
+    filters, problems = _choose_filters(args, document, config)
     interval = args.interval
     source: SnapshotSource
-    if args.demo is not None:
+    if demo_clock is not None:
         from gputop.collect.demo import DemoSource
 
-        source = DemoSource(args.demo, clock=DemoClock())
+        source = DemoSource(args.demo, clock=demo_clock)
     elif args.replay is not None:
         from gputop.collect.replay import ReplayError, ReplaySource
 
@@ -247,11 +282,18 @@ def _make_sampler(args: argparse.Namespace) -> Sampler:
         source = replay
     else:
         from gputop.collect.live import LiveSource
+        from gputop.collect.nvml import NvmlSource
 
-        source = LiveSource()
-    sampler = Sampler(source, interval or DEFAULT_INTERVAL, History(), advisor=None, recorder=None)
+        source = LiveSource(NvmlSource(gpus=filters.gpus))
+    if filters.gpus is not None and (demo_clock is not None or args.replay is not None):
+        from gputop.collect.gpu_selection import GpuSelectingSource
+
+        source = GpuSelectingSource(source, filters.gpus)
+    sampler = Sampler(source, interval or DEFAULT_INTERVAL, History(), advisor=None, recorder=None, filters=filters)
     if not args.no_advice:
-        _attach_advice(sampler, args.config)
+        problems += _attach_advice(sampler, document, config)
+    for warning in warnings + problems:
+        sampler.add_standing_error(ErrorNote("config", warning))
     if args.record is not None:
         from gputop.collect.recording import Recorder, RecordingError
 
@@ -263,14 +305,45 @@ def _make_sampler(args: argparse.Namespace) -> Sampler:
     return sampler
 
 
-def _attach_advice(sampler: Sampler, config: Path | None) -> None:
-    from gputop.advice.config import load_thresholds
+def _choose_filters(args: argparse.Namespace, document: dict[str, object], config: Path) -> tuple[Filters, list[str]]:
+    """The config file's ``[filters]`` (unless ``--no-filters``) overridden by ``--gpus``/``--cuda-visible``/``--user``."""
+    from gputop.collect.filters import UnknownUserError, filters_from_config, user_filter
+    from gputop.collect.gpu_selection import CudaVisible, GpuIds
+
+    live = args.demo is None and args.replay is None  # demo and replay data name users of other hosts
+    filters, warnings = Filters(), list[str]()
+    if not args.no_filters and "filters" in document:
+        filters, warnings = filters_from_config(document["filters"], str(config), os.environ, users_must_exist=live)
+    if args.gpus is not None:
+        filters = dataclasses.replace(filters, gpus=GpuIds(args.gpus))
+    elif args.cuda_visible:
+        filters = dataclasses.replace(filters, gpus=CudaVisible.from_environment(os.environ))
+    if args.user is not None:
+        try:
+            filters = dataclasses.replace(filters, user=user_filter(args.user, must_exist=live))
+        except UnknownUserError as exc:
+            raise CliError(f"--user: {exc}") from exc
+    return filters, warnings
+
+
+def _check_gpu_selection(sampler: Sampler) -> None:
+    """Poll once if nothing was polled yet, and stop with the source's reason when the GPUs asked for do not exist."""
+    from gputop.collect.gpu_selection import GpuSelecting
+
+    if sampler.history.latest is None:
+        sampler.poll_once()
+    if isinstance(sampler.source, GpuSelecting) and sampler.source.selection_error is not None:
+        raise CliError(sampler.source.selection_error)
+
+
+def _attach_advice(sampler: Sampler, document: dict[str, object], config: Path) -> list[str]:
+    """Give the sampler the advice engine with the config's thresholds; returns the warnings about them."""
+    from gputop.advice.config import thresholds_from_config
     from gputop.advice.engine import AdviceEngine
 
-    thresholds, warnings = load_thresholds(config)
-    for warning in warnings:
-        sampler.add_standing_error(ErrorNote("config", warning))
+    thresholds, warnings = thresholds_from_config(document, config)
     sampler.advisor = AdviceEngine(thresholds)
+    return warnings
 
 
 class DemoClock:
@@ -284,12 +357,8 @@ class DemoClock:
         return time.time() - self.offset
 
 
-def _prefill_demo(sampler: Sampler) -> None:
-    """Run the demo through ``DEMO_PREFILL_SECONDS`` of simulated time so charts and advice start full."""
-    from gputop.collect.demo import DemoSource
-
-    assert isinstance(sampler.source, DemoSource) and isinstance(sampler.source.clock, DemoClock)
-    clock = sampler.source.clock
+def _prefill_demo(sampler: Sampler, clock: DemoClock) -> None:
+    """Run the demo through ``DEMO_PREFILL_SECONDS`` of simulated time (on ``clock``) so charts and advice start full."""
     steps = int(DEMO_PREFILL_SECONDS / sampler.interval)
     recorder, sampler.recorder = sampler.recorder, None
     for step in range(steps, 0, -1):
@@ -323,7 +392,7 @@ def _run_once(sampler: Sampler, args: argparse.Namespace) -> int:
         from gputop.oneshot import render_once
 
         width = shutil.get_terminal_size((160, 24)).columns if sys.stdout.isatty() else None
-        text = render_once(snapshot, width)
+        text = render_once(snapshot, width, filters=sampler.filters.describe())
     delivered = _write_stdout(text)
     if args.export is not None:
         _export_once(args.export, snapshot, sampler)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 from gputop import __version__
+from gputop.collect.gpu_selection import gpu_number
 from gputop.collect.model import DeviceSample, ProcessRole, ProcessSample, Snapshot
 from gputop.textsafe import safe_text
 from gputop.units import (
@@ -21,14 +22,17 @@ MIN_WIDTH = 60
 """Narrowest layout; command lines are cut to fit the width given."""
 
 
-def render_once(snapshot: Snapshot, width: int | None = 120) -> str:
+def render_once(snapshot: Snapshot, width: int | None = 120, filters: str | None = None) -> str:
     """Return the one-shot report for ``snapshot`` as plain text.
 
     Command lines are cut to fit ``width`` columns; with ``width=None`` (output to a pipe or a
-    file) they are printed whole.
+    file) they are printed whole. ``filters`` describes the filters in force (shown under the title).
     """
     width = None if width is None else max(MIN_WIDTH, width)
-    lines = [_title(snapshot), ""]
+    lines = [_title(snapshot)]
+    if filters:
+        lines.append(f"filters: {safe_text(filters)}")
+    lines.append("")
     lines += _device_lines(snapshot.devices)
     lines += ["", _host_line(snapshot)]
     lines += ["", *_process_lines(snapshot.processes, width)]
@@ -60,12 +64,14 @@ def _title(snapshot: Snapshot) -> str:
 def _device_lines(devices: tuple[DeviceSample, ...]) -> list[str]:
     if not devices:
         return ["No GPUs."]
-    header = f"{'GPU':<4}{'NAME':<24}{'UTIL':>5}{'MEM':>6} {'USED/TOTAL':<17}{'POWER/LIMIT':<12}{'TEMP':>5}{'FAN':>5}  {'PCIe RX/TX':<19}{'SM':>5}{'TC':>5}  THROTTLE"
+    numbers = {d.index: gpu_number(d) for d in devices}
+    gpu_width = max(4, *(len(n) + 1 for n in numbers.values()))
+    header = f"{'GPU':<{gpu_width}}{'NAME':<24}{'UTIL':>5}{'MEM':>6} {'USED/TOTAL':<17}{'POWER/LIMIT':<12}{'TEMP':>5}{'FAN':>5}  {'PCIe RX/TX':<19}{'SM':>5}{'TC':>5}  THROTTLE"
     lines = [header]
     for d in devices:
         name = safe_text(d.name, 23) or NA
         if d.lost:
-            lines.append(f"{d.index:<4}{name:<24}LOST: {safe_text(d.error) or 'GPU is lost'}")
+            lines.append(f"{numbers[d.index]:<{gpu_width}}{name:<24}LOST: {safe_text(d.error) or 'GPU is lost'}")
             continue
         mem_pct = None
         if d.memory_used_bytes is not None and d.memory_total_bytes:
@@ -75,7 +81,7 @@ def _device_lines(devices: tuple[DeviceSample, ...]) -> list[str]:
         pcie = f"{fmt_rate(d.pcie_rx_bytes_per_s)}/{fmt_rate(d.pcie_tx_bytes_per_s)}"
         throttle = safe_text(",".join(r for r in d.throttle_reasons if r != "gpu_idle")) or "-"
         lines.append(
-            f"{d.index:<4}{name:<24}{fmt_percent(d.utilization_gpu_percent):>5}{fmt_percent(mem_pct):>6} "
+            f"{numbers[d.index]:<{gpu_width}}{name:<24}{fmt_percent(d.utilization_gpu_percent):>5}{fmt_percent(mem_pct):>6} "
             f"{used_total:<17}{power:<12}{fmt_celsius(d.temperature_celsius):>5}{fmt_percent(d.fan_percent):>5}  "
             f"{pcie:<19}{fmt_percent(d.sm_active_percent):>5}{fmt_percent(d.tensor_active_percent):>5}  {throttle}"
         )

@@ -11,6 +11,11 @@ import time
 
 import psutil
 import pytest
+
+from gputop.collect.model import DeviceSample, DriverInfo, ErrorNote, ProcessSample
+from gputop.collect.nvml import NvmlSource
+from gputop.collect.nvml_device import decode_throttle_reasons
+from gputop.collect.nvml_errors import LOST_MESSAGE
 from support.fake_nvml import (
     DRIVER_NOT_LOADED,
     FUNCTION_NOT_FOUND,
@@ -24,11 +29,6 @@ from support.fake_nvml import (
     FakeScenario,
     run_python_with_fake_nvml,
 )
-
-from gputop.collect.model import DeviceSample, DriverInfo, ErrorNote, ProcessSample
-from gputop.collect.nvml import NvmlSource
-from gputop.collect.nvml_device import decode_throttle_reasons
-from gputop.collect.nvml_errors import LOST_MESSAGE
 
 MIB = 1 << 20
 PCIE_THREAD = "gputop-nvml-pcie"
@@ -327,7 +327,9 @@ def test_gpm_metrics_between_samples_and_buffers_freed_on_close(nvml_scenario, m
     time.sleep(0.12)
     third = source.poll().devices[0]
 
-    gpm = lambda d: (d.sm_active_percent, d.sm_occupancy_percent, d.tensor_active_percent, d.dram_active_percent)
+    def gpm(d):
+        return (d.sm_active_percent, d.sm_occupancy_percent, d.tensor_active_percent, d.dram_active_percent)
+
     assert gpm(first) == (None, None, None, None)
     assert gpm(second[0]) == (61.5, 33.25, 12.0, 48.0)
     assert gpm(second[1]) == (None, None, None, None)
@@ -554,6 +556,34 @@ def test_close_shuts_nvml_down_and_later_polls_say_closed(nvml_scenario, make_nv
     assert not source.available
     assert reading.devices == () and "closed" in reading.errors[0].message
     assert nvml_scenario.count("nvmlShutdown") == 1
+
+
+def test_close_leaves_nvml_running_while_a_pcie_call_still_blocks(nvml_scenario, make_nvml_source):
+    gpu = FakeGpu(pcie_tx_kbps=100, pcie_rx_kbps=200)
+    nvml_scenario.write(FakeScenario(gpus=[gpu], pcie_delay_ms=3000))  # longer than the PCIe thread's 2 s join
+    source = make_nvml_source()
+    source.poll()
+    wait_until(lambda: nvml_scenario.count("nvmlDeviceGetPcieThroughput.delay") > 0)
+
+    source.close()
+
+    assert source.pcie_poller_running  # its call is still blocked
+    assert nvml_scenario.count("nvmlShutdown") == 0
+    wait_until(lambda: not source.pcie_poller_running)
+
+
+def test_close_shuts_nvml_down_after_a_short_pcie_call_ends(nvml_scenario, make_nvml_source):
+    gpu = FakeGpu(pcie_tx_kbps=100, pcie_rx_kbps=200)
+    nvml_scenario.write(FakeScenario(gpus=[gpu], pcie_delay_ms=300))
+    source = make_nvml_source()
+    source.poll()
+    wait_until(lambda: nvml_scenario.count("nvmlDeviceGetPcieThroughput.delay") > 0)
+
+    source.close()
+
+    shutdowns = [call for call in nvml_scenario.calls() if call.symbol == "nvmlShutdown"]
+    assert [call.argument for call in shutdowns] == [0]  # no call was in flight
+    assert nvml_scenario.calls()[-1].symbol == "nvmlShutdown"
 
 
 def test_zero_gpus_is_a_valid_reading(nvml_scenario, make_nvml_source):

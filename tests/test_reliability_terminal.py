@@ -1,5 +1,6 @@
 """Terminal faults against the real ``gputop`` TUI in a pseudo-terminal: hangup, SIGTERM, stdin at EOF,
-a terminal that disappears, a resize storm and a 20x5 terminal.
+a terminal that disappears, a resize storm, a 20x5 terminal, and quitting (``q`` or Ctrl-C) while every
+NVML call blocks for 2 s.
 
 Each test starts ``python -m gputop --demo healthy`` on the slave side of a pty (the test keeps a
 copy of the slave, so it can read the terminal modes after gputop is gone) and drains the master
@@ -26,6 +27,7 @@ from gputop.collect.history import History
 from gputop.collect.sampler import Sampler
 from gputop.ui.app import GputopApp
 from gputop.ui.messages import SnapshotReady
+from support.fake_nvml import FakeGpu, FakeScenario
 from support.terminal import ENTER_ALT_SCREEN, PtyGputop, set_size
 
 LOST_TERMINAL_CPU_SECONDS = 0.75
@@ -33,6 +35,12 @@ LOST_TERMINAL_CPU_SECONDS = 0.75
 
 IDLE_CPU_FRACTION = 0.5
 """Most CPU (fraction of one core) gputop may use while idling after a resize storm at a 0.5 s interval."""
+
+BLOCKED_CALL_MS = 2000
+"""How long every NVML call blocks in the quit tests."""
+
+QUIT_LIMIT_S = 1.0
+"""The issue's limit: ``q`` and Ctrl-C quit within a second even while an NVML call blocks."""
 
 
 def cpu_seconds(process: psutil.Process) -> float:
@@ -46,8 +54,9 @@ def start_gputop() -> Iterator[Callable[..., PtyGputop]]:
     """Factory starting gputop on a pty; everything is cleaned up after the test."""
     started: list[PtyGputop] = []
 
-    def start(size: tuple[int, int] = (100, 30), *, controlling: bool = True, stdin_tty: bool = True) -> PtyGputop:
-        app = PtyGputop(size, controlling=controlling, stdin_tty=stdin_tty)
+    def start(size: tuple[int, int] = (100, 30), *, controlling: bool = True, stdin_tty: bool = True,
+              args: tuple[str, ...] = ("--demo", "healthy")) -> PtyGputop:
+        app = PtyGputop(size, controlling=controlling, stdin_tty=stdin_tty, args=args)
         started.append(app)
         return app
 
@@ -156,3 +165,40 @@ def test_a_20x5_screen_keeps_every_line_inside_the_terminal():
     assert 0 < len(lines) <= 5
     assert all(len(line) <= 20 for line in lines)
     assert app.snapshots_applied >= 5
+
+
+@pytest.mark.parametrize("key", [b"q", b"\x03"], ids=["q", "ctrl-c"])
+def test_quitting_takes_under_a_second_while_nvml_blocks_and_never_shuts_nvml_down_under_a_call(
+        start_gputop, nvml_scenario, key):
+    nvml_scenario.write(FakeScenario(gpus=[FakeGpu(), FakeGpu()]))
+    app = start_gputop(size=(120, 40), args=("--interval", "0.2"))
+    app.wait_up(marker=b"H100")
+    nvml_scenario.clear_log()
+    nvml_scenario.write(FakeScenario(gpus=[FakeGpu(), FakeGpu()], call_delay_ms=BLOCKED_CALL_MS))
+    app.wait_for(lambda: any(call.symbol.endswith(".delay") for call in nvml_scenario.calls()), "an NVML call to block")
+    assert not app.canonical()  # the app still has the terminal
+
+    pressed = time.monotonic()
+    status = app.quit(key)
+    took = time.monotonic() - pressed
+
+    assert status == 0
+    assert took < QUIT_LIMIT_S
+    assert app.canonical() and app.restored()
+    assert "Traceback" not in app.text()
+    in_flight_at_shutdown = [call.argument for call in nvml_scenario.calls() if call.symbol == "nvmlShutdown"]
+    assert all(count == 0 for count in in_flight_at_shutdown), in_flight_at_shutdown
+
+
+def test_quitting_with_nvml_answering_shuts_nvml_down_once_with_no_call_in_flight(start_gputop, nvml_scenario):
+    nvml_scenario.write(FakeScenario(gpus=[FakeGpu(pcie_tx_kbps=100, pcie_rx_kbps=200)], pcie_delay_ms=20))
+    app = start_gputop(size=(120, 40), args=("--interval", "0.2"))
+    app.wait_up(marker=b"H100")
+    app.wait_for(lambda: nvml_scenario.count("nvmlDeviceGetPcieThroughput") > 3, "the PCIe thread to poll")
+
+    app.send(b"q")
+
+    assert app.reap() == 0
+    calls = nvml_scenario.calls()
+    assert [call.argument for call in calls if call.symbol == "nvmlShutdown"] == [0]
+    assert calls[-1].symbol == "nvmlShutdown"  # no NVML call after it

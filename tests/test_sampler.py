@@ -1,11 +1,14 @@
-"""The sampler thread: cadence without overlap, pause, interval changes, faults that must not kill it."""
+"""The sampler thread: cadence without overlap, pause, interval changes, faults that must not kill it, and a
+stop that neither waits on nor closes the source under a poll that blocks (a hung NVML call)."""
 
 import threading
 import time
 
 from gputop.collect.history import History
+from gputop.collect.live import LiveSource
 from gputop.collect.model import Advice, DeviceSample, Snapshot
 from gputop.collect.sampler import MIN_INTERVAL, Sampler, clamp_interval
+from support.fake_nvml import FakeGpu, FakeScenario
 
 
 class CountingSource:
@@ -20,6 +23,7 @@ class CountingSource:
         self.active = 0
         self.max_active = 0
         self.closed = False
+        self.active_at_close = None
         self._lock = threading.Lock()
 
     def poll(self):
@@ -38,6 +42,7 @@ class CountingSource:
                 self.active -= 1
 
     def close(self):
+        self.active_at_close = self.active
         self.closed = True
 
 
@@ -58,8 +63,8 @@ def test_slow_polls_never_overlap_and_every_snapshot_reaches_subscribers():
     sampler.start()
     assert wait_for(lambda: len(received) >= 5)
     sampler.stop()
+    assert wait_for(lambda: source.closed)
     assert source.max_active == 1
-    assert source.closed
     assert [s.devices[0].utilization_gpu_percent for s in received] == sorted(s.devices[0].utilization_gpu_percent for s in received)
     assert len(sampler.history) == source.calls
 
@@ -141,3 +146,53 @@ def test_max_gap_tracks_the_longest_pause_between_polls():
     time.sleep(0.2)
     sampler.poll_once()
     assert sampler.max_gap >= 0.2
+
+
+def test_stop_without_a_thread_closes_the_source_once():
+    source = CountingSource()
+    sampler = Sampler(source)
+    sampler.poll_once()
+    sampler.stop()
+    assert source.closed
+    source.closed = False
+    sampler.stop()
+    sampler.start()
+    assert not source.closed
+    assert not any(t.name == "gputop-sampler" and t.is_alive() for t in threading.enumerate())
+
+
+def test_stop_does_not_wait_for_a_slow_poll_and_the_thread_closes_the_source_after_it():
+    source = CountingSource(delay=3.0)
+    sampler = Sampler(source, interval=0.1)
+    received = []
+    sampler.subscribe(received.append)
+    sampler.start()
+    assert wait_for(lambda: source.active == 1)
+
+    sampler.stop()
+
+    assert source.active == 1 and not source.closed  # stop returned while the poll still runs
+    assert wait_for(lambda: source.closed)
+    assert source.active_at_close == 0
+    assert received == []  # a poll that ends after stop is not published
+
+
+def test_stop_during_a_blocked_nvml_call_returns_at_once_and_nvml_shuts_down_after_the_call(
+        nvml_scenario, make_nvml_source):
+    blocked_s = 1.5
+    nvml_scenario.write(FakeScenario(gpus=[FakeGpu()]))
+    sampler = Sampler(LiveSource(nvml=make_nvml_source()), interval=0.1)
+    sampler.poll_once()  # NVML started and the GPU attached
+    nvml_scenario.write(FakeScenario(gpus=[FakeGpu()], call_delay_ms=int(blocked_s * 1000)))
+    sampler.start()
+    assert wait_for(lambda: any(c.symbol.endswith(".delay") for c in nvml_scenario.calls()))
+    blocked_at = time.monotonic()
+    nvml_scenario.write(FakeScenario(gpus=[FakeGpu()]))  # only the call already waiting blocks
+
+    sampler.stop()
+
+    assert time.monotonic() - blocked_at < blocked_s  # stop returned while the call still blocked
+    assert nvml_scenario.count("nvmlShutdown") == 0
+    assert wait_for(lambda: nvml_scenario.count("nvmlShutdown") == 1)
+    calls = nvml_scenario.calls()
+    assert calls[-1].symbol == "nvmlShutdown" and calls[-1].argument == 0  # nothing in flight, nothing after

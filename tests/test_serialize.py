@@ -34,7 +34,7 @@ def full_snapshot():
         host=HostSample(hostname="node1", cpu_percent_per_core=(1.5, 99.0), iowait_percent=0.5, load_average=(1.0, 2.0, 3.0),
                         memory_used_bytes=10, memory_total_bytes=20, swap_used_bytes=0, swap_total_bytes=0),
         driver=DriverInfo("550.54.15", "12.4", "12.550.54.15"),
-        devices=(DeviceSample(index=0, name="NVIDIA H100", uuid="GPU-1", utilization_gpu_percent=50.0, fan_percent=None,
+        devices=(DeviceSample(index=0, name="NVIDIA H100", uuid="GPU-1", cuda_index=1, utilization_gpu_percent=50.0, fan_percent=None,
                               throttle_reasons=("sw_power_cap",), compute_capability=(9, 0), mig_mode=False),
                  DeviceSample(index=1, lost=True, error="GPU is lost")),
         processes=(ProcessSample(pid=42, device_index=0, gpu_memory_bytes=1 << 30, cmdline="python t.py", num_workers=1),

@@ -28,7 +28,6 @@ from gputop.ui.advice_panel import AdvicePanel, AdviceSummary
 from gputop.ui.app import GputopApp
 from gputop.ui.gpu_detail import GpuDetailScreen
 from gputop.ui.gpu_panel import GpuPanel
-from gputop.ui.help_screen import HelpScreen
 from gputop.ui.messages import SnapshotReady, TerminalLost
 from gputop.ui.process_table import ProcessTable
 from gputop.ui.watchdog import TerminalWatchdog, terminal_alive
@@ -234,7 +233,7 @@ def test_one_and_eight_gpus_fit(size: tuple[int, int], gpus: int) -> None:
         parts = ["#header", "#gpus", "#host", "#processes", "Footer"]
         parts.append("#advice" if size[0] >= 120 else "#advice-summary")
         regions = [app.query_one(selector).region for selector in parts]
-        for selector, region in zip(parts, regions):
+        for selector, region in zip(parts, regions, strict=True):
             assert region.height >= 1 and screen.contains_region(region), selector
         for i, a in enumerate(regions):
             for b in regions[i + 1 :]:
@@ -335,38 +334,6 @@ def test_plus_and_minus_change_the_interval() -> None:
     run_app(app, (160, 45), body)
 
 
-def test_help_lists_every_key() -> None:
-    app = GputopApp(demo_sampler("healthy"))
-
-    async def body(app: GputopApp, pilot: Pilot) -> None:
-        await pilot.press("question_mark")
-        assert isinstance(app.screen, HelpScreen)
-        text = screen_text(app)
-        keys = " / ".join(key for key, _ in app.screen.rows)
-        for binding in GputopApp.BINDINGS:
-            shown = binding.key_display or binding.key
-            assert shown in keys or shown.title() in keys, shown
-        for key, description in app.screen.rows:
-            assert description[:30] in text, description
-        await pilot.press("escape")
-        assert not isinstance(app.screen, HelpScreen)
-        palette = [command.title for command in app.get_system_commands(app.screen)]
-        for title in ("Pause / resume", "Export snapshot", "Filter processes", "Sort by GPU memory", "Send signal"):
-            assert title in palette
-
-    run_app(app, (160, 45), body)
-
-
-def test_readonly_leaves_the_signal_out_of_the_palette_and_help() -> None:
-    app = GputopApp(demo_sampler("healthy"), readonly=True)
-
-    async def body(app: GputopApp, pilot: Pilot) -> None:
-        assert "Send signal" not in [command.title for command in app.get_system_commands(app.screen)]
-        assert ("k", "send a signal: disabled (--readonly)") in app.key_help()
-
-    run_app(app, (160, 45), body)
-
-
 def test_q_quits_and_stops_the_sampler() -> None:
     sampler = demo_sampler("healthy", interval=MIN_INTERVAL, live_clock=True)
     app = GputopApp(sampler)
@@ -427,6 +394,24 @@ def test_enter_on_a_gpu_opens_its_detail_screen() -> None:
         assert "GPU util" in text and "temperature" in text and "PCIe RX" in text
         await pilot.press("escape")
         assert not isinstance(app.screen, GpuDetailScreen)
+
+    run_app(app, (160, 45), body)
+
+
+def test_a_double_click_on_a_gpu_opens_its_detail_screen() -> None:
+    sampler = demo_sampler("throttling")
+    app = GputopApp(sampler)
+
+    async def body(app: GputopApp, pilot: Pilot) -> None:
+        panel = list(app.query(GpuPanel))[3]
+        assert not panel.has_focus
+        await pilot.click(panel, offset=(10, 1))
+        await pilot.pause()
+        assert not isinstance(app.screen, GpuDetailScreen)  # one click only focuses the panel
+        await pilot.click(panel, offset=(10, 1), times=2)
+        await wait_for(pilot, lambda: isinstance(app.screen, GpuDetailScreen))
+        assert app.screen.device_index == 3
+        assert sampler.history.latest.devices[3].uuid in screen_text(app)
 
     run_app(app, (160, 45), body)
 

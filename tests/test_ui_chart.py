@@ -48,6 +48,16 @@ def test_without_a_scale_everything_is_blank() -> None:
     assert texts([10.0, 20.0], 2, 1, 0.0) == ["  "]
 
 
+def test_a_scale_that_is_not_finite_draws_blank_and_nan_values_draw_as_missing() -> None:
+    nan, inf = float("nan"), float("inf")
+    # Each of these raised "cannot convert float NaN to integer" before.
+    assert texts([10.0, 20.0], 2, 1, nan) == ["  "]
+    assert texts([10.0, inf], 2, 1, inf) == ["  "]
+    assert texts([10.0, 20.0], 2, 1, 100.0, minimum=nan) == ["  "]
+    assert texts([nan, 100.0], 2, 1, 100.0) == [" █"]
+    assert texts([inf, -inf], 2, 1, 100.0) == ["█▁"]
+
+
 def test_one_segment_per_row_with_a_single_colour() -> None:
     strips = chart_rows([10.0, None, 90.0, 40.0, 70.0], 8, 3, 100.0, GREEN, blank=Style(bgcolor="black"))
     for strip in strips:

@@ -20,6 +20,7 @@ from gputop.ui.advice_panel import AdvicePanel
 from gputop.ui.app import GputopApp
 from gputop.ui.gpu_panel import GpuPanel
 
+
 @pytest.fixture(autouse=True)
 def utc(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setenv("TZ", "UTC")

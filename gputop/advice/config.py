@@ -1,17 +1,19 @@
-"""Advice thresholds: every number the rules use, with its default and reasoning, and the config loader.
+"""Advice thresholds: every number the rules use, with its default and reasoning, and their config section.
 
 Users override any threshold in ``$XDG_CONFIG_HOME/gputop/config.toml`` (default
-``~/.config/gputop/config.toml``), section ``[advice]``, e.g. ``low_util_percent = 40``.
+``~/.config/gputop/config.toml``), section ``[advice]``, e.g. ``low_util_percent = 40``; the file
+itself is read by :mod:`gputop.config_file`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import os
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from gputop.config_file import config_path as config_path  # re-exported: where the file lives
+from gputop.config_file import read_config
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,12 +84,6 @@ _INT_FIELDS = frozenset({"few_workers", "idle_memory_bytes"})
 _FIELDS = {f.name for f in dataclasses.fields(Thresholds)}
 
 
-def config_path() -> Path:
-    """Where the user's config file lives: ``$XDG_CONFIG_HOME/gputop/config.toml``."""
-    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(base) / "gputop" / "config.toml"
-
-
 def load_thresholds(path: Path | None = None) -> tuple[Thresholds, list[str]]:
     """Read the ``[advice]`` section of the config file (``config_path()`` when None).
 
@@ -95,24 +91,17 @@ def load_thresholds(path: Path | None = None) -> tuple[Thresholds, list[str]]:
     missing file means all defaults. Never raises.
     """
     path = config_path() if path is None else path
-    warnings: list[str] = []
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        return Thresholds(), warnings
-    except OSError as exc:
-        return Thresholds(), [f"{path}: cannot read ({exc.strerror or exc}); advice uses defaults"]
-    parser = _toml_parser()
-    if parser is None:
-        return Thresholds(), [f"{path}: reading config needs Python 3.11 (or the tomli package); advice uses defaults"]
-    loads, decode_error = parser
-    try:
-        document = loads(raw.decode("utf-8", errors="replace"))
-    except decode_error as exc:
-        return Thresholds(), [f"{path}: invalid TOML ({exc}); advice uses defaults"]
+    document, warnings = read_config(path)
+    thresholds, problems = thresholds_from_config(document, path)
+    return thresholds, warnings + problems
+
+
+def thresholds_from_config(document: dict[str, Any], path: Path) -> tuple[Thresholds, list[str]]:
+    """The thresholds set in ``document`` (a parsed config file from ``path``) and one warning per bad entry."""
     section = document.get("advice", {})
     if not isinstance(section, dict):
         return Thresholds(), [f"{path}: [advice] must be a table; advice uses defaults"]
+    warnings: list[str] = []
     overrides: dict[str, Any] = {}
     for key, value in section.items():
         problem = _check(key, value)
@@ -133,15 +122,3 @@ def _check(key: str, value: object) -> str | None:
     if not value >= 0:  # also rejects NaN
         return f"{key} must be zero or more, not {value}"
     return None
-
-
-def _toml_parser() -> tuple[Callable[[str], dict[str, Any]], type[ValueError]] | None:
-    """``(loads, TOMLDecodeError)`` from tomllib, else tomli, else None."""
-    try:
-        import tomllib
-    except ModuleNotFoundError:
-        try:
-            import tomli as tomllib  # type: ignore[no-redef,import-not-found,unused-ignore]
-        except ModuleNotFoundError:
-            return None
-    return tomllib.loads, tomllib.TOMLDecodeError

@@ -24,6 +24,11 @@ class LiveSource:
         self.host = host if host is not None else HostSource()
         """The host side."""
 
+    @property
+    def selection_error(self) -> str | None:
+        """Why the GPUs the NVML source was asked for do not exist, or None (see ``NvmlSource.selection_error``)."""
+        return self.nvml.selection_error
+
     def poll(self) -> Snapshot:
         """Take one live snapshot; faults on either side become error notes."""
         gpu = self.nvml.poll()

@@ -122,6 +122,8 @@ class DeviceSample:
     """Marketing name, e.g. ``"NVIDIA H100 80GB HBM3"``."""
     uuid: str | None = None
     """Stable ``GPU-...`` identifier."""
+    cuda_index: int | None = None
+    """The GPU's number in CUDA programs under ``CUDA_VISIBLE_DEVICES`` (``--cuda-visible``); None otherwise."""
     lost: bool = False
     """True when the GPU fell off the bus or stopped answering; other fields are then None."""
     utilization_gpu_percent: float | None = None

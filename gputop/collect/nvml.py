@@ -8,6 +8,8 @@ throughput poller, used on GPUs without PCIe byte counters or GPM.
 from __future__ import annotations
 
 import ctypes
+import dataclasses
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -15,6 +17,7 @@ from typing import Any
 
 import pynvml
 
+from gputop.collect.gpu_selection import FILTER_SCOPE, GpuIdentity, GpuRequest, resolve_gpus
 from gputop.collect.model import (
     DeviceSample,
     DriverInfo,
@@ -38,6 +41,8 @@ CLOSED_MESSAGE = "NVML source is closed"
 
 _driver_version = raw_text_call(pynvml.nvmlSystemGetDriverVersion)
 _nvml_version = raw_text_call(pynvml.nvmlSystemGetNVMLVersion)
+_device_name = raw_text_call(pynvml.nvmlDeviceGetName)
+_device_uuid = raw_text_call(pynvml.nvmlDeviceGetUUID)
 
 
 def format_cuda_version(value: int) -> str:
@@ -47,8 +52,10 @@ def format_cuda_version(value: int) -> str:
 
 @dataclass
 class _Slot:
-    """What the source knows about one device index between polls."""
+    """What the source knows about one watched GPU between polls."""
 
+    index: int
+    cuda_index: int | None = None
     reader: DeviceReader | None = None
     lost: bool = False
     error: str | None = None
@@ -60,12 +67,17 @@ class NvmlSource:
 
     NVML starts lazily on the first ``poll``. Loading a library by path replaces pynvml's
     process-wide library, which is meant for tests and tools, not for two different libraries at once.
+    With ``gpus`` only the requested GPUs are opened and polled, in the request's order; the others
+    are never touched, except that a request naming UUIDs reads every GPU's UUID once at start.
     """
 
     def __init__(self, library_path: str | None = None, *, init_retry_s: float = INIT_RETRY_S,
-                 lost_retry_s: float = LOST_RETRY_S, clock: Callable[[], float] = time.monotonic) -> None:
+                 lost_retry_s: float = LOST_RETRY_S, clock: Callable[[], float] = time.monotonic,
+                 gpus: GpuRequest | None = None) -> None:
         self.library_path = library_path
         """Library loaded instead of the default one, or None."""
+        self.gpus = gpus
+        """The GPUs asked for, or None for every GPU."""
         self._init_retry_s = init_retry_s
         self._lost_retry_s = lost_retry_s
         self._clock = clock
@@ -75,12 +87,22 @@ class NvmlSource:
         self._next_init_at = 0.0
         self._driver: DriverInfo | None = None
         self._slots: list[_Slot] = []
+        self._selection_notes: tuple[ErrorNote, ...] = ()
+        self._selection_error: str | None = None
         self._poller = PcieThroughputPoller()
 
     @property
     def available(self) -> bool:
         """True while NVML is initialized and answering."""
         return self._initialized and not self._closed
+
+    @property
+    def selection_error(self) -> str | None:
+        """Why ``gpus`` names a GPU that does not exist (one line listing the GPUs there are), or None.
+
+        Known once NVML has started; the source then reports no GPUs and does not retry.
+        """
+        return self._selection_error
 
     @property
     def pcie_poller_running(self) -> bool:
@@ -98,7 +120,12 @@ class NvmlSource:
                               errors=(ErrorNote("nvml", f"unexpected {type(error).__name__}: {error}"),))
 
     def close(self) -> None:
-        """Stop the PCIe thread, free GPM buffers and shut NVML down. Safe to call twice."""
+        """Stop the PCIe thread, free GPM buffers and shut NVML down. Safe to call twice.
+
+        Call it from the thread that polls, never during a poll. NVML is shut down only once the PCIe
+        thread has stopped: while one of its calls still blocks, NVML is left running (the process
+        is on its way out), since shutting it down under a call in flight is undefined behaviour.
+        """
         if self._closed:
             return
         self._closed = True
@@ -107,7 +134,7 @@ class NvmlSource:
             if slot.reader is not None:
                 slot.reader.close()
         self._slots = []
-        if self._initialized:
+        if self._initialized and not self._poller.running:
             self._initialized = False
             try:
                 pynvml.nvmlShutdown()
@@ -116,18 +143,21 @@ class NvmlSource:
 
     def _poll(self) -> GpuReading:
         if not self._initialized and not self._start():
-            return GpuReading(errors=(ErrorNote("nvml", self._failure or "NVML unavailable"),))
+            scope = "nvml" if self._selection_error is None else FILTER_SCOPE
+            return GpuReading(errors=(ErrorNote(scope, self._failure or "NVML unavailable"),))
         devices: list[DeviceSample] = []
         processes: list[ProcessSample] = []
         errors: list[ErrorNote] = []
-        for index, slot in enumerate(self._slots):
-            device = self._read_slot(index, slot, processes, errors)
+        for slot in self._slots:
+            device = self._read_slot(slot, processes, errors)
+            if slot.cuda_index is not None:
+                device = dataclasses.replace(device, cuda_index=slot.cuda_index)
             devices.append(device)
         return GpuReading(driver=self._driver, devices=tuple(devices), processes=tuple(processes),
-                          errors=tuple(errors))
+                          errors=tuple(errors) + self._selection_notes)
 
-    def _read_slot(self, index: int, slot: _Slot, processes: list[ProcessSample],
-                   errors: list[ErrorNote]) -> DeviceSample:
+    def _read_slot(self, slot: _Slot, processes: list[ProcessSample], errors: list[ErrorNote]) -> DeviceSample:
+        index = slot.index
         now = self._clock()
         if slot.reader is None and now >= slot.retry_at:
             self._attach(index, slot, now)
@@ -193,8 +223,41 @@ class NvmlSource:
             return False
         self._initialized = True
         self._driver = self._read_driver()
-        self._slots = [_Slot() for _ in range(count)]
+        if self.gpus is None:
+            self._slots = [_Slot(index) for index in range(count)]
+            return True
+        selection = resolve_gpus(self.gpus, range(count), self._identify)
+        if selection.error is not None:
+            self._refuse_selection(selection.error)
+            return False
+        self._slots = [_Slot(gpu.index, gpu.cuda_index) for gpu in selection.gpus]
+        self._selection_notes = tuple(ErrorNote(FILTER_SCOPE, note) for note in selection.notes)
         return True
+
+    def _refuse_selection(self, reason: str) -> None:
+        """Shut NVML down for good: the GPUs asked for do not exist, and asking again will not change that."""
+        self._selection_error = self._failure = reason
+        self._next_init_at = math.inf
+        self._initialized = False
+        try:
+            pynvml.nvmlShutdown()
+        except pynvml.NVMLError:
+            pass
+
+    @staticmethod
+    def _identify(index: int) -> GpuIdentity:
+        """UUID and name of the GPU at ``index``, for resolving ``gpus`` (None where NVML does not say)."""
+        try:
+            handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+        except pynvml.NVMLError:
+            return GpuIdentity(index)
+        values: list[str | None] = []
+        for getter in (_device_uuid, _device_name):
+            try:
+                values.append(getter(handle))
+            except pynvml.NVMLError:
+                values.append(None)
+        return GpuIdentity(index, values[0], values[1])
 
     def _load_library(self) -> str | None:
         """Load ``library_path`` into pynvml; the failure reason, or None."""

@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable
 from typing import Protocol
 
+from gputop.collect.filters import Filters
 from gputop.collect.history import History
 from gputop.collect.model import Advice, ErrorNote, Snapshot
 from gputop.collect.source import SnapshotSource
@@ -17,6 +18,9 @@ MIN_INTERVAL = 0.1
 
 DEFAULT_INTERVAL = 0.5
 """Polling period used when none is given, in seconds."""
+
+STOP_WAIT_S = 0.1
+"""Longest time ``Sampler.stop`` waits for a poll in progress (a quit must not wait on a hung driver)."""
 
 Advisor = Callable[[Snapshot, History], tuple[Advice, ...]]
 """Turns the newest snapshot plus history into advice (the advice engine)."""
@@ -42,7 +46,8 @@ class Sampler:
 
     Polls never overlap: when a poll overruns the period, the next one starts right after it and
     missed ticks are dropped rather than queued. Each snapshot gets advice (when an advisor is
-    given), goes into ``history``, into the recorder (when given), and then to every subscriber.
+    given), goes into ``history``, into the recorder (when given), and then, seen through
+    ``filters`` (whose user filter is a view), to ``history.latest`` and every subscriber.
     """
 
     def __init__(
@@ -52,6 +57,7 @@ class Sampler:
         history: History | None = None,
         advisor: Advisor | None = None,
         recorder: SnapshotWriter | None = None,
+        filters: Filters | None = None,
     ) -> None:
         self.source = source
         """Where snapshots come from."""
@@ -76,6 +82,9 @@ class Sampler:
         self._thread: threading.Thread | None = None
         self._last_start: float | None = None
         self._standing_errors: list[ErrorNote] = []
+        self._filters = filters if filters is not None else Filters()
+        self._view_lock = threading.Lock()
+        self._unfiltered: Snapshot | None = None
 
     @property
     def interval(self) -> float:
@@ -107,12 +116,31 @@ class Sampler:
         with self._lock:
             self._subscribers.append(callback)
 
+    @property
+    def filters(self) -> Filters:
+        """The filters in force; their view part is applied to every snapshot handed out."""
+        return self._filters
+
+    def set_filters(self, filters: Filters) -> Snapshot | None:
+        """Change the filters and hand the newest snapshot, seen through them, to every subscriber at once.
+
+        Returns that snapshot (None before the first poll). History and advice are unaffected.
+        """
+        with self._view_lock:
+            self._filters = filters
+            if self._unfiltered is None:
+                return None
+            return self._show(self._unfiltered, notify=True)
+
     def add_standing_error(self, note: ErrorNote) -> None:
         """Attach ``note`` to every snapshot from now on (e.g. a config warning, a failed recording)."""
         self._standing_errors.append(note)
 
     def poll_once(self) -> Snapshot:
-        """Take one snapshot now on the calling thread, with advice, history and recording applied."""
+        """Take one snapshot now on the calling thread, with advice, history, recording and filters applied."""
+        return self._poll(notify=False)
+
+    def _poll(self, notify: bool) -> Snapshot:
         started = time.monotonic()
         if self._last_start is not None:
             self.max_gap = max(self.max_gap, started - self._last_start)
@@ -125,9 +153,24 @@ class Sampler:
         self._record(snapshot)
         if self._standing_errors:
             snapshot = dataclasses.replace(snapshot, errors=snapshot.errors + tuple(self._standing_errors))
-        self.history.latest = snapshot
         self.last_poll_seconds = time.monotonic() - started
-        return snapshot
+        with self._view_lock:  # so a set_filters never hands out its view before an older one
+            return self._show(snapshot, notify)
+
+    def _show(self, snapshot: Snapshot, notify: bool) -> Snapshot:
+        """Make ``snapshot`` the newest one, filtered; called with the view lock held."""
+        self._unfiltered = snapshot
+        shown = self._filters.apply(snapshot)
+        self.history.latest = shown
+        if notify and not self._stop.is_set():  # a poll that ends after stop() is not handed to a closing UI
+            self._notify(shown)
+        return shown
+
+    def _notify(self, snapshot: Snapshot) -> None:
+        with self._lock:
+            subscribers = list(self._subscribers)
+        for callback in subscribers:
+            callback(snapshot)
 
     def _poll_source(self) -> Snapshot:
         try:
@@ -147,20 +190,35 @@ class Sampler:
 
     def start(self) -> None:
         """Start the polling thread (a daemon, so a lost terminal never hangs the exit)."""
-        if self._thread is not None:
-            return
-        self._last_start = None  # cadence is measured between the thread's polls, not from earlier manual ones
-        self._thread = threading.Thread(target=self._run, name="gputop-sampler", daemon=True)
-        self._thread.start()
+        with self._lock:
+            if self._thread is not None or self._stop.is_set():
+                return
+            self._last_start = None  # cadence is measured between the thread's polls, not from earlier manual ones
+            self._thread = threading.Thread(target=self._run, name="gputop-sampler", daemon=True)
+            self._thread.start()
 
-    def stop(self, timeout: float = 2.0) -> None:
-        """Stop the thread, close the recorder and the source; later calls do nothing."""
-        if self._stop.is_set():
-            return
-        self._stop.set()
+    def stop(self, timeout: float = STOP_WAIT_S) -> None:
+        """Stop polling and release the recorder and the source once no poll is running; later calls do nothing.
+
+        Waits at most ``timeout`` seconds for a poll in progress. The polling thread releases the
+        recorder and the source itself when it leaves its loop, so a poll stuck in a driver call
+        (NVML can block for seconds) neither delays the caller nor has the source closed under it;
+        if the process exits first, they are never closed (the recorder has flushed every line).
+        Without a thread, they are released here.
+        """
+        with self._lock:
+            if self._stop.is_set():
+                return
+            self._stop.set()
+            thread = self._thread
         self._wake.set()
-        if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(timeout)
+        if thread is None:
+            self._release()
+        elif thread is not threading.current_thread():
+            thread.join(timeout)
+
+    def _release(self) -> None:
+        """Close the recorder and the source (on the polling thread once it started, else on the caller's)."""
         if self.recorder is not None:
             try:
                 self.recorder.close()
@@ -170,6 +228,12 @@ class Sampler:
         self.source.close()
 
     def _run(self) -> None:
+        try:
+            self._loop()
+        finally:
+            self._release()
+
+    def _loop(self) -> None:
         deadline = time.monotonic()
         while not self._stop.is_set():
             if self._paused:
@@ -177,15 +241,14 @@ class Sampler:
                 self._wake.clear()
                 deadline = time.monotonic()
                 continue
-            snapshot = self.poll_once()
-            with self._lock:
-                subscribers = list(self._subscribers)
-            for callback in subscribers:
-                callback(snapshot)
+            self._poll(notify=True)
+            if self._stop.is_set():
+                return
             now = time.monotonic()
             deadline = max(deadline + self._interval, now)
             self._wake.clear()
-            self._wake.wait(deadline - now)
+            if not self._stop.is_set():  # a stop between the poll and the clear must not wait a whole period
+                self._wake.wait(deadline - now)
 
 
 def clamp_interval(seconds: float) -> float:

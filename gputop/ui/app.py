@@ -10,6 +10,7 @@ the advice panel folds into a one-line summary on narrow terminals.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import signal
 import time
 from collections.abc import Iterable
@@ -18,15 +19,18 @@ from pathlib import Path
 from typing import ClassVar
 
 from textual import work
+from textual.actions import SkipAction
 from textual.app import App, ComposeResult, SystemCommand
-from textual.binding import Binding, BindingType
+from textual.binding import BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Input
 
+from gputop.collect.filters import current_user_filter
 from gputop.collect.model import ProcessSample, Snapshot
 from gputop.collect.sampler import Sampler
 from gputop.textsafe import safe_text
+from gputop.ui.actions import ACTIONS, READONLY_DISABLED, help_rows, palette_actions, palette_help
 from gputop.ui.advice_panel import AdvicePanel, AdviceSummary
 from gputop.ui.gpu_detail import GpuDetailScreen
 from gputop.ui.gpu_panel import GpuArea, GpuPanel, choose_layout
@@ -51,28 +55,6 @@ MAX_INTERVAL = 60.0
 TERMINATE_EXIT_STATUS = 143
 """Exit status after SIGTERM (128 + 15)."""
 
-EXTRA_KEYS = [
-    ("Tab / Shift+Tab", "move focus between GPU panels, the process table and the advice panel"),
-    ("Up / Down / PgUp / PgDn", "move in the process table or scroll the focused panel"),
-    ("Enter (process table)", "show the selected process's full command line"),
-    ("Esc", "close a screen or dialog; in the filter, clear it"),
-    ("Ctrl+P", "command palette: every action by name"),
-    ("double click a GPU", "open its detail screen"),
-]
-"""Keys that are not app bindings but appear on the help screen."""
-
-SORT_BINDINGS = [
-    ("m", "memory", "GPU memory"),
-    ("c", "cpu", "CPU %"),
-    ("u", "sm", "SM %"),
-    ("i", "pid", "PID"),
-    ("g", "gpu", "GPU"),
-    ("e", "elapsed", "elapsed time"),
-    ("n", "user", "user"),
-]
-"""(key, ProcessTable sort key, what it sorts by)."""
-
-
 class GputopApp(App[None]):
     """The live monitor. Runs ``sampler`` while mounted and stops it on exit."""
 
@@ -81,21 +63,7 @@ class GputopApp(App[None]):
     AUTO_FOCUS = "#processes"
     """Focus the process table from the start (one focus change, so the footer is built once)."""
 
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("q", "quit", "Quit"),
-        Binding("p", "pause", "Pause"),
-        Binding("plus,equals_sign", "slower", "Slower", key_display="+"),
-        Binding("minus", "faster", "Faster", key_display="-"),
-        Binding("s", "export", "Export"),
-        Binding("slash", "filter", "Filter", key_display="/"),
-        Binding("t", "toggle_workers", "Workers"),
-        Binding("enter", "gpu_detail", "GPU details", show=False),
-        Binding("k", "kill", "Signal"),
-        Binding("a", "toggle_advice", "Advice"),
-        Binding("question_mark", "help", "Help", key_display="?"),
-        Binding("escape", "clear_filter", "Clear filter", show=False, key_display="Esc"),
-        *(Binding(key, f"sort('{sort_key}')", f"Sort {label}", show=False) for key, sort_key, label in SORT_BINDINGS),
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = [entry.binding() for entry in ACTIONS]
 
     def __init__(
         self,
@@ -159,6 +127,7 @@ class GputopApp(App[None]):
         self._filter.display = False
         self._advice.border_title = "Advice"
         self._processes.border_title = "Processes"
+        self._header.show_filters(self.sampler.filters.describe())
         self._header.show(None, self.sampler.interval, self.sampler.paused)
         latest = self.sampler.history.latest
         if latest is not None:
@@ -176,8 +145,12 @@ class GputopApp(App[None]):
         loop = asyncio.get_running_loop()
         loop.add_signal_handler(signal.SIGHUP, self._on_hangup_signal, HANGUP_EXIT_STATUS)
         loop.add_signal_handler(signal.SIGTERM, self._on_hangup_signal, TERMINATE_EXIT_STATUS)
-        self._watchdog = TerminalWatchdog(lambda: self.post_message(TerminalLost()))
+        self._watchdog = TerminalWatchdog(self._report_terminal_lost)
         self._watchdog.start()
+
+    def _report_terminal_lost(self) -> None:
+        """Watchdog-thread callback: tell the UI thread the terminal is gone."""
+        self.post_message(TerminalLost())
 
     def _on_hangup_signal(self, status: int) -> None:
         self.exit(return_code=status)
@@ -265,12 +238,19 @@ class GputopApp(App[None]):
     # -- actions ------------------------------------------------------------------------------
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """Hide the signal key in read-only mode; show Esc only while a filter is set."""
-        if action == "kill" and self.readonly:
+        """Hide what ``--readonly`` disables; Esc clears the filter only while one is open."""
+        if self.readonly and action in READONLY_DISABLED:
             return False
         if action == "clear_filter":
             return self._filter.display or None
         return True
+
+    def action_interrupt(self) -> None:
+        """Ctrl+C: quit from any screen or dialog, unless text is selected (Textual's copy then takes the key)."""
+        focused = self.focused
+        if (isinstance(focused, Input) and focused.selected_text) or self.screen.get_selected_text():
+            raise SkipAction()
+        self.exit()
 
     def action_pause(self) -> None:
         """Pause or resume polling."""
@@ -336,34 +316,28 @@ class GputopApp(App[None]):
         self._advice_open = not self._advice_visible()
         self._relayout()
 
+    async def action_toggle_mine(self) -> None:
+        """Show only the current user's processes and the advice about them, or everyone's again."""
+        filters = self.sampler.filters
+        mine = current_user_filter()
+        shown = self.sampler.set_filters(dataclasses.replace(filters, user=None if filters.user == mine else mine))
+        self._header.show_filters(self.sampler.filters.describe())
+        if shown is not None:  # shown now (paused too), not at the process table's once-a-second pace
+            await self._apply(shown)
+            self._processes.update_snapshot(shown, at_once=True)
+
     def action_help(self) -> None:
         """Show every key."""
         if not isinstance(self.screen, HelpScreen):
-            self.push_screen(HelpScreen(self.key_help()))
+            self.push_screen(HelpScreen(help_rows(readonly=self.readonly, export_dir=safe_text(str(self.export_dir)))))
 
-    def key_help(self) -> list[tuple[str, str]]:
-        """(key, description) of every key, for the help screen."""
-        rows = [("q", "quit"), ("p", "pause / resume polling (PAUSED in the header)")]
-        rows.append(("+ / -", "double / halve the polling interval (at least 0.1 s; shown in the header)"))
-        rows.append(("s", f"export a snapshot (JSON, Markdown, SVG) into {safe_text(str(self.export_dir))}/"))
-        rows.append(("/", "filter processes by pid, user, name or command line"))
-        rows.append(("t", "show / hide DataLoader worker rows"))
-        rows.append(("Enter (GPU panel)", "GPU detail screen: every field and larger charts"))
-        if self.readonly:
-            rows.append(("k", "send a signal: disabled (--readonly)"))
-        else:
-            rows.append(("k", "send a signal to the selected process (asks first)"))
-        rows.append(("a", "show / hide the advice panel"))
-        rows.append(("?", "this help"))
-        for key, _, label in SORT_BINDINGS:
-            rows.append((key, f"sort processes by {label} (again to reverse)"))
-        return rows + EXTRA_KEYS
-
-    def action_gpu_detail(self) -> None:
-        """Open the detail screen of the focused GPU (the first GPU when none is focused)."""
+    def action_gpu_detail(self, device_index: int | None = None) -> None:
+        """Open the detail screen of GPU ``device_index``, else of the focused GPU (the first when none is)."""
         focused = self.focused
         panels = self._gpus.panels
-        if isinstance(focused, GpuPanel):
+        if device_index is not None:
+            index = device_index
+        elif isinstance(focused, GpuPanel):
             index = focused.device_index
         elif panels:
             index = panels[0].device_index
@@ -421,26 +395,14 @@ class GputopApp(App[None]):
         paths = ", ".join(str(path) for path in result.paths)
         self.call_from_thread(self.notify, f"Exported: {paths}", markup=False)
 
-    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
-        """The command palette: Textual's commands plus every gputop action."""
-        yield from super().get_system_commands(screen)
-        commands = [
-            ("Pause / resume", "Stop or restart polling (p)", "pause"),
-            ("Slower updates", "Double the polling interval (+)", "slower"),
-            ("Faster updates", "Halve the polling interval (-)", "faster"),
-            ("Export snapshot", "Write JSON, Markdown and SVG into the export directory (s)", "export"),
-            ("Filter processes", "Filter the process table (/)", "filter"),
-            ("Toggle workers", "Show or hide DataLoader worker rows (t)", "toggle_workers"),
-            ("GPU details", "Detail screen of the focused GPU (Enter)", "gpu_detail"),
-            ("Toggle advice panel", "Show or hide the advice panel (a)", "toggle_advice"),
-            ("Keys", "List every key (?)", "help"),
-        ]
-        if not self.readonly:
-            commands.append(("Send signal", "Signal the selected process (k)", "kill"))
-        for key, sort_key, label in SORT_BINDINGS:
-            commands.append((f"Sort by {label}", f"Sort the process table ({key})", f"sort('{sort_key}')"))
-        for title, help_text, action in commands:
-            yield SystemCommand(title, help_text, partial(self.run_action, action))
+    def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
+        """The command palette: every gputop action once, then Textual's commands that none of them replaces."""
+        export_dir = safe_text(str(self.export_dir))
+        ours = palette_actions(readonly=self.readonly)
+        for entry in ours:
+            yield SystemCommand(entry.title, palette_help(entry, export_dir), partial(self.run_action, entry.action))
+        titles = {entry.title for entry in ours}
+        yield from (command for command in super().get_system_commands(screen) if command.title not in titles)
 
 
 def process_summary(process: ProcessSample) -> str:

@@ -7,6 +7,7 @@ Unlike Textual's ``Sparkline`` the scale is given by the caller (0-100 %, 0-powe
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import ClassVar
 
@@ -39,25 +40,26 @@ def chart_rows(
     """Render the newest ``width`` values as ``height`` rows scaled from ``minimum`` to ``maximum``.
 
     Values are clamped to the scale; a known value always shows at least the lowest glyph, so
-    zero differs from missing. None (and columns with no sample yet) draw blank, in ``blank``
-    style when no bar is beside them (give the widget's background). Without a usable
-    ``maximum`` every column is blank. Returns ``height`` strips, top row first.
+    zero differs from missing. None and NaN (and columns with no sample yet) draw blank, in
+    ``blank`` style when no bar is beside them (give the widget's background). Without a usable
+    scale (``maximum`` None, not finite, or not above a finite ``minimum``) every column is
+    blank. Returns ``height`` strips, top row first.
     """
     if width <= 0 or height <= 0:
         return [Strip.blank(max(0, width), blank) for _ in range(max(0, height))]
     levels = ASCII_LEVELS if ascii_mode else UNICODE_LEVELS
     shown = list(values[-width:]) if values else []
     pad = width - len(shown)
-    span = (maximum - minimum) if maximum is not None else 0.0
+    top = _usable_maximum(minimum, maximum)
     total = height * 8
     eighths: list[int] = []
     styles: list[Style | None] = []
     for value in shown:
-        if value is None or span <= 0:
+        if value is None or top is None or math.isnan(value):
             eighths.append(0)
             styles.append(None)
             continue
-        level = round((min(max(value, minimum), maximum) - minimum) / span * total)
+        level = round((min(max(value, minimum), top) - minimum) / (top - minimum) * total)
         eighths.append(max(1, level))
         styles.append(style(value) if callable(style) else style)
     base = style if isinstance(style, Style) else blank
@@ -69,12 +71,19 @@ def chart_rows(
     return rows
 
 
+def _usable_maximum(minimum: float, maximum: float | None) -> float | None:
+    """``maximum`` when ``minimum..maximum`` is a finite, non-empty scale, else None."""
+    if maximum is None or not math.isfinite(minimum) or not math.isfinite(maximum) or maximum <= minimum:
+        return None
+    return maximum
+
+
 def _row_strip(padding: str, glyphs: list[str], styles: list[Style | None], base: Style | None, width: int) -> Strip:
     """Join glyphs into one segment per style run; blank cells join whatever run they sit in."""
     segments: list[Segment] = []
     run_text = padding
     run_style = base
-    for glyph, style in zip(glyphs, styles):
+    for glyph, style in zip(glyphs, styles, strict=True):
         if glyph == " " or style is None or style == run_style:
             run_text += glyph
             continue

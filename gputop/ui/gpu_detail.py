@@ -12,6 +12,7 @@ from textual.containers import Grid, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
+from gputop.collect.gpu_selection import gpu_number
 from gputop.collect.history import History
 from gputop.collect.model import DeviceSample, Snapshot
 from gputop.textsafe import safe_text
@@ -166,7 +167,7 @@ class GpuDetailScreen(Screen[None]):
                 table.add_row(label, Text(value))
             self._fields.update(table)
         left = self.query_one("#detail-left")
-        left.border_title = f"GPU {device.index} · {short_gpu_name(device.name)}"
+        left.border_title = f"GPU {gpu_number(device)} · {short_gpu_name(device.name)}"
         self._show_charts(device, history)
 
     def _show_charts(self, device: DeviceSample, history: History) -> None:

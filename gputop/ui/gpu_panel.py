@@ -20,10 +20,11 @@ from textual.strip import Strip
 from textual.widget import Widget
 from textual.widgets import Static
 
+from gputop.collect.gpu_selection import gpu_number
 from gputop.collect.history import History
 from gputop.collect.model import DeviceSample, Snapshot
 from gputop.textsafe import safe_text
-from gputop.ui.chart import chart_rows
+from gputop.ui.chart import StyleFor, chart_rows
 from gputop.ui.format import (
     CachedStyles,
     LineBuilder,
@@ -66,7 +67,7 @@ MINI_CHART_MAX = 24
 PCIE_SCALE_SAMPLES = 200
 """Newest PCIe samples the full layout's shared RX/TX scale is chosen from."""
 
-_FULL_METRICS = (
+_FULL_METRICS: tuple[str, ...] = (
     "utilization_gpu_percent",
     "memory_used_bytes",
     "power_watts",
@@ -76,7 +77,7 @@ _FULL_METRICS = (
 )
 """Metrics charted by the full layout."""
 
-_COMPACT_METRICS = ("utilization_gpu_percent", "memory_used_bytes", "power_watts")
+_COMPACT_METRICS: tuple[str, ...] = ("utilization_gpu_percent", "memory_used_bytes", "power_watts")
 """Metrics charted inline by the compact layouts."""
 
 PCIE_FLOOR = 1e6
@@ -110,7 +111,7 @@ def nice_ceiling(value: float, floor: float) -> float:
     value = max(value, floor)
     exponent = math.floor(math.log10(value))
     for step in (1.0, 2.0, 5.0, 10.0):
-        candidate = step * 10**exponent
+        candidate = step * 10.0**exponent
         if candidate >= value:
             return candidate
     return 10.0 ** (exponent + 1)
@@ -204,10 +205,10 @@ class GpuPanel(ChangedLinesRefresh, CachedStyles, Widget, can_focus=True):
         """Drop the highlight."""
         self._invalidate()
 
-    def on_click(self, event: Click) -> None:
-        """A double click opens the detail screen."""
+    async def on_click(self, event: Click) -> None:
+        """A double click opens this GPU's detail screen."""
         if event.chain >= 2:
-            self.app.run_action("gpu_detail")
+            await self.app.run_action(f"gpu_detail({self.device_index})")
 
     def render_line(self, y: int) -> Strip:
         """One line of the panel."""
@@ -246,7 +247,7 @@ class GpuPanel(ChangedLinesRefresh, CachedStyles, Widget, can_focus=True):
     def _build_lost(self, device: DeviceSample, width: int) -> list[Strip]:
         title = self._title_style()
         line = LineBuilder(width, self.base_style)
-        line.add(f" GPU {device.index} ", title)
+        line.add(f" GPU {gpu_number(device)} ", title)
         line.add(f"{short_gpu_name(device.name)} ", title)
         line.add(" LOST ", self._style("lost"))
         line.add_cut(f" {safe_text(device.error) or 'the GPU stopped answering'}", title)
@@ -281,7 +282,7 @@ class GpuPanel(ChangedLinesRefresh, CachedStyles, Widget, can_focus=True):
         rows = self.chart_rows_count
         title = self._title_style()
         head = LineBuilder(width, self.base_style)
-        head.add(f" GPU {device.index} ", title)
+        head.add(f" GPU {gpu_number(device)} ", title)
         head.add_cut(f" {short_gpu_name(device.name)} ", title)
         self._add_badges(head, device)
         details = self._detail_items(device)
@@ -313,12 +314,12 @@ class GpuPanel(ChangedLinesRefresh, CachedStyles, Widget, can_focus=True):
                 ascii_mode=self.ascii_mode,
                 blank=self.base_style,
             )
-            for builder, strip in zip(chart_lines, strips):
+            for builder, strip in zip(chart_lines, strips, strict=True):
                 builder.pad_to(start)
                 builder.add_strip(strip)
         return [head.strip(title), labels.strip()] + [b.strip() for b in chart_lines]
 
-    def _full_columns(self, device: DeviceSample) -> list[tuple[str, str, str, float | None, object]]:
+    def _full_columns(self, device: DeviceSample) -> list[tuple[str, str, str, float | None, Style | StyleFor]]:
         """(label, value text, metric, scale maximum, style) of each chart, most important first."""
         hot, temp = self._style("hot"), self._style("temp")
         pcie_max = pcie_scale(
@@ -366,13 +367,14 @@ class GpuPanel(ChangedLinesRefresh, CachedStyles, Widget, can_focus=True):
         ]
         temp_text = f"{fmt_celsius(device.temperature_celsius):>4}"
         name = f"{fit(short_gpu_name(device.name), 18 if wide else 14):<{18 if wide else 14}}"
-        fixed = len(f" {device.index} ") + 1 + len(name) + len(sep) * 4 + len(temp_text)
+        number = f" {gpu_number(device)} "
+        fixed = len(number) + 1 + len(name) + len(sep) * 4 + len(temp_text)
         fixed += sum(len(f[0]) + len(f[1]) for f in fields)
         spare = width - fixed
         charts = min(len(fields), max(0, spare // (MINI_CHART_MIN + 1)))
         chart_width = min(MINI_CHART_MAX, spare // charts - 1) if charts else 0
         line = LineBuilder(width, self.base_style)
-        line.add(f" {device.index} ", title)
+        line.add(number, title)
         line.add(" ")
         line.add(name, value)
         for position, (text_label, text, metric, maximum, colour) in enumerate(fields):
@@ -462,7 +464,8 @@ class GpuArea(VerticalScroll, can_focus=False):
                 await self.mount(Static(self._no_gpu_text(snapshot), classes="no-gpus"))
         if not indexes:
             return
-        for panel, device in zip(self.panels, snapshot.devices):
+        # Fewer panels than GPUs while the app tears the screen down (a snapshot can still arrive then).
+        for panel, device in zip(self.panels, snapshot.devices, strict=False):
             panel.show(device, history)
 
     @staticmethod

@@ -1,4 +1,4 @@
-"""The one-line header: host, driver and CUDA versions, data source, polling interval and PAUSED state."""
+"""The one-line header: host, driver and CUDA versions, data source, filters, polling interval and PAUSED state."""
 
 from __future__ import annotations
 
@@ -20,6 +20,9 @@ from gputop.units import NA
 SOURCE_LIVE = "live"
 """Header text of the NVML source."""
 
+FILTERS_WIDTH = 48
+"""Most cells the filter description takes in the header."""
+
 
 def source_text(snapshot: Snapshot | None) -> str:
     """How the data source is named on screen: ``live``, the demo's label, or the replay's label."""
@@ -36,10 +39,10 @@ def source_text(snapshot: Snapshot | None) -> str:
 
 
 class HeaderBar(CachedStyles, Widget):
-    """One line that says what is being shown, from where, how often, and whether it is paused.
+    """One line that says what is being shown, from where, filtered how, how often, and whether it is paused.
 
-    Items that do not fit the width are dropped whole, least important first; the source and
-    the PAUSED state always stay.
+    Items that do not fit the width are dropped whole, least important first; the source, the
+    filters in force and the PAUSED state always stay.
     """
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {
@@ -49,6 +52,7 @@ class HeaderBar(CachedStyles, Widget):
         "header--demo",
         "header--replay",
         "header--paused",
+        "header--filter",
         "header--dim",
     }
     """Styles of the header's parts (set in gputop.tcss)."""
@@ -62,6 +66,14 @@ class HeaderBar(CachedStyles, Widget):
         self._snapshot: Snapshot | None = None
         self._interval = 0.0
         self._paused = False
+        self._filters: str | None = None
+
+    def show_filters(self, filters: str | None) -> None:
+        """Name the filters in force (``GPUs 0,3, user alice``), or None when nothing is filtered."""
+        if filters != self._filters:
+            self._filters = filters
+            self._state = None
+            self.show(self._snapshot, self._interval, self._paused)
 
     def show(self, snapshot: Snapshot | None, interval: float, paused: bool) -> None:
         """Update the header; it redraws only when something it shows changed."""
@@ -102,6 +114,8 @@ class HeaderBar(CachedStyles, Widget):
         if snapshot is not None and snapshot.source in (SourceKind.DEMO, SourceKind.REPLAY):
             kind = f"header--{snapshot.source}"
         items.append((0, f" {source_text(snapshot)} ", kind))
+        if self._filters:
+            items.append((0, f" only {safe_text(self._filters, FILTERS_WIDTH)} ", "header--filter"))
         items.append((1, f"every {self._interval:g}s", "header--base"))
         if snapshot is not None:
             items.append((5, time.strftime("%H:%M:%S", time.localtime(snapshot.timestamp)), "header--dim"))

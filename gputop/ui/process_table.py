@@ -305,8 +305,8 @@ class ProcessTable(ScrollView, can_focus=True):
         """True when worker rows are hidden (trainers still show the count)."""
         return self._collapsed
 
-    def update_snapshot(self, snapshot: Snapshot) -> None:
-        """Take the newest snapshot; it is shown now if the last update is old enough, else on a timer."""
+    def update_snapshot(self, snapshot: Snapshot, *, at_once: bool = False) -> None:
+        """Take the newest snapshot; it is shown now if the last update is old enough (or ``at_once``), else on a timer."""
         self._pending = snapshot
         now = time.monotonic()
         due = self._last_apply + self.APPLY_INTERVAL
@@ -314,7 +314,7 @@ class ProcessTable(ScrollView, can_focus=True):
         # Snapshots that start a new second of the clock are shown early, so the table changes in the
         # same frame as the header's clock and the host panel instead of in frames of its own.
         new_second = shown is None or int(snapshot.timestamp) != int(shown.timestamp)
-        if now >= due or not self.is_mounted or (new_second and now >= due - self.APPLY_INTERVAL / 2):
+        if at_once or now >= due or not self.is_mounted or (new_second and now >= due - self.APPLY_INTERVAL / 2):
             self._apply()
         elif self._timer is None:
             self._timer = self.set_timer(due - now, self._on_apply_timer)
@@ -384,7 +384,7 @@ class ProcessTable(ScrollView, can_focus=True):
         top = int(self.scroll_offset.y)
         height = self.scrollable_content_region.height
         base = self._base_style or self.rich_style
-        for index, (old, new) in enumerate(zip(old_rows, self._rows)):
+        for index, (old, new) in enumerate(zip(old_rows, self._rows, strict=True)):
             if old.cells != new.cells and top <= index < top + height:
                 before = self._strips.get(old.key)
                 after = self._row_strip(new, base)
@@ -500,7 +500,9 @@ class ProcessTable(ScrollView, can_focus=True):
     def on_mount(self) -> None:
         """In ASCII mode, draw the scroll bar without block characters."""
         if self.ascii_mode:
-            self.vertical_scrollbar.renderer = _BlanksScrollBarRender
+            # Textual types ScrollBar.renderer as a ClassVar, yet documents setting it on one scroll bar
+            # (``widget.vertical_scrollbar.renderer = ...``); the instance attribute affects this table only.
+            self.vertical_scrollbar.renderer = _BlanksScrollBarRender  # type: ignore[misc]
 
     def on_resize(self, event: events.Resize) -> None:
         """Fit the command column to the new width and re-cut the command lines."""

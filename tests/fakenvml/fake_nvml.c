@@ -15,6 +15,9 @@
  *                       (device index or -1, tid = Linux thread id) so tests can count calls and see
  *                       which thread made them. nvmlDeviceGetProcessUtilization also logs
  *                       "nvmlDeviceGetProcessUtilization.lastSeen <device> <tid> <lastSeenTimeStamp>".
+ *                       A call that blocks (call_delay_ms, pcie_delay_ms) logs "<symbol>.delay <device> <tid> <ms>"
+ *                       as it starts to wait, and nvmlShutdown logs "nvmlShutdown -1 <tid> <in flight>": how
+ *                       many calls were blocked at that moment (a shutdown under a running call logs > 0).
  *
  * Scenario format: one statement per line, words separated by blanks, '#' starts a comment line.
  *   Global keys
@@ -24,6 +27,9 @@
  *     init_error <code>                nvmlInit/nvmlInit_v2/nvmlInitWithFlags return this code
  *     device_count <n>                 default: 1 + the highest device index mentioned
  *     pcie_delay_ms <n>                nvmlDeviceGetPcieThroughput sleeps this long (lock not held)
+ *     call_delay_ms <n>                every per-device call (nvmlDeviceGetHandleByIndex and all device
+ *                                      queries) sleeps this long before it answers (lock not held), like
+ *                                      a driver that hangs; it then answers from the scenario as it is
  *   Per-device keys: "device <index> <key> <value...>". A key that is never given makes the matching
  *   call answer NVML_ERROR_NOT_SUPPORTED.
  *     name <text...> | uuid <text>
@@ -184,6 +190,7 @@ typedef struct {
     int init_error;
     int device_count;
     int pcie_delay_ms;
+    int call_delay_ms;
     fake_device devices[MAX_DEVICES];
 } fake_scenario;
 
@@ -202,6 +209,7 @@ static fake_scenario current, scratch;
 static char current_path[4096];
 static struct stat current_stat;
 static int init_count;
+static int in_flight; /* calls sleeping outside the lock right now */
 static char handles[MAX_DEVICES]; /* a device handle is the address of handles[index] */
 
 /* ---- helpers ---- */
@@ -324,6 +332,8 @@ static int parse_scenario(FILE *f, fake_scenario *s) {
             s->device_count = atoi(rest);
         } else if (strcmp(word, "pcie_delay_ms") == 0) {
             s->pcie_delay_ms = atoi(rest);
+        } else if (strcmp(word, "call_delay_ms") == 0) {
+            s->call_delay_ms = atoi(rest);
         }
     }
     if (s->device_count < 0) s->device_count = max_index + 1;
@@ -370,12 +380,30 @@ static int error_for(const fake_device *d, const char *call) {
     return 0;
 }
 
+/* Block for delay_ms with the lock released, counted in in_flight. Called and returns with the lock held. */
+static void block_unlocked(const char *symbol, int device, int delay_ms) {
+    if (delay_ms <= 0) return;
+    char name[96];
+    snprintf(name, sizeof name, "%s.delay", symbol);
+    log_call_arg(name, device, (unsigned long long)delay_ms, 1);
+    in_flight++;
+    pthread_mutex_unlock(&lock);
+    struct timespec pause = {delay_ms / 1000, (long)(delay_ms % 1000) * 1000000L};
+    while (nanosleep(&pause, &pause) != 0 && errno == EINTR) {}
+    pthread_mutex_lock(&lock);
+    in_flight--;
+}
+
 /* Start a per-device call: on NVML_SUCCESS the lock is held and *out is the device. */
 static nvmlReturn_t begin_index(int index, const char *symbol, const char *call, const char *also,
                                 fake_device **out) {
     pthread_mutex_lock(&lock);
     log_call(symbol, index);
     refresh_scenario();
+    if (current.loaded == 1) {
+        block_unlocked(symbol, index, current.call_delay_ms);
+        refresh_scenario();
+    }
     nvmlReturn_t r = NVML_SUCCESS;
     if (init_count == 0 || current.loaded != 1) r = NVML_ERROR_UNINITIALIZED;
     else if (index < 0 || index >= current.device_count) r = NVML_ERROR_INVALID_ARGUMENT;
@@ -446,7 +474,7 @@ nvmlReturn_t nvmlInitWithFlags(unsigned int flags) { (void)flags; return do_init
 
 nvmlReturn_t nvmlShutdown(void) {
     pthread_mutex_lock(&lock);
-    log_call("nvmlShutdown", -1);
+    log_call_arg("nvmlShutdown", -1, (unsigned long long)in_flight, 1);
     nvmlReturn_t r = init_count > 0 ? NVML_SUCCESS : NVML_ERROR_UNINITIALIZED;
     if (init_count > 0) init_count--;
     pthread_mutex_unlock(&lock);
@@ -708,12 +736,8 @@ nvmlReturn_t nvmlDeviceGetPcieThroughput(nvmlDevice_t device, int counter, unsig
     if (key < 0) return finish(NVML_ERROR_INVALID_ARGUMENT);
     NEED(d, key);
     unsigned int result = (unsigned int)d->value[key];
-    int delay_ms = current.pcie_delay_ms;
+    block_unlocked("nvmlDeviceGetPcieThroughput", handle_index(device), current.pcie_delay_ms);
     finish(NVML_SUCCESS);
-    if (delay_ms > 0) {
-        struct timespec pause = {delay_ms / 1000, (long)(delay_ms % 1000) * 1000000L};
-        while (nanosleep(&pause, &pause) != 0 && errno == EINTR) {}
-    }
     *value = result;
     return NVML_SUCCESS;
 }

@@ -12,6 +12,7 @@ Scenario format (the C file's header is the reference), one statement per line::
     init_error 9                      # nvmlInit* returns this NVML code
     device_count 2                    # default: 1 + highest device index mentioned
     pcie_delay_ms 20                  # nvmlDeviceGetPcieThroughput sleeps this long
+    call_delay_ms 2000                # every per-device call sleeps this long (a hung driver)
     device 0 name NVIDIA H100 80GB HBM3
     device 0 util_gpu 87              # any per-device key left out -> NVML_ERROR_NOT_SUPPORTED
     device 0 error fan 3              # that call returns code 3
@@ -23,8 +24,9 @@ Scenario format (the C file's header is the reference), one statement per line::
 
 ``FAKE_NVML_CALL_LOG`` (optional) names a file to which every entry point appends
 ``<symbol> <device index or -1> <thread id>``; ``nvmlDeviceGetProcessUtilization`` also logs
-``nvmlDeviceGetProcessUtilization.lastSeen <device> <thread id> <lastSeenTimeStamp>``.
-``read_call_log`` parses it.
+``nvmlDeviceGetProcessUtilization.lastSeen <device> <thread id> <lastSeenTimeStamp>``. A call that
+blocks logs ``<symbol>.delay <device> <thread id> <ms>`` as it starts to wait, and ``nvmlShutdown``
+logs how many calls were blocked at that moment as its argument. ``read_call_log`` parses it.
 """
 
 from __future__ import annotations
@@ -221,6 +223,8 @@ class FakeScenario:
     """Device count to report; None = len(gpus)."""
     pcie_delay_ms: int = 0
     """Blocking time of each nvmlDeviceGetPcieThroughput call."""
+    call_delay_ms: int = 0
+    """Blocking time of every per-device call (handles and device queries), milliseconds."""
 
     def text(self) -> str:
         """The scenario file's content."""
@@ -229,6 +233,7 @@ class FakeScenario:
             if getattr(self, key) is not None:
                 out.append(f"{key} {getattr(self, key)}")
         out.append(f"pcie_delay_ms {self.pcie_delay_ms}")
+        out.append(f"call_delay_ms {self.call_delay_ms}")
         if self.device_count is None:
             out.append(f"device_count {len(self.gpus)}")
         for index, gpu in enumerate(self.gpus):
@@ -255,7 +260,8 @@ class FakeCall:
     thread_id: int
     """Linux thread id of the caller (``threading.get_native_id()``)."""
     argument: int | None = None
-    """Extra logged argument (the lastSeenTimeStamp of process utilization), else None."""
+    """Extra logged argument (lastSeenTimeStamp of process utilization, milliseconds of a ``.delay``, calls
+    blocked at an ``nvmlShutdown``), else None."""
 
 
 def read_call_log(path: Path | str) -> list[FakeCall]:
