@@ -1,13 +1,16 @@
 """Exporting what is on screen: an SVG screenshot, the snapshot plus chart history as JSON, and a Markdown report.
 
-The three files share one stem, ``gputop-YYYYmmdd-HHMMSS`` (with ``-N`` added when that name is
-taken). Each is written to a temporary file in the target directory, flushed to disk and renamed
-into place, so a file with a final name is always complete; on failure the temporary files are removed
-and :class:`ExportError` says, in one line, which path failed and why.
+The three files share one stem, ``gputop-YYYYmmdd-HHMMSS`` (with ``-N`` added when any of its names
+is taken). Each is written to a temporary file in the target directory and flushed to disk, then
+linked to its final name, which fails rather than replace anything: exports running at the same
+moment, in threads or processes, get distinct names, and a file or symlink already at a name is left
+alone. A file with a final name is always complete. On failure the temporary files are removed and
+:class:`ExportError` says, in one line, which path failed and why.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import os
@@ -61,15 +64,6 @@ def _describe(path: Path, exc: OSError) -> str:
     return f"cannot export to {path}: {reason}"
 
 
-def _free_stem(directory: Path, now: float) -> str:
-    base = time.strftime("gputop-%Y%m%d-%H%M%S", time.localtime(now))
-    stem, n = base, 0
-    while any((directory / (stem + suffix)).exists() for suffix in SUFFIXES):
-        n += 1
-        stem = f"{base}-{n}"
-    return stem
-
-
 def _write_temp(directory: Path, stem: str, text: str) -> Path:
     """Write ``text`` to a new temporary file in ``directory``, flushed to disk; remove it on failure."""
     fd, name = tempfile.mkstemp(prefix=f".{stem}.", suffix=".tmp", dir=directory)
@@ -116,19 +110,78 @@ def export_snapshot(directory: Path, snapshot: Snapshot, history: History, svg: 
         directory.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ExportError(_describe(directory, exc)) from exc
-    stem = _free_stem(directory, time.time())
-    written: list[tuple[Path, Path]] = []
-    target = directory
+    base = time.strftime("gputop-%Y%m%d-%H%M%S", time.localtime(time.time()))
+    temps: list[tuple[Path, str]] = []
     try:
         for suffix, text in contents:
-            target = directory / (stem + suffix)
-            written.append((_write_temp(directory, stem, text), target))
-        for temp, final in written:
-            target = final
-            os.replace(temp, final)
-    except OSError as exc:
-        for temp, _ in written:
+            try:
+                temps.append((_write_temp(directory, base, text), suffix))
+            except OSError as exc:
+                raise ExportError(_describe(directory / (base + suffix), exc)) from exc
+        paths = _place_exclusively(directory, base, temps)
+    finally:
+        for temp, _ in temps:
             temp.unlink(missing_ok=True)
-        raise ExportError(_describe(target, exc)) from exc
     _sync_directory(directory)
-    return ExportResult(tuple(final for _, final in written))
+    return ExportResult(paths)
+
+
+def _place_exclusively(directory: Path, base: str, temps: list[tuple[Path, str]]) -> tuple[Path, ...]:
+    """Give each complete temporary file its final name, under the first stem (``base``, ``base-1``, ...)
+    whose names are all free. A name that exists in any form, a dangling symlink included, is never
+    replaced or followed."""
+    by_link, n = True, 0
+    while True:
+        stem = f"{base}-{n}" if n else base
+        finals = [directory / (stem + suffix) for _, suffix in temps]
+        try:
+            if _place_under(temps, finals, by_link):
+                return tuple(finals)
+        except _NoHardLinks:
+            by_link = False
+            continue
+        n += 1
+
+
+class _NoHardLinks(Exception):
+    """The file system cannot make hard links (FAT, some network shares)."""
+
+
+_NO_HARD_LINK_ERRORS = frozenset({errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOSYS})
+"""What ``link()`` fails with on a file system that has no hard links."""
+
+
+def _place_under(temps: list[tuple[Path, str]], finals: list[Path], by_link: bool) -> bool:
+    """Create every name in ``finals`` for its temporary file, or none of them; False when one is taken.
+
+    A hard link is made atomically, never replaces anything and shows the complete file at once.
+    Without hard links, every name is first claimed with ``O_EXCL`` and each file then renamed onto
+    its claim, so there a name is briefly an empty file.
+    """
+    made: list[Path] = []
+    final = finals[0]
+    try:
+        for (temp, _), final in zip(temps, finals, strict=True):
+            if by_link:
+                os.link(temp, final)
+            else:
+                os.close(os.open(final, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600))
+            made.append(final)
+        if not by_link:
+            for (temp, _), final in zip(temps, finals, strict=True):
+                os.replace(temp, final)
+    except FileExistsError:
+        _remove(made)
+        return False
+    except OSError as exc:
+        _remove(made)
+        if by_link and exc.errno in _NO_HARD_LINK_ERRORS:
+            raise _NoHardLinks from exc
+        raise ExportError(_describe(final, exc)) from exc
+    return True
+
+
+def _remove(paths: list[Path]) -> None:
+    """Remove names this export had just created, when its set cannot be completed under their stem."""
+    for path in paths:
+        path.unlink(missing_ok=True)

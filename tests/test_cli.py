@@ -8,6 +8,11 @@ import subprocess
 import sys
 import time
 
+import jsonschema
+
+from gputop.collect.schema import json_schema
+from gputop.collect.serialize import snapshot_from_dict
+
 GPUTOP = [sys.executable, "-m", "gputop"]
 
 
@@ -57,14 +62,19 @@ def test_json_output_follows_the_contract():
     out = run("--demo", "idle-holding", "--json")
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
-    assert data["schema"] == 1
-    assert data["source"] == "demo"
-    assert "simulated" in data["label"]
-    assert data["devices"] and data["processes"]
-    workers = [p for p in data["processes"] if p["role"] == "dataloader_worker"]
-    trainers = {p["pid"] for p in data["processes"] if p["role"] == "gpu"}
-    assert all(w["trainer_pid"] in trainers for w in workers)
-    assert isinstance(data["advice"], list) and isinstance(data["errors"], list)
+    snapshot = snapshot_from_dict(data, complete=True)
+    assert snapshot.source == "demo"
+    assert "simulated" in snapshot.label
+    assert snapshot.devices and snapshot.processes and snapshot.advice
+    workers = [p for p in snapshot.processes if p.role == "dataloader_worker"]
+    trainers = {p.pid for p in snapshot.processes if p.role == "gpu"}
+    assert workers and all(w.trainer_pid in trainers for w in workers)
+
+
+def test_json_output_passes_the_published_json_schema():
+    out = run("--demo", "mixed", "--json")
+    assert out.returncode == 0, out.stderr
+    jsonschema.validate(json.loads(out.stdout), json_schema())
 
 
 def test_record_then_replay_round_trips_and_skips_a_corrupt_line(tmp_path):
@@ -74,7 +84,7 @@ def test_record_then_replay_round_trips_and_skips_a_corrupt_line(tmp_path):
     lines = recording.read_text().splitlines()
     assert len(lines) >= 5
     recorded = [json.loads(line) for line in lines]
-    assert all(r["source"] == "demo" for r in recorded)
+    assert all(snapshot_from_dict(r, complete=True).source == "demo" for r in recorded)
     # corrupt the middle of the recording
     lines.insert(2, '{"schema": 1, "timestamp": tru')
     recording.write_text("\n".join(lines) + "\n")
@@ -136,7 +146,7 @@ def test_headless_recording_runs_until_sigterm_and_keeps_every_line(tmp_path):
     lines = recording.read_text().splitlines()
     assert len(lines) >= 5
     for line in lines:
-        json.loads(line)
+        snapshot_from_dict(json.loads(line), complete=True)
 
 
 def test_once_export_writes_report_and_json(tmp_path):

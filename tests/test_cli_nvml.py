@@ -6,8 +6,11 @@ import os
 import subprocess
 import sys
 
+import jsonschema
 import pytest
 
+from gputop.collect.schema import json_schema
+from gputop.collect.serialize import snapshot_from_dict
 from support.fake_nvml import DRIVER_NOT_LOADED, FakeGpu, FakeScenario, fake_nvml_env
 from support.procs import sleeper
 
@@ -38,6 +41,7 @@ def test_json_reports_the_scenario_values_and_the_real_process(two_gpus_with_a_p
     out = gputop(env, "--json")
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
+    snapshot_from_dict(data, complete=True)
     assert data["source"] == "nvml"
     assert data["driver"] == {"driver_version": "550.54.15", "cuda_driver_version": "12.4", "nvml_version": "12.550.54.15"}
     gpu0, gpu1 = data["devices"]
@@ -59,6 +63,13 @@ def test_json_reports_the_scenario_values_and_the_real_process(two_gpus_with_a_p
     assert "'my run.yaml'" in process["cmdline"]
     assert process["rss_bytes"] > 0
     assert data["errors"] == []
+
+
+def test_json_from_nvml_passes_the_published_json_schema(two_gpus_with_a_process):
+    _, env = two_gpus_with_a_process
+    out = gputop(env, "--json")
+    assert out.returncode == 0, out.stderr
+    jsonschema.validate(json.loads(out.stdout), json_schema())
 
 
 def test_once_prints_the_table_with_devices_and_processes(two_gpus_with_a_process):

@@ -102,7 +102,7 @@ def test_json_holds_the_snapshot_and_the_history_window(tmp_path):
     result = export_snapshot(tmp_path, snap, history, None)
     assert [p.suffix for p in result.paths] == [".json", ".md"]
     document = json.loads(result.paths[0].read_text())
-    assert snapshot_from_dict(document) == snap
+    assert snapshot_from_dict(document, complete=True) == snap
     recorded = document["history"]
     assert recorded["timestamps"] == [1_700_000_000.0 + i for i in range(5)]
     devices = {d["index"]: d["series"] for d in recorded["devices"]}

@@ -78,7 +78,7 @@ def test_replay_returns_each_snapshot_relabelled_then_holds_the_last(tmp_path, s
         replayed.append(source.poll())
     assert source.finished
     date = time.strftime("%Y-%m-%d %H:%M", time.localtime(START))
-    for original, copy in zip(snapshots, replayed):
+    for original, copy in zip(snapshots, replayed, strict=True):
         assert copy.source == "replay"
         assert copy.label == f"replay: {name} (recorded {date}, source demo)"
         assert copy.errors == ()

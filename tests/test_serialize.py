@@ -1,7 +1,10 @@
 """The JSON contract: snapshots round-trip, wrong shapes are rejected with a reason."""
 
 import json
+from dataclasses import dataclass
+from enum import Enum
 
+import jsonschema
 import pytest
 
 from gputop.collect.model import (
@@ -14,21 +17,14 @@ from gputop.collect.model import (
     ProcessSample,
     Snapshot,
 )
-from gputop.collect.serialize import SnapshotFormatError, snapshot_from_dict, snapshot_to_dict, snapshot_to_json
-
-CONTRACT_TOP = {"schema", "timestamp", "source", "driver", "host", "devices", "processes", "advice", "errors"}
-CONTRACT_HOST = {"hostname", "cpu_percent_per_core", "iowait_percent", "memory_used_bytes", "memory_total_bytes"}
-CONTRACT_DEVICE = {
-    "index", "name", "uuid", "cuda_index", "lost", "utilization_gpu_percent", "utilization_memory_percent", "memory_used_bytes",
-    "memory_total_bytes", "power_watts", "power_limit_watts", "temperature_celsius", "fan_percent",
-    "pcie_tx_bytes_per_s", "pcie_rx_bytes_per_s", "sm_active_percent", "tensor_active_percent", "throttle_reasons",
-}
-CONTRACT_PROCESS = {
-    "pid", "ppid", "name", "cmdline", "user", "device_index", "gpu_memory_bytes", "sm_percent", "cpu_percent",
-    "rss_bytes", "role", "trainer_pid",
-}
-CONTRACT_DRIVER = {"driver_version", "cuda_driver_version", "nvml_version"}
-CONTRACT_ADVICE = {"id", "severity", "scope", "title", "evidence", "action"}
+from gputop.collect.schema import json_schema, record_shape
+from gputop.collect.serialize import (
+    SnapshotFormatError,
+    record_from_dict,
+    snapshot_from_dict,
+    snapshot_to_dict,
+    snapshot_to_json,
+)
 
 
 def full_snapshot():
@@ -54,19 +50,30 @@ def test_round_trip_through_json_is_exact():
     assert snapshot_from_dict(json.loads(snapshot_to_json(original))) == original
 
 
-def test_json_has_every_contract_key():
+def test_what_gputop_writes_has_every_key_of_the_schema():
     data = snapshot_to_dict(full_snapshot())
-    assert CONTRACT_TOP <= data.keys()
+    assert snapshot_from_dict(data, complete=True) == full_snapshot()
     assert data["schema"] == SCHEMA_VERSION
-    assert CONTRACT_HOST <= data["host"].keys()
-    assert CONTRACT_DRIVER <= data["driver"].keys()
-    for device in data["devices"]:
-        assert CONTRACT_DEVICE <= device.keys()
-    for process in data["processes"]:
-        assert CONTRACT_PROCESS <= process.keys()
-    assert CONTRACT_ADVICE <= data["advice"][0].keys()
     assert data["processes"][0]["trainer_pid"] is None
     assert data["devices"][0]["fan_percent"] is None
+
+
+@pytest.mark.parametrize(
+    "remove, place",
+    [
+        (lambda d: d.pop("label"), "label"),
+        (lambda d: d["host"].pop("swap_total_bytes"), "host.swap_total_bytes"),
+        (lambda d: d["devices"][1].pop("lost"), "devices[1].lost"),
+        (lambda d: d["processes"][1].pop("role"), "processes[1].role"),
+    ],
+)
+def test_a_missing_key_is_refused_only_when_every_key_is_required(remove, place):
+    data = snapshot_to_dict(full_snapshot())
+    remove(data)
+    assert snapshot_from_dict(data) != full_snapshot()  # a reader falls back to the default
+    with pytest.raises(SnapshotFormatError) as caught:
+        snapshot_from_dict(data, complete=True)
+    assert str(caught.value) == f"{place} is missing"
 
 
 def test_unknown_keys_are_ignored_for_forward_compatibility():
@@ -76,20 +83,29 @@ def test_unknown_keys_are_ignored_for_forward_compatibility():
     assert snapshot_from_dict(data) == full_snapshot()
 
 
-@pytest.mark.parametrize(
-    "mutate, message",
-    [
-        (lambda d: d.pop("schema"), "schema"),
-        (lambda d: d.update(schema=SCHEMA_VERSION + 1), "newer"),
-        (lambda d: d.pop("timestamp"), "timestamp"),
-        (lambda d: d["devices"][0].update(utilization_gpu_percent="high"), "utilization_gpu_percent"),
-        (lambda d: d["devices"][0].update(lost="yes"), "lost"),
-        (lambda d: d["devices"][0].update(throttle_reasons="hw"), "throttle_reasons"),
-        (lambda d: d.update(devices={"0": {}}), "devices"),
-        (lambda d: d["processes"][0].update(pid=None), "pid"),
-        (lambda d: d["host"].update(cpu_percent_per_core=["a"]), "cpu_percent_per_core"),
-    ],
-)
+MALFORMED = [
+    (lambda d: d.pop("schema"), "schema"),
+    (lambda d: d.update(schema=SCHEMA_VERSION + 1), "newer"),
+    (lambda d: d.pop("timestamp"), "timestamp"),
+    (lambda d: d["devices"][0].update(utilization_gpu_percent="high"), "utilization_gpu_percent"),
+    (lambda d: d["devices"][0].update(lost="yes"), "lost"),
+    (lambda d: d["devices"][0].update(throttle_reasons="hw"), "throttle_reasons"),
+    (lambda d: d.update(devices={"0": {}}), "devices"),
+    (lambda d: d["processes"][0].update(pid=None), "pid"),
+    (lambda d: d["host"].update(cpu_percent_per_core=["a"]), r"host\.cpu_percent_per_core\[0\] must be a finite"),
+    (lambda d: d.update(timestamp=-1.0), "timestamp must be between"),
+    (lambda d: d.update(schema=0), "schema must be between"),
+    (lambda d: d.update(host=None), "host must be a JSON object"),
+    (lambda d: d["devices"][0].update(compute_capability=[9, 0, 1]), "compute_capability must be a list of 2"),
+    (lambda d: d["devices"][0].update(index=0.5), r"devices\[0\]\.index must be a whole number"),
+    (lambda d: d["devices"][0].update(memory_used_bytes=True), "memory_used_bytes must be a whole number"),
+    (lambda d: d["processes"][1].update(name=["x"]), r"processes\[1\]\.name must be a string, not a list"),
+    (lambda d: d["advice"][0].pop("title"), r"advice\[0\]\.title is missing"),
+]
+"""Damage to a written snapshot, and what the refusal must say."""
+
+
+@pytest.mark.parametrize("mutate, message", MALFORMED)
 def test_malformed_snapshots_are_rejected_with_a_reason(mutate, message):
     data = snapshot_to_dict(full_snapshot())
     mutate(data)
@@ -97,6 +113,84 @@ def test_malformed_snapshots_are_rejected_with_a_reason(mutate, message):
         snapshot_from_dict(data)
 
 
+@pytest.mark.parametrize("text, shown", [("NaN", "nan"), ("Infinity", "inf"), ("-Infinity", "-inf")])
+def test_non_finite_numbers_are_rejected(text, shown):
+    line = snapshot_to_json(full_snapshot()).replace('"power_watts":null', f'"power_watts":{text}', 1)
+    assert text in line
+    with pytest.raises(SnapshotFormatError, match=f"^devices\\[0\\].power_watts must be a finite number, not {shown}$"):
+        snapshot_from_dict(json.loads(line))
+
+
 def test_non_object_is_rejected():
-    with pytest.raises(SnapshotFormatError):
+    with pytest.raises(SnapshotFormatError, match="Snapshot must be a JSON object, not a list"):
         snapshot_from_dict([1, 2])
+
+
+def test_an_offending_value_is_quoted_short_and_printable():
+    data = snapshot_to_dict(full_snapshot())
+    data["label"] = 10**400
+    with pytest.raises(SnapshotFormatError) as caught:
+        snapshot_from_dict(data)
+    message = str(caught.value)
+    assert message.startswith("label must be a string, not 1000") and message.endswith("...")
+    assert len(message) < 80
+
+
+
+class Shade(str, Enum):
+    """A string-valued enum, as the model declares fixed sets of names."""
+
+    LIGHT = "light"
+    DARK = "dark"
+
+
+class Level(Enum):
+    """A number-valued enum."""
+
+    ONE = 1
+    TWO = 2
+
+
+@dataclass(frozen=True)
+class Paint:
+    """A record with enum fields, to check that any Enum field is validated by its members."""
+
+    shade: Shade
+    level: Level | None = None
+
+
+def test_an_enum_field_takes_exactly_the_values_of_its_members():
+    assert record_from_dict(Paint, {"shade": "dark", "level": 2}) == Paint(Shade.DARK, Level.TWO)
+    assert record_from_dict(Paint, {"shade": "light", "level": None}).shade is Shade.LIGHT
+    with pytest.raises(SnapshotFormatError, match="^shade must be one of 'light', 'dark', not 'grey'$"):
+        record_from_dict(Paint, {"shade": "grey"})
+    with pytest.raises(SnapshotFormatError, match="^level must be one of 1, 2, not true$"):
+        record_from_dict(Paint, {"shade": "dark", "level": True})
+    with pytest.raises(SnapshotFormatError, match="^shade must be one of .*, not a list$"):
+        record_from_dict(Paint, {"shade": ["dark"]})
+    assert json_schema(Paint)["$defs"]["Paint"]["properties"]["shade"] == {"enum": ["light", "dark"]}
+
+
+def test_a_field_json_cannot_hold_is_refused_when_the_schema_is_derived():
+    @dataclass(frozen=True)
+    class Loose:
+        """A dict-typed field has no fixed shape."""
+
+        table: dict[str, int]
+
+    with pytest.raises(TypeError, match=r"Loose.table: dict\[str, int\] cannot be written as JSON"):
+        record_shape(Loose)
+
+
+def test_the_json_schema_document_is_valid_and_accepts_what_gputop_writes():
+    document = json_schema()
+    jsonschema.Draft202012Validator.check_schema(document)
+    jsonschema.validate(json.loads(snapshot_to_json(full_snapshot())), document)
+
+
+@pytest.mark.parametrize("mutate, message", MALFORMED)
+def test_the_json_schema_document_refuses_what_the_validator_refuses(mutate, message):
+    data = snapshot_to_dict(full_snapshot())
+    mutate(data)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(data, json_schema())

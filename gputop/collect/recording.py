@@ -8,16 +8,22 @@ gzip file is skipped up to the next intact member.
 
 from __future__ import annotations
 
+import errno
 import gzip
 import json
 import os
+import stat
 import zlib
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
 
 from gputop.collect.model import Snapshot
-from gputop.collect.serialize import SnapshotFormatError, snapshot_from_dict, snapshot_to_json
+from gputop.collect.serialize import (
+    SnapshotFormatError,
+    snapshot_from_dict,
+    snapshot_to_json,
+)
 
 MAX_LINE_BYTES = 16 * 1024 * 1024
 """Lines longer than this are skipped without being held in memory."""
@@ -107,12 +113,40 @@ class _Damage:
 def read_recording(path: str | os.PathLike[str]) -> Generator[Snapshot | RecordingProblem, None, None]:
     """Stream a recording's snapshots in order, with a :class:`RecordingProblem` for each unreadable part.
 
-    The file is opened at once (so a missing or unreadable file raises ``OSError`` here); gzip data is
-    recognised by its content, not its name. Never raises while iterating: a read error ends the
-    stream with a problem. Closing the iterator closes the file.
+    The file is opened at once, so a missing or unreadable file raises ``OSError`` here, and so does
+    anything but a regular file (after symlinks): a FIFO or a device such as ``/dev/zero`` could block
+    or never end. Gzip data is recognised by its content, not its name. Never raises while iterating:
+    a read error ends the stream with a problem. Closing the iterator closes the file.
     """
-    file = open(path, "rb")
-    return _records(file)
+    return _records(_open_regular_file(path))
+
+
+def _open_regular_file(path: str | os.PathLike[str]) -> BinaryIO:
+    """Open ``path`` for reading if it is a regular file; raise ``OSError`` saying what it is otherwise.
+
+    ``O_NONBLOCK`` keeps the open itself from waiting for a writer when the path is a FIFO.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise OSError(errno.EINVAL, f"not a regular file ({_file_kind(mode)})", os.fspath(path))
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _file_kind(mode: int) -> str:
+    """What a file that is not a regular file is, in words."""
+    kinds = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe"), (stat.S_ISCHR, "a character device"),
+             (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+    return next((name for test, name in kinds if test(mode)), "a special file")
+
+
+_NOT_JSON = "not valid JSON (truncated or corrupt)"
+_JSON_WHITE_SPACE = b" \t\r\n"
 
 
 def _records(file: BinaryIO) -> Generator[Snapshot | RecordingProblem, None, None]:
@@ -120,11 +154,16 @@ def _records(file: BinaryIO) -> Generator[Snapshot | RecordingProblem, None, Non
         for number, line, damage in _lines(_chunks(file)):
             if damage is not None:
                 yield RecordingProblem(number, damage)
-            elif line.strip():
-                yield _parse(number, line)
+            else:
+                text = line.strip(_JSON_WHITE_SPACE)
+                if text:
+                    yield _parse(number, text)
 
 
 def _parse(number: int, line: bytes) -> Snapshot | RecordingProblem:
+    """The snapshot on a non-blank line stripped of white space, or what is wrong with it."""
+    if line[:1] == b"{" and line[-1:] != b"}":
+        return RecordingProblem(number, _NOT_JSON)  # the usual damage, a cut-off line, without the cost of a parse
     try:
         text = line.decode("utf-8")
     except UnicodeDecodeError:
@@ -132,7 +171,7 @@ def _parse(number: int, line: bytes) -> Snapshot | RecordingProblem:
     try:
         data = json.loads(text)
     except (ValueError, RecursionError):
-        return RecordingProblem(number, "not valid JSON (truncated or corrupt)")
+        return RecordingProblem(number, _NOT_JSON)
     try:
         return snapshot_from_dict(data)
     except SnapshotFormatError as exc:

@@ -1,35 +1,40 @@
-"""Conversion of snapshots to and from plain JSON-ready dictionaries (the JSON contract)."""
+"""Conversion of snapshots to and from plain JSON-ready dictionaries, and the one validator of the snapshot JSON.
+
+:func:`snapshot_from_dict` checks a dictionary against the schema derived from the model
+(:mod:`gputop.collect.schema`) while it builds the snapshot; replay, recordings and the tests all use it.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import math
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
-from gputop.collect.model import (
-    SCHEMA_VERSION,
-    Advice,
-    DeviceSample,
-    DriverInfo,
-    ErrorNote,
-    GpuProcessType,
-    HostSample,
-    ProcessRole,
-    ProcessSample,
-    Severity,
-    Snapshot,
-    SourceKind,
-    StringEnum,
+from gputop.collect.model import SCHEMA_VERSION, Snapshot
+from gputop.collect.schema import (
+    Array,
+    Choice,
+    Nullable,
+    Record,
+    Scalar,
+    Shape,
+    record_shape,
 )
 
-MAX_TIMESTAMP = 253_402_300_799.0
-"""Latest timestamp accepted when reading (the last second of year 9999, as far as Python dates go)."""
+_SHOWN_CHARACTERS = 40
+"""How much of an offending number an error message quotes."""
 
-ENUM_FIELD_TYPES: dict[str, type[StringEnum]] = {
-    enum.__name__: enum for enum in (SourceKind, ProcessRole, GpuProcessType, Severity)
-}
-"""The enums that snapshot fields are typed with, by the name their annotations use."""
+_QUOTED_STRING_CHARACTERS = 32
+"""Longest offending string an error message quotes; longer or unprintable ones are not quoted at all."""
+
+
+_Built = TypeVar("_Built")
+
+_Check = Callable[[Any], Any]
+
+_VALIDATORS: dict[tuple[type, bool], _Check] = {}
+"""Compiled validators by dataclass and ``complete`` (looked up by class: hashing a shape tree costs more than checking)."""
 
 
 class SnapshotFormatError(ValueError):
@@ -38,7 +43,8 @@ class SnapshotFormatError(ValueError):
 
 def snapshot_to_dict(snapshot: Snapshot) -> dict[str, Any]:
     """Return the snapshot as nested dicts and lists, ready for ``json.dumps``."""
-    return _plain(snapshot)
+    plain: dict[str, Any] = _plain(snapshot)
+    return plain
 
 
 def snapshot_to_json(snapshot: Snapshot, indent: int | None = None) -> str:
@@ -47,115 +53,192 @@ def snapshot_to_json(snapshot: Snapshot, indent: int | None = None) -> str:
     return json.dumps(snapshot_to_dict(snapshot), indent=indent, separators=separators)
 
 
-def snapshot_from_dict(data: Any) -> Snapshot:
-    """Build a snapshot from a dict made by :func:`snapshot_to_dict`.
+def snapshot_from_dict(data: Any, *, complete: bool = False) -> Snapshot:
+    """Build a snapshot from a dict made by :func:`snapshot_to_dict`, checking every value against the schema.
 
-    Unknown keys are ignored (newer writers may add keys); a wrong shape raises
-    :class:`SnapshotFormatError`.
+    Unknown keys are ignored (newer writers may add keys). Keys whose field has a default may be
+    missing, unless ``complete`` is true: what gputop writes always has every key, and the tests check
+    that. A wrong shape raises :class:`SnapshotFormatError` naming the place, e.g.
+    ``devices[0].lost must be true or false, not 'yes'``; a newer schema version is refused first.
     """
-    if not isinstance(data, dict):
-        raise SnapshotFormatError("a snapshot must be a JSON object")
-    schema = data.get("schema")
-    if not isinstance(schema, int) or isinstance(schema, bool):
-        raise SnapshotFormatError("missing or non-integer 'schema'")
-    if schema > SCHEMA_VERSION:
-        raise SnapshotFormatError(f"schema {schema} is newer than this gputop understands ({SCHEMA_VERSION})")
+    if isinstance(data, dict):
+        schema = data.get("schema")
+        if isinstance(schema, (int, float)) and not isinstance(schema, bool) and schema > SCHEMA_VERSION:
+            raise SnapshotFormatError(f"schema {schema} is newer than this gputop understands ({SCHEMA_VERSION})")
+    return record_from_dict(Snapshot, data, complete=complete)
+
+
+def record_from_dict(cls: type[_Built], data: Any, *, complete: bool = False) -> _Built:
+    """Build dataclass ``cls`` from ``data``, checked against the schema derived from ``cls`` (see :func:`snapshot_from_dict`)."""
+    check = _VALIDATORS.get((cls, complete))
+    if check is None:
+        check = _VALIDATORS[cls, complete] = _checker(record_shape(cls), complete)
     try:
-        driver = data.get("driver")
-        return Snapshot(
-            timestamp=_timestamp(data["timestamp"]),
-            source=_coerce("SourceKind", data["source"], "source"),
-            host=_build(HostSample, data.get("host") or {}),
-            driver=None if driver is None else _build(DriverInfo, driver),
-            devices=tuple(_build(DeviceSample, d) for d in _list(data, "devices")),
-            processes=tuple(_build(ProcessSample, p) for p in _list(data, "processes")),
-            advice=tuple(_build(Advice, a) for a in _list(data, "advice")),
-            errors=tuple(_build(ErrorNote, e) for e in _list(data, "errors")),
-            label=_coerce("str | None", data.get("label"), "label"),
-            schema=schema,
-        )
-    except (KeyError, TypeError, ValueError, OverflowError) as exc:
-        raise SnapshotFormatError(f"malformed snapshot: {exc}") from exc
+        record: _Built = check(data)
+    except _Mismatch as exc:
+        raise SnapshotFormatError(exc.describe(cls.__name__)) from None
+    return record
 
 
-def _list(data: dict[str, Any], key: str) -> list[Any]:
-    value = data.get(key) or []
-    if not isinstance(value, list):
-        raise SnapshotFormatError(f"'{key}' must be a list")
-    return value
+class _Mismatch(Exception):
+    """A value that does not fit its shape; the path to it is collected while the checkers unwind."""
+
+    def __init__(self, problem: str) -> None:
+        super().__init__(problem)
+        self.problem = problem
+        self.steps: list[str] = []
+
+    def at(self, step: str) -> _Mismatch:
+        """Prefix the path with ``step`` (``".name"`` or ``"[index]"``)."""
+        self.steps.append(step)
+        return self
+
+    def describe(self, root: str) -> str:
+        """``path problem``, e.g. ``devices[0].lost must be true or false, not 'yes'``; ``root problem`` at the top."""
+        where = "".join(reversed(self.steps)).lstrip(".") or root
+        return f"{where} {self.problem}"
 
 
-def _build(cls: type, data: Any) -> Any:
-    """Create dataclass ``cls`` from ``data``, checking each value against its declared type."""
-    if not isinstance(data, dict):
-        raise SnapshotFormatError(f"{cls.__name__} must be a JSON object")
-    kwargs = {}
-    for f in dataclasses.fields(cls):
-        if f.name in data:
-            kwargs[f.name] = _coerce(f.type, data[f.name], f"{cls.__name__}.{f.name}")
-    return cls(**kwargs)
+def _checker(shape: Shape, complete: bool) -> _Check:
+    """A function that checks a JSON value against ``shape`` and returns the model's value for it."""
+    if isinstance(shape, Nullable):
+        return _nullable(_checker(shape.inner, complete))
+    if isinstance(shape, Scalar):
+        return _scalar(shape)
+    if isinstance(shape, Choice):
+        return _choice(shape)
+    if isinstance(shape, Array):
+        return _array(_checker(shape.item, complete), shape.length)
+    return _record(shape, complete)
 
 
-def _coerce(annotation: Any, value: Any, where: str) -> Any:
-    """Check ``value`` against a field annotation (a string, as the model uses postponed annotations)."""
-    annotation = str(annotation)
-    optional = "None" in annotation
-    if value is None:
-        if optional:
-            return None
-        raise SnapshotFormatError(f"{where} must not be null")
-    base = annotation.replace(" | None", "")
-    if base.startswith("tuple[str"):
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise SnapshotFormatError(f"{where} must be a list of strings")
-        return tuple(value)
-    if base.startswith("tuple["):
-        if not isinstance(value, list) or not all(_is_number(v) for v in value):
-            raise SnapshotFormatError(f"{where} must be a list of numbers")
-        kind = int if base.startswith("tuple[int") else float
-        return tuple(kind(v) for v in value)
-    if base == "bool":
-        if not isinstance(value, bool):
-            raise SnapshotFormatError(f"{where} must be true or false")
-        return value
-    if base in ("int", "float"):
-        if not _is_number(value):
-            raise SnapshotFormatError(f"{where} must be a number")
-        return int(value) if base == "int" else float(value)
-    if base == "str":
-        if not isinstance(value, str):
-            raise SnapshotFormatError(f"{where} must be a string")
-        return value
-    enum = ENUM_FIELD_TYPES.get(base)
-    if enum is not None:
-        return _member(enum, value, where)
-    raise SnapshotFormatError(f"{where}: unsupported field type {annotation}")
+def _nullable(inner: _Check) -> _Check:
+    def check(value: Any) -> Any:
+        return None if value is None else inner(value)
+
+    return check
 
 
-def _member(enum: type[StringEnum], value: Any, where: str) -> StringEnum:
-    """The member of ``enum`` whose value is the string ``value``.
+def _scalar(shape: Scalar) -> _Check:
+    kind, bounds = shape.kind, shape.bounds
+    if kind is str:
+        def check(value: Any) -> Any:
+            if type(value) is str:
+                return value
+            raise _Mismatch(f"must be a string{_but(value)}")
+    elif kind is bool:
+        def check(value: Any) -> Any:
+            if value is True or value is False:
+                return value
+            raise _Mismatch(f"must be true or false{_but(value)}")
+    elif kind is float and bounds is None:
+        def check(value: Any) -> Any:
+            if type(value) is float and value - value == 0.0:  # finite
+                return value
+            return _number(value, float, None)
+    elif kind is int and bounds is None:
+        def check(value: Any) -> Any:
+            return value if type(value) is int else _number(value, int, None)
+    else:
+        def check(value: Any) -> Any:
+            return _number(value, kind, bounds)
+    return check
 
-    Anything else is an error that lists the known values and quotes a short, printable bad one.
-    """
+
+def _number(value: Any, kind: type, bounds: tuple[float, float] | None) -> Any:
+    """``value`` as ``kind`` (int or float); JSON's NaN and Infinity extensions and booleans are refused."""
+    if type(value) not in (int, float) or value - value != 0:
+        noun = "a whole number" if kind is int else "a finite number"
+        raise _Mismatch(f"must be {noun}{_but(value)}")
+    if bounds is not None and not bounds[0] <= value <= bounds[1]:
+        raise _Mismatch(f"must be between {bounds[0]} and {bounds[1]}{_but(value)}")
+    if kind is int and type(value) is float and not value.is_integer():
+        raise _Mismatch(f"must be a whole number{_but(value)}")
+    try:
+        return kind(value)
+    except OverflowError:
+        raise _Mismatch(f"is too large to be a number{_but(value)}") from None
+
+
+def _choice(shape: Choice) -> _Check:
+    members = {member.value: member for member in shape.enum}
+    allowed = ", ".join(repr(value) for value in members)
+
+    def check(value: Any) -> Any:
+        try:
+            member = members.get(value)
+        except TypeError:  # a list or an object
+            member = None
+        if member is None or isinstance(value, bool) is not isinstance(member.value, bool):  # true is not 1
+            raise _Mismatch(f"must be one of {allowed}{_but(value)}")
+        return member
+
+    return check
+
+
+def _array(item: _Check, length: int | None) -> _Check:
+    def check(value: Any) -> Any:
+        if type(value) is not list:
+            raise _Mismatch(f"must be a list{_but(value)}")
+        if length is not None and len(value) != length:
+            raise _Mismatch(f"must be a list of {length} items, not {len(value)}")
+        try:
+            return tuple([item(element) for element in value])
+        except _Mismatch as exc:
+            raise exc.at(f"[{_first_failing(item, value)}]") from None
+
+    return check
+
+
+def _first_failing(item: _Check, values: list[Any]) -> int:
+    """Index of the first element ``item`` refuses (only called once one did)."""
+    for index, value in enumerate(values):
+        try:
+            item(value)
+        except _Mismatch:
+            return index
+    return -1
+
+
+_MISSING = object()
+
+
+def _record(shape: Record, complete: bool) -> _Check:
+    fields = [(f.name, "." + f.name, _checker(f.shape, complete), f.required or complete) for f in shape.fields]
+    build = shape.cls
+
+    def check(value: Any) -> Any:
+        if type(value) is not dict:
+            raise _Mismatch(f"must be a JSON object{_but(value)}")
+        kwargs = {}
+        for name, step, check_field, required in fields:
+            given = value.get(name, _MISSING)
+            if given is _MISSING:
+                if required:
+                    raise _Mismatch("is missing").at(step)
+                continue
+            try:
+                kwargs[name] = check_field(given)
+            except _Mismatch as exc:
+                raise exc.at(step) from None
+        return build(**kwargs)
+
+    return check
+
+
+def _but(value: Any) -> str:
+    """``", not <value>"`` for an error message, short and printable; empty for a string not safe to quote."""
+    if isinstance(value, dict):
+        return ", not an object"
+    if isinstance(value, list):
+        return ", not a list"
+    if value is None or isinstance(value, bool):
+        return f", not {json.dumps(value)}"
     if isinstance(value, str):
-        for member in enum:
-            if member.value == value:
-                return member
-    allowed = ", ".join(repr(member.value) for member in enum)
-    quoted = isinstance(value, str) and len(value) <= 32 and value.isprintable()
-    raise SnapshotFormatError(f"{where} must be one of {allowed}" + (f", not {value!r}" if quoted else ""))
-
-
-def _timestamp(value: Any) -> float:
-    """A snapshot's epoch seconds, between 1970 and :data:`MAX_TIMESTAMP`."""
-    if not _is_number(value) or not 0 <= value <= MAX_TIMESTAMP:
-        raise SnapshotFormatError("'timestamp' must be epoch seconds between 1970 and 9999")
-    return float(value)
-
-
-def _is_number(value: Any) -> bool:
-    """A JSON number that is finite (JSON's NaN and Infinity extensions are refused)."""
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+        quotable = len(value) <= _QUOTED_STRING_CHARACTERS and value.isprintable()
+        return f", not {value!r}" if quotable else ""
+    text = repr(value)
+    return f", not {text}" if len(text) <= _SHOWN_CHARACTERS else f", not {text[: _SHOWN_CHARACTERS - 3]}..."
 
 
 def _plain(value: Any) -> Any:
@@ -163,4 +246,4 @@ def _plain(value: Any) -> Any:
         return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, tuple):
         return [_plain(v) for v in value]
-    return value
+    return value  # a StringEnum member stays a member: it is a str, and json.dumps writes its value
