@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pynvml
 
 from gputop.collect.model import GpuProcessType, ProcessRole, ProcessSample
@@ -51,7 +53,8 @@ class DeviceProcessLister:
             ))
         return samples
 
-    def _list(self, variants: tuple[tuple[str, str], ...]) -> list:
+    def _list(self, variants: tuple[tuple[str, str], ...]) -> list[Any]:
+        """pynvml's process-info structs from the first of ``variants`` (guard key, function name) the driver supports."""
         for key, name in variants:
             if self._guard.supported(key):
                 result = self._guard.call(key, getattr(pynvml, name, None), self._handle)
