@@ -156,6 +156,10 @@ def build_parser() -> argparse.ArgumentParser:
         "every GPU stays visible",
     )
     parser.add_argument("--no-filters", action="store_true", help="ignore the [filters] section of the config file")
+    parser.add_argument(
+        "--json-schema", action="store_true",
+        help="print the JSON Schema of --json output and recording lines, and exit",
+    )
     parser.add_argument("--version", action="version", version=f"gputop {__version__}")
     return parser
 
@@ -171,6 +175,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.loop and args.replay is None:
         parser.error("--loop needs --replay")
     try:
+        if args.json_schema:
+            from gputop.collect.schema import json_schema
+
+            return 0 if _write_stdout(json.dumps(json_schema(), indent=2) + "\n") else _reader_gone()
         return _run(args)
     except CliError as exc:
         print(f"gputop: {exc}", file=sys.stderr)

@@ -9,6 +9,7 @@ import sys
 import time
 
 import jsonschema
+import pytest
 
 from gputop.collect.schema import json_schema
 from gputop.collect.serialize import snapshot_from_dict
@@ -33,7 +34,8 @@ def test_help_documents_every_flag():
     out = run("--help")
     assert out.returncode == 0
     for flag in ("--demo", "--replay", "--loop", "--record", "--once", "--json", "--duration", "--interval",
-                 "--export", "--export-dir", "--readonly", "--ascii", "--no-advice", "--config", "--version"):
+                 "--export", "--export-dir", "--readonly", "--ascii", "--no-advice", "--config", "--version",
+                 "--gpus", "--cuda-visible", "--user", "--no-filters", "--json-schema"):
         assert flag in out.stdout
     assert "input-bound" in out.stdout  # scenarios are listed
 
@@ -75,6 +77,18 @@ def test_json_output_passes_the_published_json_schema():
     out = run("--demo", "mixed", "--json")
     assert out.returncode == 0, out.stderr
     jsonschema.validate(json.loads(out.stdout), json_schema())
+
+
+def test_json_schema_flag_prints_the_schema_other_tools_validate_with(tmp_path):
+    printed = run("--json-schema")
+    assert printed.returncode == 0, printed.stderr
+    schema = json.loads(printed.stdout)
+    jsonschema.Draft202012Validator.check_schema(schema)
+    snapshot = json.loads(run("--demo", "input-bound", "--json").stdout)
+    jsonschema.validate(snapshot, schema)
+    snapshot["processes"][0]["role"] = "trainer"
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(snapshot, schema)
 
 
 def test_record_then_replay_round_trips_and_skips_a_corrupt_line(tmp_path):
