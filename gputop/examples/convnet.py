@@ -2,14 +2,15 @@
 
 Three set-ups show the advice at work (``docs/real-gpu.md`` has the recordings)::
 
-    python -m gputop.examples.convnet --slow-ms 0.5 --num-workers 0                     # input-bound
-    python -m gputop.examples.convnet --slow-ms 0.5 --num-workers 14 --pin-memory \\
-        --persistent-workers --precision bf16                                           # fed, mixed precision
+    python -m gputop.examples.convnet --slow-ms 1 --num-workers 1                      # input-bound
+    python -m gputop.examples.convnet --slow-ms 1 --num-workers 14 --pin-memory \\
+        --persistent-workers --prefetch-factor 4 --precision bf16                      # fed, mixed precision
     python -m gputop.examples.serve & python -m gputop.examples.convnet ...             # two processes, one GPU
 
 Each sample is a ``uint8`` image computed from its index (as a decoder would hand it over) after
 ``--slow-ms`` of CPU work; the GPU normalises it. ``--precision fp32`` trains in float32 with TF32
-switched off, so the tensor cores stay idle; ``bf16`` trains under ``torch.autocast`` in bfloat16.
+switched off, so the tensor cores stay idle; ``tf32`` keeps PyTorch's defaults for float32 (TF32
+convolutions on Ampere and later); ``bf16`` trains under ``torch.autocast`` in bfloat16.
 ``--step-log FILE`` appends ``<monotonic seconds> <steps done>`` twice a second, so a step rate can be
 measured over any time window from outside.
 """
@@ -93,15 +94,15 @@ def normalise(images: torch.Tensor) -> torch.Tensor:
 
 
 def set_precision(precision: str) -> torch.dtype | None:
-    """Configure float32 maths for ``precision`` and return the autocast dtype (None for fp32).
+    """Configure float32 maths for ``precision`` and return the autocast dtype (None for fp32 and tf32).
 
-    ``fp32`` turns TF32 off for matrix products and convolutions, so no tensor core is used.
+    ``fp32`` turns TF32 off for matrix products and convolutions, so no tensor core is used; ``tf32``
+    leaves PyTorch's defaults (TF32 convolutions).
     """
     if precision == "fp32":
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cudnn.allow_tf32 = False
-        return None
-    return torch.bfloat16
+    return torch.bfloat16 if precision == "bf16" else None
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -118,8 +119,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--pin-memory", action="store_true", help="DataLoader pin_memory=True")
     parser.add_argument("--persistent-workers", action="store_true", help="keep workers between epochs")
     parser.add_argument("--prefetch-factor", type=int, default=None, help="batches prefetched per worker")
-    parser.add_argument("--precision", choices=("fp32", "bf16"), default="fp32",
-                        help="fp32 (TF32 off: no tensor cores) or bf16 autocast")
+    parser.add_argument("--precision", choices=("fp32", "tf32", "bf16"), default="tf32",
+                        help="fp32 (TF32 off: no tensor cores), tf32 (PyTorch's defaults) or bf16 autocast")
     parser.add_argument("--samples", type=int, default=65536, help="samples per epoch")
     parser.add_argument("--duration", type=float, default=None, help="stop after this many seconds")
     parser.add_argument("--steps", type=int, default=None, help="stop after this many steps")

@@ -6,10 +6,12 @@ Usage: ``python scripts/realgpu/harness.py OUT_DIR PHASE...`` with phases
 - ``fields``: a GPU-bound convnet in fp32 (TF32 off), then bf16, while gputop records, the TUI runs,
   and ``gputop --once --json``, ``nvidia-smi --query-gpu``, ``pmon`` and ``--query-compute-apps`` are
   taken together three times per precision, with nvidia-smi/dmon streams running throughout;
-- ``run_a`` (input-bound), ``run_b`` (fed, bf16), ``run_c`` (trainer plus inference server, with the
-  CPU of gputop at several intervals measured): each recorded, ``--json --duration 20`` near the end,
-  and a screenshot of the live TUI at 160x45 taken with its ``s`` key;
-- ``observer``: one fed trainer's step rate in windows without gputop and with the TUI at 0.5 s and 0.25 s.
+- ``run_a`` (input-bound), ``run_b`` (fed, bf16, NVML cost probe alongside), ``run_c`` (trainer plus
+  inference server): each recorded, ``--json --duration 20`` near the end, and a screenshot of the
+  live TUI at 160x45 taken with its ``s`` key; in run_a and run_c gputop's CPU at several intervals;
+- ``observer``: one fed trainer's step rate in windows without gputop and with the TUI at 0.5 s and 0.25 s;
+- ``procutil``: trainer and server; raw per-process utilization samples beside ``pmon`` and a recording;
+- ``pcie``: the units of the PCIe sources under a steady pinned copy.
 
 ``--scale F`` multiplies every duration (a quick run on a laptop: ``--scale 0.2 --small``; ``--small``
 shrinks the model so it trains on a CPU). Every phase catches its own failure, so the others still run.
@@ -278,8 +280,8 @@ def phase_fields(h: Harness) -> None:
 
 
 RUNS: dict[str, tuple[tuple[str, ...], ...]] = {
-    "run_a": (("--slow-ms", "0.5", "--num-workers", "1", "--precision", "fp32"),),
-    "run_b": (("--slow-ms", "0.5", "--num-workers", "14", "--pin-memory", "--persistent-workers",
+    "run_a": (("--slow-ms", "1", "--num-workers", "1", "--precision", "tf32"),),
+    "run_b": (("--slow-ms", "1", "--num-workers", "14", "--pin-memory", "--persistent-workers",
                "--prefetch-factor", "4", "--precision", "bf16"),),
     "run_c": (("--slow-ms", "0.5", "--num-workers", "8", "--pin-memory", "--persistent-workers",
                "--prefetch-factor", "4", "--precision", "bf16"), ("serve",)),
@@ -288,6 +290,12 @@ RUNS: dict[str, tuple[tuple[str, ...], ...]] = {
 
 RUN_SECONDS = 80.0
 """Length of each run."""
+
+CPU_RUNS = frozenset({"run_a", "run_c"})
+"""Runs during which gputop's CPU is also measured at 0.25 s and 1 s, in the TUI and headless."""
+
+COST_RUNS = frozenset({"run_b"})
+"""Runs during which the NVML cost probe polls (100 polls from 5 s in)."""
 
 
 def cpu_seconds(pid: int) -> float | None:
@@ -308,7 +316,7 @@ def phase_run(h: Harness, name: str) -> None:
     measured: dict[str, int] = {"record@0.5": recorder.pid}
     if tui.pid is not None:
         measured["tui@0.5"] = tui.pid
-    if name == "run_c":
+    if name in CPU_RUNS:
         for interval in ("0.25", "1"):
             extra = h.tui(f"{name}-{interval}", "--interval", interval, "--export-dir", str(d / "export-cpu"))
             if extra.pid is not None:
@@ -326,6 +334,10 @@ def phase_run(h: Harness, name: str) -> None:
             jobs.append(h.python(h.trainer_args(*job, "--step-log", str(d / f"steps{k}.log")), log))
     wait_for_text(d / "job0.log", "training on", 120)
     t0 = time.monotonic()
+    if name in COST_RUNS:
+        sleep_until(t0, h.seconds(5))
+        h.python([str(SRC / "scripts/realgpu/nvml_cost.py"), str(d / "nvml-cost-loaded.json"), "100"],
+                 d / "nvml-cost-loaded.log")
     cpu: dict[str, dict[str, float | None]] = {}
     sleep_until(t0, h.seconds(30))
     start = {label: cpu_seconds(pid) for label, pid in measured.items()}
@@ -403,6 +415,35 @@ def phase_observer(h: Harness) -> None:
     h.stop_all()
 
 
+def phase_procutil(h: Harness) -> None:
+    """Two processes on the GPU: raw per-process utilization samples beside pmon and a gputop recording."""
+    d = h.out / "procutil"
+    d.mkdir(exist_ok=True)
+    h.python([*GPUTOP, "--record", str(d / "procutil.jsonl.gz"), "--interval", "0.5"], d / "record.log")
+    h.spawn(["nvidia-smi", "pmon", "-s", "um", "-o", "T", "-d", "1"], d / "pmon-stream.txt")
+    trainer, server = RUNS["run_c"]
+    h.python(h.trainer_args(*trainer), d / "job0.log")
+    h.python([*SERVE, "--rate", "400", "--max-batch", "32",
+              *(["--image-size", "32", "--width", "8"] if h.small else [])], d / "job1.log")
+    wait_for_text(d / "job0.log", "training on", 120)
+    time.sleep(h.seconds(12))
+    subprocess.run([sys.executable, str(SRC / "scripts/realgpu/procutil_probe.py"), str(d / "samples.jsonl"),
+                    str(h.seconds(25))], env=h.env, check=False, timeout=120)
+    h.stop_all()
+
+
+def phase_pcie(h: Harness) -> None:
+    """PCIe units: byte counters, the throughput call, GPM and dmon under a steady pinned copy."""
+    d = h.out / "pcie"
+    d.mkdir(exist_ok=True)
+    h.spawn(["nvidia-smi", "dmon", "-s", "t", "-o", "T", "-d", "1"], d / "dmon.txt")
+    h.spawn(["nvidia-smi", "dmon", "--gpm-metrics", "20,21", "-o", "T", "-d", "1"], d / "dmon-gpm.txt")
+    result = subprocess.run([sys.executable, str(SRC / "scripts/realgpu/pcie_units.py"), str(d / "pcie.json")],
+                            env=h.env, check=False, timeout=120, capture_output=True, text=True)
+    print(result.stdout + result.stderr[-2000:], flush=True)
+    h.stop_all()
+
+
 PHASES: dict[str, Callable[[Harness], None]] = {
     "env": phase_env,
     "fields": phase_fields,
@@ -410,6 +451,8 @@ PHASES: dict[str, Callable[[Harness], None]] = {
     "run_b": lambda h: phase_run(h, "run_b"),
     "run_c": lambda h: phase_run(h, "run_c"),
     "observer": phase_observer,
+    "procutil": phase_procutil,
+    "pcie": phase_pcie,
 }
 """Phases by name, run in the order given on the command line."""
 

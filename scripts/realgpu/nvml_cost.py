@@ -60,6 +60,8 @@ def isolated_calls(handle: Any, repeats: int) -> dict[str, Any]:
         "nvmlDeviceGetMemoryInfo": lambda: p.nvmlDeviceGetMemoryInfo(handle),
         "nvmlDeviceGetPowerUsage": lambda: p.nvmlDeviceGetPowerUsage(handle),
         "nvmlDeviceGetFieldValues(197,198,83)": lambda: p.nvmlDeviceGetFieldValues(handle, fields),
+        "nvmlDeviceGetFieldValues(197,198)": lambda: p.nvmlDeviceGetFieldValues(handle, fields[:2]),
+        "nvmlDeviceGetFieldValues(83)": lambda: p.nvmlDeviceGetFieldValues(handle, fields[2:]),
         "nvmlDeviceGetTotalEnergyConsumption": lambda: p.nvmlDeviceGetTotalEnergyConsumption(handle),
         "nvmlDeviceGetTemperatureV": lambda: p.nvmlDeviceGetTemperatureV(handle, p.NVML_TEMPERATURE_GPU),
         "nvmlDeviceGetTemperature": lambda: p.nvmlDeviceGetTemperature(handle, p.NVML_TEMPERATURE_GPU),
