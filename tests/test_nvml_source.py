@@ -310,6 +310,27 @@ def test_pcie_rates_come_from_gpm_without_counters(nvml_scenario, make_nvml_sour
     assert nvml_scenario.count("nvmlDeviceGetPcieThroughput") == 0
 
 
+def test_pcie_rates_come_from_gpm_once_it_reports_them_even_with_counters(nvml_scenario, make_nvml_source):
+    """On a real H100 the byte counters were wrong under a 55 GB/s copy; GPM agreed with nvidia-smi dmon."""
+    def scenario(tx):
+        return FakeScenario(gpus=[FakeGpu(gpm_supported=1, gpm={20: 100.0, 21: 2.5}, pcie_tx_bytes=tx,
+                                          pcie_rx_bytes=0, energy_mj=1_000)])
+
+    nvml_scenario.write(scenario(0))
+    source = make_nvml_source()
+    readings = []
+    for tx in (10**9, 2 * 10**9, 3 * 10**9):
+        time.sleep(0.12)
+        nvml_scenario.write(scenario(tx))
+        readings.append(source.poll().devices[0])
+
+    assert [(r.pcie_tx_bytes_per_s, r.pcie_rx_bytes_per_s) for r in readings] == [(None, None)] + [
+        (100.0 * MIB, 2.5 * MIB)] * 2
+    assert readings[-1].energy_joules == 1.0
+    # counters (and energy) on the first poll, counters once more before GPM had two samples, then none
+    assert nvml_scenario.count("nvmlDeviceGetFieldValues") == 2
+
+
 def test_pcie_throughput_runs_on_its_own_thread_for_eight_gpus(nvml_scenario, make_nvml_source):
     gpus = [FakeGpu(pcie_tx_kbps=100 + i, pcie_rx_kbps=200 + i) for i in range(8)]
     nvml_scenario.write(FakeScenario(gpus=gpus, pcie_delay_ms=20))
@@ -407,13 +428,13 @@ def test_process_utilization_uses_last_seen_timestamps(nvml_scenario, make_devic
     reader, clock = make_device_reader()
     [first] = reader.read()[1]
     clock.now += UTILIZATION_PERIOD_S
-    [second] = reader.read()[1]  # nothing newer than 2 500: NOT_FOUND, values kept
+    [second] = reader.read()[1]  # nothing newer than 2 500: NOT_FOUND, no activity to report
     nvml_scenario.write(scenario([(pid, 60, 20, 2_000), (pid, 15, 4, 3_000)]))
     clock.now += UTILIZATION_PERIOD_S
     [third] = reader.read()[1]
 
     assert (first.sm_percent, first.gpu_memory_percent) == (60.0, 20.0)
-    assert (second.sm_percent, second.gpu_memory_percent) == (60.0, 20.0)
+    assert (second.sm_percent, second.gpu_memory_percent) == (None, None)
     assert (third.sm_percent, third.gpu_memory_percent) == (15.0, 4.0)
     last_seen = [c.argument for c in nvml_scenario.calls() if c.symbol == "nvmlDeviceGetProcessUtilization.lastSeen"]
     # pynvml asks for the count, then for the samples; the second poll stops at NOT_FOUND
@@ -438,6 +459,26 @@ def test_process_utilization_is_asked_at_most_once_per_period(nvml_scenario, mak
     assert shown == [10.0, 10.0, 10.0, 40.0, 40.0]
     last_seen = [c.argument for c in nvml_scenario.calls() if c.symbol == "nvmlDeviceGetProcessUtilization.lastSeen"]
     assert last_seen == [0, 0, 1_000, 1_000]
+
+
+def test_a_process_without_a_sample_in_the_latest_call_reads_none_like_pmon(nvml_scenario, make_device_reader,
+                                                                          children):
+    """The real driver returns one sample per active process; a process it has none for shows '-' in pmon."""
+    busy, quiet = children(2)
+
+    def scenario(samples):
+        procs = [(busy, 1 << 30), (quiet, 1 << 30)]
+        return FakeScenario(gpus=[FakeGpu(compute_processes=procs, process_samples=samples)])
+
+    nvml_scenario.write(scenario([(busy, 66, 30, 1_000), (quiet, 33, 14, 900)]))
+    reader, clock = make_device_reader()
+    first = {p.pid: p.sm_percent for p in reader.read()[1]}
+    nvml_scenario.write(scenario([(busy, 99, 44, 2_000), (quiet, 33, 14, 900)]))
+    clock.now += UTILIZATION_PERIOD_S
+    second = {p.pid: p.sm_percent for p in reader.read()[1]}
+
+    assert first == {busy: 66.0, quiet: 33.0}
+    assert second == {busy: 99.0, quiet: None}
 
 
 def test_process_utilization_unsupported_reads_none(nvml_scenario, make_nvml_source, children):
