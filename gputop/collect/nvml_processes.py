@@ -7,9 +7,6 @@ import pynvml
 from gputop.collect.model import ROLE_GPU, ProcessSample
 from gputop.collect.nvml_calls import CallGuard
 
-UTILIZATION_HOLD_S = 3.0
-"""How long a process keeps its last SM % when NVML has no newer sample for it."""
-
 UTILIZATION_PERIOD_S = 1.0
 """Least time between two nvmlDeviceGetProcessUtilization calls on one device.
 
@@ -26,7 +23,13 @@ _LISTS = (
 
 
 class ProcessReader:
-    """Lists the processes on one device and joins their latest utilization samples."""
+    """Lists the processes on one device and joins their latest utilization samples.
+
+    The driver keeps one sample per process (about every 200 ms on an H100) and returns, per process,
+    the latest one newer than the timestamp asked for, and none for a process it saw no activity of
+    since then. So a process's SM % and memory % are those of its sample in the latest call, and None
+    when that call had none for it, as ``nvidia-smi pmon`` shows ``-``; an older sample is not kept.
+    """
 
     def __init__(self, index: int, handle: object, guard: CallGuard) -> None:
         self._index = index
@@ -34,7 +37,7 @@ class ProcessReader:
         self._guard = guard
         self._last_seen = 0
         self._utilization_due = 0.0
-        self._utilization: dict[int, tuple[float, float, float, int]] = {}
+        self._utilization: dict[int, tuple[float, float, int]] = {}
 
     def read(self, now: float) -> list[ProcessSample]:
         """The device's GPU processes (NVML fields only), compute ones first; ``now`` is a monotonic time."""
@@ -48,12 +51,11 @@ class ProcessReader:
                     found[info.pid] = (kinds, int(used))
         if found and now >= self._utilization_due:
             self._utilization_due = now + UTILIZATION_PERIOD_S
-            self._update_utilization(now)
-        self._utilization = {pid: u for pid, u in self._utilization.items()
-                             if pid in found and now - u[2] <= UTILIZATION_HOLD_S}
+            self._update_utilization()
+        self._utilization = {pid: u for pid, u in self._utilization.items() if pid in found}
         samples = []
         for pid, (kinds, memory) in found.items():
-            sm, mem, _, _ = self._utilization.get(pid, (None, None, 0.0, 0))
+            sm, mem, _ = self._utilization.get(pid, (None, None, 0))
             samples.append(ProcessSample(
                 pid=pid, role=ROLE_GPU, device_index=self._index, gpu_memory_bytes=memory,
                 sm_percent=sm, gpu_memory_percent=mem, gpu_process_type="+".join(sorted(kinds)),
@@ -68,14 +70,14 @@ class ProcessReader:
                     return result or []
         return []
 
-    def _update_utilization(self, now: float) -> None:
+    def _update_utilization(self) -> None:
+        """Replace the samples with those newer than the last seen; none (NOT_FOUND) means no activity."""
         samples = self._guard.call("process_utilization", pynvml.nvmlDeviceGetProcessUtilization,
                                    self._handle, self._last_seen)
-        if not samples:  # None: NOT_FOUND (no sample newer than last seen) or unsupported
-            return
-        for sample in samples:
+        latest: dict[int, tuple[float, float, int]] = {}
+        for sample in samples or ():
             stamp = int(sample.timeStamp)
             self._last_seen = max(self._last_seen, stamp)
-            previous = self._utilization.get(sample.pid)
-            if previous is None or stamp >= previous[3]:
-                self._utilization[sample.pid] = (float(sample.smUtil), float(sample.memUtil), now, stamp)
+            if sample.pid not in latest or stamp >= latest[sample.pid][2]:
+                latest[sample.pid] = (float(sample.smUtil), float(sample.memUtil), stamp)
+        self._utilization = latest
