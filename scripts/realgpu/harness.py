@@ -11,7 +11,8 @@ Usage: ``python scripts/realgpu/harness.py OUT_DIR PHASE...`` with phases
   live TUI at 160x45 taken with its ``s`` key; in run_a and run_c gputop's CPU at several intervals;
 - ``observer``: one fed trainer's step rate in windows without gputop and with the TUI at 0.5 s and 0.25 s;
 - ``procutil``: trainer and server; raw per-process utilization samples beside ``pmon`` and a recording;
-- ``pcie``: the units of the PCIe sources under a steady pinned copy.
+- ``pcie``: the units of the PCIe sources under a steady pinned copy;
+- ``pcie_check``: gputop's PCIe rates under that copy, beside dmon, with the raw byte counters.
 
 ``--scale F`` multiplies every duration (a quick run on a laptop: ``--scale 0.2 --small``; ``--small``
 shrinks the model so it trains on a CPU). Every phase catches its own failure, so the others still run.
@@ -35,6 +36,7 @@ from pathlib import Path
 import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from pcie_units import COPY
 from terminal import PtyTerminal, TmuxTerminal, open_terminal
 
 SRC = Path(__file__).resolve().parents[2]
@@ -312,6 +314,7 @@ def phase_run(h: Harness, name: str) -> None:
     d = h.out / name
     d.mkdir(exist_ok=True)
     recorder = h.python([*GPUTOP, "--record", str(d / f"{name}.jsonl.gz"), "--interval", "0.5"], d / "record.log")
+    h.spawn(["nvidia-smi", "pmon", "-s", "um", "-o", "T", "-d", "1"], d / "pmon-stream.txt")
     tui = h.tui(name, "--export-dir", str(d / "export"))
     measured: dict[str, int] = {"record@0.5": recorder.pid}
     if tui.pid is not None:
@@ -444,6 +447,23 @@ def phase_pcie(h: Harness) -> None:
     h.stop_all()
 
 
+def phase_pcie_check(h: Harness) -> None:
+    """gputop's PCIe rates under a steady pinned copy each way, beside dmon, with the raw byte counters."""
+    d = h.out / "pcie_check"
+    d.mkdir(exist_ok=True)
+    h.spawn(["nvidia-smi", "dmon", "-s", "t", "-o", "T", "-d", "1"], d / "dmon.txt")
+    h.python(["-c", COPY, str(h.seconds(9))], d / "copy.log")
+    for direction in ("h2d", "d2h"):
+        wait_for_text(d / "copy.log", direction, 60)
+        time.sleep(h.seconds(1))
+        raw = h.python([str(SRC / "scripts/realgpu/pcie_raw.py"), str(d / f"raw-{direction}.jsonl"), "2"], d / "raw.log")
+        summary = subprocess.run([sys.executable, *GPUTOP, "--json", "--duration", str(h.seconds(4)), "--interval", "0.5"],
+                                 env=h.env, check=False, timeout=60, capture_output=True, text=True)
+        (d / f"{direction}.json").write_text(summary.stdout + summary.stderr)
+        raw.wait(30)
+    h.stop_all()
+
+
 PHASES: dict[str, Callable[[Harness], None]] = {
     "env": phase_env,
     "fields": phase_fields,
@@ -453,6 +473,7 @@ PHASES: dict[str, Callable[[Harness], None]] = {
     "observer": phase_observer,
     "procutil": phase_procutil,
     "pcie": phase_pcie,
+    "pcie_check": phase_pcie_check,
 }
 """Phases by name, run in the order given on the command line."""
 

@@ -18,15 +18,18 @@ import pynvml
 
 COPY = """
 import sys, time, torch
+seconds = float(sys.argv[1]) if len(sys.argv) > 1 else 6.0
 host = torch.empty(256 << 20, dtype=torch.uint8).pin_memory()
 device = torch.empty_like(host, device="cuda")
-for direction, seconds in (("h2d", 6.0), ("d2h", 6.0)):
+for direction in ("h2d", "d2h"):
     print(direction, flush=True)
     end = time.time() + seconds
     while time.time() < end:
         (device.copy_(host, non_blocking=True) if direction == "h2d" else host.copy_(device, non_blocking=True))
         torch.cuda.synchronize()
 """
+"""A program copying a pinned 256 MiB buffer host-to-device, then device-to-host, ``argv[1]`` seconds each
+(6 by default), printing each direction's name as it starts."""
 
 
 def counters(handle: object) -> dict[int, tuple[int, float]]:
