@@ -296,7 +296,7 @@ RUN_SECONDS = 80.0
 CPU_RUNS = frozenset({"run_a", "run_c"})
 """Runs during which gputop's CPU is also measured at 0.25 s and 1 s, in the TUI and headless."""
 
-COST_RUNS = frozenset({"run_b"})
+COST_RUNS = frozenset({"run_b", "run_c"})
 """Runs during which the NVML cost probe polls (100 polls from 5 s in)."""
 
 
