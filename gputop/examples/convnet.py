@@ -183,7 +183,7 @@ def train(args: argparse.Namespace) -> int:
     """Train until ``--steps`` or ``--duration`` (or Ctrl-C); return the number of steps done."""
     device = pick_device(args.device)
     autocast_dtype = set_precision(args.precision)
-    model = build_convnet(args.width).to(device, memory_format=torch.channels_last)
+    model = build_convnet(args.width).to(device, memory_format=torch.channels_last)  # type: ignore[call-overload]  # torch's stubs omit memory_format
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     batches = gputop_torch.watch(make_loader(args), name="convnet", model=model)
     print(f"training on {device} ({args.precision}, torch {torch.__version__}); status: {batches.status_path}", flush=True)

@@ -42,7 +42,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def serve(args: argparse.Namespace) -> int:
     """Answer requests until ``--duration`` (or Ctrl-C); return the number of requests answered."""
     device = pick_device(args.device)
-    model = build_convnet(args.width).to(device, memory_format=torch.channels_last).eval()
+    model = build_convnet(args.width).to(device, memory_format=torch.channels_last).eval()  # type: ignore[call-overload]  # torch's stubs omit memory_format
     inputs = torch.randint(0, 256, (args.max_batch, 3, args.image_size, args.image_size), dtype=torch.uint8, device=device)
     print(f"serving on {device} at {args.rate:g} requests/s", flush=True)
     started = time.monotonic()
