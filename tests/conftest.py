@@ -8,6 +8,8 @@ Fixtures
   init left over is shut down afterwards and pynvml's library and function cache are reset.
 - ``make_nvml_source``: factory ``make_nvml_source(**kwargs) -> NvmlSource`` loading the fake; every
   source it made is closed after the test.
+- ``make_device_reader``: factory ``make_device_reader() -> (DeviceReader, SteppedClock)`` for GPU 0 of the
+  current scenario, on a clock the test sets by hand (for the per-device read periods); closed afterwards.
 
 A session-wide guard (autouse) loads the fake before anything else, so a plain
 ``CDLL("libnvidia-ml.so.1")`` in this process resolves to it (the dynamic loader matches the
@@ -116,6 +118,39 @@ def fake_pynvml(fake_nvml_lib: Path, nvml_scenario: ScenarioFile) -> Iterator[ob
     pynvml.nvmlLib = ctypes.CDLL(str(fake_nvml_lib))
     yield pynvml
     _reset_pynvml()
+
+
+class SteppedClock:
+    """A monotonic clock the test sets by hand: ``clock.now = ...``."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def make_device_reader(fake_pynvml: object) -> Iterator[Callable[[], tuple[object, SteppedClock]]]:
+    """Factory for a ``DeviceReader`` of GPU 0 (NVML started on the fake) and its hand-set clock."""
+    from gputop.collect.nvml_device import DeviceReader
+    from gputop.collect.nvml_pcie import PcieThroughputPoller
+
+    readers: list[DeviceReader] = []
+    poller = PcieThroughputPoller()
+
+    def make() -> tuple[DeviceReader, SteppedClock]:
+        fake_pynvml.nvmlInit()  # type: ignore[attr-defined]
+        clock = SteppedClock()
+        handle = fake_pynvml.nvmlDeviceGetHandleByIndex(0)  # type: ignore[attr-defined]
+        reader = DeviceReader(0, handle, poller, clock=clock)
+        readers.append(reader)
+        return reader, clock
+
+    yield make
+    for reader in readers:
+        reader.close()
+    poller.close()
 
 
 @pytest.fixture

@@ -14,8 +14,9 @@ import pytest
 
 from gputop.collect.model import DeviceSample, DriverInfo, ErrorNote, ProcessSample
 from gputop.collect.nvml import NvmlSource
-from gputop.collect.nvml_device import decode_throttle_reasons
+from gputop.collect.nvml_device import ENERGY_PERIOD_S, decode_throttle_reasons
 from gputop.collect.nvml_errors import LOST_MESSAGE
+from gputop.collect.nvml_processes import UTILIZATION_PERIOD_S
 from support.fake_nvml import (
     DRIVER_NOT_LOADED,
     FUNCTION_NOT_FOUND,
@@ -267,8 +268,32 @@ def test_energy_falls_back_to_its_own_call_when_the_field_is_unsupported(nvml_sc
     energies = [source.poll().devices[0].energy_joules for _ in range(2)]
 
     assert energies == [42.0, 42.0]
-    assert nvml_scenario.count("nvmlDeviceGetTotalEnergyConsumption") == 2
+    assert nvml_scenario.count("nvmlDeviceGetTotalEnergyConsumption") == 1  # the second poll keeps the value
     assert nvml_scenario.count("nvmlDeviceGetFieldValues") == 1  # nothing left to ask for after the first
+
+
+@pytest.mark.parametrize("energy_field", ["supported", "unsupported"])
+def test_energy_is_read_at_most_every_period_while_pcie_counters_are_read_every_poll(
+        nvml_scenario, make_device_reader, energy_field):
+    """On a real H100 one energy read costs about 3 ms, the rest of a poll well under 1 ms."""
+    errors = {} if energy_field == "supported" else {"energy_field": NOT_SUPPORTED}
+
+    def scenario(energy_mj, tx):
+        return FakeScenario(gpus=[FakeGpu(energy_mj=energy_mj, pcie_tx_bytes=tx, pcie_rx_bytes=0, errors=errors)])
+
+    nvml_scenario.write(scenario(1_000, 0))
+    reader, clock = make_device_reader()
+    readings = []
+    for step, (energy_mj, tx) in enumerate([(1_000, 0), (2_000, 1_000), (3_000, 3_000), (4_000, 6_000)]):
+        nvml_scenario.write(scenario(energy_mj, tx))
+        clock.now = 1000.0 + step * ENERGY_PERIOD_S / 2
+        readings.append(reader.read()[0])
+        time.sleep(0.01)  # the fake stamps the counters with the wall clock
+
+    assert [r.energy_joules for r in readings] == [1.0, 1.0, 3.0, 3.0]
+    assert all(r.pcie_tx_bytes_per_s for r in readings[1:])
+    own_calls = nvml_scenario.count("nvmlDeviceGetTotalEnergyConsumption")
+    assert own_calls == (0 if energy_field == "supported" else 2)
 
 
 def test_pcie_rates_come_from_gpm_without_counters(nvml_scenario, make_nvml_source):
@@ -283,6 +308,27 @@ def test_pcie_rates_come_from_gpm_without_counters(nvml_scenario, make_nvml_sour
     assert (first.pcie_tx_bytes_per_s, first.pcie_rx_bytes_per_s) == (None, None)
     assert (second.pcie_tx_bytes_per_s, second.pcie_rx_bytes_per_s) == (100.0 * MIB, 2.5 * MIB)
     assert nvml_scenario.count("nvmlDeviceGetPcieThroughput") == 0
+
+
+def test_pcie_rates_come_from_gpm_once_it_reports_them_even_with_counters(nvml_scenario, make_nvml_source):
+    """On a real H100 the byte counters were wrong under a 55 GB/s copy; GPM agreed with nvidia-smi dmon."""
+    def scenario(tx):
+        return FakeScenario(gpus=[FakeGpu(gpm_supported=1, gpm={20: 100.0, 21: 2.5}, pcie_tx_bytes=tx,
+                                          pcie_rx_bytes=0, energy_mj=1_000)])
+
+    nvml_scenario.write(scenario(0))
+    source = make_nvml_source()
+    readings = []
+    for tx in (10**9, 2 * 10**9, 3 * 10**9):
+        time.sleep(0.12)
+        nvml_scenario.write(scenario(tx))
+        readings.append(source.poll().devices[0])
+
+    assert [(r.pcie_tx_bytes_per_s, r.pcie_rx_bytes_per_s) for r in readings] == [(None, None)] + [
+        (100.0 * MIB, 2.5 * MIB)] * 2
+    assert readings[-1].energy_joules == 1.0
+    # counters (and energy) on the first poll, counters once more before GPM had two samples, then none
+    assert nvml_scenario.count("nvmlDeviceGetFieldValues") == 2
 
 
 def test_pcie_throughput_runs_on_its_own_thread_for_eight_gpus(nvml_scenario, make_nvml_source):
@@ -374,25 +420,67 @@ def test_compute_and_graphics_processes_of_real_children(nvml_scenario, make_nvm
     )
 
 
-def test_process_utilization_uses_last_seen_timestamps(nvml_scenario, make_nvml_source, children):
+def test_process_utilization_uses_last_seen_timestamps(nvml_scenario, make_device_reader, children):
     (pid,) = children(1)
 
     def scenario(samples):
         return FakeScenario(gpus=[FakeGpu(compute_processes=[(pid, 1 << 30)], process_samples=samples)])
 
     nvml_scenario.write(scenario([(pid, 30, 10, 1_000), (pid, 60, 20, 2_000), (999_999, 5, 5, 2_500)]))
-    source = make_nvml_source()
-    first = source.poll().processes[0]
-    second = source.poll().processes[0]  # nothing newer than 2 500: NOT_FOUND, values kept
+    reader, clock = make_device_reader()
+    [first] = reader.read()[1]
+    clock.now += UTILIZATION_PERIOD_S
+    [second] = reader.read()[1]  # nothing newer than 2 500: NOT_FOUND, no activity to report
     nvml_scenario.write(scenario([(pid, 60, 20, 2_000), (pid, 15, 4, 3_000)]))
-    third = source.poll().processes[0]
+    clock.now += UTILIZATION_PERIOD_S
+    [third] = reader.read()[1]
 
     assert (first.sm_percent, first.gpu_memory_percent) == (60.0, 20.0)
-    assert (second.sm_percent, second.gpu_memory_percent) == (60.0, 20.0)
+    assert (second.sm_percent, second.gpu_memory_percent) == (None, None)
     assert (third.sm_percent, third.gpu_memory_percent) == (15.0, 4.0)
     last_seen = [c.argument for c in nvml_scenario.calls() if c.symbol == "nvmlDeviceGetProcessUtilization.lastSeen"]
     # pynvml asks for the count, then for the samples; the second poll stops at NOT_FOUND
     assert last_seen == [0, 0, 2_500, 2_500, 2_500]
+
+
+def test_process_utilization_is_asked_at_most_once_per_period(nvml_scenario, make_device_reader, children):
+    """On a real H100 one call costs about 2.4 ms; polls in between keep the last samples."""
+    (pid,) = children(1)
+
+    def scenario(sm, stamp):
+        return FakeScenario(gpus=[FakeGpu(compute_processes=[(pid, 1 << 30)], process_samples=[(pid, sm, 1, stamp)])])
+
+    nvml_scenario.write(scenario(10, 1_000))
+    reader, clock = make_device_reader()
+    shown = []
+    for step in range(5):  # polls 0.4 s apart: 0, 0.4, 0.8, 1.2, 1.6 s
+        nvml_scenario.write(scenario(10 * (step + 1), 1_000 * (step + 1)))
+        clock.now = 1000.0 + step * 0.4 * UTILIZATION_PERIOD_S
+        shown.append(reader.read()[1][0].sm_percent)
+
+    assert shown == [10.0, 10.0, 10.0, 40.0, 40.0]
+    last_seen = [c.argument for c in nvml_scenario.calls() if c.symbol == "nvmlDeviceGetProcessUtilization.lastSeen"]
+    assert last_seen == [0, 0, 1_000, 1_000]
+
+
+def test_a_process_without_a_sample_in_the_latest_call_reads_none_like_pmon(nvml_scenario, make_device_reader,
+                                                                          children):
+    """The real driver returns one sample per active process; a process it has none for shows '-' in pmon."""
+    busy, quiet = children(2)
+
+    def scenario(samples):
+        procs = [(busy, 1 << 30), (quiet, 1 << 30)]
+        return FakeScenario(gpus=[FakeGpu(compute_processes=procs, process_samples=samples)])
+
+    nvml_scenario.write(scenario([(busy, 66, 30, 1_000), (quiet, 33, 14, 900)]))
+    reader, clock = make_device_reader()
+    first = {p.pid: p.sm_percent for p in reader.read()[1]}
+    nvml_scenario.write(scenario([(busy, 99, 44, 2_000), (quiet, 33, 14, 900)]))
+    clock.now += UTILIZATION_PERIOD_S
+    second = {p.pid: p.sm_percent for p in reader.read()[1]}
+
+    assert first == {busy: 66.0, quiet: 33.0}
+    assert second == {busy: 99.0, quiet: None}
 
 
 def test_process_utilization_unsupported_reads_none(nvml_scenario, make_nvml_source, children):

@@ -19,6 +19,7 @@ from gputop.collect.history import History
 from gputop.collect.host import HostSource
 from gputop.collect.live import LiveSource
 from gputop.collect.nvml_calls import REPEATED_FAILURE_POLLS
+from gputop.collect.nvml_processes import UTILIZATION_PERIOD_S
 from gputop.collect.sampler import MIN_INTERVAL, Sampler
 from gputop.ui.app import GputopApp
 from support.fake_nvml import (
@@ -102,17 +103,20 @@ def test_timeouts_read_null_and_are_named_in_one_line_once_they_persist(nvml_sce
     assert [len(r.errors) for r in again] == [0] * (REPEATED_FAILURE_POLLS - 1) + [1]
 
 
-def test_process_utilization_not_found_is_normal_however_long_it_lasts(nvml_scenario, make_nvml_source):
+def test_process_utilization_not_found_is_normal_however_long_it_lasts(nvml_scenario, make_device_reader):
     with sleeper() as proc:
         gpu = FakeGpu(compute_processes=[(proc.pid, 1 << 30)], errors={"process_utilization": NVML_NOT_FOUND})
         nvml_scenario.write(FakeScenario(gpus=[gpu]))
-        source = make_nvml_source()
+        reader, clock = make_device_reader()
 
-        readings = [source.poll() for _ in range(REPEATED_FAILURE_POLLS * 3)]
+        readings = []
+        for _ in range(REPEATED_FAILURE_POLLS * 3):
+            readings.append(reader.read())
+            clock.now += UTILIZATION_PERIOD_S  # each poll asks for process utilization again
 
-    assert all(r.errors == () for r in readings)
-    assert all([p.pid for p in r.processes] == [proc.pid] for r in readings)
-    assert readings[-1].processes[0].sm_percent is None
+    assert all(notes == [] for _, _, notes in readings)
+    assert all([p.pid for p in processes] == [proc.pid] for _, processes, _ in readings)
+    assert readings[-1][1][0].sm_percent is None
     assert nvml_scenario.count("nvmlDeviceGetProcessUtilization") >= REPEATED_FAILURE_POLLS * 3
 
 
