@@ -1,1 +1,17 @@
-"""Runnable examples: ``python -m gputop.examples.train`` is a small instrumented PyTorch training job."""
+"""Runnable examples: ``python -m gputop.examples.train`` is a small instrumented PyTorch training job;
+``convnet`` and ``serve`` are the convnet and inference-server jobs gputop was checked with on a real GPU."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+
+
+def run_until_interrupted(body: Callable[[], object]) -> int:
+    """Run an example's ``body``; exit status 0, or 130 after Ctrl-C (said on stderr, no traceback)."""
+    try:
+        body()
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    return 0

@@ -28,6 +28,7 @@ from torch import nn
 from torch.utils.data import DataLoader, Dataset
 
 import gputop.torch as gputop_torch
+from gputop.examples import run_until_interrupted
 from gputop.examples.train import pick_device
 
 CLASSES = 10
@@ -225,12 +226,7 @@ def train(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point: parse the knobs and train; 130 after Ctrl-C."""
     args = parse_args(argv)
-    try:
-        train(args)
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
-    return 0
+    return run_until_interrupted(lambda: train(args))
 
 
 if __name__ == "__main__":

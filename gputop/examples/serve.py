@@ -18,6 +18,7 @@ from collections.abc import Sequence
 
 import torch
 
+from gputop.examples import run_until_interrupted
 from gputop.examples.convnet import build_convnet, normalise
 from gputop.examples.train import pick_device
 
@@ -74,12 +75,7 @@ def serve(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point: parse the knobs and serve; 130 after Ctrl-C."""
     args = parse_args(argv)
-    try:
-        serve(args)
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
-    return 0
+    return run_until_interrupted(lambda: serve(args))
 
 
 if __name__ == "__main__":

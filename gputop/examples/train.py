@@ -23,6 +23,7 @@ from torch import nn
 from torch.utils.data import DataLoader, Dataset
 
 import gputop.torch as gputop_torch
+from gputop.examples import run_until_interrupted
 
 FEATURES = 256
 """Length of each synthetic input vector."""
@@ -189,12 +190,7 @@ def train(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point: parse the knobs and train; 130 after Ctrl-C."""
     args = parse_args(argv)
-    try:
-        train(args)
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
-    return 0
+    return run_until_interrupted(lambda: train(args))
 
 
 if __name__ == "__main__":
