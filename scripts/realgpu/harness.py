@@ -37,7 +37,7 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from pcie_units import COPY
-from terminal import PtyTerminal, TmuxTerminal, open_terminal
+from terminal import BarePty, TmuxTerminal, open_terminal
 
 SRC = Path(__file__).resolve().parents[2]
 """The gputop source tree this harness runs (put first on PYTHONPATH of every child)."""
@@ -74,7 +74,7 @@ class Harness:
             [str(SRC), *filter(None, [os.environ.get("PYTHONPATH")])]), "PYTHONUNBUFFERED": "1"}
         """Environment of every child."""
         self.children: list[subprocess.Popen[bytes]] = []
-        self.terminals: list[TmuxTerminal | PtyTerminal] = []
+        self.terminals: list[TmuxTerminal | BarePty] = []
         self.smi_fields: list[str] = []
 
     def seconds(self, value: float) -> float:
@@ -124,7 +124,7 @@ class Harness:
             args += ["--image-size", "32", "--width", "8", "--batch-size", "32", "--samples", "1024"]
         return args + list(extra)
 
-    def tui(self, name: str, *extra: str) -> TmuxTerminal | PtyTerminal:
+    def tui(self, name: str, *extra: str) -> TmuxTerminal | BarePty:
         """The live TUI at 160x45 with ``extra`` flags, in a terminal named ``name``."""
         terminal = open_terminal(f"gputop-{name}-{os.getpid()}")
         env = {"PYTHONPATH": self.env["PYTHONPATH"], "TERM": "xterm-256color", "COLORTERM": "truecolor",
@@ -133,7 +133,7 @@ class Harness:
         self.terminals.append(terminal)
         return terminal
 
-    def screenshot(self, terminal: TmuxTerminal | PtyTerminal, export_dir: Path, stem: str) -> None:
+    def screenshot(self, terminal: TmuxTerminal | BarePty, export_dir: Path, stem: str) -> None:
         """Press ``s``, wait for the SVG the app exports, and keep it (with tmux's text of the screen) as ``stem``."""
         shots = self.out / "shots"
         shots.mkdir(exist_ok=True)

@@ -6,16 +6,16 @@ screen) and read the screen back (tmux only).
 
 from __future__ import annotations
 
-import fcntl
 import os
 import shlex
 import shutil
-import signal
-import struct
 import subprocess
-import termios
-import threading
+import sys
 from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
+from support.terminal import PtyTerminal  # noqa: E402 - found through the path set just above
 
 
 def find_tmux() -> str | None:
@@ -68,58 +68,44 @@ class TmuxTerminal:
         subprocess.run([self.binary, "-L", self.name, "kill-server"], capture_output=True, check=False, timeout=10)
 
 
-class PtyTerminal:
-    """The command on a bare pty of the given size; its output is read and thrown away."""
+class BarePty:
+    """The command on a bare pty of the given size (the project's one pty helper); its screen is not read back."""
 
     def __init__(self, name: str) -> None:
         self.name = name
         """A label for logs."""
         self.pid: int | None = None
         """PID of the command."""
-        self._master: int | None = None
-        self._process: subprocess.Popen[bytes] | None = None
+        self._terminal: PtyTerminal | None = None
 
     def start(self, argv: Sequence[str], size: tuple[int, int], env: Mapping[str, str]) -> int:
         """Run ``argv`` on a new pty of ``size`` (columns, rows); the command's PID."""
-        master, slave = os.openpty()
-        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", size[1], size[0], 0, 0))
-        self._process = subprocess.Popen(list(argv), stdin=slave, stdout=slave, stderr=slave,
-                                         env={**os.environ, **env}, start_new_session=True)
-        os.close(slave)
-        self._master = master
-        threading.Thread(target=self._drain, daemon=True).start()
-        self.pid = self._process.pid
+        self._terminal = PtyTerminal(argv, size, env={**os.environ, **env}, keep_output=False)
+        self.pid = self._terminal.proc.pid
         return self.pid
-
-    def _drain(self) -> None:
-        assert self._master is not None
-        while True:
-            try:
-                if not os.read(self._master, 65536):
-                    return
-            except OSError:
-                return
 
     def keys(self, *keys: str) -> None:
         """Type ``keys`` (single characters only)."""
-        assert self._master is not None
-        os.write(self._master, "".join(keys).encode())
+        assert self._terminal is not None
+        self._terminal.send("".join(keys))
 
     def screen(self, escapes: bool = False) -> str:
         """Not available on a bare pty."""
         return ""
 
     def close(self) -> None:
-        """Stop the command if it still runs."""
-        if self._process is not None and self._process.poll() is None:
-            self._process.send_signal(signal.SIGTERM)
-            try:
-                self._process.wait(5)
-            except subprocess.TimeoutExpired:
-                self._process.kill()
+        """Stop the command if it still runs (SIGTERM, then SIGKILL after 5 s) and close the pty."""
+        if self._terminal is None:
+            return
+        self._terminal.proc.terminate()
+        try:
+            self._terminal.proc.wait(5)
+        except subprocess.TimeoutExpired:
+            pass
+        self._terminal.cleanup()
 
 
-def open_terminal(name: str) -> TmuxTerminal | PtyTerminal:
+def open_terminal(name: str) -> TmuxTerminal | BarePty:
     """tmux when it runs here, else a bare pty."""
     binary = find_tmux()
-    return TmuxTerminal(binary, name) if binary else PtyTerminal(name)
+    return TmuxTerminal(binary, name) if binary else BarePty(name)
