@@ -4,7 +4,15 @@
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Callable
+
+
+def burn_cpu(milliseconds: float) -> None:
+    """Keep one core busy for ``milliseconds``, as decoding and augmenting a sample would."""
+    deadline = time.perf_counter() + milliseconds / 1000.0
+    while time.perf_counter() < deadline:
+        pass
 
 
 def run_until_interrupted(body: Callable[[], object]) -> int:

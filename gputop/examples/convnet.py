@@ -28,11 +28,8 @@ from torch import nn
 from torch.utils.data import DataLoader, Dataset
 
 import gputop.torch as gputop_torch
-from gputop.examples import run_until_interrupted
-from gputop.examples.train import pick_device
-
-CLASSES = 10
-"""Number of target classes."""
+from gputop.examples import burn_cpu, run_until_interrupted
+from gputop.examples.train import CLASSES, pick_device
 
 STEP_LOG_PERIOD_S = 0.5
 """Seconds between two lines of ``--step-log``."""
@@ -56,10 +53,7 @@ class SyntheticImages(Dataset[tuple[torch.Tensor, int]]):
 
     def __getitem__(self, index: int) -> tuple[torch.Tensor, int]:
         """Image ``index`` (3 x size x size, uint8) and its class, after the configured CPU work."""
-        if self.slow_ms > 0:
-            deadline = time.perf_counter() + self.slow_ms / 1000.0
-            while time.perf_counter() < deadline:
-                pass
+        burn_cpu(self.slow_ms)
         generator = torch.Generator().manual_seed(index)
         label = index % CLASSES
         image = torch.randint(0, 192, (3, self.size, self.size), dtype=torch.uint8, generator=generator)

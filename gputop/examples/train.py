@@ -23,7 +23,7 @@ from torch import nn
 from torch.utils.data import DataLoader, Dataset
 
 import gputop.torch as gputop_torch
-from gputop.examples import run_until_interrupted
+from gputop.examples import burn_cpu, run_until_interrupted
 
 FEATURES = 256
 """Length of each synthetic input vector."""
@@ -51,10 +51,7 @@ class SyntheticDataset(Dataset[tuple[torch.Tensor, int]]):
         """Sample ``index``: a feature vector and its class, after the configured delays."""
         if self.io_ms > 0:
             time.sleep(self.io_ms / 1000.0)
-        if self.slow_ms > 0:
-            deadline = time.perf_counter() + self.slow_ms / 1000.0
-            while time.perf_counter() < deadline:
-                pass
+        burn_cpu(self.slow_ms)
         generator = torch.Generator().manual_seed(index)
         label = index % CLASSES
         features = torch.randn(FEATURES, generator=generator)
