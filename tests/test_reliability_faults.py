@@ -134,8 +134,9 @@ def test_gpu_processes_that_exit_are_zombies_or_foreign_are_labelled_truthfully(
             env = fake_nvml_env(fake_nvml_lib, path, call_log)
             run = subprocess.Popen([sys.executable, "-m", "gputop", "--json", "--duration", "4", "--interval", "0.1"],
                                    env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-            # NVML has been asked twice, so psutil has read the leaving process alive at least once.
-            wait_until(lambda: count_calls(call_log, "nvmlDeviceGetComputeRunningProcesses_v3") >= 2,
+            # pynvml calls the process list twice per poll (once for the count, once for the list), so four
+            # calls mean a second poll has begun: the first one's /proc read saw the leaving process alive.
+            wait_until(lambda: count_calls(call_log, "nvmlDeviceGetComputeRunningProcesses_v3") >= 4,
                        "gputop's first polls", timeout=30)
             leaving.kill()
             leaving.wait()
