@@ -25,11 +25,11 @@ from typing import TextIO
 
 import torch
 from torch import nn
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import Dataset
 
 import gputop.torch as gputop_torch
 from gputop.examples import burn_cpu, run_until_interrupted
-from gputop.examples.train import CLASSES, pick_device
+from gputop.examples.train import CLASSES, check_loader_args, make_loader, pick_device
 
 STEP_LOG_PERIOD_S = 0.5
 """Seconds between two lines of ``--step-log``."""
@@ -131,29 +131,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
             parser.error(f"--{name.replace('_', '-')} must be at least 1")
     if args.image_size < CLASSES:
         parser.error(f"--image-size must be at least {CLASSES}")
-    if args.samples < args.batch_size:
-        parser.error("--samples must be at least --batch-size (the last partial batch is dropped)")
-    if args.prefetch_factor is not None and args.num_workers == 0:
-        parser.error("--prefetch-factor needs --num-workers > 0")
+    check_loader_args(parser, args)
     return args
-
-
-def make_loader(args: argparse.Namespace) -> DataLoader[tuple[torch.Tensor, int]]:
-    """The DataLoader the knobs describe."""
-    options = {}
-    if args.num_workers > 0:
-        options["persistent_workers"] = args.persistent_workers
-        if args.prefetch_factor is not None:
-            options["prefetch_factor"] = args.prefetch_factor
-    return DataLoader(
-        SyntheticImages(args.samples, args.image_size, args.slow_ms),
-        batch_size=args.batch_size,
-        shuffle=True,
-        num_workers=args.num_workers,
-        pin_memory=args.pin_memory,
-        drop_last=True,
-        **options,
-    )
 
 
 class StepLog:
@@ -180,7 +159,8 @@ def train(args: argparse.Namespace) -> int:
     autocast_dtype = set_precision(args.precision)
     model = build_convnet(args.width).to(device, memory_format=torch.channels_last)  # type: ignore[call-overload]  # torch's stubs omit memory_format
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-    batches = gputop_torch.watch(make_loader(args), name="convnet", model=model)
+    loader = make_loader(args, SyntheticImages(args.samples, args.image_size, args.slow_ms))
+    batches = gputop_torch.watch(loader, name="convnet", model=model)
     print(f"training on {device} ({args.precision}, torch {torch.__version__}); status: {batches.status_path}", flush=True)
     log = StepLog(args.step_log)
     started = time.monotonic()

@@ -107,22 +107,29 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     for name in ("batch_size", "width", "depth", "samples"):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be at least 1")
+    check_loader_args(parser, args)
+    return args
+
+
+def check_loader_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Refuse loader knobs that contradict each other (shared by the examples)."""
     if args.samples < args.batch_size:
         parser.error("--samples must be at least --batch-size (the last partial batch is dropped)")
     if args.prefetch_factor is not None and args.num_workers == 0:
         parser.error("--prefetch-factor needs --num-workers > 0")
-    return args
 
 
-def make_loader(args: argparse.Namespace) -> DataLoader[tuple[torch.Tensor, int]]:
-    """The DataLoader the knobs describe."""
+def make_loader(
+    args: argparse.Namespace, dataset: Dataset[tuple[torch.Tensor, int]]
+) -> DataLoader[tuple[torch.Tensor, int]]:
+    """The DataLoader over ``dataset`` that the loader knobs describe (shared by the examples)."""
     options = {}
     if args.num_workers > 0:
         options["persistent_workers"] = args.persistent_workers
         if args.prefetch_factor is not None:
             options["prefetch_factor"] = args.prefetch_factor
     return DataLoader(
-        SyntheticDataset(args.samples, args.slow_ms, args.io_ms),
+        dataset,
         batch_size=args.batch_size,
         shuffle=True,
         num_workers=args.num_workers,
@@ -149,7 +156,8 @@ def train(args: argparse.Namespace) -> int:
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     amp_dtype = torch.float16 if device.type == "cuda" else torch.bfloat16
     scaler = torch.amp.GradScaler(device.type, enabled=args.amp and device.type == "cuda")
-    batches = gputop_torch.watch(make_loader(args), name="train", model=model)
+    loader = make_loader(args, SyntheticDataset(args.samples, args.slow_ms, args.io_ms))
+    batches = gputop_torch.watch(loader, name="train", model=model)
     print(
         f"training on {device} (torch {torch.__version__}); status record: {batches.status_path}",
         flush=True,
