@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from gputop.advice.config import Thresholds, config_path, load_thresholds
+from gputop.advice.config import Thresholds, load_thresholds
 from gputop.advice.engine import AdviceEngine
 from gputop.collect.history import History
 from gputop.collect.model import (
@@ -17,6 +17,7 @@ from gputop.collect.model import (
     ProcessSample,
     Snapshot,
 )
+from gputop.config_file import config_path
 
 
 @pytest.fixture

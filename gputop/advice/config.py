@@ -12,8 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gputop.config_file import config_path as config_path  # re-exported: where the file lives
-from gputop.config_file import read_config
+from gputop.config_file import config_path, read_config
 
 
 @dataclass(frozen=True, slots=True)
