@@ -290,17 +290,21 @@ def test_changing_the_filters_hands_out_the_newest_snapshot_again_and_keeps_hist
 
     sampler = Sampler(DemoSource("mixed"))
     received: list[Snapshot] = []
-    sampler.subscribe(received.append)
+    sampler.subscribe(lambda frame: received.append(frame.snapshot))
     assert sampler.set_filters(Filters(user=UserFilter("bob"))) is None  # nothing polled yet
     first = sampler.poll_once()
     assert {p.user for p in first.processes} == {"bob"} and len(first.devices) == 8
     polls = len(sampler.history)
 
-    everyone = sampler.set_filters(Filters())
+    everyone_frame = sampler.set_filters(Filters())
+    assert everyone_frame is not None and everyone_frame.charts is sampler.grid.view  # a view change keeps the charts
+    everyone = everyone_frame.snapshot
     assert received == [everyone] and sampler.history.latest is everyone
     assert len({p.user for p in everyone.processes}) > 1 and everyone.timestamp == first.timestamp
     assert len(sampler.history) == polls  # a view change is not a poll
-    alice = sampler.set_filters(Filters(user=UserFilter("alice")))
+    alice_frame = sampler.set_filters(Filters(user=UserFilter("alice")))
+    assert alice_frame is not None
+    alice = alice_frame.snapshot
     assert received[-1] is alice and {p.user for p in alice.processes} == {"alice"}
     assert alice.advice == tuple(a for a in everyone.advice if a in alice.advice)  # a subset, in order
     sampler.stop()

@@ -59,7 +59,7 @@ def test_slow_polls_never_overlap_and_every_snapshot_reaches_subscribers():
     source = CountingSource(delay=0.15)
     sampler = Sampler(source, interval=0.1)
     received = []
-    sampler.subscribe(received.append)
+    sampler.subscribe(lambda frame: received.append(frame.snapshot))
     sampler.start()
     assert wait_for(lambda: len(received) >= 5)
     sampler.stop()

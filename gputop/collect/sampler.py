@@ -9,9 +9,11 @@ from collections.abc import Callable
 from typing import Protocol
 
 from gputop.collect.filters import Filters
+from gputop.collect.frame import Frame
 from gputop.collect.history import History
 from gputop.collect.model import Advice, ErrorNote, Snapshot
 from gputop.collect.source import SnapshotSource
+from gputop.collect.timegrid import ChartView, TimeGrid
 
 MIN_INTERVAL = 0.1
 """Shortest polling period allowed, in seconds."""
@@ -25,8 +27,8 @@ STOP_WAIT_S = 0.1
 Advisor = Callable[[Snapshot, History], tuple[Advice, ...]]
 """Turns the newest snapshot plus history into advice (the advice engine)."""
 
-Subscriber = Callable[[Snapshot], None]
-"""Receives each finished snapshot, on the sampler thread; must return quickly."""
+Subscriber = Callable[[Frame], None]
+"""Receives each finished frame, on the sampler thread; must return quickly."""
 
 
 class SnapshotWriter(Protocol):
@@ -46,8 +48,9 @@ class Sampler:
 
     Polls never overlap: when a poll overruns the period, the next one starts right after it and
     missed ticks are dropped rather than queued. Each snapshot gets advice (when an advisor is
-    given), goes into ``history``, into the recorder (when given), and then, seen through
-    ``filters`` (whose user filter is a view), to ``history.latest`` and every subscriber.
+    given), goes into ``history`` and the chart ``grid``, into the recorder (when given), and then,
+    seen through ``filters`` (whose user filter is a view), to ``history.latest`` and, as an
+    immutable :class:`Frame` with the grid's view, to ``latest_frame`` and every subscriber.
     """
 
     def __init__(
@@ -58,11 +61,16 @@ class Sampler:
         advisor: Advisor | None = None,
         recorder: SnapshotWriter | None = None,
         filters: Filters | None = None,
+        grid: TimeGrid | None = None,
     ) -> None:
         self.source = source
         """Where snapshots come from."""
         self.history = history if history is not None else History()
         """Ring-buffer history of everything polled."""
+        self.grid = grid if grid is not None else TimeGrid()
+        """Chart history on a time grid, written by the polling thread only."""
+        self.latest_frame: Frame | None = None
+        """The newest frame handed out (None before the first poll); immutable, safe from any thread."""
         self.advisor = advisor
         """Advice engine, or None."""
         self.recorder = recorder
@@ -85,7 +93,7 @@ class Sampler:
         self._standing_errors: list[ErrorNote] = []
         self._filters = filters if filters is not None else Filters()
         self._view_lock = threading.Lock()
-        self._unfiltered: Snapshot | None = None
+        self._unfiltered: tuple[Snapshot, ChartView] | None = None
 
     @property
     def interval(self) -> float:
@@ -113,7 +121,7 @@ class Sampler:
         self._wake.set()
 
     def subscribe(self, callback: Subscriber) -> None:
-        """Call ``callback(snapshot)`` after every poll, on the sampler thread."""
+        """Call ``callback(frame)`` after every poll, on the sampler thread."""
         with self._lock:
             self._subscribers.append(callback)
 
@@ -122,16 +130,17 @@ class Sampler:
         """The filters in force; their view part is applied to every snapshot handed out."""
         return self._filters
 
-    def set_filters(self, filters: Filters) -> Snapshot | None:
-        """Change the filters and hand the newest snapshot, seen through them, to every subscriber at once.
+    def set_filters(self, filters: Filters) -> Frame | None:
+        """Change the filters and hand the newest frame, seen through them, to every subscriber at once.
 
-        Returns that snapshot (None before the first poll). History and advice are unaffected.
+        Returns that frame (None before the first poll). History, charts and advice are unaffected.
         """
         with self._view_lock:
             self._filters = filters
             if self._unfiltered is None:
                 return None
-            return self._show(self._unfiltered, notify=True)
+            snapshot, charts = self._unfiltered
+            return self._show(snapshot, charts, notify=True)
 
     def add_standing_error(self, note: ErrorNote) -> None:
         """Attach ``note`` to every snapshot from now on (e.g. a config warning, a failed recording)."""
@@ -139,9 +148,9 @@ class Sampler:
 
     def poll_once(self) -> Snapshot:
         """Take one snapshot now on the calling thread, with advice, history, recording and filters applied."""
-        return self._poll(notify=False)
+        return self._poll(notify=False).snapshot
 
-    def _poll(self, notify: bool) -> Snapshot:
+    def _poll(self, notify: bool) -> Frame:
         started = time.monotonic()
         if self._last_start is not None:
             self.max_gap = max(self.max_gap, started - self._last_start)
@@ -149,6 +158,7 @@ class Sampler:
         self.poll_count += 1
         snapshot = self._poll_source()
         self.history.append(snapshot)
+        charts = self.grid.append(snapshot)
         if self.advisor is not None:
             snapshot = dataclasses.replace(snapshot, advice=self.advisor(snapshot, self.history))
         self._record(snapshot)
@@ -156,23 +166,24 @@ class Sampler:
             snapshot = dataclasses.replace(snapshot, errors=snapshot.errors + tuple(self._standing_errors))
         self.last_poll_seconds = time.monotonic() - started
         with self._view_lock:  # so a set_filters never hands out its view before an older one
-            return self._show(snapshot, notify)
+            return self._show(snapshot, charts, notify)
 
-    def _show(self, snapshot: Snapshot, notify: bool) -> Snapshot:
+    def _show(self, snapshot: Snapshot, charts: ChartView, notify: bool) -> Frame:
         """Make ``snapshot`` the newest one, filtered; called with the view lock held."""
-        self._unfiltered = snapshot
-        shown = self._filters.apply(snapshot)
-        self.history.latest = shown
+        self._unfiltered = (snapshot, charts)
+        frame = Frame(self._filters.apply(snapshot), charts)
+        self.history.latest = frame.snapshot
+        self.latest_frame = frame
         self._first_shown.set()
         if notify and not self._stop.is_set():  # a poll that ends after stop() is not handed to a closing UI
-            self._notify(shown)
-        return shown
+            self._notify(frame)
+        return frame
 
-    def _notify(self, snapshot: Snapshot) -> None:
+    def _notify(self, frame: Frame) -> None:
         with self._lock:
             subscribers = list(self._subscribers)
         for callback in subscribers:
-            callback(snapshot)
+            callback(frame)
 
     def _poll_source(self) -> Snapshot:
         try:

@@ -27,6 +27,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input
 
 from gputop.collect.filters import current_user_filter
+from gputop.collect.frame import Frame
 from gputop.collect.model import ProcessSample, Snapshot
 from gputop.collect.sampler import Sampler
 from gputop.textsafe import safe_text
@@ -201,9 +202,9 @@ class GputopApp(App[None]):
 
     # -- snapshots ----------------------------------------------------------------------------
 
-    def _on_sampler_snapshot(self, snapshot: Snapshot) -> None:
-        """Sampler-thread callback: hand the snapshot to the UI thread (newest wins)."""
-        self.post_message(SnapshotReady(snapshot))
+    def _on_sampler_snapshot(self, frame: Frame) -> None:
+        """Sampler-thread callback: hand the frame to the UI thread (newest wins)."""
+        self.post_message(SnapshotReady(frame.snapshot))
 
     async def on_snapshot_ready(self, message: SnapshotReady) -> None:
         """Show a new snapshot unless paused."""
@@ -323,8 +324,8 @@ class GputopApp(App[None]):
         shown = self.sampler.set_filters(dataclasses.replace(filters, user=None if filters.user == mine else mine))
         self._header.show_filters(self.sampler.filters.describe())
         if shown is not None:  # shown now (paused too), not at the process table's once-a-second pace
-            await self._apply(shown)
-            self._processes.update_snapshot(shown, at_once=True)
+            await self._apply(shown.snapshot)
+            self._processes.update_snapshot(shown.snapshot, at_once=True)
 
     def action_help(self) -> None:
         """Show every key."""

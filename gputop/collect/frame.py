@@ -1,0 +1,18 @@
+"""What the sampler hands out after each poll: one immutable frame for every widget to draw from."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gputop.collect.model import Snapshot
+from gputop.collect.timegrid import ChartView
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Frame:
+    """The newest snapshot (seen through the filters) and the chart history as of that poll."""
+
+    snapshot: Snapshot
+    """Devices, processes, host, advice and errors of the poll."""
+    charts: ChartView
+    """Chart columns of every zoom level, including the ones this poll changed or appended."""
