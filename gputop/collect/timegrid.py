@@ -1,7 +1,7 @@
 """Chart history on a time grid: each column stands for a fixed period, whatever the polling rate.
 
 A column holds, per GPU, the maximum of every poll that fell in its period for each of
-:data:`CHART_METRICS`, so a one-poll spike is never lost and a faster poll does not make the charts
+:data:`CHART_METRICS` (the minimum for a clock), so a one-poll spike is never lost and a faster poll does not make the charts
 move faster. The grid keeps several zoom levels at once (by default 1 s, 10 s and 1 min per
 column, for the last hour, six hours and day), each bounded, so a day of 8 GPUs fits in a few MiB.
 
@@ -27,8 +27,17 @@ CHART_METRICS: tuple[str, ...] = (
     "temperature_celsius",
     "pcie_rx_bytes_per_s",
     "pcie_tx_bytes_per_s",
+    "clock_sm_mhz",
+    "fan_percent",
+    "sm_active_percent",
+    "tensor_active_percent",
+    "dram_active_percent",
 )
-"""DeviceSample fields kept on the grid, in storage order."""
+"""DeviceSample fields kept on the grid, in storage order: the five histories of every layout, then the
+detail screen's extra charts."""
+
+LOWEST_WINS: frozenset[str] = frozenset({"clock_sm_mhz"})
+"""Metrics whose column keeps the lowest poll instead of the highest (a clock dip is the event worth seeing)."""
 
 DEFAULT_COLUMN_SECONDS = 1.0
 """Period of one column at the closest zoom level."""
@@ -46,6 +55,7 @@ LEVEL_COLUMNS: tuple[int, ...] = (3600, 2160, 1440)
 """Columns kept per zoom level: with 1 s columns, the last hour, six hours and day."""
 
 _METRIC_POSITION = {name: position for position, name in enumerate(CHART_METRICS)}
+_LOWEST_WINS_AT = tuple(name in LOWEST_WINS for name in CHART_METRICS)
 _NAN = math.nan
 
 
@@ -227,7 +237,8 @@ class _Level:
 
 
 def _merge_max(column: Column, devices: tuple[int, ...], values: list[float]) -> list[float]:
-    """``values`` raised to ``column``'s maxima for the GPUs both have (a missing value never wins)."""
+    """``values`` merged with ``column``'s for the GPUs both have: the maximum, or the minimum for
+    :data:`LOWEST_WINS` metrics (a missing value never wins)."""
     width = len(CHART_METRICS)
     old = column.values
     where = _positions(column.devices)
@@ -236,8 +247,9 @@ def _merge_max(column: Column, devices: tuple[int, ...], values: list[float]) ->
         before = where.get(index)
         if before is None:
             continue
-        for offset in range(width):
+        for offset, lowest in enumerate(_LOWEST_WINS_AT):
             new, kept = merged[position * width + offset], old[before * width + offset]
-            if new != new or kept > new:  # NaN is missing; ``kept > new`` is False when ``kept`` is NaN
+            # NaN is missing; a comparison with a NaN ``kept`` is False, so a number is never replaced by it.
+            if new != new or (kept < new if lowest else kept > new):
                 merged[position * width + offset] = kept
     return merged
