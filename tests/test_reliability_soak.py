@@ -32,7 +32,7 @@ from gputop.collect.history import History
 from gputop.collect.model import Snapshot
 from gputop.collect.sampler import Sampler
 from gputop.ui.app import GputopApp
-from gputop.ui.messages import SnapshotReady
+from gputop.ui.messages import FrameReady
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -141,7 +141,7 @@ def test_a_simulated_week_through_sampler_history_advice_and_screen_stays_bounde
                     snapshot = sampler.poll_once()
                     shown_advice.update(a.id for a in snapshot.advice)
                     if n % UI_EVERY == 0:
-                        app.post_message(SnapshotReady(snapshot))
+                        app.post_message(FrameReady(sampler.latest_frame))
                         await pilot.pause()
                 clock.now += DAY
                 footprints.append(live_footprint())

@@ -26,7 +26,7 @@ from gputop.collect.demo import DemoSource
 from gputop.collect.history import History
 from gputop.collect.sampler import Sampler
 from gputop.ui.app import GputopApp
-from gputop.ui.messages import SnapshotReady
+from gputop.ui.messages import FrameReady
 from support.fake_nvml import FakeGpu, FakeScenario
 from support.terminal import ENTER_ALT_SCREEN, PtyGputop, set_size
 
@@ -154,7 +154,8 @@ def test_a_20x5_screen_keeps_every_line_inside_the_terminal():
     async def main() -> None:
         async with app.run_test(size=(20, 5)) as pilot:
             for _ in range(5):
-                app.post_message(SnapshotReady(sampler.poll_once()))
+                sampler.poll_once()
+                app.post_message(FrameReady(sampler.latest_frame))
                 await pilot.pause()
             await pilot.resize_terminal(20, 5)
             await pilot.pause()

@@ -3,6 +3,7 @@ everywhere, and every key and palette entry runs its action (driven through a Pi
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
@@ -13,11 +14,12 @@ from textual.pilot import Pilot
 from textual.widgets import Input, OptionList
 
 from gputop.collect.filters import current_user_filter
+from gputop.collect.timegrid import ZOOM_FACTORS
 from gputop.ui.actions import ACTIONS, OTHER_KEYS
 from gputop.ui.advice_panel import AdvicePanel
 from gputop.ui.app import GputopApp
 from gputop.ui.gpu_detail import GpuDetailScreen
-from gputop.ui.gpu_panel import GpuPanel
+from gputop.ui.gpu_panel import GpuArea, GpuPanel
 from gputop.ui.help_screen import HelpScreen
 from gputop.ui.kill_dialog import KillDialog
 from gputop.ui.process_table import ProcessTable
@@ -125,6 +127,21 @@ async def check_help(app: GputopApp, pilot: Pilot, key: str) -> None:
     await close_to_main(app, pilot)
 
 
+async def check_zoom(app: GputopApp, pilot: Pilot, key: str) -> None:
+    gpus = app.query_one("#gpus", GpuArea)
+    before = gpus.choice.level
+    await pilot.press(key)
+    assert gpus.choice.level == (before + 1) % len(ZOOM_FACTORS) and "10s/column" in str(gpus.border_title)
+    gpus.set_choice(dataclasses.replace(gpus.choice, level=before))
+
+
+async def check_chart_metric(app: GputopApp, pilot: Pilot, key: str) -> None:
+    gpus = app.query_one("#gpus", GpuArea)
+    before = gpus.choice.history
+    await pilot.press(key)
+    assert gpus.choice.history != before
+
+
 def others(app: GputopApp) -> list[int]:
     """PIDs on screen that belong to someone other than the user running the test."""
     assert app.snapshot is not None
@@ -162,6 +179,8 @@ CHECKS: dict[str, Check] = {
     "gpu_detail": check_gpu_detail,
     "kill": check_kill,
     "toggle_advice": check_toggle_advice,
+    "zoom": check_zoom,
+    "chart_metric": check_chart_metric,
     "toggle_mine": check_toggle_mine,
     "help": check_help,
     **{f"sort('{key}')": check_sort(key) for key in ("memory", "cpu", "sm", "pid", "gpu", "elapsed", "user")},

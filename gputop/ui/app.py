@@ -1,10 +1,12 @@
 """The gputop Textual application: header, GPU panels, host panel, process table and advice panel.
 
-The sampler polls on its own thread and posts one coalescing :class:`SnapshotReady` message per
-snapshot; every widget updates from it on the main thread and none of them calls NVML or psutil.
-GPU panels are mounted once (again only when the set of GPUs changes) and the layout adapts to
-the terminal: full charts when there is room, one or two lines per GPU when there is not, and
-the advice panel folds into a one-line summary on narrow terminals.
+The sampler polls on its own thread and posts one coalescing :class:`FrameReady` message per
+poll; every widget updates from that immutable frame on the main thread and none of them calls
+NVML or psutil or reads the sampler's history. GPU panels are mounted once (again only when the
+set of GPUs changes) and the layout adapts to the terminal: full charts when there is room, two
+lines or one per GPU when there is not. The advice panel takes no room while it has nothing to
+say (a one-line summary says so), sits beside a few GPUs, below many, and folds into the summary
+line on narrow terminals.
 """
 
 from __future__ import annotations
@@ -23,9 +25,12 @@ from textual.actions import SkipAction
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import BindingType
 from textual.containers import Horizontal, Vertical
+from textual.geometry import Size
+from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Input
 
+from gputop.advice.rules.healthy import is_all_clear
 from gputop.collect.filters import current_user_filter
 from gputop.collect.frame import Frame
 from gputop.collect.model import ProcessSample, Snapshot
@@ -33,12 +38,13 @@ from gputop.collect.sampler import Sampler
 from gputop.textsafe import safe_text
 from gputop.ui.actions import ACTIONS, READONLY_DISABLED, help_rows, palette_actions, palette_help
 from gputop.ui.advice_panel import AdvicePanel, AdviceSummary
+from gputop.ui.chart_choice import ChartChoice
 from gputop.ui.gpu_detail import GpuDetailScreen
 from gputop.ui.gpu_panel import GpuArea, GpuPanel, choose_layout
 from gputop.ui.header import HeaderBar
 from gputop.ui.help_screen import HelpScreen
 from gputop.ui.host_panel import HostPanel
-from gputop.ui.messages import SnapshotReady, TerminalLost
+from gputop.ui.messages import FrameReady, TerminalLost
 from gputop.ui.partial_output import install as install_partial_output
 from gputop.ui.process_table import ProcessTable
 from gputop.ui.watchdog import HANGUP_EXIT_STATUS, TerminalWatchdog, force_exit_later
@@ -50,11 +56,29 @@ WIDE_MIN_COLUMNS = 120
 ADVICE_WIDTH = 44
 """Columns of the advice panel when it sits beside the GPUs."""
 
+ADVICE_BESIDE_MAX_GPUS = 2
+"""With more GPUs than this, open advice sits below them, so their charts keep the full width."""
+
+ADVICE_BELOW_MAX_LINES = 8
+"""Most lines the advice panel takes below the GPUs (it scrolls beyond)."""
+
 MAX_INTERVAL = 60.0
 """Longest polling period the ``+`` key goes to, in seconds."""
 
 TERMINATE_EXIT_STATUS = 143
 """Exit status after SIGTERM (128 + 15)."""
+
+class Body(Horizontal):
+    """The area between the header and the footer; posts :class:`BodyResized` when its size changes."""
+
+    def on_resize(self) -> None:
+        """Tell the app (which gets no resize event after the first) that the layout may need redoing."""
+        self.post_message(BodyResized())
+
+
+class BodyResized(Message):
+    """The body changed size, usually because the terminal did."""
+
 
 class GputopApp(App[None]):
     """The live monitor. Runs ``sampler`` while mounted and stops it on exit."""
@@ -74,6 +98,7 @@ class GputopApp(App[None]):
         ascii_mode: bool = False,
         export_dir: Path = Path("gputop-snapshots"),
         live: bool = True,
+        paged_charts: bool = True,
     ) -> None:
         super().__init__()
         install_partial_output()
@@ -87,6 +112,8 @@ class GputopApp(App[None]):
         """Draw charts, bars and borders with ASCII only."""
         self.export_dir = export_dir
         """Where ``s`` writes snapshot exports."""
+        self.frame: Frame | None = None
+        """The frame on screen."""
         self.snapshot: Snapshot | None = None
         """The snapshot on screen."""
         self.snapshots_applied = 0
@@ -94,11 +121,14 @@ class GputopApp(App[None]):
         self.first_frame_at: float | None = None
         """Wall-clock time (``time.time()``) of the first screen refresh that showed sampled data."""
         self._advice_open: bool | None = None
+        self._has_advice = False
+        self._laid_out_for = Size(0, 0)
         self._advice_shown = False
         self._watchdog: TerminalWatchdog | None = None
         self._core_count = -1
         self._header = HeaderBar(ascii_mode=ascii_mode, id="header")
         self._gpus = GpuArea(ascii_mode=ascii_mode, id="gpus")
+        self._gpus.choice = ChartChoice(paged=paged_charts)
         self._host = HostPanel(ascii_mode=ascii_mode, id="host")
         self._filter = Input(placeholder="filter processes: pid, user, name or command", id="filter")
         self._processes = ProcessTable(ascii_mode=ascii_mode, id="processes")
@@ -111,7 +141,7 @@ class GputopApp(App[None]):
     def compose(self) -> ComposeResult:
         """Header, body (GPUs, host, processes | advice), advice summary, footer."""
         yield self._header
-        with Horizontal(id="body"):
+        with Body(id="body"):
             with Vertical(id="main"):
                 yield self._gpus
                 yield self._host
@@ -130,7 +160,7 @@ class GputopApp(App[None]):
         self._processes.border_title = "Processes"
         self._header.show_filters(self.sampler.filters.describe())
         self._header.show(None, self.sampler.interval, self.sampler.paused)
-        latest = self.sampler.history.latest
+        latest = self.sampler.latest_frame
         if latest is not None:
             await self._apply(latest)
         self._relayout()
@@ -169,68 +199,91 @@ class GputopApp(App[None]):
             self.sampler.stop()
 
     def on_resize(self) -> None:
-        """Re-pick the layout for the new size."""
+        """Pick the layout for the first size (Textual sends later sizes to the screen only)."""
         self._relayout()
 
+    def on_body_resized(self) -> None:
+        """The terminal changed size: re-pick the layout unless it was already made for this size."""
+        if self.size != self._laid_out_for:
+            self._relayout()
+
     def _advice_visible(self) -> bool:
+        """Whether the advice panel is open: as toggled with ``a``, else on wide terminals when it has something to say."""
         if self._advice_open is not None:
             return self._advice_open
-        return self.size.width >= WIDE_MIN_COLUMNS
+        return self.size.width >= WIDE_MIN_COLUMNS and self._has_advice
+
+    def _advice_place(self) -> str:
+        """Where the advice panel goes: ``hidden``, ``beside`` a few GPUs, ``below`` many, or ``full`` width (narrow)."""
+        if not self._advice_visible():
+            return "hidden"
+        if self.size.width < WIDE_MIN_COLUMNS:
+            return "full"
+        return "beside" if self._gpus.gpu_count <= ADVICE_BESIDE_MAX_GPUS else "below"
 
     def _relayout(self) -> None:
-        """Share the height between GPUs, host and processes; place or fold the advice panel."""
-        width, height = self.size
+        """Share the height between GPUs, host and processes; place, fold or hide the advice panel."""
+        width, height = self._laid_out_for = self.size
         narrow = width < WIDE_MIN_COLUMNS
-        advice = self._advice_visible()
+        place = self._advice_place()
+        advice = place != "hidden"
         self.set_class(narrow, "-narrow")
         self.set_class(advice, "-advice-open")
+        self.set_class(place == "below", "-advice-below")
         if advice and not self._advice_shown:
             self.call_after_refresh(self._advice.reveal)
         self._advice_shown = advice
         self._summary.display = not advice
         self._footer.compact = narrow
-        main_width = width - (ADVICE_WIDTH if advice and not narrow else 0)
         body = height - 2 - (0 if advice else 1) - (1 if self._filter.display else 0)
+        below = min(ADVICE_BELOW_MAX_LINES, max(4, body // 5)) if place == "below" else 0
+        self._advice.styles.width = ADVICE_WIDTH if place == "beside" else "1fr"
+        self._advice.styles.height = below if place == "below" else "1fr"
+        main_width = width - (ADVICE_WIDTH if place == "beside" else 0)
+        body -= below
         host_rows = 1 if body < 30 else 3
         host_height = self._host.height_for(main_width, host_rows)
         self._host.set_max_grid_rows(host_rows)
         self._host.styles.height = host_height
         process_min = max(4, body // 4)
-        budget = max(1, body - host_height - process_min)
-        mode, rows = choose_layout(max(1, self._gpus.gpu_count), budget, body // 2)
+        budget = max(2, body - host_height - process_min)
+        # One line of the GPU area is its top border, which names the charts' time span.
+        mode, rows = choose_layout(max(1, self._gpus.gpu_count), budget - 1, body // 2 - 1)
         self._gpus.apply_layout(mode, rows, budget)
 
     # -- snapshots ----------------------------------------------------------------------------
 
     def _on_sampler_snapshot(self, frame: Frame) -> None:
         """Sampler-thread callback: hand the frame to the UI thread (newest wins)."""
-        self.post_message(SnapshotReady(frame.snapshot))
+        self.post_message(FrameReady(frame))
 
-    async def on_snapshot_ready(self, message: SnapshotReady) -> None:
-        """Show a new snapshot unless paused."""
+    async def on_frame_ready(self, message: FrameReady) -> None:
+        """Show a new frame unless paused."""
         if self.sampler.paused:
             return
-        await self._apply(message.snapshot)
+        await self._apply(message.frame)
 
-    async def _apply(self, snapshot: Snapshot) -> None:
+    async def _apply(self, frame: Frame) -> None:
+        snapshot = frame.snapshot
+        self.frame = frame
         self.snapshot = snapshot
         self.snapshots_applied += 1
         if self.first_frame_at is None:
             self.call_after_refresh(self._note_first_frame)
-        history = self.sampler.history
         gpu_count = self._gpus.gpu_count
-        await self._gpus.show(snapshot, history)
+        await self._gpus.show(frame)
         self._host.show(snapshot.host, snapshot.timestamp)
         cores = len(snapshot.host.cpu_percent_per_core)
-        if gpu_count != self._gpus.gpu_count or cores != self._core_count:
-            self._core_count = cores
+        has_advice = _has_advice(snapshot)
+        if gpu_count != self._gpus.gpu_count or cores != self._core_count or has_advice != self._has_advice:
+            self._core_count, self._has_advice = cores, has_advice
             self._relayout()
         self._processes.update_snapshot(snapshot)
         self._advice.show(snapshot)
         self._summary.show(snapshot)
         self._header.show(snapshot, self.sampler.interval, self.sampler.paused)
         if isinstance(self.screen, GpuDetailScreen):
-            self.screen.show(snapshot, history)
+            self.screen.show(frame, self._gpus.choice)
 
     def _note_first_frame(self) -> None:
         if self.first_frame_at is None:
@@ -324,7 +377,7 @@ class GputopApp(App[None]):
         shown = self.sampler.set_filters(dataclasses.replace(filters, user=None if filters.user == mine else mine))
         self._header.show_filters(self.sampler.filters.describe())
         if shown is not None:  # shown now (paused too), not at the process table's once-a-second pace
-            await self._apply(shown.snapshot)
+            await self._apply(shown)
             self._processes.update_snapshot(shown.snapshot, at_once=True)
 
     def action_help(self) -> None:
@@ -347,12 +400,25 @@ class GputopApp(App[None]):
             return
         screen = GpuDetailScreen(index, ascii_mode=self.ascii_mode)
         self.push_screen(screen)
-        if self.snapshot is not None:
+        if self.frame is not None:
             self.call_after_refresh(self._show_detail, screen)
 
     def _show_detail(self, screen: GpuDetailScreen) -> None:
-        if self.snapshot is not None and screen.is_mounted:
-            screen.show(self.snapshot, self.sampler.history)
+        if self.frame is not None and screen.is_mounted:
+            screen.show(self.frame, self._gpus.choice)
+
+    def action_zoom(self) -> None:
+        """Chart a longer time per column (1 s, 10 s, 1 min by default), then back to the closest."""
+        self._set_choice(self._gpus.choice.zoomed())
+
+    def action_chart_metric(self) -> None:
+        """Chart the next metric in the one-line layout."""
+        self._set_choice(self._gpus.choice.next_metric())
+
+    def _set_choice(self, choice: ChartChoice) -> None:
+        self._gpus.set_choice(choice)
+        if isinstance(self.screen, GpuDetailScreen) and self.frame is not None:
+            self.screen.show(self.frame, choice)
 
     def on_process_table_process_selected(self, event: ProcessTable.ProcessSelected) -> None:
         """Enter on a process: show its full (escaped) command line."""
@@ -404,6 +470,11 @@ class GputopApp(App[None]):
             yield SystemCommand(entry.title, palette_help(entry, export_dir), partial(self.run_action, entry.action))
         titles = {entry.title for entry in ours}
         yield from (command for command in super().get_system_commands(screen) if command.title not in titles)
+
+
+def _has_advice(snapshot: Snapshot) -> bool:
+    """True when the advice panel has something to say: a fault, or advice other than "nothing looks wrong"."""
+    return bool(snapshot.errors) or not all(is_all_clear(advice) for advice in snapshot.advice)
 
 
 def process_summary(process: ProcessSample) -> str:

@@ -1,4 +1,9 @@
-"""The GPU detail screen (Enter on a GPU): every field of the device and larger history charts."""
+"""The GPU detail screen (Enter on a GPU): every field of the device and its history charts, wide.
+
+The five histories of the main screen (utilization, memory, power, temperature, PCIe RX and TX)
+come first, one full-width chart each; the SM clock, fan and GPM activity follow, half width,
+when the GPU reports them. Every chart reads the frame's time grid at the main screen's zoom.
+"""
 
 from __future__ import annotations
 
@@ -12,11 +17,13 @@ from textual.containers import Grid, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
+from gputop.collect.frame import Frame
 from gputop.collect.gpu_selection import gpu_number
-from gputop.collect.history import History
-from gputop.collect.model import DeviceSample, Snapshot
+from gputop.collect.model import DeviceSample
+from gputop.collect.timegrid import ChartView
 from gputop.textsafe import safe_text
 from gputop.ui.chart import Chart
+from gputop.ui.chart_choice import HISTORIES, PCIE_METRICS, ChartChoice, duration_text, pcie_scale, scale_maximum, value_text
 from gputop.ui.format import (
     memory_pair,
     percent_of,
@@ -24,7 +31,6 @@ from gputop.ui.format import (
     short_gpu_name,
     throttle_badges,
 )
-from gputop.ui.gpu_panel import pcie_scale
 from gputop.units import (
     NA,
     fmt_bytes,
@@ -35,11 +41,27 @@ from gputop.units import (
     fmt_watts,
 )
 
-CHART_HISTORY = 400
-"""Most samples fetched for a detail chart (wider than any terminal column)."""
-
 GPM_METRICS = ("sm_active_percent", "tensor_active_percent", "dram_active_percent")
 """Charts shown only when the GPU reports them (Hopper and later)."""
+
+EXTRA_TITLES = {
+    "clock_sm_mhz": "SM clock",
+    "fan_percent": "fan",
+    "sm_active_percent": "SM active",
+    "tensor_active_percent": "tensor active",
+    "dram_active_percent": "DRAM active",
+}
+"""The detail screen's half-width charts, after the five histories."""
+
+HISTORY_TITLES = {
+    "utilization_gpu_percent": "GPU util",
+    "memory_used_bytes": "memory used",
+    "power_watts": "power",
+    "temperature_celsius": "temperature",
+    "pcie_rx_bytes_per_s": "PCIe RX",
+    "pcie_tx_bytes_per_s": "PCIe TX",
+}
+"""Caption of each full-width history chart."""
 
 
 def device_fields(device: DeviceSample) -> list[tuple[str, str]]:
@@ -93,11 +115,15 @@ class LabelledChart(Vertical):
         yield self.caption
         yield self.chart
 
-    def show(self, value: str, values: list[float | None], maximum: float | None, scale: str) -> None:
-        """Update the caption and the series."""
-        self.caption.update(Text.assemble((self.title, "bold"), f" {value}", (f"  (0..{scale})", "dim")))
-        width = self.chart.size.width or CHART_HISTORY
-        self.chart.set_series(values[-width:], maximum)
+    @property
+    def columns(self) -> int:
+        """How many time-grid columns the chart is wide (0 before layout)."""
+        return self.chart.size.width
+
+    def show(self, value: str, values: list[float | None], maximum: float | None, scale: str, span: str) -> None:
+        """Update the caption and the series (``values`` as wide as the chart)."""
+        self.caption.update(Text.assemble((self.title, "bold"), f" {value}", (f"  (0..{scale}, last {span})", "dim")))
+        self.chart.set_series(values, maximum)
 
 
 class GpuDetailScreen(Screen[None]):
@@ -116,43 +142,22 @@ class GpuDetailScreen(Screen[None]):
         self._last_fields: list[tuple[str, str]] | None = None
 
     def compose(self) -> ComposeResult:
-        """Fields on the left, charts in a grid on the right."""
-        names = [
-            "utilization_gpu_percent",
-            "memory_used_bytes",
-            "power_watts",
-            "temperature_celsius",
-            "pcie_rx_bytes_per_s",
-            "pcie_tx_bytes_per_s",
-            "clock_sm_mhz",
-            "fan_percent",
-            *GPM_METRICS,
-        ]
-        titles = {
-            "utilization_gpu_percent": "GPU util",
-            "memory_used_bytes": "memory used",
-            "power_watts": "power",
-            "temperature_celsius": "temperature",
-            "pcie_rx_bytes_per_s": "PCIe RX",
-            "pcie_tx_bytes_per_s": "PCIe TX",
-            "clock_sm_mhz": "SM clock",
-            "fan_percent": "fan",
-            "sm_active_percent": "SM active",
-            "tensor_active_percent": "tensor active",
-            "dram_active_percent": "DRAM active",
-        }
-        for name in names:
-            self._charts[name] = LabelledChart(titles[name], ascii_mode=self.ascii_mode, id=f"chart-{name}")
+        """Fields on the left; on the right the five histories full width, then the extra charts."""
+        for name, title in {**HISTORY_TITLES, **EXTRA_TITLES}.items():
+            self._charts[name] = LabelledChart(title, ascii_mode=self.ascii_mode, id=f"chart-{name}")
         with VerticalScroll(id="detail-left") as left:
             left.border_title = f"GPU {self.device_index}"
             yield self._fields
-        with Grid(id="detail-charts"):
-            yield from self._charts.values()
+        with VerticalScroll(id="detail-right"):
+            with Vertical(id="detail-histories"):
+                yield from (self._charts[name] for name in HISTORY_TITLES)
+            with Grid(id="detail-charts"):
+                yield from (self._charts[name] for name in EXTRA_TITLES)
         yield Footer()
 
-    def show(self, snapshot: Snapshot, history: History) -> None:
-        """Refresh fields and charts from ``snapshot`` and ``history``."""
-        device = next((d for d in snapshot.devices if d.index == self.device_index), None)
+    def show(self, frame: Frame, choice: ChartChoice) -> None:
+        """Refresh fields and charts from ``frame`` at the zoom level of ``choice``."""
+        device = next((d for d in frame.snapshot.devices if d.index == self.device_index), None)
         if device is None:
             self._fields.update(Text(f"GPU {self.device_index} is not in the latest snapshot."))
             self._last_fields = None
@@ -168,39 +173,45 @@ class GpuDetailScreen(Screen[None]):
             self._fields.update(table)
         left = self.query_one("#detail-left")
         left.border_title = f"GPU {gpu_number(device)} · {short_gpu_name(device.name)}"
-        self._show_charts(device, history)
+        self._show_charts(device, frame.charts, choice)
 
-    def _show_charts(self, device: DeviceSample, history: History) -> None:
+    def _show_charts(self, device: DeviceSample, charts: ChartView, choice: ChartChoice) -> None:
         def series(metric: str) -> list[float | None]:
-            return history.device(self.device_index, metric, last=CHART_HISTORY)
+            columns = self._charts[metric].columns
+            return charts.series(choice.level, self.device_index, metric, columns, paged=choice.paged)
 
-        rx, tx = series("pcie_rx_bytes_per_s"), series("pcie_tx_bytes_per_s")
-        pcie_max = pcie_scale(rx, tx)
-        clocks = [v for v in series("clock_sm_mhz") if v is not None]
-        clock_max = max(clocks, default=None)
-        total = device.memory_total_bytes
-        limit = device.power_limit_watts
-        charts = self._charts
-        charts["utilization_gpu_percent"].show(
-            fmt_percent(device.utilization_gpu_percent), series("utilization_gpu_percent"), 100.0, "100%"
+        def span(metric: str) -> str:
+            return duration_text(charts.span_seconds(choice.level, self._charts[metric].columns))
+
+        pcie_max = pcie_scale(*(series(metric) for metric in PCIE_METRICS))
+        for history in HISTORIES:
+            metric = history.metric
+            maximum = scale_maximum(metric, device, pcie_max)
+            scale = _scale_text(metric, maximum)
+            self._charts[metric].show(value_text(metric, device), series(metric), maximum, scale, span(metric))
+        clocks = series("clock_sm_mhz")
+        clock_max = max((v for v in clocks if v is not None), default=None)
+        self._charts["clock_sm_mhz"].show(
+            fmt_mhz(device.clock_sm_mhz), clocks, clock_max, fmt_mhz(clock_max), span("clock_sm_mhz")
         )
-        charts["memory_used_bytes"].show(
-            memory_pair(device.memory_used_bytes, total), series("memory_used_bytes"), total, fmt_bytes(total)
+        self._charts["fan_percent"].show(
+            fmt_percent(device.fan_percent), series("fan_percent"), 100.0, "100%", span("fan_percent")
         )
-        charts["power_watts"].show(
-            power_pair(device.power_watts, limit), series("power_watts"), limit, fmt_watts(limit)
-        )
-        charts["temperature_celsius"].show(
-            fmt_celsius(device.temperature_celsius), series("temperature_celsius"), 100.0, "100C"
-        )
-        charts["pcie_rx_bytes_per_s"].show(fmt_rate(device.pcie_rx_bytes_per_s), rx, pcie_max, fmt_rate(pcie_max))
-        charts["pcie_tx_bytes_per_s"].show(fmt_rate(device.pcie_tx_bytes_per_s), tx, pcie_max, fmt_rate(pcie_max))
-        charts["clock_sm_mhz"].show(fmt_mhz(device.clock_sm_mhz), series("clock_sm_mhz"), clock_max, fmt_mhz(clock_max))
-        charts["fan_percent"].show(fmt_percent(device.fan_percent), series("fan_percent"), 100.0, "100%")
         for metric in GPM_METRICS:
-            values = series(metric)
-            known = any(v is not None for v in values)
-            chart = charts[metric]
-            chart.display = known
-            if known:
-                chart.show(fmt_percent(getattr(device, metric)), values, 100.0, "100%")
+            chart = self._charts[metric]
+            chart.display = getattr(device, metric) is not None
+            if chart.display:
+                chart.show(fmt_percent(getattr(device, metric)), series(metric), 100.0, "100%", span(metric))
+
+
+def _scale_text(metric: str, maximum: float | None) -> str:
+    """The top of a history chart's scale with its unit."""
+    if metric == "memory_used_bytes":
+        return fmt_bytes(maximum)
+    if metric == "power_watts":
+        return fmt_watts(maximum)
+    if metric == "temperature_celsius":
+        return fmt_celsius(maximum)
+    if metric in PCIE_METRICS:
+        return fmt_rate(maximum)
+    return fmt_percent(maximum)

@@ -1,16 +1,17 @@
-"""Per-GPU panels: full charts when there is room, one or two lines with mini-charts when there is not.
+"""Per-GPU panels: every GPU's five histories on the time grid, in as many lines as the terminal allows.
 
-Each panel draws itself with the line API from the latest ``DeviceSample`` and the sampler's
-history, so a tick costs one refresh per panel and no widget tree changes. ``GpuArea`` mounts
-one panel per GPU (remounting only when the set of GPUs changes) and applies the layout the app
-picks with :func:`choose_layout`.
+Three layouts, richest first: *full* (a title line, a line of labelled values and multi-row
+charts), *strip* (two lines: labelled values above one-row charts of all five histories) and
+*line* (one line: the values and one chart of the metric ``v`` picks). Each panel draws itself
+with the line API from the newest frame (its ``DeviceSample`` and the time grid's chart view),
+so a tick costs one refresh per panel and no widget tree changes. ``GpuArea`` mounts one panel
+per GPU (remounting only when the set of GPUs changes), applies the layout the app picks with
+:func:`choose_layout` and tells how much time the charts span.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
-from collections.abc import Sequence
 from typing import ClassVar
 
 from rich.style import Style
@@ -20,31 +21,35 @@ from textual.strip import Strip
 from textual.widget import Widget
 from textual.widgets import Static
 
+from gputop.collect.frame import Frame
 from gputop.collect.gpu_selection import gpu_number
-from gputop.collect.history import History
 from gputop.collect.model import DeviceSample, Snapshot
+from gputop.collect.timegrid import ChartView
 from gputop.textsafe import safe_text
 from gputop.ui.chart import StyleFor, chart_rows
-from gputop.ui.format import (
-    CachedStyles,
-    LineBuilder,
-    fit,
-    memory_pair,
-    power_pair,
-    short_gpu_name,
-    throttle_badges,
+from gputop.ui.chart_choice import (
+    HISTORIES,
+    HOT_CELSIUS,
+    PCIE_METRICS,
+    ChartChoice,
+    ChartedMetric,
+    duration_text,
+    pcie_scale,
+    scale_maximum,
+    value_text,
 )
+from gputop.ui.format import CachedStyles, LineBuilder, fit, memory_pair, power_pair, short_gpu_name, throttle_badges
 from gputop.ui.line_diff import ChangedLinesRefresh
 from gputop.units import fmt_celsius, fmt_mhz, fmt_percent, fmt_rate
 
 MODE_FULL = "full"
 """Title line, a line of labelled values and a row of multi-line charts."""
 
-MODE_COMPACT2 = "compact2"
-"""Two lines: values with inline mini-charts, then clocks, PCIe and throttle badges."""
+MODE_STRIP = "strip"
+"""Two lines: labelled values above one-row charts of all five histories."""
 
-MODE_COMPACT1 = "compact1"
-"""One line: values with inline mini-charts."""
+MODE_LINE = "line"
+"""One line: values and one chart of the chosen metric."""
 
 MIN_CHART_ROWS = 2
 """Shortest chart in full mode."""
@@ -52,75 +57,47 @@ MIN_CHART_ROWS = 2
 MAX_CHART_ROWS = 5
 """Tallest chart in full mode; extra space goes to the process table."""
 
-HOT_CELSIUS = 85.0
-"""Temperature drawn in the alarm colour."""
-
 FULL_SIX_CHARTS_MIN_WIDTH = 100
-"""Narrower panels show four charts (PCIe moves to the title line)."""
+"""Narrower full panels show four charts (PCIe moves to the title line)."""
 
-MINI_CHART_MIN = 4
-"""Narrowest inline chart in the compact modes."""
+STRIP_GUTTER = 14
+"""Columns left of the strip layout's charts: the GPU's number and name above, badges or clock below."""
 
-MINI_CHART_MAX = 24
-"""Widest inline chart in the compact modes."""
+LINE_CHART_MIN = 8
+"""Narrowest chart of the one-line layout."""
 
-PCIE_SCALE_SAMPLES = 200
-"""Newest PCIe samples the full layout's shared RX/TX scale is chosen from."""
-
-_FULL_METRICS: tuple[str, ...] = (
-    "utilization_gpu_percent",
-    "memory_used_bytes",
-    "power_watts",
-    "temperature_celsius",
-    "pcie_rx_bytes_per_s",
-    "pcie_tx_bytes_per_s",
-)
-"""Metrics charted by the full layout."""
-
-_COMPACT_METRICS: tuple[str, ...] = ("utilization_gpu_percent", "memory_used_bytes", "power_watts")
-"""Metrics charted inline by the compact layouts."""
-
-PCIE_FLOOR = 1e6
-"""Smallest PCIe chart scale (1 MB/s), so an idle link does not magnify noise."""
+WIDE_LINE = 100
+"""One-line panels at least this wide add the GPU name and separators."""
 
 
 def panel_height(mode: str, chart_rows_count: int) -> int:
     """Lines one GPU panel takes in ``mode``."""
     if mode == MODE_FULL:
         return 2 + chart_rows_count
-    return 2 if mode == MODE_COMPACT2 else 1
+    return 2 if mode == MODE_STRIP else 1
 
 
 def choose_layout(count: int, budget: int, full_budget: int | None = None) -> tuple[str, int]:
     """Pick the richest mode (and chart height) that fits ``count`` GPUs in ``budget`` lines.
 
     Full charts must also fit ``full_budget`` (default ``budget``), so they do not crowd out the
-    process table; the compact modes may use the whole budget.
+    process table; the strip and line modes may use the whole budget.
     """
     full_budget = budget if full_budget is None else min(budget, full_budget)
     for rows in range(MAX_CHART_ROWS, MIN_CHART_ROWS - 1, -1):
         if count * panel_height(MODE_FULL, rows) <= full_budget:
             return MODE_FULL, rows
-    if count * 2 <= budget:
-        return MODE_COMPACT2, 0
-    return MODE_COMPACT1, 0
+    if count * panel_height(MODE_STRIP, 0) <= budget:
+        return MODE_STRIP, 0
+    return MODE_LINE, 0
 
 
-def nice_ceiling(value: float, floor: float) -> float:
-    """The smallest 1, 2 or 5 times a power of ten that is at least ``value`` (and ``floor``)."""
-    value = max(value, floor)
-    exponent = math.floor(math.log10(value))
-    for step in (1.0, 2.0, 5.0, 10.0):
-        candidate = step * 10.0**exponent
-        if candidate >= value:
-            return candidate
-    return 10.0 ** (exponent + 1)
-
-
-def pcie_scale(rx: Sequence[float | None], tx: Sequence[float | None]) -> float:
-    """Shared fixed scale for the RX and TX charts: a round number above the peak on screen."""
-    peak = max((v for v in (*rx, *tx) if v is not None), default=0.0)
-    return nice_ceiling(peak, PCIE_FLOOR)
+def chart_width(mode: str, width: int) -> int:
+    """Width of each chart of a ``width``-column panel in a full or strip ``mode``."""
+    if mode == MODE_STRIP:
+        return max(1, (width - STRIP_GUTTER + 1) // len(HISTORIES) - 1)
+    count = len(HISTORIES) if width >= FULL_SIX_CHARTS_MIN_WIDTH else 4
+    return max(1, (width - (count - 1)) // count)
 
 
 class GpuPanel(ChangedLinesRefresh, CachedStyles, Widget, can_focus=True):
@@ -159,31 +136,49 @@ class GpuPanel(ChangedLinesRefresh, CachedStyles, Widget, can_focus=True):
         """Current layout mode."""
         self.chart_rows_count = 3
         """Chart height in full mode."""
-        self._history: History | None = None
+        self.choice = ChartChoice()
+        """Zoom level, chart motion and the one-line layout's metric."""
+        self._charts: ChartView | None = None
+        self._series: dict[str, list[float | None]] = {}
         self._inputs: tuple[object, ...] | None = None
         self._lines: list[Strip] | None = None
         self._lines_width = -1
 
-    def show(self, device: DeviceSample, history: History) -> None:
-        """Display a new sample (and the history it extends); rebuilds only when what it draws changed."""
-        self.device = device
-        self._history = history
-        inputs = self._drawn_inputs(device)
+    def show(self, device: DeviceSample, charts: ChartView, choice: ChartChoice) -> None:
+        """Display a new sample and chart view; rebuilds only when what it draws changed."""
+        self.device, self._charts, self.choice = device, charts, choice
+        self._series = self._fetch_series(device)
+        layout = (self.mode, self.chart_rows_count, self.size.width, self.has_focus, choice)
+        # Everything the lines are built from: the sample (less the ever-growing energy counter,
+        # which is not drawn), the layout and the chart windows.
+        inputs = (dataclasses.replace(device, energy_joules=None), layout, tuple(map(tuple, self._series.values())))
         if inputs == self._inputs and self._lines is not None:
             return
         self._inputs = inputs
         self._update_changed_lines()
 
-    def _drawn_inputs(self, device: DeviceSample) -> tuple[object, ...]:
-        """Everything the panel's lines are built from: the sample (less the ever-growing energy
-        counter, which is not drawn), the layout, and the newest history each chart can show."""
-        if self.mode == MODE_FULL:  # charts up to the panel's width; the PCIe scale looks further back
-            window, metrics = max(self.size.width, PCIE_SCALE_SAMPLES), _FULL_METRICS
+    def _fetch_series(self, device: DeviceSample) -> dict[str, list[float | None]]:
+        """The chart windows this layout draws, by metric (PCIe both ways whenever one is drawn)."""
+        charts, width = self._charts, self.size.width
+        if charts is None or width <= 0 or device.lost:
+            return {}
+        if self.mode == MODE_LINE:
+            metric = self.choice.history.metric
+            count = self._line_chart_width(device, width)
+            metrics: tuple[str, ...] = PCIE_METRICS if metric in PCIE_METRICS else (metric,)
         else:
-            window, metrics = MINI_CHART_MAX, _COMPACT_METRICS
-        series = tuple(tuple(self._series(metric, window)) for metric in metrics)
-        layout = (self.mode, self.chart_rows_count, self.size.width, self.has_focus)
-        return (dataclasses.replace(device, energy_joules=None), layout, series)
+            count = chart_width(self.mode, width)
+            shown = HISTORIES if self.mode == MODE_STRIP or width >= FULL_SIX_CHARTS_MIN_WIDTH else HISTORIES[:4]
+            metrics = tuple(history.metric for history in shown)
+        level, paged = self.choice.level, self.choice.paged
+        return {
+            metric: charts.series(level, self.device_index, metric, count, paged=paged) for metric in metrics
+        }
+
+    @property
+    def chart_columns(self) -> int:
+        """Width of the panel's charts, in columns of the time grid (0 before it has drawn any)."""
+        return max((len(values) for values in self._series.values()), default=0)
 
     def set_layout(self, mode: str, chart_rows_count: int) -> None:
         """Switch layout mode; the panel's height follows."""
@@ -191,11 +186,21 @@ class GpuPanel(ChangedLinesRefresh, CachedStyles, Widget, can_focus=True):
             return
         self.mode, self.chart_rows_count = mode, chart_rows_count
         self.styles.height = panel_height(mode, chart_rows_count)
+        self._redraw()
+
+    def _redraw(self) -> None:
+        """Fetch the chart windows again (the layout or width changed) and redraw."""
+        if self.device is not None:
+            self._series = self._fetch_series(self.device)
         self._invalidate()
 
     def on_mount(self) -> None:
         """Size the panel for its mode."""
         self.styles.height = panel_height(self.mode, self.chart_rows_count)
+
+    def on_resize(self) -> None:
+        """Charts follow the panel's width."""
+        self._redraw()
 
     def on_focus(self) -> None:
         """Highlight the title when focused."""
@@ -221,11 +226,6 @@ class GpuPanel(ChangedLinesRefresh, CachedStyles, Widget, can_focus=True):
     def _style(self, name: str) -> Style:
         return self.component_style(f"gpu-panel--{name}")
 
-    def _series(self, metric: str, count: int) -> list[float | None]:
-        if self._history is None or count <= 0:
-            return []
-        return self._history.device(self.device_index, metric, last=count)
-
     def _build(self, width: int) -> list[Strip]:
         device = self.device
         if device is None:
@@ -236,10 +236,9 @@ class GpuPanel(ChangedLinesRefresh, CachedStyles, Widget, can_focus=True):
             return self._build_lost(device, width)
         if self.mode == MODE_FULL:
             return self._build_full(device, width)
-        lines = [self._compact_main(device, width, badges=self.mode == MODE_COMPACT1)]
-        if self.mode == MODE_COMPACT2:
-            lines.append(self._compact_details(device, width))
-        return lines
+        if self.mode == MODE_STRIP:
+            return self._build_strip(device, width)
+        return [self._build_line(device, width)]
 
     def _title_style(self) -> Style:
         return self._style("title-focus" if self.has_focus else "title")
@@ -272,11 +271,48 @@ class GpuPanel(ChangedLinesRefresh, CachedStyles, Widget, can_focus=True):
             items.append(("", "MIG"))
         return items
 
+    def _badge_texts(self, device: DeviceSample) -> list[tuple[str, Style]]:
+        """Throttle badges as (text, style), the costly ones first."""
+        badges = sorted(throttle_badges(device.throttle_reasons), key=lambda badge: not badge[1])
+        return [
+            (f"[{label}]" if self.ascii_mode else f" {label} ", self._style("badge" if costly else "badge-benign"))
+            for label, costly in badges
+        ]
+
     def _add_badges(self, line: LineBuilder, device: DeviceSample) -> None:
-        for label, costly in throttle_badges(device.throttle_reasons):
-            text = f"[{label}]" if self.ascii_mode else f" {label} "
-            if not line.add(" ", None) or not line.add(text, self._style("badge" if costly else "badge-benign")):
+        for text, style in self._badge_texts(device):
+            if not line.add(" ", None) or not line.add(text, style):
                 break
+
+    def _chart_style(self, history: ChartedMetric) -> Style | StyleFor:
+        """The chart colour of ``history`` (temperature turns to the alarm colour when hot)."""
+        if history.metric == "temperature_celsius":
+            hot, temp = self._style("hot"), self._style("temp")
+            return lambda value: hot if value >= HOT_CELSIUS else temp
+        return self._style(history.part)
+
+    def _chart(self, device: DeviceSample, history: ChartedMetric, width: int, rows: int) -> list[Strip]:
+        """``rows`` strips of one chart ``width`` wide on the metric's fixed scale."""
+        pcie = pcie_scale(*(self._series.get(metric, ()) for metric in PCIE_METRICS))
+        return chart_rows(
+            self._series.get(history.metric, ()),
+            width,
+            rows,
+            scale_maximum(history.metric, device, pcie),
+            self._chart_style(history),
+            ascii_mode=self.ascii_mode,
+            blank=self.base_style,
+        )
+
+    def _add_value(self, line: LineBuilder, history: ChartedMetric, device: DeviceSample, room: int) -> None:
+        """``label value`` in at most ``room`` cells (the value alone, cut, when both do not fit)."""
+        text = value_text(history.metric, device)
+        value = self._style("hot") if _is_hot(history, device) else self._style("value")
+        if len(history.label) + 1 + len(text) <= room:
+            line.add(f"{history.label} ", self._style("label"))
+            line.add(text, value)
+        else:
+            line.add(fit(text, room), value)
 
     def _build_full(self, device: DeviceSample, width: int) -> list[Strip]:
         rows = self.chart_rows_count
@@ -286,128 +322,93 @@ class GpuPanel(ChangedLinesRefresh, CachedStyles, Widget, can_focus=True):
         head.add_cut(f" {short_gpu_name(device.name)} ", title)
         self._add_badges(head, device)
         details = self._detail_items(device)
-        columns = self._full_columns(device)
+        histories = HISTORIES
         if width < FULL_SIX_CHARTS_MIN_WIDTH:
-            columns = columns[:4]
+            histories = HISTORIES[:4]
             details = _pcie_items(device) + details
         self._add_items(head, details)
-        label, value = self._style("label"), self._style("value")
-        count = len(columns)
-        column_width = max(1, (width - (count - 1)) // count)
+        column_width = chart_width(MODE_FULL, width)
         labels = LineBuilder(width, self.base_style)
         chart_lines = [LineBuilder(width, self.base_style) for _ in range(rows)]
-        for position, (name, text, metric, maximum, style) in enumerate(columns):
+        for position, history in enumerate(histories):
             start = position * (column_width + 1)
             labels.pad_to(start)
-            full = f"{name} {text}"
-            if len(full) <= column_width:
-                labels.add(f"{name} ", label)
-                labels.add(text, value)
-            else:
-                labels.add(fit(text, column_width), value)
-            strips = chart_rows(
-                self._series(metric, column_width),
-                column_width,
-                rows,
-                maximum,
-                style,
-                ascii_mode=self.ascii_mode,
-                blank=self.base_style,
-            )
-            for builder, strip in zip(chart_lines, strips, strict=True):
+            self._add_value(labels, history, device, column_width)
+            for builder, strip in zip(chart_lines, self._chart(device, history, column_width, rows), strict=True):
                 builder.pad_to(start)
                 builder.add_strip(strip)
         return [head.strip(title), labels.strip()] + [b.strip() for b in chart_lines]
 
-    def _full_columns(self, device: DeviceSample) -> list[tuple[str, str, str, float | None, Style | StyleFor]]:
-        """(label, value text, metric, scale maximum, style) of each chart, most important first."""
-        hot, temp = self._style("hot"), self._style("temp")
-        pcie_max = pcie_scale(
-            self._series("pcie_rx_bytes_per_s", PCIE_SCALE_SAMPLES), self._series("pcie_tx_bytes_per_s", PCIE_SCALE_SAMPLES)
-        )
-        return [
-            ("util", fmt_percent(device.utilization_gpu_percent), "utilization_gpu_percent", 100.0, self._style("util")),
-            (
-                "mem",
-                memory_pair(device.memory_used_bytes, device.memory_total_bytes),
-                "memory_used_bytes",
-                device.memory_total_bytes,
-                self._style("mem"),
-            ),
-            (
-                "power",
-                power_pair(device.power_watts, device.power_limit_watts),
-                "power_watts",
-                device.power_limit_watts,
-                self._style("power"),
-            ),
-            (
-                "temp",
-                fmt_celsius(device.temperature_celsius),
-                "temperature_celsius",
-                100.0,
-                lambda v: hot if v >= HOT_CELSIUS else temp,
-            ),
-            ("PCIe RX", fmt_rate(device.pcie_rx_bytes_per_s), "pcie_rx_bytes_per_s", pcie_max, self._style("pcie")),
-            ("PCIe TX", fmt_rate(device.pcie_tx_bytes_per_s), "pcie_tx_bytes_per_s", pcie_max, self._style("pcie")),
-        ]
-
-    def _compact_main(self, device: DeviceSample, width: int, *, badges: bool) -> Strip:
-        """``0 H100 80GB │util ▂▅█ 97% │mem ▃▄ 61/80GiB │pwr ▅▆ 612/700W │71C``."""
+    def _build_strip(self, device: DeviceSample, width: int) -> list[Strip]:
+        """``0 H100 80GB  util 97%      mem 61/80GiB ...`` above ``P0 1980MHz  ▃▅▆█ ...``."""
+        top, bottom = LineBuilder(width, self.base_style), LineBuilder(width, self.base_style)
         title = self._title_style()
-        label, value = self._style("label"), self._style("value")
-        wide = width >= 100
-        sep = (" | " if self.ascii_mode else " │ ") if wide else " "
+        top.add(fit(f" {gpu_number(device)} {short_gpu_name(device.name)}", STRIP_GUTTER - 1).ljust(STRIP_GUTTER - 1),
+                title)
+        badges = self._badge_texts(device)
+        if badges:
+            text, style = badges[0]
+            bottom.add(" ")
+            bottom.add(fit(text, STRIP_GUTTER - 2), style)
+        else:
+            state = "" if device.pstate is None else f"P{device.pstate} "
+            bottom.add(fit(f" {state}{fmt_mhz(device.clock_sm_mhz)}", STRIP_GUTTER - 1), self._style("dim"))
+        column_width = chart_width(MODE_STRIP, width)
+        for position, history in enumerate(HISTORIES):
+            start = STRIP_GUTTER + position * (column_width + 1)
+            top.pad_to(start)
+            self._add_value(top, history, device, column_width)
+            bottom.pad_to(start)
+            bottom.add_strip(self._chart(device, history, column_width, 1)[0])
+        return [top.strip(), bottom.strip()]
+
+    def _line_fields(self, device: DeviceSample, width: int) -> tuple[str, list[tuple[str, str, str]], str]:
+        """The one-line layout's number, (label, padded text, value part) fields and separator."""
         memory = memory_pair(device.memory_used_bytes, device.memory_total_bytes)
         power = power_pair(device.power_watts, device.power_limit_watts)
+        hot = "hot" if (device.temperature_celsius or 0) >= HOT_CELSIUS else "value"
         fields = [
-            ("util ", f"{fmt_percent(device.utilization_gpu_percent):>4}", "utilization_gpu_percent", 100.0, "util"),
-            ("mem ", f"{memory:>12}", "memory_used_bytes", device.memory_total_bytes, "mem"),
-            ("pwr ", f"{power:>8}", "power_watts", device.power_limit_watts, "power"),
+            ("util ", f"{fmt_percent(device.utilization_gpu_percent):>4}", "value"),
+            ("mem ", f"{memory:>12}", "value"),
+            ("pwr ", f"{power:>8}", "value"),
+            ("", f"{fmt_celsius(device.temperature_celsius):>4}", hot),
         ]
-        temp_text = f"{fmt_celsius(device.temperature_celsius):>4}"
-        name = f"{fit(short_gpu_name(device.name), 18 if wide else 14):<{18 if wide else 14}}"
-        number = f" {gpu_number(device)} "
-        fixed = len(number) + 1 + len(name) + len(sep) * 4 + len(temp_text)
-        fixed += sum(len(f[0]) + len(f[1]) for f in fields)
-        spare = width - fixed
-        charts = min(len(fields), max(0, spare // (MINI_CHART_MIN + 1)))
-        chart_width = min(MINI_CHART_MAX, spare // charts - 1) if charts else 0
-        line = LineBuilder(width, self.base_style)
-        line.add(number, title)
-        line.add(" ")
-        line.add(name, value)
-        for position, (text_label, text, metric, maximum, colour) in enumerate(fields):
-            line.add(sep, self._style("dim"))
-            if not line.add(text_label, label):
-                break
-            if position < charts:
-                strip = chart_rows(
-                    self._series(metric, chart_width),
-                    chart_width,
-                    1,
-                    maximum,
-                    self._style(colour),
-                    ascii_mode=self.ascii_mode,
-                    blank=self.base_style,
-                )[0]
-                line.add_strip(strip)
-                line.add(" ")
-            if not line.add(text, value):
-                line.add_cut(text, value)
-                break
-        if line.add(sep, self._style("dim")):
-            line.add(temp_text, self._style("hot") if (device.temperature_celsius or 0) >= HOT_CELSIUS else value)
-        if badges:
-            self._add_badges(line, device)
-        return line.strip()
+        separator = (" | " if self.ascii_mode else " │ ") if width >= WIDE_LINE else " "
+        name = f" {gpu_number(device)} "
+        if width >= WIDE_LINE:
+            name += f"{fit(short_gpu_name(device.name), 18):<18}"
+        return name, fields, separator
 
-    def _compact_details(self, device: DeviceSample, width: int) -> Strip:
-        """Second compact line: badges, clocks, fan, PCIe and GPM activity."""
+    def _line_chart_label(self, device: DeviceSample) -> str:
+        """What precedes the one-line chart: its metric's label, and its value for PCIe (not among the fields)."""
+        history = self.choice.history
+        if history.metric in PCIE_METRICS:
+            return f"{history.label} {value_text(history.metric, device):>9} "
+        return f"{history.label} "
+
+    def _line_chart_width(self, device: DeviceSample, width: int) -> int:
+        """Cells left for the one-line layout's chart (at least :data:`LINE_CHART_MIN`)."""
+        name, fields, separator = self._line_fields(device, width)
+        used = len(name) + sum(len(label) + len(text) + len(separator) for label, text, _ in fields)
+        used += len(separator) + len(self._line_chart_label(device))
+        room = width - used - 1
+        badges = sum(1 + len(text) for text, _ in self._badge_texts(device))
+        return max(LINE_CHART_MIN, room - badges if room - badges >= LINE_CHART_MIN else room)
+
+    def _build_line(self, device: DeviceSample, width: int) -> Strip:
+        """`` 0 util  97% mem 61.2/80GiB pwr 612/700W  71C util ▂▃▅▆█▇`` and badges where they fit."""
+        name, fields, separator = self._line_fields(device, width)
         line = LineBuilder(width, self.base_style)
-        line.add("   ")
+        line.add(name, self._title_style())
+        for label, text, part in fields:
+            line.add(separator, self._style("dim"))
+            line.add(label, self._style("label"))
+            line.add(text, self._style(part))
+        history = self.choice.history
+        line.add(separator, self._style("dim"))
+        line.add(self._line_chart_label(device), self._style(history.part))
+        line.add_strip(self._chart(device, history, self._line_chart_width(device, width), 1)[0])
         self._add_badges(line, device)
-        self._add_items(line, _pcie_items(device) + self._detail_items(device))
         return line.strip()
 
     def _add_items(self, line: LineBuilder, items: list[tuple[str, str]]) -> None:
@@ -421,23 +422,34 @@ class GpuPanel(ChangedLinesRefresh, CachedStyles, Widget, can_focus=True):
             line.add(text, value)
 
 
+def _is_hot(history: ChartedMetric, device: DeviceSample) -> bool:
+    """True for a temperature at or above :data:`HOT_CELSIUS`."""
+    return history.metric == "temperature_celsius" and (device.temperature_celsius or 0) >= HOT_CELSIUS
+
+
 def _pcie_items(device: DeviceSample) -> list[tuple[str, str]]:
     """PCIe receive and transmit rates as label/value pairs."""
     return [("PCIe RX ", fmt_rate(device.pcie_rx_bytes_per_s)), ("TX ", fmt_rate(device.pcie_tx_bytes_per_s))]
 
 
 class GpuArea(VerticalScroll, can_focus=False):
-    """The stack of GPU panels; scrolls when even the one-line mode does not fit."""
+    """The stack of GPU panels; scrolls when even the one-line mode does not fit.
+
+    Its top border names the time the charts span, the time per column and the keys that change them.
+    """
 
     def __init__(self, *, ascii_mode: bool = False, id: str | None = None) -> None:
         super().__init__(id=id)
         self.ascii_mode = ascii_mode
         """Passed on to every panel."""
         self._indexes: tuple[int, ...] | None = None
+        self._frame: Frame | None = None
         self.mode = MODE_FULL
         """Layout mode applied to every panel."""
         self.chart_rows_count = 3
         """Chart height in full mode."""
+        self.choice = ChartChoice()
+        """Zoom level, chart motion and the one-line layout's metric, shared by every panel."""
 
     @property
     def panels(self) -> list[GpuPanel]:
@@ -449,8 +461,10 @@ class GpuArea(VerticalScroll, can_focus=False):
         """How many GPUs the last snapshot had."""
         return len(self._indexes or ())
 
-    async def show(self, snapshot: Snapshot, history: History) -> None:
-        """Show ``snapshot``'s GPUs, mounting panels only when the set of GPUs changed."""
+    async def show(self, frame: Frame) -> None:
+        """Show ``frame``'s GPUs, mounting panels only when the set of GPUs changed."""
+        self._frame = frame
+        snapshot = frame.snapshot
         indexes = tuple(d.index for d in snapshot.devices)
         if indexes != self._indexes:
             self._indexes = indexes
@@ -462,11 +476,39 @@ class GpuArea(VerticalScroll, can_focus=False):
                 await self.mount_all(panels)
             else:
                 await self.mount(Static(self._no_gpu_text(snapshot), classes="no-gpus"))
-        if not indexes:
+        self._show_panels()
+
+    def set_choice(self, choice: ChartChoice) -> None:
+        """Chart at another zoom level, motion or one-line metric; applied at once."""
+        self.choice = choice
+        self._show_panels()
+
+    def _show_panels(self) -> None:
+        frame = self._frame
+        if frame is None or not self._indexes:
+            self.border_title = None
             return
         # Fewer panels than GPUs while the app tears the screen down (a snapshot can still arrive then).
-        for panel, device in zip(self.panels, snapshot.devices, strict=False):
-            panel.show(device, history)
+        panels = self.panels
+        for panel, device in zip(panels, frame.snapshot.devices, strict=False):
+            panel.show(device, frame.charts, self.choice)
+        columns = max((panel.chart_columns for panel in panels), default=0)
+        self.border_title = self._title(frame, columns)
+
+    def _title(self, frame: Frame, columns: int) -> str:
+        """``8× H100 80GB HBM3 · last 25s · 1s/column · z zoom`` (plus the one-line layout's metric and key)."""
+        charts = frame.charts
+        level = charts.levels[self.choice.level]
+        names = {device.name for device in frame.snapshot.devices}
+        count = len(frame.snapshot.devices)
+        times = "x" if self.ascii_mode else "×"
+        parts = [f"{count}{times} {short_gpu_name(names.pop())}" if len(names) == 1 else "GPU history"]
+        if columns:
+            parts.append(f"last {duration_text(charts.span_seconds(self.choice.level, columns))}")
+        parts += [f"{duration_text(level.seconds)}/column", "z zoom"]
+        if self.mode == MODE_LINE:
+            parts.append(f"v chart: {self.choice.history.label}")
+        return " · ".join(parts) if not self.ascii_mode else " - ".join(parts)
 
     @staticmethod
     def _no_gpu_text(snapshot: Snapshot) -> str:
@@ -475,10 +517,10 @@ class GpuArea(VerticalScroll, can_focus=False):
         return f"No GPU data{detail}"
 
     def apply_layout(self, mode: str, chart_rows_count: int, budget: int) -> None:
-        """Use ``mode`` for every panel and take at most ``budget`` lines."""
+        """Use ``mode`` for every panel and take at most ``budget`` lines (its top border included)."""
         self.mode, self.chart_rows_count = mode, chart_rows_count
         for panel in self.panels:
             panel.set_layout(mode, chart_rows_count)
-        need = max(1, self.gpu_count) * panel_height(mode, chart_rows_count)
-        self.styles.height = max(1, min(need, budget))
-
+        need = max(1, self.gpu_count) * panel_height(mode, chart_rows_count) + 1
+        self.styles.height = max(2, min(need, budget))
+        self._show_panels()

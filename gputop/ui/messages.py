@@ -4,20 +4,20 @@ from __future__ import annotations
 
 from textual.message import Message
 
-from gputop.collect.model import Snapshot
+from gputop.collect.frame import Frame
 
 
-class SnapshotReady(Message):
-    """A new snapshot is available; a newer one replaces a stale one still waiting in the queue."""
+class FrameReady(Message):
+    """A new frame is available; a newer one replaces a stale one still waiting in the queue."""
 
-    def __init__(self, snapshot: Snapshot) -> None:
+    def __init__(self, frame: Frame) -> None:
         super().__init__()
-        self.snapshot = snapshot
-        """The snapshot to show."""
+        self.frame = frame
+        """The frame to show."""
 
     def can_replace(self, message: Message) -> bool:
-        """True when ``message`` is a newer snapshot, so only the newest is applied."""
-        return isinstance(message, SnapshotReady)
+        """True when ``message`` is an older frame, so only the newest is applied."""
+        return isinstance(message, FrameReady)
 
 
 class TerminalLost(Message):

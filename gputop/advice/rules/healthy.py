@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from gputop.advice.context import Context, Finding
 from gputop.advice.rules.base import Rule, gib, pct
-from gputop.collect.model import ScopeKind, Severity
+from gputop.collect.model import Advice, ScopeKind, Severity
 
 
 def _evaluate(ctx: Context) -> list[Finding]:
@@ -29,3 +29,8 @@ def _evaluate(ctx: Context) -> list[Finding]:
 
 RULE = Rule("healthy", _evaluate, hold=lambda thresholds: max(thresholds.hold_s, thresholds.throttle_hold_s))
 """A busy GPU with no other advice; it holds as long as the slowest rule that could contradict it."""
+
+
+def is_all_clear(advice: Advice) -> bool:
+    """True for this rule's "nothing looks wrong" advice, which asks for nothing to change."""
+    return advice.id.partition(":")[0] == RULE.name
