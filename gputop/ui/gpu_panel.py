@@ -493,7 +493,9 @@ class GpuArea(VerticalScroll, can_focus=False):
         for panel, device in zip(panels, frame.snapshot.devices, strict=False):
             panel.show(device, frame.charts, self.choice)
         columns = max((panel.chart_columns for panel in panels), default=0)
-        self.border_title = self._title(frame, columns)
+        title = self._title(frame, columns)
+        if title != self.border_title:  # setting it, even unchanged, repaints the whole area
+            self.border_title = title
 
     def _title(self, frame: Frame, columns: int) -> str:
         """``8× H100 80GB HBM3 · last 25s · 1s/column · z zoom`` (plus the one-line layout's metric and key)."""
