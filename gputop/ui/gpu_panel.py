@@ -140,6 +140,7 @@ class GpuPanel(ChangedLinesRefresh, CachedStyles, Widget, can_focus=True):
         """Zoom level, chart motion and the one-line layout's metric."""
         self._charts: ChartView | None = None
         self._series: dict[str, list[float | None]] = {}
+        self._chart_cache: dict[str, tuple[tuple[object, ...], list[Strip]]] = {}
         self._inputs: tuple[object, ...] | None = None
         self._lines: list[Strip] | None = None
         self._lines_width = -1
@@ -197,6 +198,12 @@ class GpuPanel(ChangedLinesRefresh, CachedStyles, Widget, can_focus=True):
     def on_mount(self) -> None:
         """Size the panel for its mode."""
         self.styles.height = panel_height(self.mode, self.chart_rows_count)
+
+    def notify_style_update(self) -> None:
+        """Drop the cached chart strips with the styles they were drawn in."""
+        super().notify_style_update()
+        if hasattr(self, "_chart_cache"):  # Textual may call this before __init__ has finished
+            self._chart_cache.clear()
 
     def on_resize(self) -> None:
         """Charts follow the panel's width."""
@@ -292,17 +299,23 @@ class GpuPanel(ChangedLinesRefresh, CachedStyles, Widget, can_focus=True):
         return self._style(history.part)
 
     def _chart(self, device: DeviceSample, history: ChartedMetric, width: int, rows: int) -> list[Strip]:
-        """``rows`` strips of one chart ``width`` wide on the metric's fixed scale."""
+        """``rows`` strips of one chart ``width`` wide on the metric's fixed scale.
+
+        Between two columns of the time grid most polls change only the numbers, so the strips of
+        each metric are kept until its window, scale or size changes.
+        """
         pcie = pcie_scale(*(self._series.get(metric, ()) for metric in PCIE_METRICS))
-        return chart_rows(
-            self._series.get(history.metric, ()),
-            width,
-            rows,
-            scale_maximum(history.metric, device, pcie),
-            self._chart_style(history),
-            ascii_mode=self.ascii_mode,
-            blank=self.base_style,
+        values = self._series.get(history.metric, [])
+        maximum = scale_maximum(history.metric, device, pcie)
+        key = (values, width, rows, maximum, self.base_style)
+        cached = self._chart_cache.get(history.metric)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        strips = chart_rows(
+            values, width, rows, maximum, self._chart_style(history), ascii_mode=self.ascii_mode, blank=self.base_style
         )
+        self._chart_cache[history.metric] = (key, strips)
+        return strips
 
     def _add_value(self, line: LineBuilder, history: ChartedMetric, device: DeviceSample, room: int) -> None:
         """``label value`` in at most ``room`` cells (the value alone, cut, when both do not fit)."""
