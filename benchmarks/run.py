@@ -2,7 +2,7 @@
 
 Usage (from the repository root)::
 
-    python benchmarks/run.py            # full run, about 11 minutes on 2 cores
+    python benchmarks/run.py            # full run, about 8-10 minutes on 2 cores
     python benchmarks/run.py --no-peers --measure 2 --warmup 1 --day-hours 0.1 --record-seconds 3 --output /tmp/r.md
     python benchmarks/run.py --from-json raw.json --readme-table   # the README's table from saved numbers
 
