@@ -4,9 +4,9 @@
  * need but gputop never calls. Every tool in the benchmark loads this same library.
  *
  * The extra calls answer constants for an H100 SXM (PCIe Gen5 x16, max clocks, temperature
- * thresholds, idle encoder/decoder, persistence mode on, default compute mode, no display, power
- * management limit 700 W), a PCI bus id derived from the device index, and the v1 spellings of
- * calls the fake has in later versions. They are cheap: none of them sleeps. Symbols
+ * thresholds, idle encoder/decoder, persistence mode on, default compute mode, no display), a PCI bus
+ * id derived from the device index, the power management limit as the scenario's enforced limit, and
+ * the v1 spellings of calls the fake has in later versions. They are cheap: none of them sleeps. Symbols
  * not defined here resolve to the fake core through this library's DT_NEEDED entry, which is also
  * where dlsym() on this library's handle looks next.
  */
@@ -37,6 +37,7 @@ nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *count);
 nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t *device);
 nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t, unsigned int *, nvmlProcessInfo_v2_t *);
 nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v3(nvmlDevice_t, unsigned int *, nvmlProcessInfo_v2_t *);
+nvmlReturn_t nvmlDeviceGetEnforcedPowerLimit(nvmlDevice_t, unsigned int *);
 
 #define H100_PCI_DEVICE_ID 0x233010DEu
 #define MAX_PROCESSES 1024
@@ -123,7 +124,7 @@ nvmlReturn_t nvmlDeviceGetTemperatureThreshold(nvmlDevice_t device, int type, un
 nvmlReturn_t nvmlDeviceGetDisplayActive(nvmlDevice_t d, unsigned int *v) { return constant(d, v, 0); }
 nvmlReturn_t nvmlDeviceGetPersistenceMode(nvmlDevice_t d, unsigned int *v) { return constant(d, v, 1); }
 nvmlReturn_t nvmlDeviceGetComputeMode(nvmlDevice_t d, unsigned int *v) { return constant(d, v, 0); }
-nvmlReturn_t nvmlDeviceGetPowerManagementLimit(nvmlDevice_t d, unsigned int *v) { return constant(d, v, 700000); }
+nvmlReturn_t nvmlDeviceGetPowerManagementLimit(nvmlDevice_t d, unsigned int *v) { return nvmlDeviceGetEnforcedPowerLimit(d, v); }
 
 /* Driver models (WDDM/TCC) exist on Windows only; Linux drivers answer NOT_SUPPORTED. */
 nvmlReturn_t nvmlDeviceGetDriverModel(nvmlDevice_t d, unsigned int *current, unsigned int *pending) {

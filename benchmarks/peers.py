@@ -25,20 +25,42 @@ Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 """deb822 source used for the private package lists (Debian main + contrib)."""
 
 
+NVITOP_VERSION = "1.7.2"
+"""nvitop release the benchmark installs (pinned, so runs on different days compare)."""
+
+NVITOP_DEFAULT_INTERVAL_S = 2.0
+"""nvitop's refresh interval without ``--interval`` (its ``--help`` says 2)."""
+
+NVTOP_DEFAULT_INTERVAL_S = 1.0
+"""nvtop's refresh interval without ``-d`` (its built-in delay is 1000 ms)."""
+
+
 @dataclass(frozen=True)
 class Peer:
-    """A peer monitor ready to run, or the reason it is not."""
+    """A monitor ready to run (gputop or a peer), or the reason it is not."""
 
     name: str
-    """``nvitop`` or ``nvtop``."""
+    """``gputop``, ``nvitop`` or ``nvtop``."""
     argv: tuple[str, ...] | None
-    """Command to run it at the benchmark's interval, or None when unavailable."""
+    """Command that runs it at its default interval, or None when unavailable."""
     version: str | None
     """Version it reports."""
-    interval_s: float | None
-    """Refresh interval it runs at (nvtop takes tenths of a second)."""
+    default_interval_s: float | None
+    """Refresh interval it runs at without an interval option."""
     reason: str | None = None
     """Why it is unavailable."""
+    tenths: bool = False
+    """True when it takes the interval as ``-d`` in tenths of a second (nvtop), else as ``--interval`` seconds."""
+
+    def command(self, interval_s: float | None) -> tuple[tuple[str, ...], float]:
+        """Its command line at ``interval_s`` (None: its default) and the interval it really runs at."""
+        assert self.argv is not None and self.default_interval_s is not None, f"{self.name} is unavailable"
+        if interval_s is None:
+            return self.argv, self.default_interval_s
+        if not self.tenths:
+            return (*self.argv, "--interval", f"{interval_s:g}"), interval_s
+        tenths = max(1, round(interval_s * 10))
+        return (*self.argv, "-d", str(tenths)), tenths / 10
 
 
 def cache_dir() -> Path:
@@ -53,8 +75,8 @@ def _run(command: list[str], cwd: Path | None = None, timeout: float = 600) -> s
     return subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=timeout, check=False)
 
 
-def get_nvitop(interval_s: float) -> Peer:
-    """nvitop from the cache's venv, created with ``pip install nvitop`` when missing."""
+def get_nvitop() -> Peer:
+    """nvitop from the cache's venv, created with ``pip install nvitop==NVITOP_VERSION`` when missing."""
     home = cache_dir() / "nvitop-venv"
     python = home / "bin" / "python"
     binary = home / "bin" / "nvitop"
@@ -62,16 +84,17 @@ def get_nvitop(interval_s: float) -> Peer:
         print("benchmark: installing nvitop from PyPI into", home, file=sys.stderr)
         try:
             venv.create(home, with_pip=True)
-            result = _run([str(python), "-m", "pip", "install", "--quiet", "nvitop"])
+            result = _run([str(python), "-m", "pip", "install", "--quiet", f"nvitop=={NVITOP_VERSION}"])
         except (OSError, subprocess.SubprocessError) as exc:
             return Peer("nvitop", None, None, None, f"cannot create a venv: {exc}")
         if result.returncode != 0 or not binary.exists():
-            return Peer("nvitop", None, None, None, "pip install nvitop failed: " + _last_line(result.stderr))
+            return Peer("nvitop", None, None, None, f"pip install nvitop=={NVITOP_VERSION} failed: "
+                        + _last_line(result.stderr))
     version = _run([str(python), "-c", "import nvitop; print(nvitop.__version__)"]).stdout.strip() or None
-    return Peer("nvitop", (str(binary), "--interval", f"{interval_s:g}"), version, interval_s)
+    return Peer("nvitop", (str(binary),), version, NVITOP_DEFAULT_INTERVAL_S)
 
 
-def get_nvtop(interval_s: float) -> Peer:
+def get_nvtop() -> Peer:
     """nvtop unpacked from Debian's package in the cache, downloaded when missing."""
     root = cache_dir() / "nvtop-root"
     binary = root / "usr" / "bin" / "nvtop"
@@ -79,10 +102,9 @@ def get_nvtop(interval_s: float) -> Peer:
         reason = _fetch_nvtop(root)
         if reason is not None:
             return Peer("nvtop", None, None, None, reason)
-    tenths = max(1, round(interval_s * 10))
     result = _run([str(binary), "--version"], timeout=30)
     version = (result.stdout.strip() or result.stderr.strip()).split()[-1] if result.returncode == 0 else None
-    return Peer("nvtop", (str(binary), "-d", str(tenths)), version, tenths / 10)
+    return Peer("nvtop", (str(binary),), version, NVTOP_DEFAULT_INTERVAL_S, tenths=True)
 
 
 def _fetch_nvtop(root: Path) -> str | None:

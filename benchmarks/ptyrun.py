@@ -3,12 +3,13 @@
 Measured after a warm-up: CPU milliseconds per second of the whole process tree, bytes per second
 written to the terminal, the longest pause between two writes, and the peak resident memory of the
 tree over the whole run. The first full frame is the end of the first burst of output that contains
-a marker only sampled data can produce (the last GPU's utilization), measured from the spawn.
+a marker only sampled data can produce (the last GPU's power limit), measured from the spawn.
 """
 
 from __future__ import annotations
 
 import itertools
+import re
 import sys
 import time
 from collections.abc import Sequence
@@ -79,18 +80,18 @@ def _tree_rss(root: psutil.Process) -> int:
     return total
 
 
-def first_frame_end(chunks: list[tuple[float, int]], output: bytes, marker: bytes) -> float | None:
-    """Monotonic time at which the first output burst holding ``marker`` ended; None if never seen.
+def first_frame_end(chunks: list[tuple[float, int]], output: bytes, marker: re.Pattern[bytes]) -> float | None:
+    """Monotonic time at which the first output burst holding a match of ``marker`` ended; None if never seen.
 
     A burst is a run of reads less than ``BURST_GAP_S`` apart.
     """
-    where = output.find(marker)
-    if where < 0:
+    found = marker.search(output)
+    if found is None:
         return None
     received = 0
     for index, (at, size) in enumerate(chunks):
         received += size
-        if received >= where + len(marker):
+        if received >= found.end():
             end = at
             for later, _ in chunks[index + 1 :]:
                 if later - end > BURST_GAP_S:
@@ -107,7 +108,7 @@ def run_in_pty(
     rows: int,
     warmup_s: float,
     measure_s: float,
-    marker: bytes,
+    marker: re.Pattern[bytes],
 ) -> PtyResult:
     """Run ``argv`` in a ``columns`` x ``rows`` pty for ``warmup_s + measure_s`` seconds and measure it."""
     terminal = PtyTerminal(argv, (columns, rows), env=env, controlling=True, log_chunks=True)
