@@ -85,6 +85,22 @@ def gpu_ids_arg(value: str) -> tuple[str, ...]:
     return ids
 
 
+class VersionAction(argparse.Action):
+    """``--version``: the version, then whether Textual sends only the changed cells (see gputop.ui.partial_output).
+
+    The second line is worked out only when asked for, so other commands never import Textual for it.
+    """
+
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS, help: str | None = None) -> None:
+        super().__init__(option_strings, dest=dest, default=argparse.SUPPRESS, nargs=0, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object,
+                 option_string: str | None = None) -> None:
+        from gputop.ui.partial_output import status
+
+        parser.exit(0 if _write_stdout(f"gputop {__version__}\npartial output: {status()}\n") else _reader_gone())
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser; ``--help`` documents every flag."""
     from gputop.collect.demo import DEFAULT_SCENARIO, SCENARIOS
@@ -160,7 +176,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--json-schema", action="store_true",
         help="print the JSON Schema of --json output and recording lines, and exit",
     )
-    parser.add_argument("--version", action="version", version=f"gputop {__version__}")
+    parser.add_argument(
+        "--version", action=VersionAction,
+        help="print the version and whether partial output (only changed cells are sent; "
+        "GPUTOP_PARTIAL_OUTPUT=0 turns it off) is active, and exit",
+    )
     return parser
 
 

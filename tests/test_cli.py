@@ -2,6 +2,7 @@
 
 import gzip
 import json
+import os
 import shutil
 import signal
 import subprocess
@@ -28,6 +29,39 @@ def test_console_scripts_gputop_and_gps_are_the_same_program():
         out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=30)
         assert out.returncode == 0
         assert out.stdout.startswith("gputop ")
+
+
+def env_with_switch(value):
+    """This process's environment with GPUTOP_PARTIAL_OUTPUT set to ``value`` (None: unset)."""
+    env = {k: v for k, v in os.environ.items() if k != "GPUTOP_PARTIAL_OUTPUT"}
+    if value is not None:
+        env["GPUTOP_PARTIAL_OUTPUT"] = value
+    return env
+
+
+@pytest.mark.parametrize(
+    ("switch", "line"),
+    [(None, "partial output: active"), ("1", "partial output: active"),
+     ("0", "partial output: off (GPUTOP_PARTIAL_OUTPUT=0)"), ("off", "partial output: off (GPUTOP_PARTIAL_OUTPUT=off)")],
+)
+def test_version_says_whether_partial_output_is_active(switch, line):
+    from gputop import __version__
+
+    out = run("--version", env=env_with_switch(switch))
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == [f"gputop {__version__}", line]
+    assert out.stderr == ""
+
+
+def test_version_does_not_load_the_user_interface():
+    code = (
+        "import sys\nfrom gputop.cli import main\n"
+        "try:\n    main(['--version'])\nexcept SystemExit as exit:\n    assert exit.code == 0\n"
+        "print(sorted(m for m in ('textual.app', 'gputop.ui.app') if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines()[-1] == "[]"
 
 
 def test_help_documents_every_flag():

@@ -1,28 +1,47 @@
-"""Partial redraws: which cells a changed line re-sends, and that the screen stays exact.
+"""Partial redraws: which cells a changed line re-sends, with which style codes, and that the screen stays exact.
 
-The unit tests pin the span arithmetic and the cropped terminal text. The tmux test runs the real
-``gputop --demo`` for a while (thousands of partial updates), pauses it, and compares the
-terminal's cells and colours with what a full repaint of the same paused screen draws.
+The unit tests pin the span arithmetic and the exact terminal bytes: cropped on both sides, an SGR
+only where the style changes, no reset per segment, no newlines. The app tests run the real
+``GputopApp`` and check that Textual builds its partial updates with our class (and with its own
+when ``GPUTOP_PARTIAL_OUTPUT=0``). The fallback tests give ``install`` a stand-in for Textual's
+compositor module whose ``ChopsUpdate`` differs. The tmux test runs the real ``gputop --demo`` for
+a while (thousands of partial updates), pauses it, and compares the terminal's cells and colours
+with what a full repaint of the same paused screen draws.
 """
 
 from __future__ import annotations
 
+import logging
+import re
 import shutil
 import time
 from pathlib import Path
+from types import ModuleType
 
 import pytest
+import textual
+from rich.cells import cell_len
+from rich.color import ColorSystem
 from rich.console import Console
 from rich.segment import Segment
 from rich.style import Style
+from test_ui_app import demo_sampler, run_app
 from test_ui_e2e_tmux import Tmux, gputop_command, tmux, wait_until  # noqa: F401 - tmux is a fixture
+from textual import _compositor
+from textual.geometry import Region
+from textual.pilot import Pilot
 from textual.strip import Strip
 
+from gputop.ui.app import GputopApp
+from gputop.ui.header import HeaderBar
 from gputop.ui.line_diff import MERGE_GAP, changed_spans, line_regions
-from gputop.ui.partial_output import SpanChopsUpdate
+from gputop.ui.partial_output import SWITCH, SpanChopsUpdate, activate, install, status
 
 RED = Style(color="red")
 BLUE = Style(color="blue")
+STOCK = SpanChopsUpdate.__base__
+"""Textual's own ChopsUpdate."""
+ESCAPES = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
 def strip(*parts: tuple[str, Style | None]) -> Strip:
@@ -87,6 +106,164 @@ def test_span_update_crosses_widget_cuts() -> None:
     left, right = strip(("abcdef", None)), strip(("ghijkl", None))
     update = SpanChopsUpdate([{0: left, 6: right}], [(0, 4, 8)], [[6, 12]])
     assert render(update) == "\x1b[1;5Hef\x1b[1;7Hgh"
+
+
+def test_one_style_across_pieces_and_lines_is_sent_once_and_reset_once_at_the_end() -> None:
+    left, right, below = strip(("abc", RED)), strip(("def", RED)), strip(("ghi", RED))
+    update = SpanChopsUpdate([{0: left, 3: right}, {0: below}], [(0, 1, 5), (1, 0, 3)], [[3, 6], [3]])
+    assert render(update) == "\x1b[1;2H\x1b[0;31mbc\x1b[1;4Hde\x1b[2;1Hghi\x1b[0m"
+
+
+def test_a_style_change_sends_a_full_sgr_and_no_segment_is_followed_by_a_reset() -> None:
+    line = strip(("ab", RED), ("cd", Style(bold=True, color="red", bgcolor="blue")), ("ef", BLUE), ("gh", None))
+    update = SpanChopsUpdate([{0: line}], [(0, 0, 8)], [[8]])
+    assert render(update) == "\x1b[1;1H\x1b[0;31mab\x1b[0;1;31;44mcd\x1b[0;34mef\x1b[0mgh"
+
+
+def test_the_cropped_path_tracks_the_style_too() -> None:
+    line = strip(("abcdef", RED), ("ghij", RED), ("kl", BLUE))
+    update = SpanChopsUpdate([{0: line}], [(0, 2, 11)], [[line.cell_length]])
+    assert render(update) == "\x1b[1;3H\x1b[0;31mcdefghij\x1b[0;34mk\x1b[0m"
+
+
+def test_styles_that_differ_only_in_meta_or_have_no_codes_send_nothing_new() -> None:
+    clickable = Style(color="red", meta={"@click": "app.sort('pid')"})
+    line = strip(("ab", RED), ("cd", clickable), ("ef", Style()), ("gh", None))
+    update = SpanChopsUpdate([{0: line}], [(0, 0, 8)], [[8]])
+    assert render(update) == "\x1b[1;1H\x1b[0;31mabcd\x1b[0mefgh"
+
+
+def test_a_link_is_written_as_textual_writes_it_from_the_default_style() -> None:
+    link = Style(color="red", link="https://example.com")
+    line = strip(("a", BLUE), ("L", link), ("b", BLUE))
+    update = SpanChopsUpdate([{0: line}], [(0, 0, 3)], [[3]])
+    linked = f"\x1b]8;id={link._link_id};https://example.com\x1b\\\x1b[31mL\x1b[0m\x1b]8;;\x1b\\"
+    assert linked == Strip.render_style(link, "L", ColorSystem.EIGHT_BIT)
+    assert render(update) == f"\x1b[1;1H\x1b[0;34ma\x1b[0m{linked}\x1b[0;34mb\x1b[0m"
+
+
+# -- the real app: which class Textual uses, and what a partial update of it writes ---------------
+
+
+def header_cells_update(app: GputopApp, x: int, width: int) -> tuple[object, str]:
+    """Refresh ``width`` cells of the header from column ``x`` and return Textual's partial update and its text."""
+    header = app.query_one(HeaderBar)
+    header.refresh(Region(x, 0, width, 1))
+    compositor = app.screen._compositor
+    compositor.update_widgets({header})
+    update = compositor.render_update(screen_stack=app._background_screens)
+    assert isinstance(update, _compositor.CompositorUpdate)
+    return update, update.render_segments(app.console)
+
+
+def run_and_render_header_cells(monkeypatch: pytest.MonkeyPatch, switch: str | None) -> tuple[object, object, str]:
+    """Start the real app (with ``GPUTOP_PARTIAL_OUTPUT=switch``); the compositor's update class, an update, its text."""
+    if switch is None:
+        monkeypatch.delenv(SWITCH, raising=False)
+    else:
+        monkeypatch.setenv(SWITCH, switch)
+    app = GputopApp(demo_sampler("mixed", gpus=2, prefill=3), live=False)
+    seen: list[tuple[object, object, str]] = []
+
+    async def body(app: GputopApp, pilot: Pilot) -> None:
+        seen.append((_compositor.ChopsUpdate, *header_cells_update(app, 100, 3)))
+
+    run_app(app, (160, 45), body)
+    return seen[0]
+
+
+def test_the_running_app_sends_only_the_refreshed_cells(monkeypatch: pytest.MonkeyPatch) -> None:
+    in_place, update, text = run_and_render_header_cells(monkeypatch, None)
+    assert in_place is SpanChopsUpdate
+    assert type(update) is SpanChopsUpdate
+    assert text.startswith("\x1b[1;101H")
+    assert cell_len(ESCAPES.sub("", text)) == 3, repr(text)
+    assert "\n" not in text
+
+
+@pytest.mark.parametrize("switch", ["0", "off", "False", "NO"])
+def test_the_switch_leaves_textual_own_output_in_place(monkeypatch: pytest.MonkeyPatch, switch: str) -> None:
+    install()  # as an earlier app in this process would have
+    in_place, update, text = run_and_render_header_cells(monkeypatch, switch)
+    assert in_place is STOCK
+    assert type(update) is STOCK
+    assert text.startswith("\x1b[1;1H"), "Textual's own update starts at the widget's left edge"
+    assert cell_len(ESCAPES.sub("", text)) == 103
+
+
+# -- a Textual whose internals differ ---------------------------------------------------------------
+
+
+class ChopsUpdateWithCrop:
+    """Stand-in for a later Textual's ChopsUpdate that takes another argument."""
+
+    def __init__(self, chops: object, spans: object, chop_ends: object, crop: object) -> None:
+        self.chops, self.spans, self.chop_ends, self.crop = chops, spans, chop_ends, crop
+
+    def render_segments(self, console: Console) -> str:
+        return ""
+
+
+class ChopsUpdateRenamed:
+    """Stand-in for a later Textual's ChopsUpdate that keeps its parts under other names."""
+
+    def __init__(self, chops: object, spans: object, chop_ends: object) -> None:
+        self.lines, self.regions, self.ends = chops, spans, chop_ends
+
+    def render_segments(self, console: Console) -> str:
+        return ""
+
+
+class ChopsUpdateLookalike(ChopsUpdateRenamed):
+    """Stand-in with the right parts that is not the class SpanChopsUpdate extends."""
+
+    def __init__(self, chops: object, spans: object, chop_ends: object) -> None:
+        self.chops, self.spans, self.chop_ends = chops, spans, chop_ends
+
+
+def compositor_module(update_class: type | None) -> ModuleType:
+    """A stand-in for ``textual._compositor`` holding ``update_class`` as its ChopsUpdate (or none)."""
+    module = ModuleType("textual._compositor")
+    if update_class is not None:
+        module.ChopsUpdate = update_class  # type: ignore[attr-defined]
+    return module
+
+
+@pytest.mark.parametrize(
+    ("update_class", "reason"),
+    [
+        (None, "textual._compositor has no ChopsUpdate"),
+        (ChopsUpdateWithCrop, "ChopsUpdate(chops=, spans=, chop_ends=) fails: "),
+        (ChopsUpdateRenamed, "ChopsUpdate has no chops, spans, chop_ends"),
+        (ChopsUpdateLookalike, "ChopsUpdate is not the class gputop extends"),
+    ],
+    ids=["missing", "other-arguments", "other-attributes", "other-class"],
+)
+def test_install_falls_back_when_textual_internals_differ(
+    update_class: type | None, reason: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    module = compositor_module(update_class)
+    found = install(module)
+    assert found is not None and found.startswith(reason)
+    assert getattr(module, "ChopsUpdate", None) is update_class
+    minor = ".".join(textual.__version__.split(".")[:2])
+    assert status({}, module) == f"unavailable (Textual {minor} internals differ: {found})"
+    with caplog.at_level(logging.WARNING, logger="gputop.ui.partial_output"):
+        assert activate({}, module) is False
+    assert getattr(module, "ChopsUpdate", None) is update_class
+    assert [r.getMessage() for r in caplog.records] == [
+        f"gputop: partial output unavailable (Textual {minor} internals differ: {found}); Textual's own output is used"
+    ]
+
+
+def test_status_says_active_or_names_the_switch() -> None:
+    module = compositor_module(STOCK)
+    assert status({}, module) == "active"
+    assert status({SWITCH: "1"}, module) == "active"
+    assert status({SWITCH: "off"}, module) == f"off ({SWITCH}=off)"
+    assert activate({}, module) is True and module.ChopsUpdate is SpanChopsUpdate
+    assert status({}, module) == "active"
+    assert activate({SWITCH: "0"}, module) is False and module.ChopsUpdate is STOCK
 
 
 @pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux (the CI script installs it)")

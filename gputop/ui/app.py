@@ -45,7 +45,7 @@ from gputop.ui.header import HeaderBar
 from gputop.ui.help_screen import HelpScreen
 from gputop.ui.host_panel import HostPanel
 from gputop.ui.messages import FrameReady, TerminalLost
-from gputop.ui.partial_output import install as install_partial_output
+from gputop.ui.partial_output import activate as activate_partial_output
 from gputop.ui.process_table import ProcessTable
 from gputop.ui.watchdog import HANGUP_EXIT_STATUS, TerminalWatchdog, force_exit_later
 from gputop.units import fmt_bytes
@@ -101,7 +101,7 @@ class GputopApp(App[None]):
         paged_charts: bool = True,
     ) -> None:
         super().__init__()
-        install_partial_output()
+        activate_partial_output()
         self.sampler = sampler
         """Source of snapshots; started on mount, stopped on exit."""
         self.live = live
