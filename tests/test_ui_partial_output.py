@@ -105,32 +105,42 @@ def test_span_update_crops_inside_segments() -> None:
 def test_span_update_crosses_widget_cuts() -> None:
     left, right = strip(("abcdef", None)), strip(("ghijkl", None))
     update = SpanChopsUpdate([{0: left, 6: right}], [(0, 4, 8)], [[6, 12]])
-    assert render(update) == "\x1b[1;5Hef\x1b[1;7Hgh"
+    assert render(update) == "\x1b[1;5Hefgh"  # the cursor is already where the second piece starts
+
+
+def test_a_later_piece_on_the_same_line_moves_relatively_after_ascii_only() -> None:
+    line = strip(("abcdefghij", None))
+    update = SpanChopsUpdate([{0: line}], [(0, 1, 3), (0, 6, 8)], [[10]])
+    assert render(update) == "\x1b[1;2Hbc\x1b[3Cgh"
+    wide = strip(("名前abcdefgh", None))
+    update = SpanChopsUpdate([{0: wide}], [(0, 0, 4), (0, 8, 10)], [[12]])
+    assert render(update) == "\x1b[1;1H名前\x1b[1;9Hef"  # after wide text the absolute move is kept
 
 
 def test_one_style_across_pieces_and_lines_is_sent_once_and_reset_once_at_the_end() -> None:
     left, right, below = strip(("abc", RED)), strip(("def", RED)), strip(("ghi", RED))
     update = SpanChopsUpdate([{0: left, 3: right}, {0: below}], [(0, 1, 5), (1, 0, 3)], [[3, 6], [3]])
-    assert render(update) == "\x1b[1;2H\x1b[0;31mbc\x1b[1;4Hde\x1b[2;1Hghi\x1b[0m"
+    assert render(update) == "\x1b[1;2H\x1b[31mbcde\x1b[2;1Hghi\x1b[0m"
 
 
-def test_a_style_change_sends_a_full_sgr_and_no_segment_is_followed_by_a_reset() -> None:
+def test_a_style_change_sends_only_what_changes_and_no_segment_is_followed_by_a_reset() -> None:
     line = strip(("ab", RED), ("cd", Style(bold=True, color="red", bgcolor="blue")), ("ef", BLUE), ("gh", None))
     update = SpanChopsUpdate([{0: line}], [(0, 0, 8)], [[8]])
-    assert render(update) == "\x1b[1;1H\x1b[0;31mab\x1b[0;1;31;44mcd\x1b[0;34mef\x1b[0mgh"
+    # bold and a background are added to red; dropping bold takes a full SGR; the default is a reset
+    assert render(update) == "\x1b[1;1H\x1b[31mab\x1b[1;44mcd\x1b[0;34mef\x1b[0mgh"
 
 
 def test_the_cropped_path_tracks_the_style_too() -> None:
     line = strip(("abcdef", RED), ("ghij", RED), ("kl", BLUE))
     update = SpanChopsUpdate([{0: line}], [(0, 2, 11)], [[line.cell_length]])
-    assert render(update) == "\x1b[1;3H\x1b[0;31mcdefghij\x1b[0;34mk\x1b[0m"
+    assert render(update) == "\x1b[1;3H\x1b[31mcdefghij\x1b[34mk\x1b[0m"
 
 
 def test_styles_that_differ_only_in_meta_or_have_no_codes_send_nothing_new() -> None:
     clickable = Style(color="red", meta={"@click": "app.sort('pid')"})
     line = strip(("ab", RED), ("cd", clickable), ("ef", Style()), ("gh", None))
     update = SpanChopsUpdate([{0: line}], [(0, 0, 8)], [[8]])
-    assert render(update) == "\x1b[1;1H\x1b[0;31mabcd\x1b[0mefgh"
+    assert render(update) == "\x1b[1;1H\x1b[31mabcd\x1b[0mefgh"
 
 
 def test_a_link_is_written_as_textual_writes_it_from_the_default_style() -> None:
@@ -139,7 +149,7 @@ def test_a_link_is_written_as_textual_writes_it_from_the_default_style() -> None
     update = SpanChopsUpdate([{0: line}], [(0, 0, 3)], [[3]])
     linked = f"\x1b]8;id={link._link_id};https://example.com\x1b\\\x1b[31mL\x1b[0m\x1b]8;;\x1b\\"
     assert linked == Strip.render_style(link, "L", ColorSystem.EIGHT_BIT)
-    assert render(update) == f"\x1b[1;1H\x1b[0;34ma\x1b[0m{linked}\x1b[0;34mb\x1b[0m"
+    assert render(update) == f"\x1b[1;1H\x1b[34ma\x1b[0m{linked}\x1b[34mb\x1b[0m"
 
 
 # -- the real app: which class Textual uses, and what a partial update of it writes ---------------

@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Mapping, Sequence
+from functools import lru_cache
 from types import ModuleType
 from typing import TYPE_CHECKING
 
@@ -82,7 +83,13 @@ def render_spans(
 
 
 class _StyledText:
-    """Terminal text built piece by piece; an SGR is added only where the style differs from the terminal's."""
+    """Terminal text built piece by piece, with as few control bytes as curses would send.
+
+    An SGR is added only where the style differs from the terminal's, and then only the parts
+    that differ (a new foreground alone is ``ESC[38;5;71m``) unless an attribute must be turned
+    off, which takes a full ``ESC[0;…m``. A move along the same line after plain ASCII text, whose
+    width is certain, is a relative ``ESC[nC`` instead of an absolute move.
+    """
 
     def __init__(self, color_system: ColorSystem) -> None:
         self.parts: list[str] = []
@@ -91,10 +98,17 @@ class _StyledText:
         """Colour system the styles are rendered for."""
         self.codes = ""
         """SGR parameters in effect on the terminal after ``parts`` ("": the default style)."""
+        self._cursor: tuple[int, int] | None = None
 
     def move_to(self, x: int, y: int) -> None:
         """Move the cursor to column ``x`` of line ``y`` (0-based); the style is kept."""
-        self.parts.append(f"\x1b[{y + 1};{x + 1}H")
+        cursor = self._cursor
+        if cursor is not None and cursor[1] == y and cursor[0] <= x:
+            if x > cursor[0]:
+                self.parts.append(f"\x1b[{x - cursor[0]}C")
+        else:
+            self.parts.append(f"\x1b[{y + 1};{x + 1}H")
+        self._cursor = (x, y)
 
     def add(self, text: str, style: Style | None) -> None:
         """Write ``text`` in ``style``, changing the terminal's style first only when it differs."""
@@ -106,9 +120,11 @@ class _StyledText:
         else:
             codes = style._ansi or Strip.render_ansi(style, self.color_system)
         if codes != self.codes:
-            self.parts.append(f"\x1b[0;{codes}m" if codes else RESET)
+            self.parts.append(sgr_change(self.codes, codes))
             self.codes = codes
         self.parts.append(text)
+        cursor = self._cursor
+        self._cursor = (cursor[0] + len(text), cursor[1]) if cursor is not None and text.isascii() else None
 
     def _add_link(self, text: str, style: Style) -> None:
         """Write a hyperlinked segment as Textual does (style, text and reset inside the link), from the default style."""
@@ -116,6 +132,7 @@ class _StyledText:
             self.parts.append(RESET)
             self.codes = ""
         self.parts.append(Strip.render_style(style, text, self.color_system))
+        self._cursor = None
 
     def add_strip(self, strip: Strip) -> None:
         """Write all of ``strip``."""
@@ -153,6 +170,52 @@ class _StyledText:
         if self.codes:
             self.parts.append(RESET)
         return "".join(self.parts)
+
+
+_Sgr = tuple[tuple[str, ...], str, str]
+"""SGR parameters split into (attributes, foreground, background); "" for a default colour."""
+
+
+@lru_cache(maxsize=256)
+def _split_sgr(codes: str) -> _Sgr:
+    """``"1;38;5;253;48;5;233"`` as ``(("1",), "38;5;253", "48;5;233")``."""
+    tokens = codes.split(";") if codes else []
+    attributes: list[str] = []
+    colours = {"fg": "", "bg": ""}
+    index = 0
+    while index < len(tokens):
+        token = tokens[index]
+        if token in ("38", "48"):
+            size = 3 if tokens[index + 1 : index + 2] == ["5"] else 5
+            colours["fg" if token == "38" else "bg"] = ";".join(tokens[index : index + size])
+            index += size
+            continue
+        number = int(token) if token.isdigit() else -1
+        if 30 <= number <= 39 or 90 <= number <= 97:
+            colours["fg"] = token
+        elif 40 <= number <= 49 or 100 <= number <= 107:
+            colours["bg"] = token
+        else:
+            attributes.append(token)
+        index += 1
+    return tuple(attributes), colours["fg"], colours["bg"]
+
+
+@lru_cache(maxsize=1024)
+def sgr_change(current: str, codes: str) -> str:
+    """The shortest SGR taking the terminal from parameters ``current`` to ``codes`` (both as Textual renders them)."""
+    if not codes:
+        return RESET
+    old_attributes, old_fg, old_bg = _split_sgr(current)
+    attributes, fg, bg = _split_sgr(codes)
+    if not set(old_attributes) <= set(attributes):  # an attribute to turn off: start from the default
+        return f"\x1b[0;{codes}m"
+    changes = [attribute for attribute in attributes if attribute not in old_attributes]
+    if fg != old_fg:
+        changes.append(fg or "39")
+    if bg != old_bg:
+        changes.append(bg or "49")
+    return f"\x1b[{';'.join(changes)}m"
 
 
 def switched_off(environ: Mapping[str, str] = os.environ) -> bool:
