@@ -87,8 +87,8 @@ class _StyledText:
 
     An SGR is added only where the style differs from the terminal's, and then only the parts
     that differ (a new foreground alone is ``ESC[38;5;71m``) unless an attribute must be turned
-    off, which takes a full ``ESC[0;…m``. A move along the same line after plain ASCII text, whose
-    width is certain, is a relative ``ESC[nC`` instead of an absolute move.
+    off, which takes a full ``ESC[0;…m``. A move along the same line after text whose width is
+    certain (ASCII, box drawing and blocks) is a relative ``ESC[nC`` instead of an absolute move.
     """
 
     def __init__(self, color_system: ColorSystem) -> None:
@@ -124,7 +124,7 @@ class _StyledText:
             self.codes = codes
         self.parts.append(text)
         cursor = self._cursor
-        self._cursor = (cursor[0] + len(text), cursor[1]) if cursor is not None and text.isascii() else None
+        self._cursor = (cursor[0] + len(text), cursor[1]) if cursor is not None and _narrow_for_sure(text) else None
 
     def _add_link(self, text: str, style: Style) -> None:
         """Write a hyperlinked segment as Textual does (style, text and reset inside the link), from the default style."""
@@ -170,6 +170,15 @@ class _StyledText:
         if self.codes:
             self.parts.append(RESET)
         return "".join(self.parts)
+
+
+_BOX_AND_BLOCKS = frozenset(map(chr, range(0x2500, 0x25A0)))
+"""Box-drawing and block characters: one cell wherever Textual's own borders and charts are drawn right."""
+
+
+def _narrow_for_sure(text: str) -> bool:
+    """True when every character of ``text`` takes one cell on any terminal Textual draws correctly on."""
+    return text.isascii() or all(char.isascii() or char in _BOX_AND_BLOCKS for char in text)
 
 
 _Sgr = tuple[tuple[str, ...], str, str]
