@@ -141,6 +141,7 @@ class GpuPanel(ChangedLinesRefresh, CachedStyles, Widget, can_focus=True):
         self._charts: ChartView | None = None
         self._series: dict[str, list[float | None]] = {}
         self._chart_cache: dict[str, tuple[tuple[object, ...], list[Strip]]] = {}
+        self._chart_line: tuple[tuple[object, ...], Strip] | None = None
         self._inputs: tuple[object, ...] | None = None
         self._lines: list[Strip] | None = None
         self._lines_width = -1
@@ -204,6 +205,7 @@ class GpuPanel(ChangedLinesRefresh, CachedStyles, Widget, can_focus=True):
         super().notify_style_update()
         if hasattr(self, "_chart_cache"):  # Textual may call this before __init__ has finished
             self._chart_cache.clear()
+            self._chart_line = None
 
     def on_resize(self) -> None:
         """Charts follow the panel's width."""
@@ -367,13 +369,24 @@ class GpuPanel(ChangedLinesRefresh, CachedStyles, Widget, can_focus=True):
             state = "" if device.pstate is None else f"P{device.pstate} "
             bottom.add(fit(f" {state}{fmt_mhz(device.clock_sm_mhz)}", STRIP_GUTTER - 1), self._style("dim"))
         column_width = chart_width(MODE_STRIP, width)
+        charts = [self._chart(device, history, column_width, 1)[0] for history in HISTORIES]
         for position, history in enumerate(HISTORIES):
-            start = STRIP_GUTTER + position * (column_width + 1)
-            top.pad_to(start)
+            top.pad_to(STRIP_GUTTER + position * (column_width + 1))
             self._add_value(top, history, device, column_width)
-            bottom.pad_to(start)
-            bottom.add_strip(self._chart(device, history, column_width, 1)[0])
-        return [top.strip(), bottom.strip()]
+        return [top.strip(), self._kept_line(bottom, charts, column_width)]
+
+    def _kept_line(self, line: LineBuilder, charts: list[Strip], column_width: int) -> Strip:
+        """``line`` followed by one-row ``charts`` at their columns: the very strip of the last build
+        when the charts and the start of the line are the same, so the diff skips it at once."""
+        key = (tuple(line.segments), tuple(map(id, charts)), column_width)
+        if self._chart_line is not None and self._chart_line[0] == key:
+            return self._chart_line[1]
+        for position, chart in enumerate(charts):
+            line.pad_to(STRIP_GUTTER + position * (column_width + 1))
+            line.add_strip(chart)
+        strip = line.strip()
+        self._chart_line = (key, strip)
+        return strip
 
     def _line_fields(self, device: DeviceSample, width: int) -> tuple[str, list[tuple[str, str, str]], str]:
         """The one-line layout's number, (label, padded text, value part) fields and separator."""

@@ -134,6 +134,8 @@ def line_regions(y: int, old: Strip | None, new: Strip, width: int) -> list[Regi
     """Regions of line ``y`` to refresh when ``old`` becomes ``new`` (the whole line without ``old``)."""
     if old is None:
         return [Region(0, y, width, 1)]
+    if old is new:  # a line the widget kept from its cache
+        return []
     return [Region(start, y, end - start, 1) for start, end in changed_spans(old, new)]
 
 
