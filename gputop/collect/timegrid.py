@@ -170,7 +170,7 @@ class TimeGrid:
     quarter of completed columns; older ones are dropped by starting a new list, so views made
     earlier keep reading the old one unchanged. Every level places a poll by the same closest-level
     slot (a coarser level's slot is that slot floor-divided by its factor), so a coarse column is
-    always exactly the maximum of the closest-level columns within it. A timestamp that goes back
+    always exactly the maximum (or minimum) of the closest-level columns within it. A timestamp that goes back
     to an earlier closest-level column (a recording that jumps back, a clock stepped back) starts
     every level afresh.
     """

@@ -35,6 +35,7 @@ from gputop.collect.filters import current_user_filter
 from gputop.collect.frame import Frame
 from gputop.collect.model import ProcessSample, Snapshot
 from gputop.collect.sampler import Sampler
+from gputop.collect.timegrid import DEFAULT_COLUMN_SECONDS
 from gputop.textsafe import safe_text
 from gputop.ui.actions import ACTIONS, READONLY_DISABLED, help_rows, palette_actions, palette_help
 from gputop.ui.advice_panel import AdvicePanel, AdviceSummary
@@ -99,11 +100,16 @@ class GputopApp(App[None]):
         export_dir: Path = Path("gputop-snapshots"),
         live: bool = True,
         paged_charts: bool = True,
+        column_seconds: float = DEFAULT_COLUMN_SECONDS,
     ) -> None:
         super().__init__()
         install_partial_output()
         self.sampler = sampler
         """Source of snapshots; started on mount, stopped on exit."""
+        self.paged_charts = paged_charts
+        """Charts move a quarter of their width at a time (config ``[charts] motion = "page"``) rather than scroll."""
+        self.column_seconds = column_seconds
+        """Period of one chart column at the closest zoom level (config ``[charts] column_seconds``)."""
         self.live = live
         """False to show only the sampler's newest snapshot without polling (for rendering an export)."""
         self.readonly = readonly
