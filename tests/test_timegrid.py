@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import tracemalloc
+
 import pytest
 
 from gputop.collect.model import DeviceSample, Snapshot
@@ -358,3 +360,34 @@ def test_a_view_never_changes_while_the_grid_goes_on():
     for view, series, newest in taken:
         assert _everything(view, 200) == series
         assert [level.newest_slot for level in view.levels] == newest
+
+
+# --- memory -------------------------------------------------------------------------------------------------
+
+DAY_GRID_LIMIT = 8 << 20
+"""Most memory a day of 1 s columns of 8 GPUs may take ("a day fits in a few MiB")."""
+
+
+def test_a_day_of_one_second_columns_for_eight_gpus_fits_in_a_few_mib():
+    variants = [
+        tuple(
+            DeviceSample(index=index, utilization_gpu_percent=float((k * 7 + index) % 101), memory_used_bytes=(k % 80) << 30,
+                         power_watts=300.0 + k, temperature_celsius=60.0 + k % 20, pcie_rx_bytes_per_s=1e9 + k,
+                         pcie_tx_bytes_per_s=2e9, clock_sm_mhz=1980 - k, fan_percent=None, sm_active_percent=50.0,
+                         tensor_active_percent=10.0, dram_active_percent=20.0)
+            for index in range(8)
+        )
+        for k in range(60)
+    ]
+    start = 1_700_000_000.5
+    tracemalloc.start()
+    try:
+        grid = TimeGrid(1.0)
+        for second in range(86_400):  # one poll per closest-level column, a day long
+            grid.append(Snapshot(timestamp=start + second, source="demo", devices=variants[second % 60]))
+        used, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    levels = grid.view.levels
+    assert all(level.count >= capacity for level, capacity in zip(levels, LEVEL_COLUMNS, strict=True))  # all full
+    assert used < DAY_GRID_LIMIT, f"{used / (1 << 20):.2f} MiB"

@@ -263,28 +263,48 @@ def _merge(column: Column, devices: tuple[int, ...], values: list[float]) -> tup
     (NaN) one never winning; a GPU only in ``column`` keeps its values (it was seen earlier in the
     period), one only in the poll is added.
     """
-    old = column.values
-    if devices == column.devices:
-        lowest = _LOWEST_WINS_AT * len(devices)
-        return devices, [_pick(new, kept, low) for new, kept, low in zip(values, old, lowest, strict=True)]
+    kept: Sequence[float] = column.values
+    if devices != column.devices:
+        devices, values, kept = _align(column, devices, values)
+    # NaN is missing; a comparison with a NaN ``old`` is False, so a number is never replaced by it.
+    merged = [old if new != new or old > new else new for new, old in zip(values, kept, strict=True)]
+    for position in _lowest_positions(len(devices)):
+        new, old = values[position], kept[position]
+        merged[position] = old if new != new or old < new else new
+    return devices, merged
+
+
+def _align(
+    column: Column, devices: tuple[int, ...], values: list[float]
+) -> tuple[tuple[int, ...], list[float], list[float]]:
+    """``devices`` and ``values`` of a poll, and ``column``'s values in the same GPU order, NaN where it has none.
+
+    GPUs only in ``column`` are added at the end, with NaN as the poll's values.
+    """
     width = len(CHART_METRICS)
-    where = _positions(devices)
-    merged = list(values)
-    extra: list[int] = []
-    for before, index in enumerate(column.devices):
-        kept_values = old[before * width : (before + 1) * width]
-        position = where.get(index)
-        if position is None:
-            extra.append(index)
-            merged.extend(kept_values)
-            continue
-        start = position * width
-        for offset, (kept, low) in enumerate(zip(kept_values, _LOWEST_WINS_AT, strict=True)):
-            merged[start + offset] = _pick(merged[start + offset], kept, low)
-    return devices + tuple(extra), merged
+    old = column.values
+    before = _positions(column.devices)
+    kept: list[float] = []
+    for index in devices:
+        position = before.get(index)
+        kept.extend([_NAN] * width if position is None else old[position * width : (position + 1) * width])
+    polled = _positions(devices)
+    extra = tuple(index for index in column.devices if index not in polled)
+    values = list(values)
+    for index in extra:
+        position = before[index]
+        kept.extend(old[position * width : (position + 1) * width])
+        values.extend([_NAN] * width)
+    return devices + extra, values, kept
 
 
-def _pick(new: float, kept: float, lowest: bool) -> float:
-    """What a column keeps of a new poll's value and its own: the higher (or lower), a missing one never."""
-    # NaN is missing; a comparison with a NaN ``kept`` is False, so a number is never replaced by it.
-    return kept if new != new or (kept < new if lowest else kept > new) else new
+@lru_cache(maxsize=64)
+def _lowest_positions(device_count: int) -> tuple[int, ...]:
+    """Where the :data:`LOWEST_WINS` metrics sit in a column of ``device_count`` GPUs."""
+    width = len(CHART_METRICS)
+    return tuple(
+        device * width + offset
+        for device in range(device_count)
+        for offset, lowest in enumerate(_LOWEST_WINS_AT)
+        if lowest
+    )
