@@ -1,10 +1,13 @@
-"""Memory after a simulated long run: a day of 4 Hz snapshots pushed through the sampler's history and advice.
+"""Memory after a simulated long run: a day of 4 Hz snapshots pushed through the sampler's history, chart grid
+and advice.
 
 Run as a child process with the fake NVML in its environment: it takes one real snapshot of the
 benchmark machine (NVML plus psutil), then feeds varied copies of it, 0.25 s apart in snapshot time,
-through a ``Sampler`` with the stock ``History`` and ``AdviceEngine``. Every four simulated hours the
-process ids change, as when a new training run starts. Prints one JSON line: resident memory at
-the start, after the history filled, and at the end, plus the wall time spent.
+through a ``Sampler`` with the stock ``History``, ``TimeGrid`` and ``AdviceEngine``. Every four
+simulated hours the process ids change, as when a new training run starts. Then the same day goes
+through a ``TimeGrid`` alone under ``tracemalloc``, which gives the memory the grid holds at the end.
+Prints one JSON line: resident memory at the start, after the history filled, and at the end, the
+wall time spent, and the grid's columns per zoom level and traced bytes.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import argparse
 import dataclasses
 import json
 import time
+import tracemalloc
 from pathlib import Path
 
 from gputop.advice.engine import AdviceEngine
@@ -20,6 +24,7 @@ from gputop.collect.history import History
 from gputop.collect.live import LiveSource
 from gputop.collect.model import Snapshot, SourceKind
 from gputop.collect.sampler import Sampler
+from gputop.collect.timegrid import TimeGrid
 
 DAY_SAMPLES = 24 * 3600 * 4
 """Snapshots in a day at 4 Hz."""
@@ -85,6 +90,22 @@ class SimulatedDay:
         """Nothing to release."""
 
 
+def grid_bytes(base: Snapshot, samples: int) -> int:
+    """Bytes a ``TimeGrid`` holds after ``samples`` snapshots of the simulated day, traced by ``tracemalloc``."""
+    day = SimulatedDay(base)
+    tracemalloc.start()
+    try:
+        before, _ = tracemalloc.get_traced_memory()
+        grid = TimeGrid()
+        for _ in range(samples):
+            grid.append(day.poll())
+        del day
+        after, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    return after - before
+
+
 def main() -> None:
     """Parse ``--samples`` and print the JSON result line."""
     parser = argparse.ArgumentParser(description=__doc__)
@@ -96,7 +117,7 @@ def main() -> None:
     base = live.poll()
     live.close()
     history = History()
-    sampler = Sampler(SimulatedDay(base), STEP_S, history, advisor=AdviceEngine())
+    sampler = Sampler(SimulatedDay(base), STEP_S, history, advisor=AdviceEngine(), grid=TimeGrid())
     start_rss = rss_bytes()
     filled_rss = None
     started = time.perf_counter()
@@ -106,6 +127,8 @@ def main() -> None:
             filled_rss = rss_bytes()
     elapsed = time.perf_counter() - started
     end_rss = rss_bytes()
+    columns = [level.count + (level.current is not None) for level in sampler.grid.view.levels]
+    traced = grid_bytes(base, args.samples)
     print(json.dumps({
         "samples": args.samples,
         "simulated_hours": args.samples * STEP_S / 3600,
@@ -116,6 +139,8 @@ def main() -> None:
         "rss_filled": filled_rss,
         "rss_end": end_rss,
         "wall_s": elapsed,
+        "grid_columns": columns,
+        "grid_traced_bytes": traced,
     }))
 
 

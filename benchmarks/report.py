@@ -342,6 +342,15 @@ def runs_table(m: Measurements) -> list[str]:
     return lines
 
 
+def _grid_line(day: dict) -> list[str]:
+    """The chart grid's share of the day, when the measurement has it (older raw files do not)."""
+    if "grid_traced_bytes" not in day:
+        return []
+    columns = " + ".join(str(count) for count in day["grid_columns"])
+    return [f"The chart grid alone holds {day['grid_traced_bytes'] / MIB:.2f} MiB at the end ({columns} columns"
+            " per zoom level), traced by tracemalloc over the same day."]
+
+
 def report_text(m: Measurements) -> str:
     """The whole Markdown report."""
     median_once = sorted(m.once_s)[len(m.once_s) // 2]
@@ -396,12 +405,13 @@ def report_text(m: Measurements) -> str:
         "## Memory over a simulated long run",
         "",
         f"{d['samples']} snapshots ({d['simulated_hours']:g} h at 4 Hz) of {d['devices']} GPUs and {d['processes']} processes",
-        "pushed through the sampler's History and AdviceEngine, process ids changing every 4 simulated hours:",
+        "pushed through the sampler's History, TimeGrid and AdviceEngine, process ids changing every 4 simulated hours:",
         (
             f"RSS {d['rss_start'] / MIB:.1f} MiB at the start, {filled} MiB once the {d['history_capacity']}-sample"
             f" history was full, {d['rss_end'] / MIB:.1f} MiB at the end ({d['wall_s']:.0f} s of wall time,"
             f" {d['wall_s'] / d['samples'] * 1000:.2f} ms per sample; it ran beside the recording)."
         ),
+        *_grid_line(d),
         "",
         "## Targets",
         "",

@@ -12,14 +12,20 @@ import signal
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gputop import __version__
+from gputop.collect.chart_settings import ChartSettings
 from gputop.collect.filters import Filters
 from gputop.collect.history import History
 from gputop.collect.model import ErrorNote, Snapshot
 from gputop.collect.sampler import DEFAULT_INTERVAL, MIN_INTERVAL, Sampler
 from gputop.collect.serialize import snapshot_to_json
 from gputop.collect.source import SnapshotSource
+from gputop.collect.timegrid import TimeGrid
+
+if TYPE_CHECKING:
+    from gputop.ui.app import GputopApp
 
 ONCE_SETTLE_SECONDS = 0.3
 """Gap between the priming poll and the reported one in ``--once``, so CPU % and PCIe rates are real."""
@@ -38,8 +44,9 @@ STATS_FILE_ENV = "GPUTOP_STATS_FILE"
 """Environment variable naming a file where the live UI writes JSON statistics on exit (for benchmarks).
 
 Keys: ``interval_s``, ``polls`` (polls taken), ``max_gap_s`` (longest time between the starts of two
-polls), ``last_poll_s`` (duration of the last poll), ``snapshots_shown`` and ``first_frame_s`` (seconds
-from process start to the first screen showing sampled data, or null).
+polls), ``last_poll_s`` (duration of the last poll), ``snapshots_shown``, ``first_frame_s`` (seconds
+from process start to the first screen showing sampled data, or null), ``chart_column_s`` (the chart
+grid's column period) and ``chart_paged`` (whether the app pages its charts rather than scrolling).
 """
 
 
@@ -153,7 +160,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--no-advice", action="store_true", help="do not evaluate the advice rules")
     parser.add_argument(
         "--config", type=path_arg, metavar="FILE",
-        help="config file with [advice] thresholds and [filters] (default $XDG_CONFIG_HOME/gputop/config.toml)",
+        help="config file with [advice] thresholds, [filters] and [charts] (default $XDG_CONFIG_HOME/gputop/config.toml)",
     )
     gpus = parser.add_mutually_exclusive_group()
     gpus.add_argument(
@@ -227,7 +234,7 @@ def _reader_gone() -> int:
 
 def _run(args: argparse.Namespace) -> int:
     clock = DemoClock() if args.demo is not None else None
-    sampler = _make_sampler(args, clock)
+    sampler, charts = _make_sampler(args, clock)
     tty = sys.stdout.isatty()
     try:
         if clock is not None:
@@ -248,11 +255,14 @@ def _run(args: argparse.Namespace) -> int:
             sampler.wait_for_first(FIRST_POLL_WAIT_SECONDS)
         from gputop.ui.app import GputopApp
 
-        app = GputopApp(sampler, readonly=args.readonly, ascii_mode=args.ascii, export_dir=args.export_dir)
+        app = GputopApp(
+            sampler, readonly=args.readonly, ascii_mode=args.ascii, export_dir=args.export_dir,
+            paged_charts=charts.motion == "page",
+        )
         app.run()
         stats_path = os.environ.get(STATS_FILE_ENV)
         if stats_path:
-            _write_stats(Path(stats_path), sampler, app.first_frame_at, app.snapshots_applied)
+            _write_stats(Path(stats_path), sampler, app)
         return app.return_code or 0
     finally:
         sampler.stop()
@@ -274,16 +284,21 @@ def _process_start_time() -> float:
         return psutil.Process().create_time()
 
 
-def _write_stats(path: Path, sampler: Sampler, first_frame_at: float | None, shown: int) -> None:
-    """Write the sampler's cadence and the first-frame time to ``path`` (see STATS_FILE_ENV); errors go to stderr."""
+def _write_stats(path: Path, sampler: Sampler, app: GputopApp) -> None:
+    """Write the sampler's cadence, the chart settings and the first-frame time to ``path`` (see STATS_FILE_ENV).
+
+    Errors go to stderr.
+    """
     started = _process_start_time()
     stats = {
         "interval_s": sampler.interval,
         "polls": sampler.poll_count,
         "max_gap_s": sampler.max_gap,
         "last_poll_s": sampler.last_poll_seconds,
-        "snapshots_shown": shown,
-        "first_frame_s": None if first_frame_at is None else first_frame_at - started,
+        "snapshots_shown": app.snapshots_applied,
+        "first_frame_s": None if app.first_frame_at is None else app.first_frame_at - started,
+        "chart_column_s": sampler.grid.column_seconds,
+        "chart_paged": app.chart_choice.paged,
     }
     try:
         path.write_text(json.dumps(stats, indent=2) + "\n", encoding="utf-8")
@@ -291,12 +306,16 @@ def _write_stats(path: Path, sampler: Sampler, first_frame_at: float | None, sho
         print(f"gputop: cannot write statistics to {path}: {exc}", file=sys.stderr)
 
 
-def _make_sampler(args: argparse.Namespace, demo_clock: DemoClock | None) -> Sampler:
+def _make_sampler(args: argparse.Namespace, demo_clock: DemoClock | None) -> tuple[Sampler, ChartSettings]:
+    """The sampler the command line and the config file ask for, and the config's chart settings."""
+    from gputop.collect.chart_settings import chart_settings_from_config
     from gputop.config_file import config_path, read_config
 
     document, warnings = read_config(args.config)
     config = args.config or config_path()
     filters, problems = _choose_filters(args, document, config)
+    charts, chart_problems = chart_settings_from_config(document, str(config))
+    problems += chart_problems
     interval = args.interval
     source: SnapshotSource
     if demo_clock is not None:
@@ -322,7 +341,10 @@ def _make_sampler(args: argparse.Namespace, demo_clock: DemoClock | None) -> Sam
         from gputop.collect.gpu_selection import GpuSelectingSource
 
         source = GpuSelectingSource(source, filters.gpus)
-    sampler = Sampler(source, interval or DEFAULT_INTERVAL, History(), advisor=None, recorder=None, filters=filters)
+    sampler = Sampler(
+        source, interval or DEFAULT_INTERVAL, History(), advisor=None, recorder=None, filters=filters,
+        grid=TimeGrid(charts.column_seconds),
+    )
     if not args.no_advice:
         problems += _attach_advice(sampler, document, config)
     for warning in warnings + problems:
@@ -335,7 +357,7 @@ def _make_sampler(args: argparse.Namespace, demo_clock: DemoClock | None) -> Sam
         except RecordingError as exc:
             sampler.stop()
             raise CliError(str(exc)) from exc
-    return sampler
+    return sampler, charts
 
 
 def _choose_filters(args: argparse.Namespace, document: dict[str, object], config: Path) -> tuple[Filters, list[str]]:

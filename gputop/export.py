@@ -48,15 +48,16 @@ def _finite(values: list[float | None]) -> list[float | None]:
 
 
 def history_to_dict(history: History) -> dict[str, Any]:
-    """The chart window as plain data: timestamps, per-device series and host series (null when missing)."""
-    return {
-        "timestamps": history.timestamps(),
-        "devices": [
-            {"index": index, "series": {m: _finite(history.device(index, m)) for m in DEVICE_METRICS}}
-            for index in history.device_indexes()
-        ],
-        "host": {m: _finite(history.host(m)) for m in HOST_METRICS},
-    }
+    """The chart window as plain data: timestamps, per-device series and host series (null when missing), aligned."""
+    with history.reading():
+        return {
+            "timestamps": history.timestamps(),
+            "devices": [
+                {"index": index, "series": {m: _finite(history.device(index, m)) for m in DEVICE_METRICS}}
+                for index in history.device_indexes()
+            ],
+            "host": {m: _finite(history.host(m)) for m in HOST_METRICS},
+        }
 
 
 def _describe(path: Path, exc: OSError) -> str:
@@ -100,12 +101,14 @@ def export_snapshot(directory: Path, snapshot: Snapshot, history: History, svg: 
     """
     directory = Path(directory)
     document = snapshot_to_dict(snapshot)
-    document["history"] = history_to_dict(history)
+    with history.reading():  # the JSON and the report describe the same samples, however the sampler goes on
+        document["history"] = history_to_dict(history)
+        report = render_report(snapshot, history)
     contents: list[tuple[str, str]] = []
     if svg is not None:
         contents.append((".svg", svg))
     contents.append((".json", json.dumps(document, separators=(",", ":"), allow_nan=False) + "\n"))
-    contents.append((".md", render_report(snapshot, history)))
+    contents.append((".md", report))
     try:
         directory.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

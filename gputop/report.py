@@ -180,9 +180,10 @@ def render_report(snapshot: Snapshot, history: History) -> str:
         lines += [f"- {md_escape(e.scope, 40)}: {md_escape(e.message, 300)}" for e in snapshot.errors]
     else:
         lines.append("None.")
-    stamps = history.timestamps()
+    with history.reading():  # the sample count and span describe the rows' samples
+        stamps = history.timestamps()
+        rows = _history_rows(history)
     lines += ["", "## Recent history", ""]
-    rows = _history_rows(history)
     if rows:
         span = stamps[-1] - stamps[0]
         lines.append(f"{len(stamps)} samples over {span:.0f} s, from {_time(stamps[0])} to {_time(stamps[-1])}.")

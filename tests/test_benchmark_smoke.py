@@ -113,6 +113,8 @@ def test_benchmark_runs_briefly_and_writes_its_report(tmp_path):
     day = data["day"]
     assert day["samples"] == 720 and day["devices"] == 8 and day["processes"] == 64
     assert day["rss_end"] > 0
+    assert day["grid_columns"][0] in (180, 181)  # 720 samples 0.25 s apart span 180 or 181 one-second periods
+    assert day["grid_traced_bytes"] > 0
 
     text = report.read_text()
     for size in ("160x45", "80x24"):

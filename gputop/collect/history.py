@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import math
+import threading
 from array import array
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from gputop.collect.model import Snapshot
@@ -93,6 +96,10 @@ class History:
 
     Memory is bounded by ``capacity`` values per series whatever the run length. A device that
     appears later is padded with missing values so every series lines up with ``timestamps()``.
+
+    One thread appends (the sampler's) while others read (an export, the UI): every method holds
+    one lock, so a read never sees half an append. Reads that must line up with each other, such
+    as ``timestamps(n)`` and ``device(i, m, n)``, go together inside ``with history.reading():``.
     """
 
     def __init__(self, capacity: int = DEFAULT_CAPACITY) -> None:
@@ -100,15 +107,30 @@ class History:
         """Samples kept per series."""
         self.latest: Snapshot | None = None
         """The most recent snapshot appended."""
+        self._lock = threading.RLock()  # re-entrant: summaries read through the public methods
         self._timestamps = RingBuffer(capacity)
         self._devices: dict[int, dict[str, RingBuffer]] = {}
         self._host = {name: RingBuffer(capacity) for name in HOST_METRICS}
 
     def __len__(self) -> int:
-        return len(self._timestamps)
+        with self._lock:
+            return len(self._timestamps)
+
+    @contextmanager
+    def reading(self) -> Iterator[None]:
+        """Hold off appends for the reads made inside the ``with`` block, so they all see the same samples.
+
+        Keep the block short: the sampler waits for it.
+        """
+        with self._lock:
+            yield
 
     def append(self, snapshot: Snapshot) -> None:
         """Record the device and host metrics of ``snapshot``."""
+        with self._lock:
+            self._append(snapshot)
+
+    def _append(self, snapshot: Snapshot) -> None:
         self.latest = snapshot
         self._timestamps.append(snapshot.timestamp)
         seen = set()
@@ -140,49 +162,58 @@ class History:
 
     def timestamps(self, last: int | None = None) -> list[float]:
         """Epoch seconds of the newest ``last`` samples, oldest first."""
-        return [t for t in self._timestamps.values(last) if t is not None]
+        with self._lock:
+            return [t for t in self._timestamps.values(last) if t is not None]
 
     def device_indexes(self) -> list[int]:
         """Indexes of every device seen so far."""
-        return sorted(self._devices)
+        with self._lock:
+            return sorted(self._devices)
 
     def device(self, index: int, metric: str, last: int | None = None) -> list[float | None]:
         """Series of a device metric (one of DEVICE_METRICS); empty for an unknown device."""
         if metric not in DEVICE_METRICS:
             raise KeyError(f"untracked device metric {metric!r}")
-        series = self._devices.get(index)
-        return series[metric].values(last) if series else []
+        with self._lock:
+            series = self._devices.get(index)
+            return series[metric].values(last) if series else []
 
     def host(self, metric: str, last: int | None = None) -> list[float | None]:
         """Series of a host metric (one of HOST_METRICS)."""
-        return self._host[metric].values(last)
+        with self._lock:
+            return self._host[metric].values(last)
 
     def samples_within(self, seconds: float) -> int:
         """How many of the newest samples fall within ``seconds`` of the latest one."""
-        size = len(self._timestamps)
-        if size == 0:
-            return 0
-        # Read back in growing chunks so a short window never copies the whole history.
-        chunk = 64
-        while True:
-            stamps = self.timestamps(min(chunk, size))
-            cutoff = stamps[-1] - seconds
-            for offset, t in enumerate(reversed(stamps)):
-                if t < cutoff:
-                    return offset
-            if len(stamps) == size:
-                return size
-            chunk *= 4
+        with self._lock:
+            size = len(self._timestamps)
+            if size == 0:
+                return 0
+            # Read back in growing chunks so a short window never copies the whole history.
+            chunk = 64
+            while True:
+                stamps = self.timestamps(min(chunk, size))
+                cutoff = stamps[-1] - seconds
+                for offset, t in enumerate(reversed(stamps)):
+                    if t < cutoff:
+                        return offset
+                if len(stamps) == size:
+                    return size
+                chunk *= 4
 
     def device_summary(self, index: int, metric: str, seconds: float | None = None) -> MetricSummary | None:
         """Min/mean/max of a device metric over the last ``seconds`` (all history when None)."""
-        last = None if seconds is None else self.samples_within(seconds)
-        return summarize(self.device(index, metric, last))
+        with self._lock:
+            last = None if seconds is None else self.samples_within(seconds)
+            series = self.device(index, metric, last)
+        return summarize(series)
 
     def host_summary(self, metric: str, seconds: float | None = None) -> MetricSummary | None:
         """Min/mean/max of a host metric over the last ``seconds`` (all history when None)."""
-        last = None if seconds is None else self.samples_within(seconds)
-        return summarize(self.host(metric, last))
+        with self._lock:
+            last = None if seconds is None else self.samples_within(seconds)
+            series = self.host(metric, last)
+        return summarize(series)
 
 
 def summarize(values: list[float | None]) -> MetricSummary | None:

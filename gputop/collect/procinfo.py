@@ -1,11 +1,13 @@
 """Reading one process's user, command line, CPU and memory through psutil, tolerating faults.
 
 ``psutil.Process`` objects are cached per pid with the process's start time, so that
-``cpu_percent`` measures the interval since the previous poll and a PID reused by a new process
+``cpu_percent`` measures the interval since the previous read and a PID reused by a new process
 starts afresh. Once read in full, a process's name, command line and user are kept too, and later
-polls read only what changes (status, memory, CPU times). On Linux one read of ``/proc/PID/stat``
-per poll confirms the identity (start time) and gives the parent, instead of a new
-``psutil.Process``; a changed ``comm`` (a rename or an ``exec``) makes the process read in full again.
+reads take only what changes. On Linux that is a read of ``/proc/PID/stat``, which confirms the
+identity (start time) and gives the parent, the state and the CPU times, and one of
+``/proc/PID/statm`` for the resident memory (as psutil reads it: the ``rss`` of ``stat`` can be
+far off on machines with many cores), with no psutil call at all; a changed ``comm`` (a rename or
+an ``exec``) makes the process read in full again. Elsewhere psutil reads status, memory and CPU times.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ try:
 except ImportError:  # not a POSIX system
     pwd = None  # type: ignore[assignment]
 
-from gputop.collect.proctree import clean_text
+from gputop.collect.proctree import clean_text, read_proc_file
 
 NOTE_ACCESS_DENIED = "access denied"
 """Note for a process whose details this user may not read."""
@@ -33,6 +35,22 @@ NOTE_ZOMBIE = "zombie"
 """Note for a process that ended but was not yet reaped by its parent."""
 NOTE_OTHER_NAMESPACE = "not in this PID namespace"
 """Note for a PID never seen here, e.g. a host PID reported by NVML inside a container."""
+
+_STATES = {
+    b"R": "running",
+    b"S": "sleeping",
+    b"D": "disk-sleep",
+    b"T": "stopped",
+    b"t": "tracing-stop",
+    b"Z": "zombie",
+    b"X": "dead",
+    b"x": "dead",
+    b"K": "wake-kill",
+    b"W": "waking",
+    b"I": "idle",
+    b"P": "parked",
+}
+"""psutil's status for each ``/proc/PID/stat`` state letter: what ``Process.status()`` answers on Linux."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +84,22 @@ class ProcessFacts:
         return self.note not in (NOTE_EXITED, NOTE_OTHER_NAMESPACE)
 
 
+def _sysconf(name: str) -> int | None:
+    """``os.sysconf(name)``, or None where the system does not say."""
+    try:
+        value = os.sysconf(name)
+    except (AttributeError, ValueError, OSError):
+        return None
+    return value if value > 0 else None
+
+
+_CLOCK_TICKS = _sysconf("SC_CLK_TCK")
+"""Clock ticks per second of the CPU times in ``/proc/PID/stat``."""
+
+_PAGE_SIZE = _sysconf("SC_PAGE_SIZE")
+"""Bytes per page of the resident size in ``/proc/PID/statm``."""
+
+
 def _read_pid_max() -> int | None:
     """The largest PID this kernel hands out, or None where unknown."""
     try:
@@ -77,7 +111,7 @@ def _read_pid_max() -> int | None:
 
 @dataclass(frozen=True, slots=True)
 class _Stat:
-    """The fields of ``/proc/PID/stat`` used to recognise a process and its parent."""
+    """The fields of ``/proc/PID/stat`` used to recognise a process and to follow what changes."""
 
     comm: bytes
     """Raw ``comm`` (the name, at most 15 bytes)."""
@@ -87,21 +121,33 @@ class _Stat:
     """Parent process id."""
     start_ticks: int
     """Start time in clock ticks since boot: with the pid, it names one process."""
+    cpu_ticks: int
+    """User plus system CPU time, in clock ticks."""
 
 
 def _read_stat(pid: int) -> _Stat | None:
     """``/proc/PID/stat`` of ``pid``, or None where it cannot be read (gone, hidden, not Linux)."""
-    if not psutil.LINUX:
+    if not psutil.LINUX or _CLOCK_TICKS is None or _PAGE_SIZE is None:
         return None
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            data = handle.read()
-    except OSError:
+    data = read_proc_file(f"/proc/{pid}/stat")
+    if data is None:
         return None
     open_paren, close_paren = data.find(b"("), data.rfind(b")")
     fields = data[close_paren + 2 :].split()
     try:
-        return _Stat(data[open_paren + 1 : close_paren], fields[0], int(fields[1]), int(fields[19]))
+        return _Stat(
+            data[open_paren + 1 : close_paren], fields[0], int(fields[1]), int(fields[19]),
+            int(fields[11]) + int(fields[12]),
+        )
+    except (IndexError, ValueError):
+        return None
+
+
+def _read_resident(pid: int) -> int | None:
+    """Resident memory of ``pid`` in bytes from ``/proc/PID/statm``, or None where it cannot be read."""
+    data = read_proc_file(f"/proc/{pid}/statm")
+    try:
+        return None if data is None else int(data.split()[1]) * (_PAGE_SIZE or 0)
     except (IndexError, ValueError):
         return None
 
@@ -109,7 +155,7 @@ def _read_stat(pid: int) -> _Stat | None:
 class _Known:
     """A cached process: its psutil object, identity and, once read in full, its static facts."""
 
-    __slots__ = ("comm", "create_time", "proc", "start_ticks", "static")
+    __slots__ = ("comm", "cpu_mark", "create_time", "proc", "start_ticks", "static")
 
     def __init__(self, proc: psutil.Process, create_time: float | None, start_ticks: int | None) -> None:
         """Remember ``proc``, started at ``create_time`` (``start_ticks`` from ``/proc`` when read)."""
@@ -123,6 +169,19 @@ class _Known:
         """Raw ``comm`` when ``static`` was read; a different one invalidates ``static``."""
         self.static: tuple[str | None, str | None, str | None] | None = None
         """(name, cmdline, user) once all three were read without a fault."""
+        self.cpu_mark: tuple[int, float] | None = None
+        """(CPU ticks, monotonic time) of the previous ``/proc/PID/stat`` read, for the CPU percent."""
+
+    def cpu_percent(self, stat: _Stat) -> float | None:
+        """CPU use since the previous call, as psutil computes it (100 = one core); None on the first call."""
+        now = time.monotonic()
+        before, self.cpu_mark = self.cpu_mark, (stat.cpu_ticks, now)
+        if before is None or _CLOCK_TICKS is None:
+            return None
+        elapsed = now - before[1]
+        if elapsed <= 0:
+            return 0.0
+        return round((stat.cpu_ticks - before[0]) / _CLOCK_TICKS / elapsed * 100.0, 1)
 
 
 def _join_cmdline(args: list[str]) -> str | None:
@@ -130,6 +189,25 @@ def _join_cmdline(args: list[str]) -> str | None:
     if not args:
         return None
     return shlex.join(clean_text(arg) for arg in args)
+
+
+def _read_fields(proc: psutil.Process, readers: list[tuple[str, Callable[[], object]]], values: dict[str, object]) -> str | None:
+    """Put each reader's answer into ``values`` under its field name, in order; returns the note for a fault.
+
+    A zombie's refusal marks it a zombie; a process gone ends the read; a denied field is skipped.
+    """
+    note: str | None = None
+    with proc.oneshot():
+        for field, reader in readers:
+            try:
+                values[field] = reader()
+            except psutil.ZombieProcess:
+                values["status"] = psutil.STATUS_ZOMBIE
+            except psutil.NoSuchProcess:
+                return NOTE_EXITED
+            except psutil.AccessDenied:
+                note = NOTE_ACCESS_DENIED
+    return note
 
 
 class ProcessDetailsReader:
@@ -204,8 +282,10 @@ class ProcessDetailsReader:
     ) -> ProcessFacts:
         """Read each field separately so one denied field does not hide the others.
 
-        Name, command line and user come from the cache when they were read before and ``comm``
-        is unchanged; they keep their place in the order, so a fault ends the read as it would.
+        With ``stat`` (Linux), status, memory and CPU come from it, and name, command line and user
+        from the cache when they were read before and ``comm`` is unchanged: psutil is then not
+        called at all. Whatever is left is read through psutil, in a fixed order, and a fault ends
+        the read as it would.
         """
         proc, create_time = known.proc, known.create_time
         values: dict[str, object] = {"ppid": ppid}
@@ -216,7 +296,15 @@ class ProcessDetailsReader:
         static = known.static
         if static is not None and (stat is None or stat.comm != known.comm or stat.state == b"Z"):
             static = None
-        readers: list[tuple[str, Callable[[], object]]] = [("status", proc.status)]
+        readers: list[tuple[str, Callable[[], object]]] = []
+        if stat is None:
+            readers.append(("status", proc.status))
+            if ppid is None:
+                readers.append(("ppid", proc.ppid))
+        else:
+            values["status"] = _STATES.get(stat.state, "?")  # psutil's answer for a letter it does not know
+            values["rss_bytes"] = _read_resident(pid)
+            values["cpu_percent"] = known.cpu_percent(stat)
         if static is None:
             readers += [
                 ("name", lambda: clean_text(proc.name())),
@@ -224,25 +312,14 @@ class ProcessDetailsReader:
                 ("user", lambda: self._user(proc)),
             ]
         else:
-            name, cmdline, user = static
-            readers += [("name", lambda: name), ("cmdline", lambda: cmdline), ("user", lambda: user)]
-        readers += [
-            ("rss_bytes", lambda: proc.memory_info().rss),
-            ("cpu_percent", lambda: self._cpu_percent(proc, first)),
-        ]
-        if ppid is None:
-            readers.insert(1, ("ppid", proc.ppid))
-        with proc.oneshot():
-            for field, reader in readers:
-                try:
-                    values[field] = reader()
-                except psutil.ZombieProcess:
-                    values["status"] = psutil.STATUS_ZOMBIE
-                except psutil.NoSuchProcess:
-                    note = NOTE_EXITED
-                    break
-                except psutil.AccessDenied:
-                    note = note or NOTE_ACCESS_DENIED
+            values["name"], values["cmdline"], values["user"] = static
+        if stat is None:
+            readers += [
+                ("rss_bytes", lambda: proc.memory_info().rss),
+                ("cpu_percent", lambda: self._cpu_percent(proc, first)),
+            ]
+        if readers:
+            note = _read_fields(proc, readers, values)
         if note == NOTE_ACCESS_DENIED and values.get("user") is None:
             values["user"] = self._owner_from_proc_dir(pid)
         if note is None and values.get("status") == psutil.STATUS_ZOMBIE:

@@ -168,8 +168,11 @@ class TimeGrid:
 
     Written by one thread only (the sampler's). Each level keeps at most its capacity plus a
     quarter of completed columns; older ones are dropped by starting a new list, so views made
-    earlier keep reading the old one unchanged. A timestamp that goes back a whole column (a
-    replay that loops, a clock stepped back) starts the level afresh.
+    earlier keep reading the old one unchanged. Every level places a poll by the same closest-level
+    slot (a coarser level's slot is that slot floor-divided by its factor), so a coarse column is
+    always exactly the maximum (or minimum) of the closest-level columns within it. A timestamp that goes back
+    to an earlier closest-level column (a recording that jumps back, a clock stepped back) starts
+    every level afresh.
     """
 
     def __init__(
@@ -184,8 +187,14 @@ class TimeGrid:
             )
         if len(zoom_factors) != len(capacities) or not zoom_factors:
             raise ValueError("each zoom level needs one capacity")
-        self._levels = [_Level(column_seconds * factor, capacity) for factor, capacity in zip(zoom_factors, capacities,
-                                                                                                strict=True)]
+        if any(factor < 1 for factor in zoom_factors) or any(capacity < 1 for capacity in capacities):
+            raise ValueError("zoom factors and capacities must be at least 1")
+        self.column_seconds = column_seconds
+        """Period of one column at the closest zoom level."""
+        self._levels = [
+            _Level(column_seconds, factor, capacity) for factor, capacity in zip(zoom_factors, capacities, strict=True)
+        ]
+        self._devices: tuple[int, ...] = ()
         self._view = ChartView(tuple(level.view() for level in self._levels))
 
     @property
@@ -196,13 +205,21 @@ class TimeGrid:
     def append(self, snapshot: Snapshot) -> ChartView:
         """Fold ``snapshot``'s GPUs into every level; return the new view."""
         devices = tuple(device.index for device in snapshot.devices)
+        if devices == self._devices:
+            devices = self._devices  # one shared tuple for every column while the GPUs stay the same
+        self._devices = devices
         values = [
             _NAN if (value := getattr(device, name)) is None else float(value)
             for device in snapshot.devices
             for name in CHART_METRICS
         ]
+        slot = math.floor(snapshot.timestamp / self.column_seconds)
+        newest = self._levels[0].current
+        if newest is not None and slot < newest.slot:
+            for level in self._levels:
+                level.reset()
         for level in self._levels:
-            level.add(snapshot.timestamp, devices, values)
+            level.add(slot // level.factor, devices, values)
         self._view = ChartView(tuple(level.view() for level in self._levels))
         return self._view
 
@@ -210,21 +227,24 @@ class TimeGrid:
 class _Level:
     """One zoom level's storage (writer side)."""
 
-    __slots__ = ("seconds", "capacity", "columns", "current")
+    __slots__ = ("seconds", "factor", "capacity", "columns", "current")
 
-    def __init__(self, seconds: float, capacity: int) -> None:
-        self.seconds = seconds
+    def __init__(self, column_seconds: float, factor: int, capacity: int) -> None:
+        self.seconds = column_seconds * factor
+        self.factor = factor
         self.capacity = capacity
         self.columns: list[Column] = []
         self.current: Column | None = None
 
-    def add(self, timestamp: float, devices: tuple[int, ...], values: list[float]) -> None:
-        slot = math.floor(timestamp / self.seconds)
+    def reset(self) -> None:
+        """Forget every column (into a new list: views made earlier keep the old one)."""
+        self.columns, self.current = [], None
+
+    def add(self, slot: int, devices: tuple[int, ...], values: list[float]) -> None:
         current = self.current
-        if current is not None and slot < current.slot:
-            self.columns, current = [], None
         if current is not None and slot == current.slot:
-            self.current = Column(slot, devices, array("f", _merge_max(current, devices, values)))
+            devices, merged = _merge(current, devices, values)
+            self.current = Column(slot, devices, array("f", merged))
             return
         if current is not None:
             self.columns.append(current)
@@ -236,20 +256,55 @@ class _Level:
         return LevelView(self.seconds, self.columns, len(self.columns), self.current)
 
 
-def _merge_max(column: Column, devices: tuple[int, ...], values: list[float]) -> list[float]:
-    """``values`` merged with ``column``'s for the GPUs both have: the maximum, or the minimum for
-    :data:`LOWEST_WINS` metrics (a missing value never wins)."""
+def _merge(column: Column, devices: tuple[int, ...], values: list[float]) -> tuple[tuple[int, ...], list[float]]:
+    """The GPUs and values of ``column`` after one more poll of ``devices`` with ``values``.
+
+    Each value is the larger of the two (the smaller for :data:`LOWEST_WINS` metrics), a missing
+    (NaN) one never winning; a GPU only in ``column`` keeps its values (it was seen earlier in the
+    period), one only in the poll is added.
+    """
+    kept: Sequence[float] = column.values
+    if devices != column.devices:
+        devices, values, kept = _align(column, devices, values)
+    # NaN is missing; a comparison with a NaN ``old`` is False, so a number is never replaced by it.
+    merged = [old if new != new or old > new else new for new, old in zip(values, kept, strict=True)]
+    for position in _lowest_positions(len(devices)):
+        new, old = values[position], kept[position]
+        merged[position] = old if new != new or old < new else new
+    return devices, merged
+
+
+def _align(
+    column: Column, devices: tuple[int, ...], values: list[float]
+) -> tuple[tuple[int, ...], list[float], list[float]]:
+    """``devices`` and ``values`` of a poll, and ``column``'s values in the same GPU order, NaN where it has none.
+
+    GPUs only in ``column`` are added at the end, with NaN as the poll's values.
+    """
     width = len(CHART_METRICS)
     old = column.values
-    where = _positions(column.devices)
-    merged = list(values)
-    for position, index in enumerate(devices):
-        before = where.get(index)
-        if before is None:
-            continue
-        for offset, lowest in enumerate(_LOWEST_WINS_AT):
-            new, kept = merged[position * width + offset], old[before * width + offset]
-            # NaN is missing; a comparison with a NaN ``kept`` is False, so a number is never replaced by it.
-            if new != new or (kept < new if lowest else kept > new):
-                merged[position * width + offset] = kept
-    return merged
+    before = _positions(column.devices)
+    kept: list[float] = []
+    for index in devices:
+        position = before.get(index)
+        kept.extend([_NAN] * width if position is None else old[position * width : (position + 1) * width])
+    polled = _positions(devices)
+    extra = tuple(index for index in column.devices if index not in polled)
+    values = list(values)
+    for index in extra:
+        position = before[index]
+        kept.extend(old[position * width : (position + 1) * width])
+        values.extend([_NAN] * width)
+    return devices + extra, values, kept
+
+
+@lru_cache(maxsize=64)
+def _lowest_positions(device_count: int) -> tuple[int, ...]:
+    """Where the :data:`LOWEST_WINS` metrics sit in a column of ``device_count`` GPUs."""
+    width = len(CHART_METRICS)
+    return tuple(
+        device * width + offset
+        for device in range(device_count)
+        for offset, lowest in enumerate(_LOWEST_WINS_AT)
+        if lowest
+    )

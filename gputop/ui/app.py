@@ -407,6 +407,11 @@ class GputopApp(App[None]):
         if self.frame is not None and screen.is_mounted:
             screen.show(self.frame, self._gpus.choice)
 
+    @property
+    def chart_choice(self) -> ChartChoice:
+        """The charts' zoom level, motion and one-line metric."""
+        return self._gpus.choice
+
     def action_zoom(self) -> None:
         """Chart a longer time per column (1 s, 10 s, 1 min by default), then back to the closest."""
         self._set_choice(self._gpus.choice.zoomed())
