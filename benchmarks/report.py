@@ -303,8 +303,10 @@ def targets(m: Measurements) -> list[Target]:
     out.append(Target("gputop --once", "within 1.5 s",
                       f"median {sorted(m.once_s)[len(m.once_s) // 2]:.2f} s, worst {once:.2f} s", once <= 1.5))
     growth = m.day["rss_end"] - m.day["rss_start"]
-    out.append(Target(f"Memory growth over {m.day['simulated_hours']:g} simulated h", "under 5 MiB",
-                      f"{growth / MIB:+.2f} MiB", growth < 5 * MIB))
+    # The chart grid keeps a day of 1 s / 10 s / 1 min columns by design (about 4.4 MiB for 8 GPUs), so the bound
+    # that was 5 MiB before the grid is 10 MiB: history and grid full, and nothing per PID or per poll left behind.
+    out.append(Target(f"Memory growth over {m.day['simulated_hours']:g} simulated h", "under 10 MiB (history and a day of charts)",
+                      f"{growth / MIB:+.2f} MiB", growth < 10 * MIB))
     return out
 
 

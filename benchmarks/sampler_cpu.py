@@ -82,7 +82,7 @@ def main() -> None:
         print(json.dumps(measure(args.interval, args.seconds, refresh)))
         return
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from scenario import bench_machine
+    from mover import bench_machine
 
     with tempfile.TemporaryDirectory() as workdir, bench_machine(Path(workdir)) as machine:
         command = [sys.executable, __file__, "--child", "--interval", str(args.interval), "--seconds", str(args.seconds)]
