@@ -31,6 +31,7 @@ from gputop.collect.demo import DemoSource
 from gputop.collect.history import History
 from gputop.collect.model import Snapshot
 from gputop.collect.sampler import Sampler
+from gputop.collect.timegrid import TimeGrid
 from gputop.ui.app import GputopApp
 from gputop.ui.messages import FrameReady
 
@@ -39,11 +40,12 @@ ROOT = Path(__file__).resolve().parents[1]
 CAPACITY = 400
 """History samples kept: small so that it wraps many times in a short test."""
 
-WRAPS = 9
+WRAPS = 11
 """Times the history is filled; each is followed by a one-day jump in simulated time."""
 
-WARMUP_WRAPS = 5
-"""Wraps before the baseline is taken (Rich's and Textual's bounded caches fill, the UI builds its widgets)."""
+WARMUP_WRAPS = 7
+"""Wraps before the baseline is taken (Rich's and Textual's bounded caches fill, the UI builds its widgets, the
+advice panel has taken the places its changing advice gives it)."""
 
 STEP = 0.25
 """Simulated seconds between snapshots (4 Hz)."""
@@ -53,6 +55,9 @@ PID_GENERATION = 40
 
 UI_EVERY = 8
 """One snapshot in this many is shown on the headless screen."""
+
+GRID_COLUMNS = (40, 20, 10)
+"""Chart grid columns kept per zoom level: each level fills within the warm-up wraps."""
 
 DAY = 86_400.0
 """Simulated seconds skipped after each wrap."""
@@ -127,7 +132,10 @@ def live_footprint() -> tuple[int, int]:
 def test_a_simulated_week_through_sampler_history_advice_and_screen_stays_bounded():
     clock = SimulatedClock()
     source = ChurningSource(clock)
-    sampler = Sampler(source, interval=STEP, history=History(CAPACITY), advisor=AdviceEngine(Thresholds()))
+    # The chart grid is as small as the history, so it too is full before the baseline (its own bound is
+    # tested in test_timegrid); what is measured is whatever grows per poll or per PID beyond both.
+    sampler = Sampler(source, interval=STEP, history=History(CAPACITY), advisor=AdviceEngine(Thresholds()),
+                      grid=TimeGrid(capacities=GRID_COLUMNS))
     sampler.poll_once()
     app = GputopApp(sampler, live=False)
     footprints: list[tuple[int, int]] = []
