@@ -40,12 +40,11 @@ ROOT = Path(__file__).resolve().parents[1]
 CAPACITY = 400
 """History samples kept: small so that it wraps many times in a short test."""
 
-WRAPS = 11
+WRAPS = 9
 """Times the history is filled; each is followed by a one-day jump in simulated time."""
 
-WARMUP_WRAPS = 7
-"""Wraps before the baseline is taken (Rich's and Textual's bounded caches fill, the UI builds its widgets, the
-advice panel has taken the places its changing advice gives it)."""
+WARMUP_WRAPS = 5
+"""Wraps before the baseline is taken (Rich's and Textual's bounded caches fill, the UI builds its widgets)."""
 
 STEP = 0.25
 """Simulated seconds between snapshots (4 Hz)."""

@@ -140,9 +140,15 @@ def line_regions(y: int, old: Strip | None, new: Strip, width: int) -> list[Regi
 
 
 def refresh_regions(widget: Widget, regions: list[Region]) -> None:
-    """Refresh ``regions`` of ``widget``, and nothing when there are none (a bare ``refresh()`` repaints all)."""
+    """Refresh ``regions`` of ``widget``, and nothing when there are none (a bare ``refresh()`` repaints all).
+
+    Textual 8.2 also adds every partly refreshed region to ``Widget._dirty_regions``, a set it never
+    reads and empties only on a whole refresh; with a different span changing on every tick it grew
+    by the distinct spans of a whole day. It is emptied here, which changes nothing Textual draws.
+    """
     if regions:
         widget.refresh(*regions)
+        widget._dirty_regions.clear()
 
 
 class ChangedLinesRefresh:
