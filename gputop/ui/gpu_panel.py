@@ -392,7 +392,7 @@ class GpuPanel(ChangedLinesRefresh, CachedStyles, Widget, can_focus=True):
         """The one-line layout's number, (label, padded text, value part) fields and separator."""
         memory = memory_pair(device.memory_used_bytes, device.memory_total_bytes)
         power = power_pair(device.power_watts, device.power_limit_watts)
-        hot = "hot" if (device.temperature_celsius or 0) >= HOT_CELSIUS else "value"
+        hot = "hot" if _hot(device) else "value"
         fields = [
             ("util ", f"{fmt_percent(device.utilization_gpu_percent):>4}", "value"),
             ("mem ", f"{memory:>12}", "value"),
@@ -449,8 +449,13 @@ class GpuPanel(ChangedLinesRefresh, CachedStyles, Widget, can_focus=True):
 
 
 def _is_hot(history: ChartedMetric, device: DeviceSample) -> bool:
-    """True for a temperature at or above :data:`HOT_CELSIUS`."""
-    return history.metric == "temperature_celsius" and (device.temperature_celsius or 0) >= HOT_CELSIUS
+    """True for the temperature of a hot GPU."""
+    return history.metric == "temperature_celsius" and _hot(device)
+
+
+def _hot(device: DeviceSample) -> bool:
+    """True when the GPU is at or above :data:`HOT_CELSIUS`."""
+    return (device.temperature_celsius or 0) >= HOT_CELSIUS
 
 
 def _pcie_items(device: DeviceSample) -> list[tuple[str, str]]:
