@@ -95,10 +95,10 @@ def precompile(env: dict[str, str]) -> None:
 
 
 def gputop_version(env: dict[str, str]) -> str:
-    """``gputop --version`` output."""
+    """``gputop --version`` output on one line (``gputop 0.1.0; partial output: active``)."""
     result = subprocess.run([sys.executable, "-m", "gputop", "--version"], env=env, capture_output=True, text=True,
                             check=False)
-    return result.stdout.strip() or "unknown"
+    return "; ".join(result.stdout.split("\n")).strip("; ") or "unknown"
 
 
 def measure(tool: Peer, data: str, interval_s: float | None, size: tuple[int, int], env: dict[str, str],
