@@ -114,8 +114,6 @@ class GputopApp(App[None]):
         """Where ``s`` writes snapshot exports."""
         self.frame: Frame | None = None
         """The frame on screen."""
-        self.snapshot: Snapshot | None = None
-        """The snapshot on screen."""
         self.snapshots_applied = 0
         """How many snapshots have been shown since start."""
         self.first_frame_at: float | None = None
@@ -266,7 +264,6 @@ class GputopApp(App[None]):
     async def _apply(self, frame: Frame) -> None:
         snapshot = frame.snapshot
         self.frame = frame
-        self.snapshot = snapshot
         self.snapshots_applied += 1
         if self.first_frame_at is None:
             self.call_after_refresh(self._note_first_frame)
@@ -406,6 +403,11 @@ class GputopApp(App[None]):
     def _show_detail(self, screen: GpuDetailScreen) -> None:
         if self.frame is not None and screen.is_mounted:
             screen.show(self.frame, self._gpus.choice)
+
+    @property
+    def snapshot(self) -> Snapshot | None:
+        """The snapshot on screen (the frame's)."""
+        return None if self.frame is None else self.frame.snapshot
 
     @property
     def chart_choice(self) -> ChartChoice:

@@ -183,12 +183,12 @@ class GpuDetailScreen(Screen[None]):
         def span(metric: str) -> str:
             return duration_text(charts.span_seconds(choice.level, self._charts[metric].columns))
 
-        pcie_max = pcie_scale(*(series(metric) for metric in PCIE_METRICS))
-        for history in HISTORIES:
-            metric = history.metric
+        windows = {history.metric: series(history.metric) for history in HISTORIES}
+        pcie_max = pcie_scale(*(windows[metric] for metric in PCIE_METRICS))
+        for metric, values in windows.items():
             maximum = scale_maximum(metric, device, pcie_max)
             scale = _scale_text(metric, maximum)
-            self._charts[metric].show(value_text(metric, device), series(metric), maximum, scale, span(metric))
+            self._charts[metric].show(value_text(metric, device), values, maximum, scale, span(metric))
         clocks = series("clock_sm_mhz")
         clock_max = max((v for v in clocks if v is not None), default=None)
         self._charts["clock_sm_mhz"].show(

@@ -30,6 +30,7 @@ from gputop.ui.chart import StyleFor, chart_rows
 from gputop.ui.chart_choice import (
     HISTORIES,
     HOT_CELSIUS,
+    PCIE_FLOOR,
     PCIE_METRICS,
     ChartChoice,
     ChartedMetric,
@@ -140,6 +141,7 @@ class GpuPanel(ChangedLinesRefresh, CachedStyles, Widget, can_focus=True):
         """Zoom level, chart motion and the one-line layout's metric."""
         self._charts: ChartView | None = None
         self._series: dict[str, list[float | None]] = {}
+        self._pcie_maximum = PCIE_FLOOR
         self._chart_cache: dict[str, tuple[tuple[object, ...], list[Strip]]] = {}
         self._chart_line: tuple[tuple[object, ...], Strip] | None = None
         self._inputs: tuple[object, ...] | None = None
@@ -149,7 +151,7 @@ class GpuPanel(ChangedLinesRefresh, CachedStyles, Widget, can_focus=True):
     def show(self, device: DeviceSample, charts: ChartView, choice: ChartChoice) -> None:
         """Display a new sample and chart view; rebuilds only when what it draws changed."""
         self.device, self._charts, self.choice = device, charts, choice
-        self._series = self._fetch_series(device)
+        self._set_series(self._fetch_series(device))
         layout = (self.mode, self.chart_rows_count, self.size.width, self.has_focus, choice)
         # Everything the lines are built from: the sample (less the ever-growing energy counter,
         # which is not drawn), the layout and the chart windows.
@@ -158,6 +160,11 @@ class GpuPanel(ChangedLinesRefresh, CachedStyles, Widget, can_focus=True):
             return
         self._inputs = inputs
         self._update_changed_lines()
+
+    def _set_series(self, series: dict[str, list[float | None]]) -> None:
+        """Keep the chart windows to draw, and the PCIe scale they share."""
+        self._series = series
+        self._pcie_maximum = pcie_scale(*(series.get(metric, ()) for metric in PCIE_METRICS))
 
     def _fetch_series(self, device: DeviceSample) -> dict[str, list[float | None]]:
         """The chart windows this layout draws, by metric (PCIe both ways whenever one is drawn)."""
@@ -193,7 +200,7 @@ class GpuPanel(ChangedLinesRefresh, CachedStyles, Widget, can_focus=True):
     def _redraw(self) -> None:
         """Fetch the chart windows again (the layout or width changed) and redraw."""
         if self.device is not None:
-            self._series = self._fetch_series(self.device)
+            self._set_series(self._fetch_series(self.device))
         self._invalidate()
 
     def on_mount(self) -> None:
@@ -306,9 +313,8 @@ class GpuPanel(ChangedLinesRefresh, CachedStyles, Widget, can_focus=True):
         Between two columns of the time grid most polls change only the numbers, so the strips of
         each metric are kept until its window, scale or size changes.
         """
-        pcie = pcie_scale(*(self._series.get(metric, ()) for metric in PCIE_METRICS))
         values = self._series.get(history.metric, [])
-        maximum = scale_maximum(history.metric, device, pcie)
+        maximum = scale_maximum(history.metric, device, self._pcie_maximum)
         key = (values, width, rows, maximum, self.base_style)
         cached = self._chart_cache.get(history.metric)
         if cached is not None and cached[0] == key:
