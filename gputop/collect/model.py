@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
-SCHEMA_VERSION = 1
-"""Version of the snapshot layout written to JSON output and recordings."""
+SCHEMA_VERSION = 2
+"""Version of the snapshot layout written to JSON output and recordings (2 added jobs and NVLink)."""
 
 
 class StringEnum(str, Enum):
@@ -55,6 +55,19 @@ class GpuProcessType(StringEnum):
     """A graphics context."""
     COMPUTE_GRAPHICS = "compute+graphics"
     """Both: the process is in NVML's compute and graphics lists."""
+
+
+class WorkloadKind(StringEnum):
+    """What a job's GPU processes do (``JobSample.kind``), which decides the advice that fits them."""
+
+    TRAINING = "training"
+    """A training run: a launcher, distributed-training variables, DataLoader workers or ``gputop.torch``."""
+    INFERENCE = "inference"
+    """An inference server (vLLM, TGI, Triton, SGLang, ...): load follows requests, memory is held by design."""
+    NOTEBOOK = "notebook"
+    """An interactive notebook kernel (Jupyter/IPython)."""
+    UNKNOWN = "unknown"
+    """Nothing tells: treated like training by the rules, with no serving or notebook advice."""
 
 
 class Severity(StringEnum):
@@ -172,6 +185,10 @@ class DeviceSample:
     """GPM: percent of cycles the tensor cores were busy."""
     dram_active_percent: float | None = None
     """GPM: DRAM bandwidth utilization percent."""
+    nvlink_tx_bytes_per_s: float | None = None
+    """NVLink data bytes per second sent by the GPU over all its links; None without NVLink."""
+    nvlink_rx_bytes_per_s: float | None = None
+    """NVLink data bytes per second received by the GPU over all its links; None without NVLink."""
     error: str | None = None
     """One-line reason when the device is lost or a call failed in a way worth showing."""
 
@@ -240,6 +257,30 @@ class ProcessSample:
     """``torch.cuda.max_memory_allocated``: the peak of allocated memory."""
     autocast: bool | None = None
     """Whether autocast (mixed precision) is active in the trainer's forward pass; None when not known."""
+    job: int | None = None
+    """For a GPU process, the ``JobSample.id`` of the job it belongs to; None when not grouped."""
+    rank: int | None = None
+    """Its distributed rank (``RANK`` in its environment) when readable; None otherwise."""
+
+
+@dataclass(frozen=True, slots=True)
+class JobSample:
+    """GPU processes that work together, as the evidence groups them; every GPU process belongs to one job."""
+
+    id: int
+    """Small number, stable while the job runs (``job 3``); numbers are not reused within a session."""
+    kind: WorkloadKind
+    """What the job does: training, inference serving, a notebook, or unknown."""
+    evidence: str
+    """How the job was recognised and its kind told, e.g. ``"torchrun PID 4100; RANK/WORLD_SIZE set"``."""
+    pids: tuple[int, ...]
+    """Its GPU processes, in rank order where ranks are known, else in pid order."""
+    devices: tuple[int, ...]
+    """Indexes of the GPUs its processes use, ascending."""
+    world_size: int | None = None
+    """``WORLD_SIZE`` from the environment (ranks on every node); None when not readable."""
+    launcher_pid: int | None = None
+    """The launcher (torchrun, deepspeed, mpirun, ...) that started the processes, when there is one."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -308,6 +349,8 @@ class Snapshot:
     """GPUs in index order."""
     processes: tuple[ProcessSample, ...] = ()
     """GPU processes, each followed by its DataLoader workers."""
+    jobs: tuple[JobSample, ...] = ()
+    """The jobs the GPU processes form, by id."""
     advice: tuple[Advice, ...] = ()
     """Live advice, highest severity first."""
     errors: tuple[ErrorNote, ...] = ()
@@ -340,5 +383,7 @@ class HostReading:
     """Host CPU and memory."""
     processes: tuple[ProcessSample, ...] = ()
     """The GPU processes, enriched with psutil fields, each followed by its DataLoader workers."""
+    jobs: tuple[JobSample, ...] = ()
+    """The jobs the GPU processes form."""
     errors: tuple[ErrorNote, ...] = ()
     """Faults met during this poll."""
