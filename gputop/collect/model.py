@@ -82,22 +82,24 @@ class Severity(StringEnum):
 
 
 class ScopeKind(StringEnum):
-    """What an advice scope names: the host, one GPU or one process.
+    """What an advice scope names: the host, one job, one GPU or one process.
 
-    A scope (``Advice.scope``) is the kind's value, followed by the GPU index or pid for GPUs
-    and processes: ``"host"``, ``"gpu0"``, ``"pid1234"``. Members are in the order advice is
+    A scope (``Advice.scope``) is the kind's value, followed by the job id, GPU index or pid:
+    ``"host"``, ``"job3"``, ``"gpu0"``, ``"pid1234"``. Members are in the order advice is
     listed within a severity.
     """
 
     HOST = "host"
     """The whole machine."""
+    JOB = "job"
+    """One job (``JobSample.id``): processes that work together, possibly on several GPUs."""
     GPU = "gpu"
     """One GPU, by NVML index."""
     PID = "pid"
     """One process, by pid."""
 
     def of(self, number: int | None = None) -> str:
-        """The scope for GPU index or pid ``number`` (none for the host), e.g. ``"gpu0"``."""
+        """The scope for job id, GPU index or pid ``number`` (none for the host), e.g. ``"gpu0"``."""
         return self.value if number is None else f"{self.value}{number}"
 
     @classmethod
