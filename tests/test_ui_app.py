@@ -74,14 +74,16 @@ def demo_sampler(
     prefill: int = 40,
     extra: tuple[ProcessSample, ...] = (),
     live_clock: bool = False,
+    edit: Callable[[Snapshot], Snapshot] | None = None,
 ) -> Sampler:
-    """A sampler (with advice) over demo data, optionally cut to ``gpus`` GPUs plus ``extra`` processes."""
+    """A sampler (with advice) over demo data, optionally cut to ``gpus`` GPUs plus ``extra`` processes, then ``edit``-ed."""
 
     def trim(snapshot: Snapshot) -> Snapshot:
         devices = snapshot.devices[:gpus] if gpus is not None else snapshot.devices
         keep = {d.index for d in devices}
         processes = extra + tuple(p for p in snapshot.processes if p.device_index in keep)
-        return dataclasses.replace(snapshot, devices=devices, processes=processes)
+        trimmed = dataclasses.replace(snapshot, devices=devices, processes=processes)
+        return trimmed if edit is None else edit(trimmed)
 
     demo = DemoSource(scenario, seed=0, clock=time.time if live_clock else SteppingClock())
     source = EditedSource(demo, trim)
