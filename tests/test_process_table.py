@@ -579,7 +579,7 @@ async def test_a_click_on_the_job_header_sorts_by_job():
 @synchronously
 async def test_filtering_by_job_keeps_that_job_with_its_workers():
     app = TableApp()
-    async with app.run_test(size=(160, HEIGHT)) as pilot:
+    async with app.run_test(size=(160, HEIGHT)):
         table = app.query_one(ProcessTable)
         table.update_snapshot(JOBS)
         table.set_filter("job 3")
