@@ -87,6 +87,11 @@ def job_processes(job: JobSample) -> str:
     return ", ".join(parts)
 
 
+def job_facts(job: JobSample) -> str:
+    """A job's kind, GPUs and processes: ``"training, GPUs 0-7, 8 processes, world size 8, launcher PID 4100"``."""
+    return f"{job.kind.value}, {job_gpus(job)}, {job_processes(job)}"
+
+
 def scope_label(scope: str, jobs: Mapping[int, JobSample]) -> str:
     """An advice scope as shown: a job's scope names its GPUs, ``"job3 (GPUs 0-7)"``; other scopes unchanged.
 
