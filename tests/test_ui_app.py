@@ -346,13 +346,13 @@ def test_job_scoped_advice_names_the_job_and_its_gpus(tmp_path: Path, size: tupl
 
     async def body(app: GputopApp, pilot: Pilot) -> None:
         if not app.query_one(AdvicePanel).display:
-            assert "job1 (GPUs 0-3): Rank 2 of job 1 holds back" in screen_text(app)
+            assert "job1 on GPUs 0-3: Rank 2 of job 1 holds back" in screen_text(app)
             await pilot.press("a")
             await pilot.pause()
         app.query_one(AdvicePanel).show(app.snapshot, force=True)
         await pilot.pause()
         text = screen_text(app)
-        assert "job1 (GPUs 0-3) Rank 2 of job 1 holds back the other ranks" in text
+        assert "job1 on GPUs 0-3 Rank 2 of job 1 holds back the other ranks" in text
 
     run_app(app, size, body)
 

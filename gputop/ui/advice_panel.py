@@ -2,7 +2,7 @@
 
 Shows the snapshot's faults (e.g. "NVML not found") as warnings first, then the live advice,
 most severe first, each with scope, title, evidence and the action to take; a job's scope names
-its GPUs (``job3 (GPUs 0-7)``). All text is built as ``rich.text.Text`` from escaped strings, so
+its GPUs (``job3 on GPUs 0-7``). All text is built as ``rich.text.Text`` from escaped strings, so
 nothing in it is read as markup.
 """
 

@@ -93,7 +93,7 @@ def job_facts(job: JobSample) -> str:
 
 
 def scope_label(scope: str, jobs: Mapping[int, JobSample]) -> str:
-    """An advice scope as shown: a job's scope names its GPUs, ``"job3 (GPUs 0-7)"``; other scopes unchanged.
+    """An advice scope as shown: a job's scope names its GPUs, ``"job3 on GPUs 0-7"``; other scopes unchanged.
 
     The result holds ``scope`` as it came (untrusted); the caller escapes it.
     """
@@ -103,4 +103,4 @@ def scope_label(scope: str, jobs: Mapping[int, JobSample]) -> str:
     job = jobs.get(parsed[1])
     if job is None or not job.devices:
         return scope
-    return f"{scope} ({job_gpus(job)})"
+    return f"{scope} on {job_gpus(job)}"
