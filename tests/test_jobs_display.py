@@ -30,7 +30,9 @@ START = 1_700_000_000.0
 def mixed_with_jobs(hostile: str = "") -> Snapshot:
     """One snapshot of the mixed demo with jobs (job 1 is a 4-rank DDP job, job 3 a notebook)."""
     snapshot = with_jobs(DemoSource("mixed", seed=0, clock=lambda: START).poll(), hostile=hostile)
-    advice = Advice("straggler:job1", Severity.WARN, "job1", "Rank 2 holds back job 1", "GPU 2 at 57 %", "look at rank 2")
+    advice = Advice(
+        "straggler:job1", Severity.WARN, "job1", "Rank 2 holds back job 1", "GPU 2 at 57 %", "look at rank 2"
+    )
     return dataclasses.replace(snapshot, advice=(advice,))
 
 
@@ -69,7 +71,10 @@ def test_gpu_list_writes_runs_as_ranges() -> None:
 
 
 def test_scope_label_names_a_jobs_gpus_and_leaves_other_scopes_alone() -> None:
-    jobs = {3: JobSample(3, WorkloadKind.TRAINING, "", (1, 2), (0, 1, 2, 3, 6)), 4: JobSample(4, WorkloadKind.TRAINING, "", (5,), (5,))}
+    jobs = {
+        3: JobSample(3, WorkloadKind.TRAINING, "", (1, 2), (0, 1, 2, 3, 6)),
+        4: JobSample(4, WorkloadKind.TRAINING, "", (5,), (5,)),
+    }
     assert scope_label("job3", jobs) == "job3 on GPUs 0-3,6"
     assert scope_label("job4", jobs) == "job4 on GPU 5"
     assert scope_label("job9", jobs) == "job9"
@@ -83,13 +88,15 @@ def test_once_table_has_a_job_column_a_jobs_section_and_escaped_evidence(tmp_pat
     recorder.write(mixed_with_jobs(HOSTILE))
     recorder.close()
     out = subprocess.run(
-        [sys.executable, "-m", "gputop", "--replay", str(recording), "--once"], capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "gputop", "--replay", str(recording), "--once"],
+        capture_output=True, text=True, timeout=60,
     )
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     header = next(line for line in lines if line.startswith("GPU ") and "COMMAND" in line)
     assert header.index("USER") < header.index("JOB") < header.index("GPU MEM")
-    rows = {line.split()[0]: line for line in lines if line[:2] in {f"{i} " for i in range(8)} and "GiB" in line and "%" in line}
+    gpu_rows = [line for line in lines if line[:2] in {f"{i} " for i in range(8)} and "GiB" in line and "%" in line]
+    rows = {line.split()[0]: line for line in gpu_rows}
     assert "job 1 · rank 0/4" in rows["0"] and "job 1 · rank 3/4" in rows["3"]
     assert "job 3 · notebook" in rows["5"] and "job 4 " in rows["6"]
     assert all(row.index("job") == header.index("JOB") for row in rows.values())

@@ -508,7 +508,8 @@ async def test_a_narrow_table_writes_jobs_compactly():
         header = lines(table)[0]
         assert "JOB" in header and "USER" not in header and "HOST MEM" not in header
         assert job_cells(table) == {
-            500: "3·0/8", 501: "", 502: "3·1/8", 600: "7·2p", 601: "7·2p", 700: "4·srv", 800: "5·nb", 900: "9", 950: "",
+            500: "3·0/8", 501: "", 502: "3·1/8", 600: "7·2p", 601: "7·2p",
+            700: "4·srv", 800: "5·nb", 900: "9", 950: "",
         }
         assert "python -u train.py [1 worker]" in rows(table)[0]
         assert all(cell_len(line) == 80 for line in lines(table))

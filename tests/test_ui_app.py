@@ -77,7 +77,7 @@ def demo_sampler(
     live_clock: bool = False,
     edit: Callable[[Snapshot], Snapshot] | None = None,
 ) -> Sampler:
-    """A sampler (with advice) over demo data, optionally cut to ``gpus`` GPUs plus ``extra`` processes, then ``edit``-ed."""
+    """A sampler (with advice) over demo data, cut to ``gpus`` GPUs plus ``extra`` processes, then ``edit``-ed."""
 
     def trim(snapshot: Snapshot) -> Snapshot:
         devices = snapshot.devices[:gpus] if gpus is not None else snapshot.devices

@@ -487,7 +487,10 @@ def _has_advice(snapshot: Snapshot) -> bool:
 
 
 def process_summary(process: ProcessSample, jobs: Mapping[int, JobSample]) -> str:
-    """A few lines about a process for the Enter notification, its job (from ``jobs``) included; all text escaped and bounded."""
+    """A few lines about a process for the Enter notification, its job (from ``jobs``) included.
+
+    All text is escaped and bounded.
+    """
     lines = [
         f"{safe_text(process.name, 60) or 'unknown'} (user {safe_text(process.user, 32) or 'unknown'})",
         (

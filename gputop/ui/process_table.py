@@ -79,7 +79,8 @@ _MIN_COMMAND_WIDTH = 10
 _WANTED_COMMAND_WIDTH = 30
 """Narrow terminals drop columns (in ``_DROP_ORDER``) until the command column gets this many cells."""
 _DROP_ORDER = tuple(
-    next(i for i, c in enumerate(_COLUMNS) if c.label == label) for label in ("HOST MEM", "ELAPSED", "STEP/S", "JOB", "USER")
+    next(i for i, c in enumerate(_COLUMNS) if c.label == label)
+    for label in ("HOST MEM", "ELAPSED", "STEP/S", "JOB", "USER")
 )
 """Columns given up first when the table is narrow, least useful first; the full JOB gives way to the compact one."""
 
@@ -362,9 +363,9 @@ class ProcessTable(ScrollView, can_focus=True):
             self.refresh()  # the header's sort marker moved even when the row order did not
 
     def set_filter(self, text: str) -> None:
-        """Show only rows whose pid, user, name or command line contains ``text`` (case-insensitive), or job ``text`` names.
+        """Show only rows whose pid, user, name or command line contains ``text`` (case-insensitive).
 
-        ``job 3`` (or ``job3``) shows the processes of job 3, each with its workers.
+        A job's name, ``job 3`` (or ``job3``), shows the processes of job 3, each with its workers.
         """
         self._filter = text
         self._apply()
