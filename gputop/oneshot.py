@@ -118,7 +118,7 @@ def _process_lines(processes: tuple[ProcessSample, ...], jobs: dict[int, JobSamp
     if not processes:
         return ["No GPU processes."]
     labels = {p.pid: job_label(p, jobs) for p in processes if p.role == ProcessRole.GPU}
-    job_width = max(3, *map(len, labels.values())) + 1 if jobs else 0
+    job_width = max([3, *map(len, labels.values())]) + 1 if jobs else 0
     job_header = f"{'JOB':<{job_width}}" if job_width else ""
     fixed = f"{'GPU':<4}{'PID':>8} {'USER':<10}{job_header}{'GPU MEM':>9}{'SM':>5}{'CPU':>6}{'RSS':>9}{'ELAPSED':>11}  "
     room = None if width is None else max(10, width - len(fixed))

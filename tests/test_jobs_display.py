@@ -14,7 +14,7 @@ import pytest
 
 from gputop.collect.demo import DemoSource
 from gputop.collect.history import History
-from gputop.collect.model import Advice, JobSample, ProcessSample, Severity, Snapshot, WorkloadKind
+from gputop.collect.model import Advice, JobSample, ProcessRole, ProcessSample, Severity, Snapshot, WorkloadKind
 from gputop.collect.recording import Recorder
 from gputop.oneshot import render_once
 from gputop.report import render_report
@@ -110,6 +110,14 @@ def test_once_table_has_a_job_column_a_jobs_section_and_escaped_evidence(tmp_pat
 def test_once_names_the_gpus_of_a_job_scoped_advice() -> None:
     text = render_once(mixed_with_jobs(), width=120)
     assert "  [warn] job1 on GPUs 0-3: Rank 2 holds back job 1" in text
+
+
+def test_once_with_jobs_but_only_a_worker_left_still_renders() -> None:
+    snapshot = mixed_with_jobs()
+    worker = next(p for p in snapshot.processes if p.role == ProcessRole.DATALOADER_WORKER)
+    text = render_once(dataclasses.replace(snapshot, processes=(worker,)), width=120)
+    header = next(line for line in text.splitlines() if line.startswith("GPU ") and "COMMAND" in line)
+    assert "JOB " in header and "pt_data_worker" in text
 
 
 def test_once_without_jobs_has_no_job_column() -> None:
