@@ -357,6 +357,24 @@ def test_job_scoped_advice_names_the_job_and_its_gpus(tmp_path: Path, size: tupl
     run_app(app, size, body)
 
 
+@pytest.mark.parametrize("size", SIZES)
+def test_ascii_mode_writes_jobs_in_ascii(size: tuple[int, int]) -> None:
+    app = GputopApp(demo_sampler("mixed", edit=with_jobs), ascii_mode=True)
+
+    async def body(app: GputopApp, pilot: Pilot) -> None:
+        table = app.query_one(ProcessTable)
+        shown = "\n".join(table.render_line(y).text for y in range(table.scrollable_content_region.height))
+        assert ("job 1 - rank 0/4" if size[0] >= 120 else "1:0/4") in shown
+        assert shown.isascii(), sorted({ch for ch in shown if not ch.isascii()})
+        table.focus()
+        await pilot.press("enter")
+        await pilot.pause()
+        [toast] = [toast_text(t) for t in toasts(app)]
+        assert "job 1 - rank 0/4: training, GPUs 0-3" in toast and toast.isascii()
+
+    run_app(app, size, body)
+
+
 def test_enter_on_a_process_tells_its_job_and_escaped_evidence() -> None:
     hostile = " [red]x[/red] \x1b[2J\x07"
     app = GputopApp(demo_sampler("mixed", edit=lambda s: with_jobs(s, hostile=hostile)))

@@ -432,7 +432,8 @@ class GputopApp(App[None]):
         """Enter on a process: show its full (escaped) command line."""
         process = event.process
         jobs = {} if self.snapshot is None else jobs_by_id(self.snapshot)
-        self.notify(process_summary(process, jobs), title=f"PID {process.pid}", markup=False, timeout=10)
+        summary = process_summary(process, jobs, self.ascii_mode)
+        self.notify(summary, title=f"PID {process.pid}", markup=False, timeout=10)
 
     def action_kill(self) -> None:
         """Ask to send a signal to the selected process (not in read-only mode)."""
@@ -486,10 +487,10 @@ def _has_advice(snapshot: Snapshot) -> bool:
     return bool(snapshot.errors) or not all(is_all_clear(advice) for advice in snapshot.advice)
 
 
-def process_summary(process: ProcessSample, jobs: Mapping[int, JobSample]) -> str:
+def process_summary(process: ProcessSample, jobs: Mapping[int, JobSample], ascii_mode: bool) -> str:
     """A few lines about a process for the Enter notification, its job (from ``jobs``) included.
 
-    All text is escaped and bounded.
+    All text is escaped and bounded; ``ascii_mode`` writes the job with ASCII only.
     """
     lines = [
         f"{safe_text(process.name, 60) or 'unknown'} (user {safe_text(process.user, 32) or 'unknown'})",
@@ -503,6 +504,6 @@ def process_summary(process: ProcessSample, jobs: Mapping[int, JobSample]) -> st
         lines.append(safe_text(process.note, 120))
     job = None if process.job is None else jobs.get(process.job)
     if job is not None:
-        lines.append(f"{job_label(process, jobs)}: {job_facts(job)}")
+        lines.append(f"{job_label(process, jobs, ascii_mode=ascii_mode)}: {job_facts(job)}")
         lines.append(f"evidence: {safe_text(job.evidence, 200)}")
     return "\n".join(lines)
