@@ -129,7 +129,7 @@ class GputopApp(App[None]):
         self._gpus = GpuArea(ascii_mode=ascii_mode, id="gpus")
         self._gpus.choice = ChartChoice(paged=paged_charts)
         self._host = HostPanel(ascii_mode=ascii_mode, id="host")
-        self._filter = Input(placeholder="filter processes: pid, user, name or command", id="filter")
+        self._filter = Input(placeholder="filter processes: pid, user, name, command or job 3", id="filter")
         self._processes = ProcessTable(ascii_mode=ascii_mode, id="processes")
         self._advice = AdvicePanel(ascii_mode=ascii_mode, id="advice")
         self._summary = AdviceSummary(id="advice-summary")
