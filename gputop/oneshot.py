@@ -1,4 +1,7 @@
-"""The one-shot text report printed by ``gputop --once``: devices, processes with their workers, advice."""
+"""The one-shot text report printed by ``gputop --once``: devices, processes with their workers and jobs, advice.
+
+Jobs are written as the process table writes them (:mod:`gputop.ui.job_text`, which loads no UI library).
+"""
 
 from __future__ import annotations
 
@@ -6,8 +9,9 @@ import time
 
 from gputop import __version__
 from gputop.collect.gpu_selection import gpu_number
-from gputop.collect.model import DeviceSample, ProcessRole, ProcessSample, Snapshot
+from gputop.collect.model import DeviceSample, JobSample, ProcessRole, ProcessSample, Snapshot
 from gputop.textsafe import safe_text
+from gputop.ui.job_text import job_facts, job_label, jobs_by_id, scope_label
 from gputop.units import (
     NA,
     fmt_bytes,
@@ -35,11 +39,18 @@ def render_once(snapshot: Snapshot, width: int | None = 120, filters: str | None
     lines.append("")
     lines += _device_lines(snapshot.devices)
     lines += ["", _host_line(snapshot)]
-    lines += ["", *_process_lines(snapshot.processes, width)]
+    jobs = jobs_by_id(snapshot)
+    lines += ["", *_process_lines(snapshot.processes, jobs, width)]
+    if snapshot.jobs:
+        lines += ["", "JOBS"]
+        for job in snapshot.jobs:
+            lines.append(f"  job {job.id}: {job_facts(job)}")
+            lines.append(f"      evidence: {safe_text(job.evidence, None if width is None else max(10, width - 16))}")
     if snapshot.advice:
         lines += ["", "ADVICE"]
         for item in snapshot.advice:
-            lines.append(f"  [{safe_text(item.severity)}] {safe_text(item.scope)}: {safe_text(item.title)}")
+            scope = scope_label(item.scope, jobs)
+            lines.append(f"  [{safe_text(item.severity)}] {safe_text(scope)}: {safe_text(item.title)}")
             lines.append(f"      evidence: {safe_text(item.evidence)}")
             lines.append(f"      action:   {safe_text(item.action)}")
     if snapshot.errors:
@@ -102,10 +113,14 @@ def _host_line(snapshot: Snapshot) -> str:
     )
 
 
-def _process_lines(processes: tuple[ProcessSample, ...], width: int | None) -> list[str]:
+def _process_lines(processes: tuple[ProcessSample, ...], jobs: dict[int, JobSample], width: int | None) -> list[str]:
+    """The process table; its JOB column is there when the snapshot has jobs, as wide as its longest entry."""
     if not processes:
         return ["No GPU processes."]
-    fixed = f"{'GPU':<4}{'PID':>8} {'USER':<10}{'GPU MEM':>9}{'SM':>5}{'CPU':>6}{'RSS':>9}{'ELAPSED':>11}  "
+    labels = {p.pid: job_label(p, jobs) for p in processes if p.role == ProcessRole.GPU}
+    job_width = max([3, *map(len, labels.values())]) + 1 if jobs else 0
+    job_header = f"{'JOB':<{job_width}}" if job_width else ""
+    fixed = f"{'GPU':<4}{'PID':>8} {'USER':<10}{job_header}{'GPU MEM':>9}{'SM':>5}{'CPU':>6}{'RSS':>9}{'ELAPSED':>11}  "
     room = None if width is None else max(10, width - len(fixed))
     lines = [fixed + "COMMAND"]
     for p in processes:
@@ -126,8 +141,9 @@ def _process_lines(processes: tuple[ProcessSample, ...], width: int | None) -> l
             command = f"({safe_text(p.note)}) {command}"
         gpu_mem = "" if worker else fmt_bytes(p.gpu_memory_bytes)
         sm = "" if worker else fmt_percent(p.sm_percent)
+        job = f"{'' if worker else labels.get(p.pid, ''):<{job_width}}" if job_width else ""
         lines.append(
-            f"{gpu:<4}{pid:>8} {user:<10}{gpu_mem:>9}{sm:>5}{fmt_percent(p.cpu_percent):>6}"
+            f"{gpu:<4}{pid:>8} {user:<10}{job}{gpu_mem:>9}{sm:>5}{fmt_percent(p.cpu_percent):>6}"
             f"{fmt_bytes(p.rss_bytes):>9}{fmt_duration(p.elapsed_seconds):>11}  {safe_text(command, room)}"
         )
     return lines

@@ -11,8 +11,9 @@ from collections.abc import Callable
 from datetime import datetime
 
 from gputop.collect.history import DEVICE_METRICS, HOST_METRICS, History
-from gputop.collect.model import DeviceSample, ProcessRole, ProcessSample, Snapshot
+from gputop.collect.model import DeviceSample, JobSample, ProcessRole, ProcessSample, Snapshot
 from gputop.textsafe import safe_text
+from gputop.ui.job_text import gpu_list, job_label, job_processes, jobs_by_id, scope_label
 from gputop.units import (
     NA,
     fmt_bytes,
@@ -26,6 +27,9 @@ from gputop.units import (
 
 TOP_PROCESSES = 10
 """How many GPU processes the report lists."""
+
+JOB_PIDS = 16
+"""How many of a job's PIDs the report lists."""
 
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]<>|~&#])")
 
@@ -87,6 +91,8 @@ def _worker_count(process: ProcessSample, processes: tuple[ProcessSample, ...]) 
 
 
 def _process_rows(snapshot: Snapshot) -> list[list[str]]:
+    """The top GPU processes; with a Job cell after the user when the snapshot has jobs."""
+    jobs = jobs_by_id(snapshot)
     gpu = [p for p in snapshot.processes if p.role == ProcessRole.GPU]
     gpu.sort(key=lambda p: (p.gpu_memory_bytes is None, -(p.gpu_memory_bytes or 0), p.pid))
     rows = []
@@ -94,11 +100,13 @@ def _process_rows(snapshot: Snapshot) -> list[list[str]]:
         command = md_escape(p.cmdline or p.name, 80) or NA
         if p.note:
             command += f" ({md_escape(p.note, 60)})"
+        job = [md_escape(job_label(p, jobs)) or NA] if jobs else []
         rows.append(
             [
                 NA if p.device_index is None else str(p.device_index),
                 str(p.pid),
                 md_escape(p.user, 32) or NA,
+                *job,
                 fmt_bytes(p.gpu_memory_bytes),
                 fmt_percent(p.sm_percent),
                 fmt_percent(p.cpu_percent),
@@ -108,6 +116,17 @@ def _process_rows(snapshot: Snapshot) -> list[list[str]]:
             ]
         )
     return rows
+
+
+def _job_row(job: JobSample) -> list[str]:
+    pids = ", ".join(str(pid) for pid in job.pids[:JOB_PIDS]) + (", …" if len(job.pids) > JOB_PIDS else "")
+    return [
+        str(job.id),
+        md_escape(job.kind, 20),
+        gpu_list(job.devices),
+        f"{job_processes(job)}: {pids}" if pids else job_processes(job),
+        md_escape(job.evidence, 300) or NA,
+    ]
 
 
 def _history_rows(history: History) -> list[list[str]]:
@@ -141,7 +160,7 @@ def _history_rows(history: History) -> list[list[str]]:
 
 
 def render_report(snapshot: Snapshot, history: History) -> str:
-    """The Markdown report: source, host, time, devices, top processes, advice, errors and history summary."""
+    """The Markdown report: source, host, time, devices, top processes, jobs, advice, errors and history summary."""
     lines = ["# gputop report", ""]
     source = md_escape(snapshot.source, 40)
     if snapshot.label:
@@ -163,14 +182,22 @@ def render_report(snapshot: Snapshot, history: History) -> str:
     lines += ["", "## Top processes by GPU memory", ""]
     processes = _process_rows(snapshot)
     if processes:
-        header = ["GPU", "PID", "User", "GPU mem", "SM %", "CPU %", "Elapsed", "Workers", "Command"]
+        job = ["Job"] if snapshot.jobs else []
+        header = ["GPU", "PID", "User", *job, "GPU mem", "SM %", "CPU %", "Elapsed", "Workers", "Command"]
         lines += _table(header, processes)
     else:
         lines.append("No GPU processes.")
+    lines += ["", "## Jobs", ""]
+    if snapshot.jobs:
+        lines += _table(["Job", "Kind", "GPUs", "Processes", "Evidence"], [_job_row(job) for job in snapshot.jobs])
+    else:
+        lines.append("None known.")
     lines += ["", "## Advice", ""]
     if snapshot.advice:
+        jobs = jobs_by_id(snapshot)
         for a in snapshot.advice:
-            lines.append(f"- **{md_escape(a.severity, 20)}: {md_escape(a.title, 160)}** ({md_escape(a.scope, 40)})")
+            scope = md_escape(scope_label(a.scope, jobs), 80)
+            lines.append(f"- **{md_escape(a.severity, 20)}: {md_escape(a.title, 160)}** ({scope})")
             lines.append(f"  - Evidence: {md_escape(a.evidence, 400)}")
             lines.append(f"  - Action: {md_escape(a.action, 400)}")
     else:

@@ -10,7 +10,8 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "gputop"
 PURE_DIRS = ("collect", "advice")
 PURE_MODULES = ("gputop.collect.sampler", "gputop.collect.live", "gputop.collect.demo", "gputop.collect.replay",
-                "gputop.collect.recording", "gputop.oneshot", "gputop.cli", "gputop.textsafe", "gputop.units")
+                "gputop.collect.recording", "gputop.oneshot", "gputop.cli", "gputop.textsafe", "gputop.units",
+                "gputop.ui.job_text")
 FORBIDDEN = ("textual", "rich")
 
 

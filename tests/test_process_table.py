@@ -12,7 +12,7 @@ from rich.cells import cell_len
 from textual.app import App, ComposeResult
 from textual.widgets import Static
 
-from gputop.collect.model import ProcessRole, ProcessSample, Snapshot, SourceKind
+from gputop.collect.model import JobSample, ProcessRole, ProcessSample, Snapshot, SourceKind, WorkloadKind
 from gputop.ui.kill_dialog import KillDialog
 from gputop.ui.process_table import ProcessTable
 
@@ -422,3 +422,170 @@ async def test_a_narrow_terminal_drops_minor_columns_to_keep_the_command_readabl
         await pilot.pause()
         wide = lines(table)[0]
         assert "HOST MEM" in wide and "ELAPSED" in wide and "USER" in wide
+
+
+# -- jobs ---------------------------------------------------------------------------------------
+
+
+def job(number: int, kind: WorkloadKind, pids: tuple[int, ...], devices: tuple[int, ...], **fields) -> JobSample:
+    """A job of ``pids`` on ``devices``."""
+    return JobSample(id=number, kind=kind, evidence=f"test job {number}", pids=pids, devices=devices, **fields)
+
+
+JOBS = Snapshot(
+    timestamp=1_700_000_000.0,
+    source=SourceKind.DEMO,
+    processes=(
+        gpu(500, 0, job=3, rank=0, cmdline="python -u train.py", num_workers=1),
+        worker(501, 500, 0, name="pt_data_worker"),
+        gpu(502, 1, job=3, rank=1, cmdline="python -u train.py"),
+        gpu(600, 2, job=7, cmdline="python spawn_main.py"),
+        gpu(601, 3, job=7, cmdline="python spawn_main.py"),
+        gpu(700, 4, job=4, cmdline="vllm serve meta-llama/Llama-3-8B"),
+        gpu(800, 5, job=5, cmdline="python -m ipykernel_launcher -f kernel.json"),
+        gpu(900, 6, job=9, cmdline="python eval.py"),
+        gpu(950, 7, cmdline="python no_job.py"),
+    ),
+    jobs=(
+        job(3, WorkloadKind.TRAINING, (500, 502), (0, 1), world_size=8, launcher_pid=499),
+        job(4, WorkloadKind.INFERENCE, (700,), (4,)),
+        job(5, WorkloadKind.NOTEBOOK, (800,), (5,)),
+        job(7, WorkloadKind.UNKNOWN, (600, 601), (2, 3)),
+        job(9, WorkloadKind.TRAINING, (900,), (6,)),
+    ),
+)
+
+
+def job_cells(table: ProcessTable) -> dict[int, str]:
+    """The JOB column's text of each displayed process, by pid, read from the screen lines."""
+    header = lines(table)[0]
+    start, end = header.index("JOB"), header.index(" GPU MEM")  # the next column starts with its padding
+    return {pid: line[start:end].strip() for pid, line in zip(pids(table), rows(table), strict=True)}
+
+
+@synchronously
+async def test_the_job_column_names_the_job_with_its_rank_size_or_kind():
+    app = TableApp()
+    async with app.run_test(size=(160, HEIGHT)) as pilot:
+        table = app.query_one(ProcessTable)
+        table.update_snapshot(JOBS)
+        await pilot.pause()
+        assert "JOB" in lines(table)[0] and "USER" in lines(table)[0]
+        assert job_cells(table) == {
+            500: "job 3 · rank 0/8",  # world size from the environment, not the two local processes
+            501: "",  # a DataLoader worker sits under its trainer without a job of its own
+            502: "job 3 · rank 1/8",
+            600: "job 7 · 2 procs",
+            601: "job 7 · 2 procs",
+            700: "job 4 · serving",
+            800: "job 5 · notebook",
+            900: "job 9",
+            950: "",
+        }
+
+
+@synchronously
+async def test_without_jobs_there_is_no_job_column():
+    app = TableApp()
+    async with app.run_test(size=(160, HEIGHT)) as pilot:
+        table = app.query_one(ProcessTable)
+        table.update_snapshot(TRAINING)  # a recording from before jobs: none
+        await pilot.pause()
+        assert "JOB" not in lines(table)[0]
+        table.update_snapshot(JOBS, at_once=True)
+        await pilot.pause()
+        assert "JOB" in lines(table)[0]
+        assert "job 3 · rank 0/8" in rows(table)[0]
+
+
+@synchronously
+async def test_a_narrow_table_writes_jobs_compactly():
+    app = TableApp()
+    async with app.run_test(size=(80, HEIGHT)) as pilot:
+        table = app.query_one(ProcessTable)
+        table.update_snapshot(JOBS)
+        await pilot.pause()
+        header = lines(table)[0]
+        assert "JOB" in header and "USER" not in header and "HOST MEM" not in header
+        assert job_cells(table) == {
+            500: "3·0/8", 501: "", 502: "3·1/8", 600: "7·2p", 601: "7·2p",
+            700: "4·srv", 800: "5·nb", 900: "9", 950: "",
+        }
+        assert "python -u train.py [1 worker]" in rows(table)[0]
+        assert all(cell_len(line) == 80 for line in lines(table))
+
+
+@synchronously
+async def test_job_text_too_long_for_its_column_gives_way_to_a_shorter_form_never_a_cut():
+    big = Snapshot(
+        timestamp=1_700_000_000.0,
+        source=SourceKind.DEMO,
+        processes=(gpu(10, 0, job=123, rank=13), gpu(11, 1, job=12, rank=13)),
+        jobs=(
+            job(123, WorkloadKind.TRAINING, (10,), (0,), world_size=16),
+            job(12, WorkloadKind.TRAINING, (11,), (1,), world_size=16),
+        ),
+    )
+    app = TableApp()
+    async with app.run_test(size=(160, HEIGHT)) as pilot:
+        table = app.query_one(ProcessTable)
+        table.update_snapshot(big)
+        await pilot.pause()
+        assert job_cells(table) == {10: "job 123·13/16", 11: "job 12·13/16"}
+        await pilot.resize_terminal(80, HEIGHT)
+        await pilot.pause()
+        assert job_cells(table) == {10: "123", 11: "12·13/16"}
+
+
+@synchronously
+async def test_ascii_mode_writes_jobs_without_the_middle_dot():
+    app = TableApp(ascii_mode=True)
+    async with app.run_test(size=(160, HEIGHT)) as pilot:
+        table = app.query_one(ProcessTable)
+        table.update_snapshot(JOBS)
+        await pilot.pause()
+        assert job_cells(table)[500] == "job 3 - rank 0/8"
+        await pilot.resize_terminal(80, HEIGHT)
+        await pilot.pause()
+        assert job_cells(table)[500] == "3:0/8"
+        assert all(line.isascii() for line in lines(table))
+
+
+@synchronously
+async def test_sorting_by_job_orders_jobs_then_ranks_and_keeps_workers_under_their_trainer():
+    app = TableApp()
+    async with app.run_test(size=(160, HEIGHT)) as pilot:
+        table = app.query_one(ProcessTable)
+        table.update_snapshot(JOBS)
+        table.sort_by("job")
+        await pilot.pause()
+        assert pids(table) == [500, 501, 502, 700, 800, 600, 601, 900, 950]  # no job: last
+        assert "JOB▲" in lines(table)[0]
+        table.sort_by("job")
+        assert pids(table) == [900, 601, 600, 800, 700, 502, 500, 501, 950]
+
+
+@synchronously
+async def test_a_click_on_the_job_header_sorts_by_job():
+    app = TableApp()
+    async with app.run_test(size=(160, HEIGHT)) as pilot:
+        table = app.query_one(ProcessTable)
+        table.update_snapshot(JOBS)
+        await pilot.pause()
+        x = lines(table)[0].index("JOB")
+        await pilot.click(ProcessTable, offset=(x + 1, 0))
+        assert table.sort_key == "job"
+
+
+@synchronously
+async def test_filtering_by_job_keeps_that_job_with_its_workers():
+    app = TableApp()
+    async with app.run_test(size=(160, HEIGHT)):
+        table = app.query_one(ProcessTable)
+        table.update_snapshot(JOBS)
+        table.set_filter("job 3")
+        assert pids(table) == [500, 501, 502]
+        table.set_filter("JOB7")
+        assert pids(table) == [600, 601]
+        table.set_filter("job 31")
+        assert pids(table) == []

@@ -21,7 +21,7 @@ from gputop.advice.engine import AdviceEngine
 from gputop.collect.demo import DemoSource
 from gputop.collect.frame import Frame
 from gputop.collect.history import History
-from gputop.collect.model import DeviceSample, ErrorNote, ProcessSample, Snapshot
+from gputop.collect.model import Advice, DeviceSample, ErrorNote, ProcessSample, Severity, Snapshot
 from gputop.collect.recording import Recorder
 from gputop.collect.replay import ReplaySource
 from gputop.collect.sampler import MIN_INTERVAL, Sampler
@@ -33,6 +33,7 @@ from gputop.ui.gpu_panel import GpuPanel
 from gputop.ui.messages import FrameReady, TerminalLost
 from gputop.ui.process_table import ProcessTable
 from gputop.ui.watchdog import TerminalWatchdog, terminal_alive
+from support.jobs import with_jobs
 
 SIZES = [(80, 24), (160, 45)]
 START = 1_700_000_000.0
@@ -74,14 +75,16 @@ def demo_sampler(
     prefill: int = 40,
     extra: tuple[ProcessSample, ...] = (),
     live_clock: bool = False,
+    edit: Callable[[Snapshot], Snapshot] | None = None,
 ) -> Sampler:
-    """A sampler (with advice) over demo data, optionally cut to ``gpus`` GPUs plus ``extra`` processes."""
+    """A sampler (with advice) over demo data, cut to ``gpus`` GPUs plus ``extra`` processes, then ``edit``-ed."""
 
     def trim(snapshot: Snapshot) -> Snapshot:
         devices = snapshot.devices[:gpus] if gpus is not None else snapshot.devices
         keep = {d.index for d in devices}
         processes = extra + tuple(p for p in snapshot.processes if p.device_index in keep)
-        return dataclasses.replace(snapshot, devices=devices, processes=processes)
+        trimmed = dataclasses.replace(snapshot, devices=devices, processes=processes)
+        return trimmed if edit is None else edit(trimmed)
 
     demo = DemoSource(scenario, seed=0, clock=time.time if live_clock else SteppingClock())
     source = EditedSource(demo, trim)
@@ -290,6 +293,106 @@ def test_hostile_process_text_is_shown_escaped() -> None:
         shown = [toast_text(t) for t in toasts(app)]
         assert any("[red]bold[/red]" in t and "evil (user [b]mallory[/b])" in t for t in shown)
         assert all(len(t) < 2000 and "\x1b" not in t for t in shown)
+
+    run_app(app, (160, 45), body)
+
+
+# -- jobs ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_jobs_are_shown_in_the_process_table(size: tuple[int, int]) -> None:
+    app = GputopApp(demo_sampler("mixed", edit=with_jobs))
+
+    async def body(app: GputopApp, pilot: Pilot) -> None:
+        await pilot.press("t")  # workers folded: every GPU process is in view
+        await pilot.pause()
+        text = screen_text(app)
+        if size[0] >= 120:
+            assert "job 1 · rank 0/4" in text and "job 1 · rank 3/4" in text
+            assert "job 3 · notebook" in text and "alice" in text
+        else:
+            assert "1·0/4" in text and "1·3/4" in text and "3·nb" in text
+            assert "[6 workers]" in text
+        for line in text.split("\n"):
+            assert len(line) <= size[0]
+
+    run_app(app, size, body)
+
+
+def record_with_job_advice(path: Path, advice: Advice, hostile: str = "") -> None:
+    """A short recording of the mixed demo with jobs and ``advice`` on every snapshot."""
+    recorder = Recorder(path)
+    source = DemoSource("mixed", seed=0, clock=SteppingClock())
+    for _ in range(6):
+        recorder.write(dataclasses.replace(with_jobs(source.poll(), hostile=hostile), advice=(advice,)))
+    recorder.close()
+
+
+STRAGGLER = Advice(
+    id="straggler:job1", severity=Severity.WARN, scope="job1", title="Rank 2 of job 1 holds back the other ranks",
+    evidence="GPU 2 at 57 % while ranks 0, 1 and 3 read 96 %", action="look at rank 2's input pipeline",
+)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_job_scoped_advice_names_the_job_and_its_gpus(tmp_path: Path, size: tuple[int, int]) -> None:
+    path = tmp_path / "jobs.jsonl"
+    record_with_job_advice(path, STRAGGLER)
+    sampler = Sampler(ReplaySource(path), interval=3600.0)  # no advisor: the recorded advice is shown
+    for _ in range(3):
+        sampler.poll_once()
+    app = GputopApp(sampler)
+
+    async def body(app: GputopApp, pilot: Pilot) -> None:
+        if not app.query_one(AdvicePanel).display:
+            assert "job1 on GPUs 0-3: Rank 2 of job 1 holds back" in screen_text(app)
+            await pilot.press("a")
+            await pilot.pause()
+        app.query_one(AdvicePanel).show(app.snapshot, force=True)
+        await pilot.pause()
+        text = screen_text(app)
+        assert "job1 on GPUs 0-3 Rank 2 of job 1 holds back the other ranks" in text
+
+    run_app(app, size, body)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_ascii_mode_writes_jobs_in_ascii(size: tuple[int, int]) -> None:
+    app = GputopApp(demo_sampler("mixed", edit=with_jobs), ascii_mode=True)
+
+    async def body(app: GputopApp, pilot: Pilot) -> None:
+        table = app.query_one(ProcessTable)
+        shown = "\n".join(table.render_line(y).text for y in range(table.scrollable_content_region.height))
+        assert ("job 1 - rank 0/4" if size[0] >= 120 else "1:0/4") in shown
+        assert shown.isascii(), sorted({ch for ch in shown if not ch.isascii()})
+        table.focus()
+        await pilot.press("enter")
+        await pilot.pause()
+        [toast] = [toast_text(t) for t in toasts(app)]
+        assert "job 1 - rank 0/4: training, GPUs 0-3" in toast and toast.isascii()
+
+    run_app(app, size, body)
+
+
+def test_enter_on_a_process_tells_its_job_and_escaped_evidence() -> None:
+    hostile = " [red]x[/red] \x1b[2J\x07"
+    app = GputopApp(demo_sampler("mixed", edit=lambda s: with_jobs(s, hostile=hostile)))
+
+    async def body(app: GputopApp, pilot: Pilot) -> None:
+        table = app.query_one(ProcessTable)
+        table.sort_by("job")
+        table.focus()
+        await pilot.pause()
+        process = table.selected_process()
+        assert process is not None and process.job == 1 and process.rank == 0
+        await pilot.press("enter")
+        await pilot.pause()
+        shown = [toast_text(t) for t in toasts(app)]
+        facts = f"job 1 · rank 0/4: training, GPUs 0-3, 4 processes, world size 4, launcher PID {process.ppid}"
+        assert any(facts in t for t in shown), shown
+        assert any(f"evidence: shared parent PID {process.ppid} [red]x[/red]" in t for t in shown), shown
+        assert all("\x1b" not in t and "\x07" not in t for t in shown)
 
     run_app(app, (160, 45), body)
 

@@ -13,12 +13,15 @@ import time
 from collections.abc import Iterator
 
 import pytest
+from test_ui_app import EditedSource
 from textual.pilot import Pilot
 
 from gputop.frozen_demo import frozen_demo_sampler
 from gputop.ui.advice_panel import AdvicePanel
 from gputop.ui.app import GputopApp
 from gputop.ui.gpu_panel import GpuPanel
+from gputop.ui.process_table import ProcessTable
+from support.jobs import with_jobs
 
 
 @pytest.fixture(autouse=True)
@@ -58,6 +61,20 @@ async def open_detail(pilot: Pilot) -> None:
 @pytest.mark.parametrize("scenario", ["mixed", "small-batch"])
 def test_main_screen(snap_compare, scenario: str, size: tuple[int, int]) -> None:
     assert snap_compare(frozen_app(scenario), terminal_size=size, run_before=settle)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 45)])
+def test_main_screen_with_jobs(snap_compare, size: tuple[int, int]) -> None:
+    sampler = frozen_demo_sampler("mixed", interval=3600.0)
+    sampler.source = EditedSource(sampler.source, with_jobs)  # the live polls carry jobs: the JOB column shows
+    sampler.advisor = None  # no advice: the table has the room, and changes to the rules leave this picture alone
+
+    async def shown(pilot: Pilot) -> None:
+        await settle(pilot)
+        pilot.app.query_one(ProcessTable).update_snapshot(pilot.app.snapshot, at_once=True)  # not a second later
+        await pilot.pause()
+
+    assert snap_compare(GputopApp(sampler), terminal_size=size, run_before=shown)
 
 
 def test_ascii_mode(snap_compare) -> None:

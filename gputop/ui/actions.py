@@ -78,7 +78,7 @@ ACTIONS: tuple[Action, ...] = (
     Action(action="export", keys="s", key_display="s", label="Export", title="Export snapshot",
            help="export a snapshot (JSON, Markdown, SVG) into {export_dir}/"),
     Action(action="filter", keys="slash", key_display="/", label="Filter", title="Filter processes",
-           help="filter processes by pid, user, name or command line"),
+           help="filter processes by pid, user, name, command line or job (job 3)"),
     Action(action="clear_filter", keys="escape", key_display="Esc", label="Clear filter", title="Clear process filter",
            help="clear and close the process filter; also closes screens and dialogs", footer=False),
     Action(action="toggle_workers", keys="t", key_display="t", label="Workers", title="Toggle workers",
@@ -105,6 +105,7 @@ ACTIONS: tuple[Action, ...] = (
     _sort("g", "gpu", "GPU"),
     _sort("e", "elapsed", "elapsed time"),
     _sort("n", "user", "user"),
+    _sort("j", "job", "job"),
 )
 """The main screen's actions in help-screen order."""
 

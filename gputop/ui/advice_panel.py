@@ -1,14 +1,15 @@
 """The advice side panel and its one-line summary for narrow terminals.
 
 Shows the snapshot's faults (e.g. "NVML not found") as warnings first, then the live advice,
-most severe first, each with scope, title, evidence and the action to take. All text is built
-as ``rich.text.Text`` from escaped strings, so nothing in it is read as markup.
+most severe first, each with scope, title, evidence and the action to take; a job's scope names
+its GPUs (``job3 on GPUs 0-7``). All text is built as ``rich.text.Text`` from escaped strings, so
+nothing in it is read as markup.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from rich.style import Style
 from rich.text import Text
@@ -16,9 +17,10 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from gputop.collect.model import Advice, ErrorNote, Severity, Snapshot
+from gputop.collect.model import Advice, ErrorNote, JobSample, Severity, Snapshot
 from gputop.textsafe import safe_text
 from gputop.ui.format import severity_rank
+from gputop.ui.job_text import jobs_by_id, scope_label
 
 TEXT_REFRESH_SECONDS = 2.0
 """Least time between two redraws of the advice text when only its numbers changed."""
@@ -48,9 +50,16 @@ def sorted_advice(advice: tuple[Advice, ...]) -> list[Advice]:
 
 
 def advice_text(
-    advice: tuple[Advice, ...], errors: tuple[ErrorNote, ...], style: StyleLookup, ascii_mode: bool = False
+    advice: tuple[Advice, ...],
+    errors: tuple[ErrorNote, ...],
+    jobs: Mapping[int, JobSample],
+    style: StyleLookup,
+    ascii_mode: bool = False,
 ) -> Text:
-    """The panel's body: errors as warnings, then advice items; a calm line when there is nothing."""
+    """The panel's body: errors as warnings, then advice items; a calm line when there is nothing.
+
+    ``jobs`` (by id) lets a job's scope name its GPUs.
+    """
     arrow = "->" if ascii_mode else "→"
     text = Text()
     for note in errors:
@@ -64,7 +73,7 @@ def advice_text(
             text.append("\n\n")
         severity = item.severity if item.severity in SEVERITY_LABELS else Severity.INFO
         text.append(f" {SEVERITY_LABELS[severity]} ", style=style(severity))
-        text.append(f" {safe_text(item.scope)} ", style=style("scope"))
+        text.append(f" {safe_text(scope_label(item.scope, jobs))} ", style=style("scope"))
         text.append(safe_text(item.title), style=style("title"))
         if item.evidence:
             text.append(f"\n{safe_text(item.evidence)}", style=style("evidence"))
@@ -76,7 +85,9 @@ def advice_text(
     return text
 
 
-def summary_text(advice: tuple[Advice, ...], errors: tuple[ErrorNote, ...], style: StyleLookup) -> Text:
+def summary_text(
+    advice: tuple[Advice, ...], errors: tuple[ErrorNote, ...], jobs: Mapping[int, JobSample], style: StyleLookup
+) -> Text:
     """One line: counts per severity and the most severe title, with the key that opens the panel."""
     text = Text(no_wrap=True, overflow="ellipsis")
     counts: dict[Severity, int] = {}
@@ -97,14 +108,15 @@ def summary_text(advice: tuple[Advice, ...], errors: tuple[ErrorNote, ...], styl
     if errors:
         text.append(f"{safe_text(errors[0].scope)}: {safe_text(errors[0].message)}")
     elif top:
-        text.append(f"{safe_text(top[0].scope)}: {safe_text(top[0].title)}")
+        text.append(f"{safe_text(scope_label(top[0].scope, jobs))}: {safe_text(top[0].title)}")
     return text
 
 
 def outline(snapshot: Snapshot) -> tuple[object, ...]:
     """What identifies the advice on screen, without the live numbers in evidence and actions."""
+    jobs = jobs_by_id(snapshot)
     return (
-        tuple((a.id, a.severity, a.scope, a.title) for a in snapshot.advice),
+        tuple((a.id, a.severity, scope_label(a.scope, jobs), a.title) for a in snapshot.advice),
         snapshot.errors,
     )
 
@@ -125,7 +137,7 @@ class AdvicePanel(VerticalScroll):
         self.ascii_mode = ascii_mode
         """Use ASCII arrows."""
         self._latest: Snapshot | None = None
-        self._state: tuple[tuple[Advice, ...], tuple[ErrorNote, ...]] | None = None
+        self._state: tuple[tuple[Advice, ...], tuple[ErrorNote, ...], tuple[JobSample, ...]] | None = None
         self._outline: tuple[object, ...] | None = None
         self._shown_at = -float("inf")
         self._body = Static(Text("Waiting for the first snapshot."), classes="advice-body")
@@ -148,7 +160,7 @@ class AdvicePanel(VerticalScroll):
         self._latest = snapshot
         if not self.display and not force:
             return
-        state = (snapshot.advice, snapshot.errors)
+        state = (snapshot.advice, snapshot.errors, snapshot.jobs)
         if state == self._state and not force:
             return
         shape = outline(snapshot)
@@ -157,7 +169,8 @@ class AdvicePanel(VerticalScroll):
             return
         self._state, self._outline, self._shown_at = state, shape, now
         body = self._body
-        body.update(advice_text(snapshot.advice, snapshot.errors, self._style, self.ascii_mode), layout=False)
+        text = advice_text(snapshot.advice, snapshot.errors, jobs_by_id(snapshot), self._style, self.ascii_mode)
+        body.update(text, layout=False)
         width = body.content_region.width
         if width <= 0 or body.get_content_height(self.size, self.app.size, width) != body.content_region.height:
             body.refresh(layout=True)
@@ -194,4 +207,4 @@ class AdviceSummary(Static):
         if shape == self._outline:
             return
         self._outline = shape
-        self.update(summary_text(snapshot.advice, snapshot.errors, self._style), layout=False)
+        self.update(summary_text(snapshot.advice, snapshot.errors, jobs_by_id(snapshot), self._style), layout=False)

@@ -15,7 +15,7 @@ import asyncio
 import dataclasses
 import signal
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from functools import partial
 from pathlib import Path
 from typing import ClassVar
@@ -33,7 +33,7 @@ from textual.widgets import Footer, Input
 from gputop.advice.rules.healthy import is_all_clear
 from gputop.collect.filters import current_user_filter
 from gputop.collect.frame import Frame
-from gputop.collect.model import ProcessSample, Snapshot
+from gputop.collect.model import JobSample, ProcessSample, Snapshot
 from gputop.collect.sampler import Sampler
 from gputop.textsafe import safe_text
 from gputop.ui.actions import ACTIONS, READONLY_DISABLED, help_rows, palette_actions, palette_help
@@ -44,6 +44,7 @@ from gputop.ui.gpu_panel import GpuArea, GpuPanel, choose_layout
 from gputop.ui.header import HeaderBar
 from gputop.ui.help_screen import HelpScreen
 from gputop.ui.host_panel import HostPanel
+from gputop.ui.job_text import job_facts, job_label, jobs_by_id
 from gputop.ui.messages import FrameReady, TerminalLost
 from gputop.ui.partial_output import activate as activate_partial_output
 from gputop.ui.process_table import ProcessTable
@@ -128,7 +129,7 @@ class GputopApp(App[None]):
         self._gpus = GpuArea(ascii_mode=ascii_mode, id="gpus")
         self._gpus.choice = ChartChoice(paged=paged_charts)
         self._host = HostPanel(ascii_mode=ascii_mode, id="host")
-        self._filter = Input(placeholder="filter processes: pid, user, name or command", id="filter")
+        self._filter = Input(placeholder="filter processes: pid, user, name, command or job 3", id="filter")
         self._processes = ProcessTable(ascii_mode=ascii_mode, id="processes")
         self._advice = AdvicePanel(ascii_mode=ascii_mode, id="advice")
         self._summary = AdviceSummary(id="advice-summary")
@@ -430,7 +431,9 @@ class GputopApp(App[None]):
     def on_process_table_process_selected(self, event: ProcessTable.ProcessSelected) -> None:
         """Enter on a process: show its full (escaped) command line."""
         process = event.process
-        self.notify(process_summary(process), title=f"PID {process.pid}", markup=False, timeout=10)
+        jobs = {} if self.snapshot is None else jobs_by_id(self.snapshot)
+        summary = process_summary(process, jobs, self.ascii_mode)
+        self.notify(summary, title=f"PID {process.pid}", markup=False, timeout=10)
 
     def action_kill(self) -> None:
         """Ask to send a signal to the selected process (not in read-only mode)."""
@@ -484,8 +487,11 @@ def _has_advice(snapshot: Snapshot) -> bool:
     return bool(snapshot.errors) or not all(is_all_clear(advice) for advice in snapshot.advice)
 
 
-def process_summary(process: ProcessSample) -> str:
-    """A few lines about a process for the Enter notification; all text escaped and bounded."""
+def process_summary(process: ProcessSample, jobs: Mapping[int, JobSample], ascii_mode: bool) -> str:
+    """A few lines about a process for the Enter notification, its job (from ``jobs``) included.
+
+    All text is escaped and bounded; ``ascii_mode`` writes the job with ASCII only.
+    """
     lines = [
         f"{safe_text(process.name, 60) or 'unknown'} (user {safe_text(process.user, 32) or 'unknown'})",
         (
@@ -496,4 +502,8 @@ def process_summary(process: ProcessSample) -> str:
     ]
     if process.note:
         lines.append(safe_text(process.note, 120))
+    job = None if process.job is None else jobs.get(process.job)
+    if job is not None:
+        lines.append(f"{job_label(process, jobs, ascii_mode=ascii_mode)}: {job_facts(job)}")
+        lines.append(f"evidence: {safe_text(job.evidence, 200)}")
     return "\n".join(lines)

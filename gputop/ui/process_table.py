@@ -6,11 +6,14 @@ row's rendered line is cached by its cell values, and only the lines whose value
 Untrusted text (names, command lines, users, notes) goes through :func:`~gputop.textsafe.safe_text` and is
 placed in plain-text segments that are never parsed as markup, so ``[red]`` is shown literally.
 The WAIT % and STEP/S columns (input-wait share and step rate measured inside the training loop by
-``gputop.torch``) appear only while some process reports them, blank for the others.
+``gputop.torch``) appear only while some process reports them, blank for the others. The JOB column
+(``job 3 · rank 5/8``, see :mod:`gputop.ui.job_text`) appears while the snapshot has jobs (recordings
+made before jobs have none); narrow terminals get its compact form (``3·5/8``).
 """
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -28,12 +31,13 @@ from textual.scrollbar import ScrollBarRender
 from textual.strip import Strip
 from textual.timer import Timer
 
-from gputop.collect.model import ProcessRole, ProcessSample, Snapshot
+from gputop.collect.model import JobSample, ProcessRole, ProcessSample, Snapshot
 from gputop.textsafe import safe_text
+from gputop.ui.job_text import job_label, jobs_by_id
 from gputop.ui.line_diff import line_regions, refresh_regions
 from gputop.units import NA, fmt_bytes, fmt_duration, fmt_percent
 
-SORT_KEYS = ("gpu", "pid", "user", "memory", "sm", "cpu", "elapsed")
+SORT_KEYS = ("gpu", "pid", "user", "job", "memory", "sm", "cpu", "elapsed")
 """Keys accepted by :meth:`ProcessTable.sort_by`."""
 
 DESCENDING_FIRST = frozenset({"memory", "sm", "cpu", "elapsed"})
@@ -51,12 +55,16 @@ class _Column:
     sort_key: str | None
     measured: bool = False
     """Shown only while some process reports values measured inside its training loop (``gputop.torch``)."""
+    job: bool = False
+    """Shown only while the snapshot has jobs."""
 
 
 _COLUMNS = (
     _Column("GPU", 3, True, "gpu"),
     _Column("PID", 10, False, "pid"),
     _Column("USER", 10, False, "user"),
+    _Column("JOB", 16, False, "job", job=True),
+    _Column("JOB", 8, False, "job", job=True),
     _Column("GPU MEM", 8, True, "memory"),
     _Column("SM %", 5, True, "sm"),
     _Column("CPU %", 6, True, "cpu"),
@@ -65,23 +73,34 @@ _COLUMNS = (
     _Column("HOST MEM", 8, True, None),
     _Column("ELAPSED", 9, True, "elapsed"),
 )
-_PLAIN_COLUMNS = tuple(i for i, c in enumerate(_COLUMNS) if not c.measured)
-_ALL_COLUMNS = tuple(range(len(_COLUMNS)))
+_JOB, _JOB_COMPACT = (i for i, c in enumerate(_COLUMNS) if c.job)
+"""The JOB column in full (``job 3 · rank 5/8``) and compact (``3·5/8``) form; one of them at most is shown."""
 _MIN_COMMAND_WIDTH = 10
 _WANTED_COMMAND_WIDTH = 30
 """Narrow terminals drop columns (in ``_DROP_ORDER``) until the command column gets this many cells."""
-_DROP_ORDER = tuple(i for label in ("HOST MEM", "ELAPSED", "STEP/S", "USER") for i, c in enumerate(_COLUMNS) if c.label == label)
-"""Columns given up first when the table is narrow, least useful first."""
+_DROP_ORDER = tuple(
+    next(i for i, c in enumerate(_COLUMNS) if c.label == label)
+    for label in ("HOST MEM", "ELAPSED", "STEP/S", "JOB", "USER")
+)
+"""Columns given up first when the table is narrow, least useful first; the full JOB gives way to the compact one."""
 
 
-def _columns_for(width: int, measured: bool) -> tuple[int, ...]:
+def _wanted_columns(measured: bool, jobs: bool) -> tuple[int, ...]:
+    """Every column worth showing when there is room: the measured ones and the full JOB only while they have values."""
+    return tuple(
+        i for i, c in enumerate(_COLUMNS) if (measured or not c.measured) and (jobs or not c.job) and i != _JOB_COMPACT
+    )
+
+
+def _columns_for(width: int, measured: bool, jobs: bool) -> tuple[int, ...]:
     """The columns to show at ``width`` cells: all that fit while leaving the command column room."""
-    columns = list(_ALL_COLUMNS if measured else _PLAIN_COLUMNS)
+    columns = list(_wanted_columns(measured, jobs))
     for index in _DROP_ORDER:
         if _fixed_width(tuple(columns)) + _WANTED_COMMAND_WIDTH <= width:
             break
         if index in columns:
-            columns.remove(index)
+            position = columns.index(index)
+            columns[position : position + 1] = [_JOB_COMPACT] if index == _JOB else []
     return tuple(columns)
 
 
@@ -149,6 +168,8 @@ def _sort_value(process: ProcessSample, key: str) -> object:
         return process.pid
     if key == "user":
         return None if process.user is None else process.user.lower()
+    if key == "job":
+        return None if process.job is None else (process.job, -1 if process.rank is None else process.rank)
     if key == "memory":
         return process.gpu_memory_bytes
     if key == "sm":
@@ -172,7 +193,14 @@ def sort_groups(groups: list[_Group], key: str, reverse: bool) -> list[_Group]:
     return known + unknown
 
 
+_JOB_NEEDLE = re.compile(r"job ?([0-9]+)")
+"""A filter naming a job, ``job 3`` or ``job3``: it keeps that job's processes (with their workers)."""
+
+
 def _matches(process: ProcessSample, needle: str) -> bool:
+    job = _JOB_NEEDLE.fullmatch(needle)
+    if job is not None and process.job == int(job.group(1)):
+        return True
     if needle in str(process.pid):
         return True
     return any(needle in value.lower() for value in (process.user, process.name, process.cmdline) if value)
@@ -279,8 +307,10 @@ class ProcessTable(ScrollView, can_focus=True):
         self._cursor_key: RowKey | None = None
         self._strips: dict[RowKey, tuple[tuple[str, ...], Strip]] = {}
         self._base_style: Style | None = None
-        self._measured_shown = False
-        self._shown = _PLAIN_COLUMNS
+        self._jobs: dict[int, JobSample] = {}
+        self._optional_shown = (False, False)
+        """Whether the measured columns and the JOB column are among the wanted ones."""
+        self._shown = _wanted_columns(False, False)
         self._fixed_width = _fixed_width(self._shown)
         self._command_width = _MIN_COMMAND_WIDTH
         self._line_width = self._fixed_width + _MIN_COMMAND_WIDTH
@@ -333,7 +363,10 @@ class ProcessTable(ScrollView, can_focus=True):
             self.refresh()  # the header's sort marker moved even when the row order did not
 
     def set_filter(self, text: str) -> None:
-        """Show only rows whose pid, user, name or command line contains ``text`` (case-insensitive)."""
+        """Show only rows whose pid, user, name or command line contains ``text`` (case-insensitive).
+
+        A job's name, ``job 3`` (or ``job3``), shows the processes of job 3, each with its workers.
+        """
         self._filter = text
         self._apply()
 
@@ -370,7 +403,8 @@ class ProcessTable(ScrollView, can_focus=True):
             self._timer = None
         old_rows = self._rows
         if self._snapshot is not None:
-            self._show_measured(any(_is_measured(p) for p in self._snapshot.processes))
+            self._jobs = jobs_by_id(self._snapshot)
+            self._show_optional(any(_is_measured(p) for p in self._snapshot.processes), bool(self._jobs))
         self._rows = self._build_rows()
         self._place_cursor()
         if not self.is_mounted:
@@ -392,22 +426,22 @@ class ProcessTable(ScrollView, can_focus=True):
                 y = index - top + 1
                 refresh_regions(self, line_regions(y, None if before is None else before[1], after, self._line_width))
 
-    def _show_measured(self, shown: bool) -> None:
-        """Show or hide the WAIT % and STEP/S columns; the command column takes up the difference."""
-        if shown == self._measured_shown:
+    def _show_optional(self, measured: bool, jobs: bool) -> None:
+        """Show or hide the WAIT % and STEP/S columns and the JOB column; the command column takes up the difference."""
+        if (measured, jobs) == self._optional_shown:
             return
-        self._measured_shown = shown
+        self._optional_shown = (measured, jobs)
         if self.is_mounted:
             self._fit_columns(self.scrollable_content_region.width)
         else:
-            self._shown = _ALL_COLUMNS if shown else _PLAIN_COLUMNS
+            self._shown = _wanted_columns(measured, jobs)
             self._fixed_width = _fixed_width(self._shown)
         self._strips.clear()
         self.refresh()
 
     def _fit_columns(self, width: int) -> None:
         """Pick the columns for ``width`` cells and give the command column the rest."""
-        self._shown = _columns_for(width, self._measured_shown)
+        self._shown = _columns_for(width, *self._optional_shown)
         self._fixed_width = _fixed_width(self._shown)
         self._command_width = max(_MIN_COMMAND_WIDTH, width - self._fixed_width)
 
@@ -467,6 +501,7 @@ class ProcessTable(ScrollView, can_focus=True):
             NA if p.device_index is None else str(p.device_index),
             str(p.pid),
             self._cut(p.user, _COLUMNS[2].width) or NA,
+            *self._job_cells(p),
             fmt_bytes(p.gpu_memory_bytes),
             fmt_percent(p.sm_percent),
             fmt_percent(p.cpu_percent),
@@ -478,12 +513,26 @@ class ProcessTable(ScrollView, can_focus=True):
             note,
         )
 
+    def _job_cells(self, p: ProcessSample) -> tuple[str, str]:
+        """The full and the compact JOB cell; text too long for its column gives way to a shorter form, never cut."""
+        if p.job is None:
+            return "", ""
+        compact = job_label(p, self._jobs, compact=True, ascii_mode=self.ascii_mode)
+        full = job_label(p, self._jobs, ascii_mode=self.ascii_mode)
+        bare = str(p.job)
+        return (
+            _first_fitting((full, "job " + compact, "job " + bare, bare), _COLUMNS[_JOB].width),
+            _first_fitting((compact, bare), _COLUMNS[_JOB_COMPACT].width),
+        )
+
     def _worker_cells(self, p: ProcessSample, glyph: str) -> tuple[str, ...]:
         state = f" ({safe_text(p.status, 20)})" if p.status else ""
         return (
             "",
             glyph + str(p.pid),
             self._cut(p.user, _COLUMNS[2].width) or NA,
+            "",
+            "",
             "",
             "",
             fmt_percent(p.cpu_percent),
@@ -666,6 +715,11 @@ def _fmt_rate(value: float | None) -> str:
 def _line(segments: list[Segment], width: int, base: Style) -> Strip:
     """One screen line from segments of plain (already escaped) text, cropped or padded to ``width`` cells."""
     return Strip(segments).adjust_cell_length(width, base)
+
+
+def _first_fitting(texts: tuple[str, ...], width: int) -> str:
+    """The first of ``texts`` that fits in ``width`` cells, else the last one."""
+    return next((text for text in texts if cell_len(text) <= width), texts[-1])
 
 
 def _fit(value: str, width: int, right: bool) -> str:
