@@ -253,8 +253,10 @@ def test_one_and_eight_gpus_fit(size: tuple[int, int], gpus: int) -> None:
     run_app(app, size, body)
 
 
-def test_ascii_mode_draws_no_box_or_block_characters() -> None:
-    sampler = demo_sampler("throttling")
+@pytest.mark.parametrize("scenario", ["throttling", "mixed"])
+def test_ascii_mode_draws_no_box_or_block_characters(scenario: str) -> None:
+    """4 GPUs in the full layout, and 8 in strips, whose GPU names are cut to fit."""
+    sampler = demo_sampler(scenario)
     app = GputopApp(sampler, ascii_mode=True)
 
     async def body(app: GputopApp, pilot: Pilot) -> None:

@@ -102,13 +102,17 @@ def bar_text(fraction: float | None, width: int, ascii_mode: bool = False) -> st
     return text + " " * (width - len(text))
 
 
-def fit(text: str, width: int) -> str:
-    """``text`` cut to ``width`` cells with a trailing ``…`` when it is longer."""
+ASCII_ELLIPSIS = "~"
+"""What marks cut text in ASCII mode, where ``…`` cannot be drawn."""
+
+
+def fit(text: str, width: int, ascii_mode: bool = False) -> str:
+    """``text`` cut to ``width`` cells with a trailing ``…`` (``~`` in ASCII mode) when it is longer."""
     if width <= 0:
         return ""
     if cell_len(text) <= width:
         return text
-    return set_cell_size(text, width - 1) + "…"
+    return set_cell_size(text, width - 1) + (ASCII_ELLIPSIS if ascii_mode else "…")
 
 
 def severity_rank(severity: Severity) -> int:
@@ -146,9 +150,9 @@ class LineBuilder:
             self.used += size
         return True
 
-    def add_cut(self, text: str, style: Style | None = None) -> None:
-        """Append ``text``, shortened with ``…`` to the room left."""
-        self.add(fit(text, self.room), style)
+    def add_cut(self, text: str, style: Style | None = None, ascii_mode: bool = False) -> None:
+        """Append ``text``, shortened with ``…`` (``~`` in ASCII mode) to the room left."""
+        self.add(fit(text, self.room, ascii_mode), style)
 
     def add_strip(self, strip: Strip) -> bool:
         """Append a pre-rendered strip (e.g. a chart row) if it fits whole."""

@@ -246,7 +246,7 @@ class GpuPanel(ChangedLinesRefresh, CachedStyles, Widget, can_focus=True):
         device = self.device
         if device is None:
             line = LineBuilder(width, self.base_style)
-            line.add_cut(f" GPU {self.device_index}: waiting for data", self._style("dim"))
+            line.add_cut(f" GPU {self.device_index}: waiting for data", self._style("dim"), self.ascii_mode)
             return [line.strip()]
         if device.lost:
             return self._build_lost(device, width)
@@ -265,7 +265,7 @@ class GpuPanel(ChangedLinesRefresh, CachedStyles, Widget, can_focus=True):
         line.add(f" GPU {gpu_number(device)} ", title)
         line.add(f"{short_gpu_name(device.name)} ", title)
         line.add(" LOST ", self._style("lost"))
-        line.add_cut(f" {safe_text(device.error) or 'the GPU stopped answering'}", title)
+        line.add_cut(f" {safe_text(device.error) or 'the GPU stopped answering'}", title, self.ascii_mode)
         lines = [line.strip(title)]
         return lines + [Strip.blank(width, self.base_style)] * (panel_height(self.mode, self.chart_rows_count) - 1)
 
@@ -333,14 +333,14 @@ class GpuPanel(ChangedLinesRefresh, CachedStyles, Widget, can_focus=True):
             line.add(f"{history.label} ", self._style("label"))
             line.add(text, value)
         else:
-            line.add(fit(text, room), value)
+            line.add(fit(text, room, self.ascii_mode), value)
 
     def _build_full(self, device: DeviceSample, width: int) -> list[Strip]:
         rows = self.chart_rows_count
         title = self._title_style()
         head = LineBuilder(width, self.base_style)
         head.add(f" GPU {gpu_number(device)} ", title)
-        head.add_cut(f" {short_gpu_name(device.name)} ", title)
+        head.add_cut(f" {short_gpu_name(device.name)} ", title, self.ascii_mode)
         self._add_badges(head, device)
         details = self._detail_items(device)
         histories = HISTORIES
@@ -364,16 +364,16 @@ class GpuPanel(ChangedLinesRefresh, CachedStyles, Widget, can_focus=True):
         """``0 H100 80GB  util 97%      mem 61/80GiB ...`` above ``P0 1980MHz  ▃▅▆█ ...``."""
         top, bottom = LineBuilder(width, self.base_style), LineBuilder(width, self.base_style)
         title = self._title_style()
-        top.add(fit(f" {gpu_number(device)} {short_gpu_name(device.name)}", STRIP_GUTTER - 1).ljust(STRIP_GUTTER - 1),
+        top.add(fit(f" {gpu_number(device)} {short_gpu_name(device.name)}", STRIP_GUTTER - 1, self.ascii_mode).ljust(STRIP_GUTTER - 1),
                 title)
         badges = self._badge_texts(device)
         if badges:
             text, style = badges[0]
             bottom.add(" ")
-            bottom.add(fit(text, STRIP_GUTTER - 2), style)
+            bottom.add(fit(text, STRIP_GUTTER - 2, self.ascii_mode), style)
         else:
             state = "" if device.pstate is None else f"P{device.pstate} "
-            bottom.add(fit(f" {state}{fmt_mhz(device.clock_sm_mhz)}", STRIP_GUTTER - 1), self._style("dim"))
+            bottom.add(fit(f" {state}{fmt_mhz(device.clock_sm_mhz)}", STRIP_GUTTER - 1, self.ascii_mode), self._style("dim"))
         column_width = chart_width(MODE_STRIP, width)
         charts = [self._chart(device, history, column_width, 1)[0] for history in HISTORIES]
         for position, history in enumerate(HISTORIES):
@@ -408,7 +408,7 @@ class GpuPanel(ChangedLinesRefresh, CachedStyles, Widget, can_focus=True):
         separator = (" | " if self.ascii_mode else " │ ") if width >= WIDE_LINE else " "
         name = f" {gpu_number(device)} "
         if width >= WIDE_LINE:
-            name += f"{fit(short_gpu_name(device.name), 18):<18}"
+            name += f"{fit(short_gpu_name(device.name), 18, self.ascii_mode):<18}"
         return name, fields, separator
 
     def _line_chart_label(self, device: DeviceSample) -> str:

@@ -175,7 +175,7 @@ class HostPanel(ChangedLinesRefresh, CachedStyles, Widget):
         host = self.host
         if host is None:
             line = LineBuilder(width, self.base_style)
-            line.add_cut(" host: waiting for data", self._style("dim"))
+            line.add_cut(" host: waiting for data", self._style("dim"), self.ascii_mode)
             return [line.strip()]
         return [self._summary(host, width), *self._grid(host.cpu_percent_per_core, width)]
 

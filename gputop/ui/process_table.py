@@ -33,6 +33,7 @@ from textual.timer import Timer
 
 from gputop.collect.model import JobSample, ProcessRole, ProcessSample, Snapshot
 from gputop.textsafe import safe_text
+from gputop.ui.format import ASCII_ELLIPSIS
 from gputop.ui.job_text import job_label, jobs_by_id
 from gputop.ui.line_diff import line_regions, refresh_regions
 from gputop.units import NA, fmt_bytes, fmt_duration, fmt_percent
@@ -479,7 +480,7 @@ class ProcessTable(ScrollView, can_focus=True):
     def _cut(self, text: str | None, width: int) -> str:
         cut = safe_text(text, max_length=max(1, width))
         if self.ascii_mode and cut.endswith("…"):
-            cut = cut[:-1] + "~"
+            cut = cut[:-1] + ASCII_ELLIPSIS
         return cut
 
     def _note(self, process: ProcessSample) -> str:
