@@ -9,7 +9,7 @@ stalls with what they did between them; the action follows that cause.
 from __future__ import annotations
 
 from gputop.advice.context import Context, Finding
-from gputop.advice.loader import loader_settings
+from gputop.advice.loader import SHARE_DATASET, loader_settings, plan_workers
 from gputop.advice.rules.base import Rule, pct
 from gputop.advice.stalls import Stalls, find_stalls, split_mean
 from gputop.collect.model import ScopeKind, Severity
@@ -76,10 +76,14 @@ def _cause(ctx: Context, index: int, count: int, stalls: Stalls) -> tuple[list[s
         return parts, "compare one stall in torch.profiler (a schedule spanning it) with a busy step; " + periodic_work
     per_worker = loader / workers
     if per_worker >= thresholds.cpu_saturated_percent:
-        settings = ", ".join(["num_workers=" + str(workers * 2), *loader_settings(first_trainer, pin=False)])
+        plan = plan_workers(ctx, feeds[0])
+        if plan.memory_note:
+            parts.append(plan.memory_note)
+        prefetch = ", ".join(loader_settings(first_trainer, pin=False, persistent=False))
+        more = SHARE_DATASET if plan.memory_limited else f"num_workers={plan.target}"
         return parts, (
             "the workers run flat out during the stalls and cannot build batches ahead: more workers and a deeper "
-            f"prefetch queue (DataLoader({settings}), host memory permitting), or cheaper samples"
+            f"prefetch queue ({more}; DataLoader({prefetch})), or cheaper samples"
         )
     if per_worker < thresholds.worker_asleep_percent:
         if iowait is not None and iowait >= thresholds.iowait_percent and (iowait_between is None or iowait > iowait_between):

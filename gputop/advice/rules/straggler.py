@@ -41,8 +41,9 @@ def _evaluate(ctx: Context) -> list[Finding]:
                 "equal per-rank batch sizes, length-bucketed sequences"
             ]
         action = "; ".join(actions) + "; every rank waits for it in each all-reduce, so the whole job runs at its pace"
+        label = slow.label()
         title = (
-            f"{slow.label().capitalize()} on GPU {slow.device} holds back job {job.sample.id} "
+            f"{label[0].upper() + label[1:]} on GPU {slow.device} holds back job {job.sample.id} "
             f"({pct(found.utils[slow.device])} vs {pct(found.peer_median)} on its peers)"
         )
         findings.append(RULE.finding(Severity.WARN, job.scope, title, evidence, action, job.devices))
