@@ -22,6 +22,8 @@ class WorkerPlan:
     """How host memory sized the count, for the evidence; None when memory is unknown."""
     memory_limited: bool
     """True when host memory, not cores, is the limit: more workers would each copy the dataset again."""
+    capped: bool = False
+    """True when host memory lowered ``target`` below what the idle cores allow."""
 
 
 def has_room_for_workers(ctx: Context, feed: Feed) -> bool:
@@ -65,7 +67,7 @@ def plan_workers(ctx: Context, feed: Feed) -> WorkerPlan:
     )
     if room < 1:
         return WorkerPlan(current, current, note, True)
-    return WorkerPlan(current, min(target, current + room), note, False)
+    return WorkerPlan(current, min(target, current + room), note, False, current + room < target)
 
 
 def _worker_memory(feed: Feed) -> tuple[int | None, str]:

@@ -57,7 +57,11 @@ def _finding(ctx: Context, index: int, util: float, feed: Feed) -> Finding:
     if plan.memory_limited:
         more = SHARE_DATASET
     elif idle is not None and idle >= 1.0 and ctx.cores:
-        more = f"raise DataLoader num_workers from {plan.current} toward {plan.target} ({ctx.cores} cores, {ctx.cores - idle:.0f} busy)"
+        capped = ", capped by host memory" if plan.capped else ""
+        more = (
+            f"raise DataLoader num_workers from {plan.current} toward {plan.target} "
+            f"({ctx.cores} cores, {ctx.cores - idle:.0f} busy{capped})"
+        )
     else:
         more = "no idle cores for more workers, so make each sample cheaper"
     action = _with(more, settings) + (
