@@ -7,9 +7,9 @@ scenario moves (waves, bursts, noise, square waves) and runs through a real Hist
 from __future__ import annotations
 
 import pytest
-from support.advice_frames import Case, check, gpu, host, job, noise, snapshot, square, trainer, wave, workers
 
 from gputop.collect.model import WorkloadKind
+from support.advice_frames import Case, check, gpu, host, job, noise, snapshot, square, trainer, wave, workers
 
 RANKS = 8
 SLOW = 5

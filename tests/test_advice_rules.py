@@ -9,9 +9,9 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from support.advice_frames import HZ, Case, check, gpu, host, job, run, snapshot, steady, trainer, workers
 
 from gputop.collect.model import DeviceSample, Snapshot
+from support.advice_frames import HZ, Case, check, gpu, host, job, run, snapshot, steady, trainer, workers
 
 INPUT_BOUND = [trainer(cpu=35.0, workers=4), *workers()]
 

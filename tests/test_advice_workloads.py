@@ -10,9 +10,9 @@ gate on healthy, autocast and loader settings from ``gputop.torch``, and host me
 from __future__ import annotations
 
 import pytest
-from support.advice_frames import Case, check, gpu, host, job, noise, run, snapshot, trainer, wave, workers
 
 from gputop.collect.model import Severity, WorkloadKind
+from support.advice_frames import Case, check, gpu, host, job, noise, run, snapshot, trainer, wave, workers
 
 VLLM = "python -m vllm.entrypoints.openai.api_server --model meta-llama/Meta-Llama-3-8B-Instruct --port 8000"
 TGI = "text-generation-launcher --model-id mistralai/Mistral-7B-v0.1 --port 8080"
