@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from gputop.collect.model import Severity, WorkloadKind
-from support.advice_frames import Case, check, gpu, host, job, noise, run, snapshot, trainer, wave, workers
+from support.advice_frames import Case, burst, check, gpu, host, job, noise, run, snapshot, trainer, wave, workers
 
 VLLM = "python -m vllm.entrypoints.openai.api_server --model meta-llama/Meta-Llama-3-8B-Instruct --port 8000"
 TGI = "text-generation-launcher --model-id mistralai/Mistral-7B-v0.1 --port 8080"
@@ -84,6 +84,7 @@ QUIET = [
     ("bf16 LLM training at 95 %", bf16_llm, {"healthy:gpu0"}),
     ("balanced 8-rank DDP", balanced_ddp, {f"healthy:gpu{i}" for i in range(8)}),
     ("inference server under load, memory about 90 %", server(load), set()),
+    ("inference server with bursts of requests, SMs busy in them", server(lambda t: burst(t, 3.0, 88.0, 12.0, 5.0), sm=lambda t: noise(t, 55, 70)), set()),
     ("notebook on a GPU another user's trainer keeps busy", notebook_beside_trainer, {"healthy:gpu0"}),
 ]
 
