@@ -92,13 +92,23 @@ def test_idle_holding_scenario_is_quiet_before_minutes_pass():
     assert "idle_holding" not in rules(advice)
 
 
-def test_imbalance_scenario_reports_the_job_not_each_waiting_rank():
+def test_imbalance_scenario_blames_no_single_gpu_for_a_straggler():
+    """DDP ranks waiting for a straggler read busy: neither they nor the slow rank get per-GPU blame or an imbalance."""
     advice, snap = advice_after("imbalance", 45)
     found = rules(advice)
-    assert len(found["imbalance"]) == 1
-    busiest = max(snap.devices, key=lambda d: d.utilization_gpu_percent)
-    assert f"GPU {busiest.index} util" in found["imbalance"][0].evidence
-    assert "gpu_underused" not in found
+    assert not {"imbalance", "gpu_underused", "input_bound", "batch_headroom", "launch_bound"} & set(found), sorted(found)
+    slow = min(snap.devices, key=lambda d: d.utilization_gpu_percent).index
+    assert f"gpu{slow}" not in {a.scope for a in found.get("healthy", [])}
+
+
+@pytest.mark.xfail(strict=True, reason="demo snapshots carry no jobs until demo.py fills Snapshot.jobs (collect side); remove this mark then")
+def test_imbalance_scenario_names_the_straggling_rank():
+    advice, snap = advice_after("imbalance", 45)
+    found = rules(advice)
+    assert [a.scope for a in found["straggler"]] == [f"job{snap.jobs[0].id}"]
+    slow = min(snap.devices, key=lambda d: d.utilization_gpu_percent).index
+    assert f"on GPU {slow} util" in found["straggler"][0].evidence
+    assert "DataLoader workers run at" in found["straggler"][0].evidence
 
 
 def test_mixed_scenario_shows_each_of_its_stories():

@@ -195,3 +195,59 @@ def test_window_sample_count_matches_the_history():
         for seconds in (1.0, 30.0, 120.0, 10_000.0):
             ctx = Context(Snapshot(t, "demo"), history, Thresholds())
             assert ctx.samples_within(seconds) == history.samples_within(seconds)
+
+
+def _finding(rule, scope, devices, severity="warn"):
+    from gputop.advice.context import Finding
+    from gputop.collect.model import Advice
+
+    return Finding(Advice(f"{rule}:{scope}", severity, scope, rule, "", ""), frozenset(devices))
+
+
+def test_one_verdict_per_gpu_by_precedence_and_no_tuning_where_the_gpu_waits_outside():
+    from gputop.advice.verdict import consistent
+
+    findings = [
+        _finding("gpu_underused", "gpu0", {0}),  # storage-bound GPU: dropped
+        _finding("batch_headroom", "gpu0", {0}, "info"),  # tuning on a storage-bound GPU: dropped
+        _finding("storage_bound", "host", {0}),
+        _finding("gpu_underused", "gpu1", {1}),  # covered by heavy copies: dropped
+        _finding("pcie_h2d", "gpu1", {1}),
+        _finding("launch_bound", "gpu2", {2}),
+        _finding("batch_headroom", "gpu2", {2}, "info"),  # launch-bound GPU waits on nothing outside: kept
+        _finding("straggler", "job3", {3, 4, 5}),
+        _finding("input_bound", "gpu5", {5}),  # the slow rank's own story: kept, straggler too (not all covered)
+        _finding("imbalance", "job3", {3, 4, 5}),  # same GPUs as the straggler: dropped
+        _finding("mixed_precision", "gpu4", {4}, "info"),  # straggler-held GPU: dropped
+        _finding("throttling", "gpu4", {4}),  # not a bottleneck verdict: kept
+    ]
+    kept = [f.advice.id for f in consistent(findings)]
+    assert kept == [
+        "storage_bound:host",
+        "pcie_h2d:gpu1",
+        "launch_bound:gpu2",
+        "batch_headroom:gpu2",
+        "straggler:job3",
+        "input_bound:gpu5",
+        "throttling:gpu4",
+    ]
+
+
+def test_a_contradicted_finding_builds_no_hold_and_appears_only_after_the_contradiction_ends():
+    """A storage-bound GPU with spare memory: batch_headroom never shows while iowait is high; once storage is
+    fixed, it needs its own full hold time before it appears."""
+    t = Thresholds()
+
+    def frame(s):
+        iowait = 30.0 if s < 60 * HZ else 1.0
+        workers = [ProcessSample(pid=1000 + k, role=ProcessRole.DATALOADER_WORKER, device_index=0, trainer_pid=100, cpu_percent=10.0) for k in range(4)]
+        return snap(s / HZ, [device(util=30.0, used=8.0)], [proc(cpu_percent=20.0, gpu_memory_bytes=8 * GIB), *workers], iowait=iowait)
+
+    outputs = drive(frame(s) for s in range(120 * HZ))
+    headroom = presence(outputs, "batch_headroom:gpu0")
+    storage = presence(outputs, "storage_bound:host")
+    assert any(storage) and not any(h and s for h, s in zip(headroom, storage, strict=True))
+    first = headroom.index(True)
+    last_storage = max(i for i, shown in enumerate(storage) if shown)
+    condition_ended = last_storage / HZ - t.clear_s  # storage advice stays clear_s after its condition ends
+    assert first / HZ >= condition_ended + t.hold_s - 1 / HZ

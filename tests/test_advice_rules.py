@@ -7,97 +7,11 @@ exactly as the sampler does; the advice after the last snapshot is checked.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
-from dataclasses import dataclass
 
 import pytest
 
-from gputop.advice.engine import AdviceEngine
-from gputop.collect.history import History
-from gputop.collect.model import (
-    DeviceSample,
-    HostSample,
-    ProcessRole,
-    ProcessSample,
-    Snapshot,
-)
-
-GIB = 2**30
-HZ = 4
-T0 = 1_700_000_000.0
-
-
-def gpu(index=0, util=95.0, used=40.0, total=80.0, **fields) -> DeviceSample:
-    """A device with utilization in percent and memory in GiB."""
-    return DeviceSample(
-        index=index,
-        utilization_gpu_percent=util,
-        memory_used_bytes=int(used * GIB),
-        memory_total_bytes=int(total * GIB),
-        **fields,
-    )
-
-
-def trainer(pid=100, device=0, cpu=60.0, workers=4, mem=40.0, **fields) -> ProcessSample:
-    """A GPU process holding ``mem`` GiB with ``workers`` DataLoader workers."""
-    fields.setdefault("user", "alice")
-    fields.setdefault("cmdline", "python train.py")
-    return ProcessSample(pid=pid, device_index=device, cpu_percent=cpu, num_workers=workers, gpu_memory_bytes=int(mem * GIB), **fields)
-
-
-def workers(trainer_pid=100, device=0, cpus=(98.0, 99.0, 100.0, 97.0), first_pid=None) -> tuple[ProcessSample, ...]:
-    """DataLoader workers of a trainer with the given CPU percents."""
-    first = first_pid if first_pid is not None else trainer_pid * 10
-    return tuple(
-        ProcessSample(pid=first + i, role=ProcessRole.DATALOADER_WORKER, device_index=device, trainer_pid=trainer_pid, cpu_percent=c)
-        for i, c in enumerate(cpus)
-    )
-
-
-def host(cores=16, busy=4, iowait=1.0) -> HostSample:
-    """``busy`` cores at 100 %, the rest at 3 %."""
-    return HostSample(cpu_percent_per_core=(100.0,) * busy + (3.0,) * (cores - busy), iowait_percent=iowait)
-
-
-def snapshot(t, devices, processes=(), host_sample=None) -> Snapshot:
-    """A snapshot at ``t`` seconds after T0."""
-    return Snapshot(
-        timestamp=T0 + t,
-        source="demo",
-        host=host_sample if host_sample is not None else host(),
-        devices=tuple(devices),
-        processes=tuple(processes),
-    )
-
-
-def run(frame: Callable[[float], Snapshot], seconds: float) -> tuple:
-    """Feed ``frame(t)`` at 4 Hz for ``seconds`` through History + AdviceEngine; return the final advice."""
-    history, engine = History(), AdviceEngine()
-    advice = ()
-    for step in range(int(seconds * HZ) + 1):
-        snap = frame(step / HZ)
-        history.append(snap)
-        advice = engine(snap, history)
-    return advice
-
-
-def steady(devices, processes=(), host_sample=None) -> Callable[[float], Snapshot]:
-    """The same readings at every poll."""
-    return lambda t: snapshot(t, devices, processes, host_sample)
-
-
-@dataclass
-class Case:
-    """A scenario, how long to run it, and what must (or must not) come out."""
-
-    name: str
-    frame: Callable[[float], Snapshot]
-    advice_id: str
-    fires: bool
-    severity: str | None = None
-    evidence: tuple[str, ...] = ()
-    seconds: float = 60.0
-
+from gputop.collect.model import DeviceSample, Snapshot
+from support.advice_frames import HZ, Case, check, gpu, host, job, run, snapshot, steady, trainer, workers
 
 INPUT_BOUND = [trainer(cpu=35.0, workers=4), *workers()]
 
@@ -106,18 +20,15 @@ CASES = [
     Case("input bound", steady([gpu(util=23.0)], INPUT_BOUND), "input_bound:gpu0", True, "warn", ("23 %", "4 DataLoader workers", "97-100 %")),
     Case("input bound, workers not saturated", steady([gpu(util=23.0)], [trainer(cpu=35.0), *workers(cpus=(60, 55, 62, 58))]), "input_bound:gpu0", False),
     Case("input bound, GPU busy enough", steady([gpu(util=55.0)], INPUT_BOUND), "input_bound:gpu0", False),
-    Case("input bound, measured wait decides", steady([gpu(util=23.0)], [trainer(cpu=35.0, input_wait_percent=63.0), *workers(cpus=(40, 45, 42, 38))]),
-         "input_bound:gpu0", True, "warn", ("waits 63 % of each step", "PID 100", "num_workers=4")),
+    Case("input bound, measured wait decides, workers not CPU-bound", steady([gpu(util=23.0)], [trainer(cpu=35.0, input_wait_percent=63.0), *workers(cpus=(40, 45, 42, 38))]),
+         "input_bound:gpu0", True, "warn", ("waits 63 % of each step", "PID 100", "4 DataLoader workers", "workers not CPU-bound"),
+         not_in_action=("num_workers from",)),
+    Case("input bound, measured wait with saturated workers is CPU-bound", steady([gpu(util=23.0)], [trainer(cpu=35.0, input_wait_percent=63.0), *workers()]),
+         "input_bound:gpu0", True, "warn", ("waits 63 % of each step", "CPU-bound data loading")),
     Case("input bound, measured wait low overrides busy workers", steady([gpu(util=23.0)], [trainer(input_wait_percent=4.0), *workers()]),
          "input_bound:gpu0", False),
-    Case(
-        "input bound, trainer loads data itself on a full host",
-        steady([gpu(util=20.0)], [trainer(cpu=100.0, workers=0)], host(cores=8, busy=8)),
-        "input_bound:gpu0",
-        True,
-        "warn",
-        ("20 %", "no DataLoader workers", "100 %"),
-    ),
+    Case("input bound, trainer loads data itself: num_workers=0 is few_workers' case", steady([gpu(util=20.0)], [trainer(cpu=100.0, workers=0)], host(cores=8, busy=8)),
+         "input_bound:gpu0", False),
     # 2. too few workers
     Case(
         "no workers, idle cores",
@@ -127,7 +38,27 @@ CASES = [
         "warn",
         ("main process", "100 %", "30 %", "of 16 cores idle"),
     ),
-    Case("no workers, host already full", steady([gpu(util=30.0)], [trainer(cpu=100.0, workers=0)], host(cores=8, busy=8)), "few_workers:pid100", False),
+    Case(
+        "num_workers=0 on a full small host still gets num_workers >= 1, never 'cheaper samples'",
+        steady([gpu(util=20.0)], [trainer(cpu=100.0, workers=0)], host(cores=8, busy=8)),
+        "few_workers:pid100",
+        True,
+        "warn",
+        ("num_workers=0", "100 %", "20 %"),
+        absent=("input_bound:",),
+        action=("num_workers=1",),
+        not_in_action=("cheaper",),
+    ),
+    Case(
+        "two workers on a small host with one idle core (relative cut-off)",
+        steady([gpu(util=25.0)], [trainer(cpu=40.0, workers=2), *workers(cpus=(99.0, 98.0))], host(cores=8, busy=6)),
+        "few_workers:pid100",
+        True,
+        "warn",
+        ("2 DataLoader workers", "of 8 cores idle"),
+    ),
+    Case("two workers, host already full", steady([gpu(util=25.0)], [trainer(cpu=40.0, workers=2), *workers(cpus=(99.0, 98.0))], host(cores=8, busy=8)),
+         "few_workers:pid100", False),
     Case("no workers but trainer not saturated", steady([gpu(util=30.0)], [trainer(cpu=40.0, workers=0)], host(busy=1)), "few_workers:pid100", False),
     Case("worker count unknown", steady([gpu(util=30.0)], [trainer(cpu=100.0, workers=None)], host(busy=1)), "few_workers:pid100", False),
     # 3. storage bound
@@ -157,6 +88,7 @@ CASES = [
         steady(
             [gpu(i, util=u) for i, u in enumerate((95.0, 35.0, 36.0, 34.0))],
             [*(trainer(pid=101 + i, device=i, ppid=50, cpu=40.0) for i in range(4)), *(w for i in range(4) for w in workers(101 + i, i, (20, 20)))],
+            jobs=[job(1, (101, 102, 103, 104), (0, 1, 2, 3))],
         ),
         "gpu_underused:gpu1",
         False,
@@ -241,45 +173,60 @@ CASES = [
     Case("idle, but not for minutes yet", steady([gpu(util=0.0, used=12.5)], [trainer(pid=4242, cpu=0.0, workers=0, mem=12.0)]), "idle_holding:pid4242", False, seconds=100.0),
     Case("holding memory while working", steady([gpu(util=30.0, used=12.5)], [trainer(pid=4242, cpu=50.0, workers=0, mem=12.0)]), "idle_holding:pid4242", False, seconds=150.0),
     Case("idle with a bare context", steady([gpu(util=0.0, used=0.4)], [trainer(pid=4242, cpu=0.0, workers=0, mem=0.2)]), "idle_holding:pid4242", False, seconds=150.0),
-    # 11. multi-GPU imbalance
+    # 11. multi-GPU imbalance, within jobs the collector found
     Case(
         "torchrun job with a hot rank",
         steady(
             [gpu(i, util=u) for i, u in enumerate((95.0, 40.0, 42.0, 41.0))],
             [trainer(pid=101 + i, device=i, ppid=50) for i in range(4)],
+            jobs=[job(1, (101, 102, 103, 104), (0, 1, 2, 3))],
         ),
-        "imbalance:pid50",
+        "imbalance:job1",
         True,
         "warn",
-        ("GPU 0 util 95 %", "GPU 1 40 %", "GPU 3 41 %", "4 processes under PID 50"),
+        ("GPU 0 util 95 %", "GPU 1 40 %", "GPU 3 41 %", "job 1: 4 processes on 4 GPUs"),
+        absent=("gpu_underused:", "straggler:"),
     ),
     Case(
         "torchrun job in balance",
-        steady([gpu(i, util=u) for i, u in enumerate((90.0, 85.0, 88.0, 86.0))], [trainer(pid=101 + i, device=i, ppid=50) for i in range(4)]),
-        "imbalance:pid50",
+        steady(
+            [gpu(i, util=u) for i, u in enumerate((90.0, 85.0, 88.0, 86.0))],
+            [trainer(pid=101 + i, device=i, ppid=50) for i in range(4)],
+            jobs=[job(1, (101, 102, 103, 104), (0, 1, 2, 3))],
+        ),
+        "imbalance:job1",
         False,
     ),
     Case(
         "DataParallel: one process on two GPUs",
-        steady([gpu(0, util=88.0), gpu(1, util=35.0)], [trainer(pid=300, device=0, ppid=1), trainer(pid=300, device=1, ppid=1)]),
-        "imbalance:pid300",
+        steady(
+            [gpu(0, util=88.0), gpu(1, util=35.0)],
+            [trainer(pid=300, device=0, ppid=1), trainer(pid=300, device=1, ppid=1)],
+            jobs=[job(4, (300,), (0, 1), evidence="one process on 2 GPUs")],
+        ),
+        "imbalance:job4",
         True,
         "warn",
-        ("88 %", "35 %", "PID 300"),
+        ("88 %", "35 %", "job 4: 1 process on 2 GPUs"),
+        action=("DistributedDataParallel",),
     ),
     Case(
-        "one user's unrelated processes",
-        steady([gpu(0, util=10.0), gpu(1, util=90.0)], [trainer(pid=401, device=0, ppid=1, user="carol"), trainer(pid=402, device=1, ppid=1, user="carol")]),
-        "imbalance:gpu0",
-        True,
-        "warn",
-        ("GPU 1 util 90 %", "GPU 0 10 %"),
-    ),
-    Case(
-        "two users, one GPU each",
-        steady([gpu(0, util=10.0), gpu(1, util=90.0)], [trainer(pid=401, device=0, ppid=1, user="carol"), trainer(pid=402, device=1, ppid=1, user="dave")]),
-        "imbalance:gpu0",
+        "one user's sweep: two jobs, never an imbalance",
+        steady(
+            [gpu(0, util=10.0), gpu(1, util=90.0)],
+            [trainer(pid=401, device=0, ppid=1, user="carol"), trainer(pid=402, device=1, ppid=1, user="carol")],
+            jobs=[job(1, (401,), (0,), evidence="lone process"), job(2, (402,), (1,), evidence="lone process")],
+        ),
+        "imbalance:job1",
         False,
+        absent=("imbalance:", "straggler:"),
+    ),
+    Case(
+        "a recording without jobs: no job advice at all",
+        steady([gpu(i, util=u) for i, u in enumerate((95.0, 40.0, 42.0, 41.0))], [trainer(pid=101 + i, device=i, ppid=50) for i in range(4)]),
+        "imbalance:job1",
+        False,
+        absent=("imbalance:", "straggler:", "comm_bound:"),
     ),
     # 12. free capacity
     Case("a free GPU", steady([gpu(0, util=95.0), gpu(3, util=0.0, used=0.5)], [trainer()]), "free_capacity:gpu3", True, "info", ("no processes", "0.5 GiB of 80.0 GiB")),
@@ -293,25 +240,17 @@ CASES = [
 
 @pytest.mark.parametrize("case", CASES, ids=[f"{c.advice_id}-{c.name}" for c in CASES])
 def test_rule(case: Case) -> None:
-    advice = {a.id: a for a in run(case.frame, case.seconds)}
-    if not case.fires:
-        assert case.advice_id not in advice, advice.get(case.advice_id)
-        return
-    assert case.advice_id in advice, sorted(advice)
-    found = advice[case.advice_id]
-    assert found.severity == case.severity
-    assert found.scope == case.advice_id.split(":", 1)[1]
-    for number in case.evidence:
-        assert number in found.evidence or number in found.title, (number, found.evidence)
-    assert "\x1b" not in found.evidence + found.title + found.action
-    assert found.title and found.action
+    check(case)
 
 
 def test_every_rule_has_a_firing_case_and_a_near_miss() -> None:
+    from test_advice_jobs import CASES as JOB_CASES
+    from test_advice_workloads import CASES as WORKLOAD_CASES
+
     from gputop.advice.rules import RULES
 
     for rule in RULES:
-        outcomes = {c.fires for c in CASES if c.advice_id.startswith(rule.name + ":")}
+        outcomes = {c.fires for c in CASES + JOB_CASES + WORKLOAD_CASES if c.advice_id.startswith(rule.name + ":")}
         assert outcomes == {True, False}, rule.name
 
 

@@ -152,7 +152,8 @@ def test_input_bound_advice_names_the_trainer_whose_real_workers_burn_cpu(tmp_pa
         [worker] = [p for p in data["processes"] if p["role"] == "dataloader_worker"]
         assert worker["cpu_percent"] > 80
         ids = [a["id"] for a in data["advice"]]
-        [advice] = [a for a in data["advice"] if a["id"].startswith("input_bound:")]
+        # On a small host a lone saturated worker with a core to spare is few_workers' case (one more worker).
+        [advice] = [a for a in data["advice"] if a["id"].startswith(("input_bound:", "few_workers:"))]
         assert str(trainer.pid) in advice["evidence"] + advice["title"] + advice["scope"], ids
         assert "18" in advice["evidence"]
         assert "pin_memory" in advice["action"]

@@ -84,3 +84,34 @@ def test_summarize_ignores_missing_values():
 def test_unknown_metric_is_an_error():
     with pytest.raises(KeyError):
         History().device(0, "no_such_metric")
+
+
+def test_derived_cpu_series_sum_trainers_and_their_workers_per_gpu_and_stay_bounded():
+    from gputop.collect.history import DERIVED_DEVICE_METRICS
+    from gputop.collect.model import ProcessRole, ProcessSample
+
+    def frame(t, worker_cpu):
+        processes = (
+            ProcessSample(pid=1, device_index=0, cpu_percent=80.0, num_workers=2),
+            ProcessSample(pid=2, device_index=0, cpu_percent=20.0, num_workers=0),
+            *(
+                ProcessSample(pid=10 + k, role=ProcessRole.DATALOADER_WORKER, device_index=0, trainer_pid=1, cpu_percent=worker_cpu)
+                for k in range(2)
+            ),
+            ProcessSample(pid=3, device_index=1, cpu_percent=None, num_workers=0),
+            ProcessSample(pid=4, device_index=2, cpu_percent=50.0, num_workers=None),
+        )
+        devices = [DeviceSample(index=i) for i in range(4)]
+        return Snapshot(timestamp=t, source="demo", devices=tuple(devices), processes=processes)
+
+    history = History(capacity=50)
+    for i in range(200):
+        history.append(frame(i * 0.25, float(i % 7)))
+    assert history.device(0, "trainer_cpu_percent")[-1] == 100.0
+    assert history.device(0, "dataloader_cpu_percent")[-3:] == [2 * float(i % 7) for i in range(197, 200)]
+    assert history.device(1, "trainer_cpu_percent")[-1] is None  # CPU unknown: missing, never 0
+    assert history.device(1, "dataloader_cpu_percent")[-1] == 0.0  # known to have no workers
+    assert history.device(2, "dataloader_cpu_percent")[-1] is None  # worker count unknown
+    assert history.device(3, "trainer_cpu_percent")[-1] is None  # no process at all
+    for metric in DERIVED_DEVICE_METRICS:
+        assert len(history.device(0, metric)) == 50

@@ -6,6 +6,7 @@ from gputop.advice.config import Thresholds
 from gputop.advice.context import Context, Finding
 from gputop.advice.hysteresis import Hysteresis
 from gputop.advice.rules import HEALTHY, RULES
+from gputop.advice.verdict import consistent
 from gputop.collect.history import History
 from gputop.collect.model import Advice, ScopeKind, Severity, Snapshot
 
@@ -13,7 +14,7 @@ SEVERITY_RANK: dict[Severity, int] = {severity: rank for rank, severity in enume
 """Sort rank of severities, most severe first."""
 
 SCOPE_RANK: dict[ScopeKind, int] = {kind: rank for rank, kind in enumerate(ScopeKind)}
-"""Sort rank of scope kinds within a severity: host, then GPUs, then processes."""
+"""Sort rank of scope kinds within a severity: host, then jobs, then GPUs, then processes."""
 
 
 class AdviceEngine:
@@ -30,14 +31,20 @@ class AdviceEngine:
         self._hysteresis = Hysteresis()
 
     def __call__(self, snapshot: Snapshot, history: History) -> tuple[Advice, ...]:
-        """Advice for ``snapshot``: critical, then warn, then info; within a severity by scope."""
+        """Advice for ``snapshot``: critical, then warn, then info; within a severity by scope.
+
+        One verdict per GPU (:func:`~gputop.advice.verdict.consistent`) is enforced on the findings
+        before hysteresis, so a contradicted finding never builds up its hold, and again on what is
+        shown, since advice that stays up through a brief dip could otherwise meet a newer contradiction.
+        """
         ctx = Context(snapshot, history, self.thresholds, self._hysteresis.held_for)
-        holding: dict[str, tuple[Finding, float]] = {}
+        found: list[tuple[Finding, float]] = []
         for rule in RULES:
             hold = rule.hold(self.thresholds)
-            for finding in rule.evaluate(ctx):
-                holding[finding.advice.id] = (finding, hold)
-        shown = self._hysteresis.update(snapshot.timestamp, holding, self.thresholds.clear_s)
+            found.extend((finding, hold) for finding in rule.evaluate(ctx))
+        kept = {id(finding) for finding in consistent([finding for finding, _ in found])}
+        holding = {finding.advice.id: (finding, hold) for finding, hold in found if id(finding) in kept}
+        shown = consistent(self._hysteresis.update(snapshot.timestamp, holding, self.thresholds.clear_s))
         concerned: set[int] = set()
         for finding in shown:
             if not finding.advice.id.startswith(HEALTHY + ":"):

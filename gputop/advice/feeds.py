@@ -1,7 +1,7 @@
 """How a trainer is fed: its DataLoader workers, their CPU use, and whether the input pipeline is saturated.
 
 Shared by the rules that tell input-bound work from compute-side problems (input_bound,
-few_workers, gpu_underused, batch_headroom, pcie_h2d) through
+few_workers, gpu_underused, batch_headroom, pcie_h2d, straggler) through
 :meth:`~gputop.advice.context.Context.feeds_on`, so they agree on one verdict per trainer.
 """
 
@@ -33,6 +33,8 @@ class Feed:
     """True when it has no workers and is CPU-saturated, so it loads data in its main process."""
     measured_wait: float | None = None
     """Percent of each step the trainer waits for its next batch, measured by ``gputop.torch``."""
+    cpu_bound: bool = False
+    """True when the loading is CPU-bound: the workers' mean CPU is saturated, or the trainer loads itself."""
 
 
 def feed_of(trainer: ProcessSample, workers: tuple[ProcessSample, ...], thresholds: Thresholds) -> Feed:
@@ -44,7 +46,8 @@ def feed_of(trainer: ProcessSample, workers: tuple[ProcessSample, ...], threshol
     measured = trainer.input_wait_percent
     known = measured is not None or (trainer.cpu_percent is not None and count is not None and (count == 0 or bool(cpu)))
     starved, loads_itself = input_starved(trainer, count, cpu, thresholds) if known else (False, False)
-    return Feed(trainer, workers, count, cpu, known, starved, loads_itself, measured)
+    saturated = bool(cpu) and sum(cpu) / len(cpu) >= thresholds.cpu_saturated_percent
+    return Feed(trainer, workers, count, cpu, known, starved, loads_itself, measured, saturated or loads_itself)
 
 
 def input_starved(

@@ -102,21 +102,22 @@ IDLE_HOLD = Workload(
 )
 """A forgotten notebook kernel: no work at all, but tens of GiB held."""
 
-IMBALANCE_HOT = Workload(
-    util=(96, 99), bursty=False, gpu_memory_gib=72.5, sm_share=0.9, occupancy_share=0.44, tensor_share=0.55,
-    dram_share=0.64, memory_util_share=0.58, power=(600, 680), temperature=(68, 75), clock_sm=(1950, 1980),
-    throttle=(), hot_throttle=None, pcie_rx_gbs=(2.0, 6.0), pcie_tx_gbs=(0.4, 1.6), trainer_cpu=(140, 190),
-    worker_cpu=(30, 50), workers=6, worker_running=0.4,
+STRAGGLER = Workload(
+    util=(50, 64), bursty=False, gpu_memory_gib=58.0, sm_share=0.88, occupancy_share=0.4, tensor_share=0.52,
+    dram_share=0.58, memory_util_share=0.52, power=(330, 430), temperature=(55, 61), clock_sm=(1980, 1980),
+    throttle=(), hot_throttle=None, pcie_rx_gbs=(1.0, 4.0), pcie_tx_gbs=(0.2, 0.8), trainer_cpu=(60, 85),
+    worker_cpu=(95, 100), workers=6, worker_running=0.97,
 )
-"""Rank 0 of an unbalanced job: it does the extra work (evaluation, logging) while the others wait."""
+"""The slow rank of a DDP job: its input is slower (its workers pinned at 100 % CPU), so every step waits for it."""
 
-IMBALANCE_WAIT = Workload(
-    util=(30, 45), bursty=False, gpu_memory_gib=58.0, sm_share=0.85, occupancy_share=0.4, tensor_share=0.5,
-    dram_share=0.55, memory_util_share=0.5, power=(230, 320), temperature=(48, 55), clock_sm=(1980, 1980),
-    throttle=(), hot_throttle=None, pcie_rx_gbs=(0.8, 2.5), pcie_tx_gbs=(0.1, 0.4), trainer_cpu=(100, 110),
-    worker_cpu=(8, 20), workers=6, worker_running=0.1,
+STRAGGLER_PEER = Workload(
+    util=(94, 98), bursty=False, gpu_memory_gib=58.0, sm_share=0.7, occupancy_share=0.36, tensor_share=0.4,
+    dram_share=0.5, memory_util_share=0.45, power=(430, 520), temperature=(60, 67), clock_sm=(1950, 1980),
+    throttle=(), hot_throttle=None, pcie_rx_gbs=(1.0, 4.0), pcie_tx_gbs=(0.2, 0.8), trainer_cpu=(100, 120),
+    worker_cpu=(30, 50), workers=6, worker_running=0.35,
 )
-"""The other ranks of an unbalanced job: they finish early and wait at the barrier."""
+"""The other ranks of that job: they finish their part early and wait in NCCL's all-reduce, whose
+kernels NVML counts as busy, so they read about 96 % while doing less work than that."""
 
 FREE = Workload(
     util=(0, 0), bursty=False, gpu_memory_gib=0.0, sm_share=0.0, occupancy_share=0.0, tensor_share=0.0,
@@ -234,9 +235,14 @@ SCENARIO_SPECS: dict[str, Scenario] = {
         ),
     ),
     "imbalance": Scenario(
-        description="a 4-GPU job whose rank 0 sits at about 98 % while the other ranks wait at 30-45 %",
+        description="a 4-GPU DDP job with a straggler: rank 2 at about 57 % (its input is slower) while "
+        "the other ranks wait in NCCL at about 96 %",
         gpu_count=4, cores=64, memory_gib=1024, hostname="h100-node-06", iowait=(0.2, 1.2),
-        jobs=(_ddp("frank", (0, 1, 2, 3), (IMBALANCE_HOT,) + (IMBALANCE_WAIT,) * 3, _FRANK_SEG, 2.1, 9.0),),
+        jobs=(
+            _ddp(
+                "frank", (0, 1, 2, 3), (STRAGGLER_PEER, STRAGGLER_PEER, STRAGGLER, STRAGGLER_PEER), _FRANK_SEG, 2.1, 9.0
+            ),
+        ),
     ),
 }
 """Every scenario by name, the default first."""

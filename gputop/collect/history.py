@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from gputop.collect.model import Snapshot
+from gputop.collect.model import ProcessRole, Snapshot
 
 DEFAULT_CAPACITY = 3600
 """Samples kept per metric: 15 minutes at 4 Hz, 30 minutes at the default 0.5 s interval."""
@@ -27,8 +27,17 @@ DEVICE_METRICS = (
     "sm_active_percent",
     "tensor_active_percent",
     "dram_active_percent",
+    "nvlink_tx_bytes_per_s",
+    "nvlink_rx_bytes_per_s",
 )
 """DeviceSample fields whose history is kept."""
+
+DERIVED_DEVICE_METRICS = ("trainer_cpu_percent", "dataloader_cpu_percent")
+"""Per-device series computed from each snapshot's processes, aligned with the device metrics so rules can
+compare what the CPU side did at the same instants as the GPU (the periodic-stall rule):
+``trainer_cpu_percent`` is the summed CPU of the GPU processes on the device, ``dataloader_cpu_percent`` the
+summed CPU of their DataLoader workers (0 when every GPU process there is known to have none; missing when
+nothing is known). Not part of exports, which keep to ``DEVICE_METRICS``."""
 
 HOST_METRICS = ("cpu_percent", "iowait_percent", "memory_used_bytes", "swap_used_bytes")
 """Host series kept; ``cpu_percent`` is the mean over all cores."""
@@ -134,14 +143,18 @@ class History:
         self.latest = snapshot
         self._timestamps.append(snapshot.timestamp)
         seen = set()
+        derived = _derived_device_metrics(snapshot)
         for device in snapshot.devices:
             seen.add(device.index)
             series = self._devices.get(device.index)
             if series is None:
                 series = self._new_device_series()
                 self._devices[device.index] = series
-            for name, ring in series.items():
-                ring.append(getattr(device, name))
+            for name in DEVICE_METRICS:
+                series[name].append(getattr(device, name))
+            trainer_cpu, worker_cpu = derived.get(device.index, (None, None))
+            series["trainer_cpu_percent"].append(trainer_cpu)
+            series["dataloader_cpu_percent"].append(worker_cpu)
         for index, series in self._devices.items():
             if index not in seen:
                 for ring in series.values():
@@ -154,7 +167,7 @@ class History:
         self._host["swap_used_bytes"].append(host.swap_used_bytes)
 
     def _new_device_series(self) -> dict[str, RingBuffer]:
-        series = {name: RingBuffer(self.capacity) for name in DEVICE_METRICS}
+        series = {name: RingBuffer(self.capacity) for name in DEVICE_METRICS + DERIVED_DEVICE_METRICS}
         for _ in range(len(self._timestamps) - 1):
             for ring in series.values():
                 ring.append(None)
@@ -171,8 +184,8 @@ class History:
             return sorted(self._devices)
 
     def device(self, index: int, metric: str, last: int | None = None) -> list[float | None]:
-        """Series of a device metric (one of DEVICE_METRICS); empty for an unknown device."""
-        if metric not in DEVICE_METRICS:
+        """Series of a device metric (one of DEVICE_METRICS or DERIVED_DEVICE_METRICS); empty for an unknown device."""
+        if metric not in DEVICE_METRICS and metric not in DERIVED_DEVICE_METRICS:
             raise KeyError(f"untracked device metric {metric!r}")
         with self._lock:
             series = self._devices.get(index)
@@ -214,6 +227,30 @@ class History:
             last = None if seconds is None else self.samples_within(seconds)
             series = self.host(metric, last)
         return summarize(series)
+
+
+def _derived_device_metrics(snapshot: Snapshot) -> dict[int, tuple[float | None, float | None]]:
+    """Per device index: (summed CPU of its GPU processes, summed CPU of their DataLoader workers), None when unknown."""
+    trainers: dict[int, list[float]] = {}
+    no_workers: dict[int, bool] = {}
+    workers: dict[int, float] = {}
+    for process in snapshot.processes:
+        index = process.device_index
+        if index is None:
+            continue
+        if process.role == ProcessRole.DATALOADER_WORKER:
+            if process.cpu_percent is not None:
+                workers[index] = workers.get(index, 0.0) + process.cpu_percent
+            continue
+        if process.cpu_percent is not None:
+            trainers.setdefault(index, []).append(process.cpu_percent)
+        no_workers[index] = no_workers.get(index, True) and process.num_workers == 0
+    result: dict[int, tuple[float | None, float | None]] = {}
+    for index in set(trainers) | set(no_workers) | set(workers):
+        cpu = trainers.get(index)
+        worker_cpu = workers.get(index, 0.0 if no_workers.get(index) else None)
+        result[index] = (sum(cpu) if cpu else None, worker_cpu)
+    return result
 
 
 def summarize(values: list[float | None]) -> MetricSummary | None:

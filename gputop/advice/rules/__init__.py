@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from gputop.advice.rules import (
     batch_headroom,
+    comm_bound,
     few_workers,
     free_capacity,
     gpu_underused,
@@ -15,7 +16,11 @@ from gputop.advice.rules import (
     mixed_precision,
     oom_risk,
     pcie_h2d,
+    periodic_stall,
+    serving_batching,
+    serving_idle,
     storage_bound,
+    straggler,
     throttling,
 )
 from gputop.advice.rules.base import Rule
@@ -33,6 +38,11 @@ RULES: tuple[Rule, ...] = (
     throttling.RULE,
     idle_holding.RULE,
     imbalance.RULE,
+    straggler.RULE,
+    periodic_stall.RULE,
+    comm_bound.RULE,
+    serving_idle.RULE,
+    serving_batching.RULE,
     free_capacity.RULE,
     healthy.RULE,
 )

@@ -1,10 +1,10 @@
-"""Too few DataLoader workers: a saturated trainer with zero or few workers while many cores sit idle."""
+"""Too few DataLoader workers: a starved trainer with no workers (``num_workers=0``), or few workers while cores sit idle."""
 
 from __future__ import annotations
 
 from gputop.advice.context import Context, Finding
+from gputop.advice.loader import SHARE_DATASET, has_room_for_workers, loader_settings, plan_workers
 from gputop.advice.rules.base import Rule, pct, pct_range, workers_phrase
-from gputop.advice.rules.input_bound import has_room_for_workers, suggested_workers
 from gputop.collect.model import ScopeKind, Severity
 
 
@@ -18,7 +18,7 @@ def _evaluate(ctx: Context) -> list[Finding]:
         for feed in ctx.feeds_on(index):
             if not (feed.starved and has_room_for_workers(ctx, feed)):
                 continue
-            idle = ctx.idle_cores() or 0.0
+            idle = ctx.idle_cores()
             count = feed.worker_count or 0
             pid = feed.trainer.pid
             if feed.measured_wait is not None:
@@ -27,22 +27,33 @@ def _evaluate(ctx: Context) -> list[Finding]:
                     f"with num_workers={count}"
                 )
             elif count == 0:
-                load = f"loads data in its main process at {pct(feed.trainer.cpu_percent or 0.0)} CPU"
+                load = f"loads data in its main process (num_workers=0) at {pct(feed.trainer.cpu_percent or 0.0)} CPU"
             else:
                 load = f"has {workers_phrase(count)} at {pct_range(list(feed.worker_cpu))} CPU"
-            evidence = (
-                f"trainer PID {pid} {load}; GPU {index} util {pct(util)} over the last {thresholds.window_s:.0f} s; "
-                f"{idle:.0f} of {ctx.cores} cores idle"
+            evidence = f"trainer PID {pid} {load}; GPU {index} util {pct(util)} over the last {thresholds.window_s:.0f} s"
+            if idle is not None and ctx.cores:
+                evidence += f"; {idle:.0f} of {ctx.cores} cores idle"
+            plan = plan_workers(ctx, feed)
+            if plan.memory_note:
+                evidence += "; " + plan.memory_note
+            settings = ", ".join([f"num_workers={max(1, plan.target)}", *loader_settings(feed.trainer)])
+            if plan.memory_limited:
+                action = SHARE_DATASET + (f"; then DataLoader({settings})" if count == 0 else "")
+            elif count == 0:
+                action = (
+                    f"DataLoader({settings}): with num_workers=0 every batch is decoded and augmented between steps "
+                    "while the GPU waits; worker processes prepare the next batches during the step"
+                )
+            else:
+                action = f"DataLoader({settings}): workers decode and augment in parallel on the idle cores"
+            title = (
+                f"PID {pid} loads its data in the training process (num_workers=0) for GPU {index}"
+                if count == 0
+                else f"PID {pid} has too few DataLoader workers ({count}) for GPU {index}"
             )
-            target = suggested_workers(ctx, count, idle)
-            action = (
-                f"DataLoader(num_workers={target}, pin_memory=True, persistent_workers=True, prefetch_factor=4): "
-                f"workers decode and augment in parallel on the idle cores"
-            )
-            title = f"PID {pid} has too few DataLoader workers ({count}) for GPU {index}"
             findings.append(RULE.finding(Severity.WARN, ScopeKind.PID.of(pid), title, evidence, action, (index,)))
     return findings
 
 
 RULE = Rule("few_workers", _evaluate)
-"""Saturated input pipeline with few workers and idle cores."""
+"""A starved trainer with no workers, or few workers and idle cores."""

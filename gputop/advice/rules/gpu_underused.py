@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from gputop.advice.context import Context, Finding
 from gputop.advice.rules.base import Rule, pct, pct_range, workers_phrase
-from gputop.advice.rules.imbalance import waiting_peers
 from gputop.collect.model import ScopeKind, Severity
 
 
@@ -14,10 +13,9 @@ def _evaluate(ctx: Context) -> list[Finding]:
     if iowait is not None and iowait.mean >= thresholds.iowait_percent:
         return []
     findings = []
-    waiting = waiting_peers(ctx)
     for index in sorted(ctx.devices):
         util = ctx.util(index)
-        if util is None or not thresholds.idle_util_percent < util < thresholds.low_util_percent or index in waiting:
+        if util is None or not thresholds.idle_util_percent < util < thresholds.low_util_percent:
             continue
         feeds = ctx.feeds_on(index)
         if not feeds or any(feed.starved or not feed.known for feed in feeds):

@@ -1,5 +1,8 @@
 """Healthy: a GPU busy above the healthy threshold is said plainly, so silence is never ambiguous.
 
+NVML utilization only says that some kernel ran; where GPM reports SM activity, a GPU whose SMs are
+mostly idle (below ``launch_sm_active_percent``) is not called healthy however high its utilization.
+
 The engine drops this advice for any GPU that another piece of advice concerns, and it waits as
 long as the slowest rule that could contradict it, so it does not flash up before a throttling
 warning.
@@ -19,7 +22,12 @@ def _evaluate(ctx: Context) -> list[Finding]:
         util = ctx.util(index)
         if util is None or util < thresholds.healthy_util_percent or not ctx.gpu_processes.get(index):
             continue
+        sm_active = ctx.device_stat(index, "sm_active_percent")
+        if sm_active is not None and sm_active.mean < thresholds.launch_sm_active_percent:
+            continue
         evidence = f"GPU {index} util {pct(util)} over the last {thresholds.window_s:.0f} s"
+        if sm_active is not None:
+            evidence += f", SMs active {pct(sm_active.mean)} (GPM)"
         if device.memory_used_bytes is not None and device.memory_total_bytes:
             evidence += f", memory {gib(device.memory_used_bytes)} of {gib(device.memory_total_bytes)}"
         action = "nothing to change; keep watching after changes to the model, data or batch size"

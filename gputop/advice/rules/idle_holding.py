@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from gputop.advice.context import Context, Finding
 from gputop.advice.rules.base import Rule, gib, pct
-from gputop.collect.model import ScopeKind, Severity
+from gputop.collect.model import ScopeKind, Severity, WorkloadKind
 from gputop.textsafe import safe_text
 
 COMMAND_LENGTH = 60
@@ -14,7 +14,9 @@ COMMAND_LENGTH = 60
 def _evaluate(ctx: Context) -> list[Finding]:
     thresholds = ctx.thresholds
     findings = []
-    for index, process in ctx.trainers():
+    for index, process in ((i, p) for i in sorted(ctx.devices) for p in ctx.gpu_processes.get(i, [])):
+        if ctx.kind_of(process) == WorkloadKind.INFERENCE:
+            continue  # serving_idle speaks to servers: their memory is held by design
         util = ctx.util(index)
         memory = process.gpu_memory_bytes
         if util is None or memory is None or util > thresholds.idle_util_percent or memory < thresholds.idle_memory_bytes:

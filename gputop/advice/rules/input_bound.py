@@ -1,29 +1,12 @@
-"""Input-pipeline bound: the GPU is under-used while the DataLoader (or a trainer loading its own data) is CPU-saturated."""
+"""Input-pipeline bound: the GPU is under-used while its trainer waits for batches (measured, or CPU-saturated workers)."""
 
 from __future__ import annotations
 
 from gputop.advice.context import Context, Finding
 from gputop.advice.feeds import Feed
+from gputop.advice.loader import SHARE_DATASET, has_room_for_workers, loader_settings, plan_workers
 from gputop.advice.rules.base import Rule, pct, pct_range, workers_phrase
 from gputop.collect.model import ScopeKind, Severity
-
-
-def suggested_workers(ctx: Context, current: int, idle: float) -> int:
-    """A worker count to grow toward: the current one plus the idle cores, within this trainer's share of cores."""
-    trainers = max(1, len(ctx.trainers()))
-    share = max(1, ctx.cores // trainers - 1)
-    return max(current + 1, min(current + int(idle), share))
-
-
-def has_room_for_workers(ctx: Context, feed: Feed) -> bool:
-    """True when the trainer has few workers and enough idle cores for more (the few_workers rule's case)."""
-    idle = ctx.idle_cores()
-    return (
-        feed.worker_count is not None
-        and feed.worker_count <= ctx.thresholds.few_workers
-        and idle is not None
-        and idle >= ctx.thresholds.min_idle_cores
-    )
 
 
 def _evaluate(ctx: Context) -> list[Finding]:
@@ -35,44 +18,64 @@ def _evaluate(ctx: Context) -> list[Finding]:
             continue
         starved = (feed for feed in ctx.feeds_on(index) if feed.starved and not has_room_for_workers(ctx, feed))
         feed = next(starved, None)
-        if feed is None:
-            continue
-        pid = feed.trainer.pid
-        idle = ctx.idle_cores()
-        if feed.measured_wait is not None:
-            evidence = (
-                f"GPU {index}'s trainer (PID {pid}) waits {pct(feed.measured_wait)} of each step for data "
-                f"(measured by gputop.torch); GPU {index} util {pct(util)} over the last {thresholds.window_s:.0f} s; "
-                f"num_workers={feed.worker_count if feed.worker_count is not None else 'unknown'}"
-                + (f" on {ctx.cores} cores" if ctx.cores else "")
-            )
-        elif feed.loads_itself:
-            evidence = (
-                f"GPU {index} util {pct(util)} over the last {thresholds.window_s:.0f} s while trainer PID {pid} "
-                f"has no DataLoader workers and runs at {pct(feed.trainer.cpu_percent or 0.0)} CPU"
-            )
-        else:
-            evidence = (
-                f"GPU {index} util {pct(util)} over the last {thresholds.window_s:.0f} s while its "
-                f"{workers_phrase(len(feed.worker_cpu))} (trainer PID {pid}) run at {pct_range(list(feed.worker_cpu))} CPU"
-            )
-        current = feed.worker_count or 0
-        if idle is not None and idle >= 1.0 and ctx.cores:
-            busy = ctx.cores - idle
-            more = (
-                f"raise DataLoader num_workers from {current} toward {suggested_workers(ctx, current, idle)} "
-                f"({ctx.cores} cores, {busy:.0f} busy); "
-            )
-        else:
-            more = "no idle cores for more workers, so make each sample cheaper: "
-        action = (
-            more + "pin_memory=True, persistent_workers=True; move augmentation to the GPU (DALI, "
-            "torchvision.transforms.v2 on CUDA tensors) or precompute it offline; store data pre-decoded"
-        )
-        title = f"GPU {index} waits for its input pipeline (CPU-bound data loading)"
-        findings.append(RULE.finding(Severity.WARN, ScopeKind.GPU.of(index), title, evidence, action, (index,)))
+        if feed is not None:
+            findings.append(_finding(ctx, index, util, feed))
     return findings
 
 
+def _finding(ctx: Context, index: int, util: float, feed: Feed) -> Finding:
+    """The advice for a starved trainer on GPU ``index``; its title and action depend on whether loading is CPU-bound."""
+    thresholds = ctx.thresholds
+    pid = feed.trainer.pid
+    window = f"over the last {thresholds.window_s:.0f} s"
+    if feed.worker_cpu:
+        workers = f"its {workers_phrase(len(feed.worker_cpu))} run at {pct_range(list(feed.worker_cpu))} CPU"
+    else:
+        workers = f"num_workers={feed.worker_count if feed.worker_count is not None else 'unknown'}"
+    if feed.measured_wait is not None:
+        evidence = (
+            f"GPU {index}'s trainer (PID {pid}) waits {pct(feed.measured_wait)} of each step for data "
+            f"(measured by gputop.torch); GPU {index} util {pct(util)} {window}; {workers}"
+        )
+    else:
+        evidence = f"GPU {index} util {pct(util)} {window} while {workers} (trainer PID {pid})"
+    if ctx.cores:
+        evidence += f" on {ctx.cores} cores"
+    settings = ", ".join(loader_settings(feed.trainer))
+    if not feed.cpu_bound:
+        title = f"GPU {index} waits for its input pipeline (workers not CPU-bound: reads, locks or prefetch)"
+        action = (
+            "the workers are not short of CPU, so more of them will not help by itself: check storage reads "
+            "(iowait, network-filesystem throughput) and look for a lock or one shared file handle in "
+            "Dataset.__getitem__"
+        )
+        return RULE.finding(Severity.WARN, ScopeKind.GPU.of(index), title, evidence, _with(action, settings), (index,))
+    plan = plan_workers(ctx, feed)
+    if plan.memory_note:
+        evidence += "; " + plan.memory_note
+    idle = ctx.idle_cores()
+    if plan.memory_limited:
+        more = SHARE_DATASET
+    elif idle is not None and idle >= 1.0 and ctx.cores:
+        capped = ", capped by host memory" if plan.capped else ""
+        more = (
+            f"raise DataLoader num_workers from {plan.current} toward {plan.target} "
+            f"({ctx.cores} cores, {ctx.cores - idle:.0f} busy{capped})"
+        )
+    else:
+        more = "no idle cores for more workers, so make each sample cheaper"
+    action = _with(more, settings) + (
+        "; move augmentation to the GPU (DALI, torchvision.transforms.v2 on CUDA tensors) or precompute it offline; "
+        "store data pre-decoded"
+    )
+    title = f"GPU {index} waits for its input pipeline (CPU-bound data loading)"
+    return RULE.finding(Severity.WARN, ScopeKind.GPU.of(index), title, evidence, action, (index,))
+
+
+def _with(action: str, settings: str) -> str:
+    """``action`` followed by the loader settings still worth setting, if any."""
+    return f"{action}; DataLoader({settings})" if settings else action
+
+
 RULE = Rule("input_bound", _evaluate)
-"""GPU under-used while the input pipeline is CPU-saturated."""
+"""GPU under-used while its trainer waits for input."""

@@ -1,4 +1,4 @@
-"""Launch-bound: NVML utilization high but GPM SM activity low, so kernels are too small to fill the GPU."""
+"""Launch-bound or few SMs busy: NVML utilization high but GPM SM activity low on a training GPU."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ def _evaluate(ctx: Context) -> list[Finding]:
     findings = []
     for index in sorted(ctx.devices):
         util = ctx.util(index)
-        if util is None or util < thresholds.launch_util_percent:
+        if util is None or util < thresholds.launch_util_percent or not ctx.feeds_on(index):
             continue
         sm_active = ctx.device_stat(index, "sm_active_percent")
         if sm_active is None or sm_active.mean >= thresholds.launch_sm_active_percent:
@@ -22,10 +22,12 @@ def _evaluate(ctx: Context) -> list[Finding]:
             f"{pct(sm_active.mean)} (GPM) over the last {thresholds.window_s:.0f} s"
         )
         action = (
-            "kernels are too small to fill the GPU: raise the batch size; fuse small ops with torch.compile; "
-            "capture the step in CUDA graphs (torch.compile(mode='reduce-overhead') or torch.cuda.graphs)"
+            "either the GPU is launch-bound (kernels too short, the CPU launching them is the limit) or its kernels "
+            "occupy few SMs (small grids): raise the batch size; fuse small ops with torch.compile; capture the "
+            "step in CUDA graphs (torch.compile(mode='reduce-overhead') or torch.cuda.graphs); "
+            "nsys profile shows which kernels run with few blocks"
         )
-        title = f"GPU {index} looks busy but most SMs are idle (small kernels)"
+        title = f"GPU {index} looks busy but most SMs are idle (launch-bound or few SMs busy)"
         findings.append(RULE.finding(Severity.WARN, ScopeKind.GPU.of(index), title, evidence, action, (index,)))
     return findings
 

@@ -1,9 +1,14 @@
-"""Mixed precision: busy SMs with idle tensor cores on a GPU that has them (GPM metrics, compute capability 7.0+)."""
+"""Mixed precision: a GPU with tensor cores (compute capability 7.0+) computing without them.
+
+Two kinds of evidence, either enough: ``gputop.torch`` reports autocast off in the trainer's forward
+pass (no GPM needed), or GPM shows busy SMs with idle tensor cores. A trainer reporting autocast on
+is never told to turn it on.
+"""
 
 from __future__ import annotations
 
 from gputop.advice.context import Context, Finding
-from gputop.advice.rules.base import Rule, pct
+from gputop.advice.rules.base import Rule, listing, pct
 from gputop.collect.model import ScopeKind, Severity
 
 
@@ -12,16 +17,31 @@ def _evaluate(ctx: Context) -> list[Finding]:
     findings = []
     for index, device in sorted(ctx.devices.items()):
         capability = device.compute_capability
-        if capability is None or capability < (7, 0) or device.tensor_active_percent is None:
+        feeds = ctx.feeds_on(index)
+        if capability is None or capability < (7, 0) or not feeds or any(feed.trainer.autocast for feed in feeds):
             continue
+        util = ctx.util(index)
+        if util is None or util <= thresholds.idle_util_percent:
+            continue
+        window = f"over the last {thresholds.window_s:.0f} s"
+        parts = []
+        off = [feed.trainer.pid for feed in feeds if feed.trainer.autocast is False]
+        if off:
+            parts.append(f"autocast off (gputop.torch) in {listing([f'PID {pid}' for pid in off])} at {pct(util)} util {window}")
         sm_active = ctx.device_stat(index, "sm_active_percent")
         tensor = ctx.device_stat(index, "tensor_active_percent")
-        if sm_active is None or tensor is None or sm_active.mean < thresholds.sm_busy_percent or tensor.mean > thresholds.tensor_idle_percent:
-            continue
-        evidence = (
-            f"GPU {index} SMs active {pct(sm_active.mean)} but tensor cores {tensor.mean:.1f} % over the last "
-            f"{thresholds.window_s:.0f} s (compute capability {capability[0]}.{capability[1]})"
+        gpm_idle = (
+            device.tensor_active_percent is not None
+            and sm_active is not None
+            and tensor is not None
+            and sm_active.mean >= thresholds.sm_busy_percent
+            and tensor.mean <= thresholds.tensor_idle_percent
         )
+        if gpm_idle and sm_active is not None and tensor is not None:
+            parts.append(f"GPU {index} SMs active {pct(sm_active.mean)} but tensor cores {tensor.mean:.1f} % {window}")
+        if not parts:
+            continue
+        evidence = "; ".join(parts) + f" (compute capability {capability[0]}.{capability[1]})"
         dtype = "torch.bfloat16" if capability >= (8, 0) else "torch.float16 with torch.amp.GradScaler"
         action = f"train with automatic mixed precision: torch.autocast('cuda', dtype={dtype})"
         if capability >= (8, 0):
@@ -32,4 +52,4 @@ def _evaluate(ctx: Context) -> list[Finding]:
 
 
 RULE = Rule("mixed_precision", _evaluate)
-"""Busy SMs, idle tensor cores (needs GPM)."""
+"""Autocast off (gputop.torch) or busy SMs with idle tensor cores (GPM), on a GPU with tensor cores."""

@@ -1,4 +1,4 @@
-"""Out-of-memory risk: GPU memory use near the total."""
+"""Out-of-memory risk: GPU memory use near the total on a GPU with a trainer (inference servers hold memory by design)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ def _evaluate(ctx: Context) -> list[Finding]:
     findings = []
     for index, device in sorted(ctx.devices.items()):
         now, total = device.memory_used_bytes, device.memory_total_bytes
-        if now is None or not total or 100.0 * now / total < thresholds.oom_memory_percent or not ctx.gpu_processes.get(index):
+        if now is None or not total or 100.0 * now / total < thresholds.oom_memory_percent or not ctx.feeds_on(index):
             continue
         used = ctx.device_stat(index, "memory_used_bytes")
         if used is None or 100.0 * used.mean / total < thresholds.oom_memory_percent:

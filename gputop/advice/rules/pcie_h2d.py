@@ -13,7 +13,8 @@ def _evaluate(ctx: Context) -> list[Finding]:
     findings = []
     for index in sorted(ctx.devices):
         util = ctx.util(index)
-        if util is None or util >= thresholds.low_util_percent or any(feed.starved for feed in ctx.feeds_on(index)):
+        feeds = ctx.feeds_on(index)
+        if util is None or util >= thresholds.low_util_percent or not feeds or any(feed.starved for feed in feeds):
             continue
         received = ctx.device_stat(index, "pcie_rx_bytes_per_s")
         if received is None or received.mean < thresholds.pcie_h2d_bytes_per_s:
@@ -22,8 +23,10 @@ def _evaluate(ctx: Context) -> list[Finding]:
             f"GPU {index} receives {fmt_rate(received.mean)} from the host over PCIe while its util is {pct(util)} "
             f"(means over the last {thresholds.window_s:.0f} s)"
         )
+        pinned = all(feed.trainer.loader_pin_memory for feed in feeds)
+        pin = "with pinned batches (pin_memory=True is set), use" if pinned else "DataLoader(pin_memory=True) and"
         action = (
-            "overlap copies with compute: DataLoader(pin_memory=True) and tensor.to('cuda', non_blocking=True); "
+            f"overlap copies with compute: {pin} tensor.to('cuda', non_blocking=True); "
             "prefetch the next batch on a side CUDA stream; send compact data (uint8 images) and convert on the "
             "GPU; keep a dataset that fits in GPU memory there across epochs"
         )

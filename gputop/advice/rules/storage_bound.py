@@ -15,7 +15,7 @@ def _evaluate(ctx: Context) -> list[Finding]:
     starved = []
     for index in sorted(ctx.devices):
         util = ctx.util(index)
-        if ctx.gpu_processes.get(index) and util is not None and util < thresholds.low_util_percent:
+        if ctx.feeds_on(index) and util is not None and util < thresholds.low_util_percent:
             starved.append((index, util))
     if not starved:
         return []
