@@ -153,6 +153,13 @@ def test_a_gpu_that_does_not_exist_exits_3(tmp_path, fake_nvml_lib):
     assert "5" in out.stderr
 
 
+def test_an_unreadable_recording_exits_3(tmp_path):
+    out = gputop(None, "--check", "--replay", str(tmp_path / "missing.jsonl"))
+
+    assert out.returncode == 3
+    assert "missing.jsonl" in out.stderr
+
+
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_a_signal_ends_the_check_early_and_it_still_reports_and_exits_by_the_advice(tmp_path, fake_nvml_lib, sig):
     log = tmp_path / "calls.log"
