@@ -92,13 +92,16 @@ def test_gpus_and_the_config_file_are_respected(tmp_path, fake_nvml_lib):
 
 
 def test_json_prints_the_final_snapshot_and_exits_by_its_advice(tmp_path, fake_nvml_lib):
-    env = nvml_env(tmp_path, fake_nvml_lib, hot_gpu())
+    env = nvml_env(tmp_path, fake_nvml_lib, hot_gpu(nvlink_tx_rate=6e9, nvlink_rx_rate=2e9))
 
     out = gputop(env, "--check", "--json", "--duration", "2", "--interval", "0.2")
 
     assert out.returncode == 1, out.stderr
     snapshot = snapshot_from_dict(json.loads(out.stdout), complete=True)
     assert [(a.id, a.severity) for a in snapshot.advice] == [("throttling:gpu0", "warn")]
+    device = snapshot.devices[0]
+    assert device.nvlink_tx_bytes_per_s == pytest.approx(6e9, rel=0.05)
+    assert device.nvlink_rx_bytes_per_s == pytest.approx(2e9, rel=0.05)
     assert out.stderr.startswith("gputop check: 2 s of live data")
 
 
