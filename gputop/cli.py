@@ -12,7 +12,7 @@ import signal
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from gputop import __version__
 from gputop.collect.chart_settings import ChartSettings
@@ -25,6 +25,8 @@ from gputop.collect.source import SnapshotSource
 from gputop.collect.timegrid import TimeGrid
 
 if TYPE_CHECKING:
+    from gputop.check import CheckPlan
+    from gputop.collect.replay import ReplaySource
     from gputop.ui.app import GputopApp
 
 ONCE_SETTLE_SECONDS = 0.3
@@ -92,6 +94,28 @@ def gpu_ids_arg(value: str) -> tuple[str, ...]:
     return ids
 
 
+class GputopParser(argparse.ArgumentParser):
+    """An argument parser whose usage errors exit with ``usage_status`` (2 as usual, 3 for ``--check``)."""
+
+    usage_status = 2
+    """Exit status of a usage error."""
+
+    def error(self, message: str) -> NoReturn:
+        """Print the usage and ``message`` to stderr and exit with ``usage_status``."""
+        self.print_usage(sys.stderr)
+        self.exit(self.usage_status, f"{self.prog}: error: {message}\n")
+
+
+def _asks_for_check(argv: list[str]) -> bool:
+    """True when ``argv`` has ``--check`` (or a prefix argparse would take for it), before any ``--``."""
+    for word in argv:
+        if word == "--":
+            return False
+        if len(word) > 4 and "--check".startswith(word):
+            return True
+    return False
+
+
 class VersionAction(argparse.Action):
     """``--version``: the version, then whether Textual sends only the changed cells (see gputop.ui.partial_output).
 
@@ -108,12 +132,12 @@ class VersionAction(argparse.Action):
         parser.exit(0 if _write_stdout(f"gputop {__version__}\npartial output: {status()}\n") else _reader_gone())
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser() -> GputopParser:
     """The argument parser; ``--help`` documents every flag."""
     from gputop.collect.demo import DEFAULT_SCENARIO, SCENARIOS
 
     scenarios = "; ".join(f"{name}: {text}" for name, text in SCENARIOS.items()).replace("%", "%%")
-    parser = argparse.ArgumentParser(
+    parser = GputopParser(
         prog="gputop",
         description="Live GPU monitor for deep-learning training that tells you why your GPU is under-used. "
         "Runs a terminal UI when stdout is a terminal, otherwise prints one snapshot and exits.",
@@ -137,6 +161,12 @@ def build_parser() -> argparse.ArgumentParser:
         "without a terminal and without --once/--duration, records until interrupted",
     )
     parser.add_argument("--once", action="store_true", help="print one snapshot as a table and exit (implied when stdout is not a terminal)")
+    parser.add_argument(
+        "--check", action="store_true",
+        help="sample for --duration seconds (a recording: to its end, or --duration seconds of it) with the advice "
+        "rules, print the advice that stands and exit 0 (nothing at warn or above), 1 (warn), 2 (critical, or a "
+        "GPU lost) or 3 (could not check, usage error); with --json the final snapshot as JSON. See docs/check.md",
+    )
     parser.add_argument("--json", action="store_true", help="print the snapshot as JSON instead of a table (implies --once)")
     parser.add_argument(
         "--duration", type=seconds_arg, metavar="SECONDS",
@@ -193,7 +223,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Run gputop with ``argv`` (default ``sys.argv[1:]``); returns the exit status."""
+    from gputop.check import EXIT_CANNOT_CHECK
+
     parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    if _asks_for_check(argv):
+        parser.usage_status = EXIT_CANNOT_CHECK
     args = parser.parse_args(argv)
     if args.interval is not None and not MIN_INTERVAL <= args.interval <= MAX_INTERVAL_SECONDS:
         parser.error(f"--interval must be at least {MIN_INTERVAL} and at most {MAX_INTERVAL_SECONDS:g} seconds")
@@ -201,6 +236,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--duration must be at most {MAX_DURATION_SECONDS:.0f} seconds (30 days)")
     if args.loop and args.replay is None:
         parser.error("--loop needs --replay")
+    if args.check:
+        _check_check_args(parser, args)
     try:
         if args.json_schema:
             from gputop.collect.schema import json_schema
@@ -209,11 +246,68 @@ def main(argv: list[str] | None = None) -> int:
         return _run(args)
     except CliError as exc:
         print(f"gputop: {exc}", file=sys.stderr)
-        return 1
+        return EXIT_CANNOT_CHECK if args.check else 1
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
         return _reader_gone()
+
+
+def _check_check_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """The usage rules of ``--check``; a broken one is a usage error (exit 3 in check mode)."""
+    if args.replay is None and args.duration is None:
+        parser.error("--check needs --duration SECONDS: how long to sample")
+    if args.loop and args.duration is None:
+        parser.error("--check --loop needs --duration: a looping recording never ends")
+    for flag, given in (("--once", args.once), ("--export", args.export is not None), ("--no-advice", args.no_advice)):
+        if given:
+            parser.error(f"--check cannot be combined with {flag}")
+
+
+def _plan_check(sampler: Sampler, args: argparse.Namespace) -> CheckPlan:
+    """Fit the advice engine's windows and holds to the data the check will have (see gputop.check)."""
+    from gputop.advice.engine import AdviceEngine
+    from gputop.check import plan_check
+
+    if not isinstance(sampler.advisor, AdviceEngine):
+        raise CliError("--check needs the advice rules")
+    if args.demo is not None:  # the demo's prefilled history counts too
+        what, available = f"demo data ({args.demo})", args.duration + DEMO_PREFILL_SECONDS
+    elif args.replay is not None:
+        what, available = f"recording {args.replay.name}", args.duration
+    else:
+        what, available = "live data", args.duration
+    return plan_check(sampler.advisor, sampler.interval, what, args.duration, available)
+
+
+def _replay_of(source: SnapshotSource) -> ReplaySource | None:
+    """The replay source under ``source`` (through a GPU selection), or None for live and demo data."""
+    from gputop.collect.gpu_selection import GpuSelectingSource
+    from gputop.collect.replay import ReplaySource
+
+    while isinstance(source, GpuSelectingSource):
+        source = source.source
+    return source if isinstance(source, ReplaySource) else None
+
+
+def _run_check(sampler: Sampler, args: argparse.Namespace, plan: CheckPlan) -> int:
+    """``--check``: sample, then print the report (or the final snapshot as JSON) and return the check's status."""
+    from gputop.check import exit_status, headline, render_report, run_check
+    from gputop.textsafe import safe_text
+
+    replay = _replay_of(sampler.source)
+    finished = None if replay is None else (lambda: replay.finished)
+    result = run_check(sampler, args.duration, live=args.demo is None and replay is None, finished=finished)
+    status = exit_status(result)
+    if result.cannot_check is not None:
+        print(f"gputop: cannot check: {safe_text(result.cannot_check)}", file=sys.stderr)
+    if args.json:
+        if result.cannot_check is None:
+            print(headline(plan, result, sampler.interval), file=sys.stderr)
+        text = snapshot_to_json(result.snapshot, indent=2) + "\n"
+    else:
+        text = "" if result.cannot_check is not None else render_report(plan, result, sampler.interval)
+    return status if _write_stdout(text) else _reader_gone()
 
 
 def _reader_gone() -> int:
@@ -237,10 +331,13 @@ def _run(args: argparse.Namespace) -> int:
     sampler, charts = _make_sampler(args, clock)
     tty = sys.stdout.isatty()
     try:
+        plan = _plan_check(sampler, args) if args.check else None
         if clock is not None:
             _prefill_demo(sampler, clock)
         if sampler.filters.gpus is not None:
             _check_gpu_selection(sampler)
+        if plan is not None:
+            return _run_check(sampler, args, plan)
         if args.once or args.json or args.duration is not None or args.export is not None:
             return _run_once(sampler, args)
         if not tty:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import threading
+import time
 
 import pytest
 
@@ -12,8 +13,27 @@ from support.fake_nvml import (
     NOT_SUPPORTED,
     FakeGpu,
     FakeScenario,
+    Sine,
+    Square,
     build_fake_nvml,
 )
+
+EPOCH_MS = 1_700_000_000_000
+"""The fake's waves count time from here (milliseconds since the Unix epoch)."""
+
+HALF_MS = 600_000.0
+"""Ten minutes: each half of the slow square waves below, so a test sits in one half whatever its speed."""
+
+
+def wave_clock_ms() -> float:
+    """Now on the fake's wave clock."""
+    return time.time() * 1000 - EPOCH_MS
+
+
+def slow_square(high: float, low: float, on: bool) -> Square:
+    """A square wave of ten-minute halves that is one second into its ``high`` (on) or ``low`` half now."""
+    into = 1000.0 if on else HALF_MS + 1000.0
+    return Square(high, low, HALF_MS, HALF_MS, phase_ms=wave_clock_ms() - into)
 
 
 def test_build_is_cached_and_named_like_the_real_library(fake_nvml_lib):
@@ -113,3 +133,94 @@ def test_lost_gpu_and_call_log_thread_ids(fake_pynvml, nvml_scenario):
 
     calls = [c for c in nvml_scenario.calls() if c.symbol == "nvmlDeviceGetUtilizationRates"]
     assert [(c.device, c.thread_id) for c in calls] == [(0, seen[0])]
+
+
+@pytest.mark.parametrize("on", [True, False])
+def test_square_waves_follow_the_wall_clock_for_utilization_gpm_and_processes(fake_pynvml, nvml_scenario, on):
+    nvml = fake_pynvml
+    wave = slow_square(97, 3, on)
+    gpu = FakeGpu(util_gpu=wave, util_mem=slow_square(40, 10, on), gpm_supported=1, gpm={2: slow_square(80.5, 1.5, on)},
+                  live_process_samples=[(4321, 7, wave)])
+    nvml_scenario.write(FakeScenario(gpus=[gpu]))
+    nvml.nvmlInit()
+    handle = nvml.nvmlDeviceGetHandleByIndex(0)
+
+    util = nvml.nvmlDeviceGetUtilizationRates(handle)
+    first, second = nvml.nvmlGpmSampleAlloc(), nvml.nvmlGpmSampleAlloc()
+    nvml.nvmlGpmSampleGet(handle, first)
+    time.sleep(0.01)
+    nvml.nvmlGpmSampleGet(handle, second)
+    request = nvml.c_nvmlGpmMetricsGet_t()
+    request.version = nvml.NVML_GPM_METRICS_GET_VERSION
+    request.numMetrics = 1
+    request.sample1, request.sample2 = first, second
+    request.metrics[0].metricId = 2
+    nvml.nvmlGpmMetricsGet(request)
+    before_us = int(time.time() * 1e6)
+    samples = nvml.nvmlDeviceGetProcessUtilization(handle, 0)
+    again = nvml.nvmlDeviceGetProcessUtilization(handle, samples[0].timeStamp)
+
+    assert (util.gpu, util.memory) == ((97, 40) if on else (3, 10))
+    assert request.metrics[0].value == (80.5 if on else 1.5)
+    assert [(s.pid, s.smUtil, s.memUtil) for s in samples] == [(4321, 97 if on else 3, 7)]
+    assert samples[0].timeStamp >= before_us
+    assert again[0].timeStamp > samples[0].timeStamp  # a fresh sample each call
+
+
+def test_sine_wave_at_its_peak_and_trough(fake_pynvml, nvml_scenario):
+    nvml = fake_pynvml
+    period = 10 * 86_400_000.0  # ten days: flat enough around the peak that rounding hides the test's duration
+    now = wave_clock_ms()
+    peak, trough = Sine(50, 40, period, phase_ms=now - period / 4), Sine(50, 40, period, phase_ms=now + period / 4)
+    nvml_scenario.write(FakeScenario(gpus=[FakeGpu(util_gpu=peak), FakeGpu(util_gpu=trough)]))
+    nvml.nvmlInit()
+
+    values = [nvml.nvmlDeviceGetUtilizationRates(nvml.nvmlDeviceGetHandleByIndex(i)).gpu for i in (0, 1)]
+
+    assert values == [90, 10]
+
+
+def test_nvlink_counters_answer_all_links_in_kib_and_integrate_their_rates(fake_pynvml, nvml_scenario):
+    nvml = fake_pynvml
+    all_links = 0xFFFFFFFF
+    gpus = [FakeGpu(nvlink_tx_kib=5_000, nvlink_rx_kib=9, errors={"nvlink_counters": 999}),
+            FakeGpu(nvlink_tx_rate=slow_square(2e9, 0, on=True), nvlink_rx_rate=3e8, pcie_tx_rate=1e8,
+                    pcie_rx_bytes=1)]
+    nvml_scenario.write(FakeScenario(gpus=gpus))
+    nvml.nvmlInit()
+    static, moving = (nvml.nvmlDeviceGetHandleByIndex(i) for i in (0, 1))
+
+    failed = nvml.nvmlDeviceGetFieldValues(static, [(138, all_links), (139, 0), (197, 0)])
+    first = nvml.nvmlDeviceGetFieldValues(moving, [(138, all_links), (139, all_links), (197, 0), (198, 0)])
+    time.sleep(0.2)
+    second = nvml.nvmlDeviceGetFieldValues(moving, [(138, all_links), (139, all_links), (197, 0), (198, 0)])
+
+    assert [(v.fieldId, v.nvmlReturn) for v in failed] == [(138, 999), (139, 2), (197, NOT_SUPPORTED)]
+    assert all(v.nvmlReturn == 0 for v in [*first, *second])
+    elapsed = (second[0].timestamp - first[0].timestamp) / 1e6
+    rates = [(b.value.ullVal - a.value.ullVal) / elapsed for a, b in zip(first, second, strict=True)]
+    assert rates[0] == pytest.approx(2e9 / 1024, rel=0.02)  # KiB per second
+    assert rates[1] == pytest.approx(3e8 / 1024, rel=0.02)
+    assert rates[2] == pytest.approx(1e8, rel=0.02)  # PCIe counters count bytes
+    assert (first[3].value.ullVal, rates[3]) == (1, 0.0)
+
+
+def test_the_old_static_syntax_still_reads_exactly(fake_pynvml, nvml_scenario):
+    nvml = fake_pynvml
+    nvml_scenario.write(FakeScenario(gpus=[FakeGpu(throttle=0x48, energy_mj=2**62 + 3, util_gpu=87)]))
+    nvml.nvmlInit()
+    handle = nvml.nvmlDeviceGetHandleByIndex(0)
+
+    assert nvml.nvmlDeviceGetCurrentClocksEventReasons(handle) == 0x48
+    assert nvml.nvmlDeviceGetTotalEnergyConsumption(handle) == 2**62 + 3
+    assert nvml.nvmlDeviceGetUtilizationRates(handle).gpu == 87
+
+
+def test_a_malformed_wave_leaves_the_key_out(fake_pynvml, nvml_scenario):
+    nvml = fake_pynvml
+    nvml_scenario.path.write_text("device 0 uuid GPU-x\ndevice 0 util_gpu square 100 0 0 0\ndevice 0 util_mem 5\n")
+    nvml.nvmlInit()
+    handle = nvml.nvmlDeviceGetHandleByIndex(0)
+
+    with pytest.raises(nvml.NVMLError_NotSupported):
+        nvml.nvmlDeviceGetUtilizationRates(handle)

@@ -261,6 +261,48 @@ def test_pcie_rates_come_from_the_field_counters_differenced(nvml_scenario, make
     assert not source.pcie_poller_running
 
 
+# ---- NVLink ----
+
+def test_nvlink_rates_come_from_the_all_link_kib_counters_in_the_pcie_batch(nvml_scenario, make_nvml_source):
+    def scenario(tx_kib, rx_kib, time_us):
+        return FakeScenario(gpus=[FakeGpu(nvlink_tx_kib=tx_kib, nvlink_rx_kib=rx_kib, pcie_counter_time_us=time_us,
+                                          pcie_tx_bytes=0, pcie_rx_bytes=0)])
+
+    nvml_scenario.write(scenario(1_000, 7, 1_000_000))
+    source = make_nvml_source()
+    first = source.poll().devices[0]
+    nvml_scenario.write(scenario(1_000 + 2_000_000, 7 + 500_000, 1_500_000))
+    second = source.poll().devices[0]
+
+    assert (first.nvlink_tx_bytes_per_s, first.nvlink_rx_bytes_per_s) == (None, None)
+    assert (second.nvlink_tx_bytes_per_s, second.nvlink_rx_bytes_per_s) == (4_000_000 * 1024.0, 1_000_000 * 1024.0)
+    assert (second.pcie_tx_bytes_per_s, second.pcie_rx_bytes_per_s) == (0.0, 0.0)
+    assert nvml_scenario.count("nvmlDeviceGetFieldValues") == 2  # one batch per poll for PCIe, NVLink and energy
+
+
+def test_a_gpu_without_nvlink_reads_none_and_is_not_asked_again(nvml_scenario, make_nvml_source):
+    nvml_scenario.write(FakeScenario(gpus=[FakeGpu(pcie_tx_bytes=0, pcie_rx_bytes=0)]))
+    source = make_nvml_source()
+    first = source.poll().devices[0]
+    nvml_scenario.write(FakeScenario(gpus=[FakeGpu(pcie_tx_bytes=0, pcie_rx_bytes=0, nvlink_tx_rate=1e9,
+                                                   nvlink_rx_rate=1e9)]))
+    later = [source.poll().devices[0] for _ in range(2)]
+
+    assert [(d.nvlink_tx_bytes_per_s, d.nvlink_rx_bytes_per_s) for d in [first, *later]] == [(None, None)] * 3
+    assert later[1].pcie_tx_bytes_per_s == 0.0
+
+
+def test_nvlink_rates_match_the_rates_the_fake_integrates(nvml_scenario, make_nvml_source):
+    nvml_scenario.write(FakeScenario(gpus=[FakeGpu(nvlink_tx_rate=3e9, nvlink_rx_rate=5e8)]))
+    source = make_nvml_source()
+    source.poll()
+    time.sleep(0.2)
+    device = source.poll().devices[0]
+
+    assert device.nvlink_tx_bytes_per_s == pytest.approx(3e9, rel=0.02)
+    assert device.nvlink_rx_bytes_per_s == pytest.approx(5e8, rel=0.02)
+
+
 def test_energy_falls_back_to_its_own_call_when_the_field_is_unsupported(nvml_scenario, make_nvml_source):
     nvml_scenario.write(FakeScenario(gpus=[FakeGpu(energy_mj=42_000, errors={"energy_field": NOT_SUPPORTED})]))
     source = make_nvml_source()

@@ -24,6 +24,8 @@ DEVICE_METRICS = (
     "clock_sm_mhz",
     "pcie_rx_bytes_per_s",
     "pcie_tx_bytes_per_s",
+    "nvlink_rx_bytes_per_s",
+    "nvlink_tx_bytes_per_s",
     "sm_active_percent",
     "tensor_active_percent",
     "dram_active_percent",

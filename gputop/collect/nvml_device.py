@@ -12,7 +12,7 @@ from gputop.collect.model import DeviceSample, ErrorNote, ProcessSample
 from gputop.collect.nvml_calls import CallGuard, raw_text_call
 from gputop.collect.nvml_errors import UNSUPPORTED_CODES
 from gputop.collect.nvml_gpm import GpmMetrics, GpmReader
-from gputop.collect.nvml_pcie import CounterRate, PcieThroughputPoller
+from gputop.collect.nvml_pcie import KIB, CounterRate, PcieThroughputPoller
 from gputop.collect.nvml_processes import DeviceProcessLister
 
 THROTTLE_REASONS = (
@@ -34,6 +34,14 @@ FIELD_PCIE_RX = 198
 """NVML_FI_DEV_PCIE_COUNT_RX_BYTES: cumulative bytes received by the GPU."""
 FIELD_ENERGY = 83
 """NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION: millijoules since the driver loaded."""
+FIELD_NVLINK_TX = 138
+"""NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX: cumulative KiB of data the GPU sent over NVLink (no protocol overhead)."""
+FIELD_NVLINK_RX = 139
+"""NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX: cumulative KiB of data the GPU received over NVLink."""
+ALL_LINKS = 0xFFFFFFFF
+"""scopeId asking an NVLink throughput field for the sum over all links (UINT_MAX, per nvml.h)."""
+_FIELD_SCOPES = {FIELD_NVLINK_TX: ALL_LINKS, FIELD_NVLINK_RX: ALL_LINKS}
+_FIELD_PAIRS = ((FIELD_PCIE_TX, FIELD_PCIE_RX), (FIELD_NVLINK_TX, FIELD_NVLINK_RX))
 
 ENERGY_PERIOD_S = 5.0
 """Least time between two reads of the energy counter; the last value read is reported in between.
@@ -74,9 +82,8 @@ class DeviceReader:
         self._guard = CallGuard(index, lambda: pynvml.nvmlDeviceGetMemoryInfo(handle))
         self._poller = pcie_poller
         self._static: dict[str, Any] = {}
-        self._fields = [FIELD_PCIE_TX, FIELD_PCIE_RX, FIELD_ENERGY]
-        self._tx = CounterRate()
-        self._rx = CounterRate()
+        self._fields = [FIELD_PCIE_TX, FIELD_PCIE_RX, FIELD_NVLINK_TX, FIELD_NVLINK_RX, FIELD_ENERGY]
+        self._rates = {field_id: CounterRate() for pair in _FIELD_PAIRS for field_id in pair}
         self._gpm = GpmReader(handle, self._guard)
         self._processes = DeviceProcessLister(index, handle, self._guard)
         self._watched = False
@@ -98,6 +105,7 @@ class DeviceReader:
         energy = self._energy_mj
         gpm = self._gpm.read(now)
         tx, rx = self._pcie(fields, gpm)
+        nvlink_tx, nvlink_rx = self._counter_rates(fields, FIELD_NVLINK_TX, FIELD_NVLINK_RX, KIB)
         sample = DeviceSample(
             index=self.index,
             name=self._once("name", _device_name, h),
@@ -118,6 +126,8 @@ class DeviceReader:
             throttle_reasons=self._throttle(),
             pcie_tx_bytes_per_s=tx,
             pcie_rx_bytes_per_s=rx,
+            nvlink_tx_bytes_per_s=nvlink_tx,
+            nvlink_rx_bytes_per_s=nvlink_rx,
             ecc_errors_uncorrected=self._ecc_errors(),
             mig_mode=self._mig_mode(),
             compute_capability=self._compute_capability(),
@@ -212,7 +222,8 @@ class DeviceReader:
         wanted = [f for f in self._fields if with_energy or f != FIELD_ENERGY]
         if not wanted:
             return {}
-        values = self._guard.call("field_values", pynvml.nvmlDeviceGetFieldValues, self.handle, wanted)
+        request = [(f, _FIELD_SCOPES.get(f, 0)) for f in wanted]
+        values = self._guard.call("field_values", pynvml.nvmlDeviceGetFieldValues, self.handle, request)
         if values is None:
             if not self._guard.supported("field_values"):
                 self._fields = []
@@ -233,8 +244,9 @@ class DeviceReader:
                 self._guard.call("field_values", _raise, code)
             else:
                 self._guard.call(f"field {field_id}", _raise, code)
-        if FIELD_PCIE_TX not in self._fields or FIELD_PCIE_RX not in self._fields:
-            self._fields = [f for f in self._fields if f not in (FIELD_PCIE_TX, FIELD_PCIE_RX)]
+        for pair in _FIELD_PAIRS:  # a pair is read together or not at all
+            if pair[0] not in self._fields or pair[1] not in self._fields:
+                self._fields = [f for f in self._fields if f not in pair]
         return result
 
     def _pcie(self, fields: dict[int, _Field], gpm: GpmMetrics | None) -> tuple[float | None, float | None]:
@@ -248,7 +260,7 @@ class DeviceReader:
             self._fields = [f for f in self._fields if f not in (FIELD_PCIE_TX, FIELD_PCIE_RX)]
             return (None, None) if gpm is None else (gpm.pcie_tx_bytes_per_s, gpm.pcie_rx_bytes_per_s)
         if FIELD_PCIE_TX in self._fields:
-            return self._counter_rates(fields)
+            return self._counter_rates(fields, FIELD_PCIE_TX, FIELD_PCIE_RX)
         if self._gpm.supported and self._gpm.pcie_supported is None:
             return None, None
         if not self._watched:
@@ -256,14 +268,20 @@ class DeviceReader:
             self._watched = True
         return self._poller.latest(self.index)
 
-    def _counter_rates(self, fields: dict[int, _Field]) -> tuple[float | None, float | None]:
+    def _counter_rates(self, fields: dict[int, _Field], tx_field: int, rx_field: int,
+                       unit_bytes: int = 1) -> tuple[float | None, float | None]:
+        """Bytes per second of a (TX, RX) pair of cumulative counters counting ``unit_bytes`` each; None where unread.
+
+        The counters are differenced in their own units, so a 32-bit counter still unwraps.
+        """
         rates: list[float | None] = []
-        for field_id, counter in ((FIELD_PCIE_TX, self._tx), (FIELD_PCIE_RX, self._rx)):
+        for field_id in (tx_field, rx_field):
             if field_id not in fields:
                 rates.append(None)
                 continue
             value, width, stamp = fields[field_id]
-            rates.append(counter.update(int(value), stamp, width))
+            rate = self._rates[field_id].update(int(value), stamp, width)
+            rates.append(None if rate is None else rate * unit_bytes)
         return rates[0], rates[1]
 
 

@@ -3,7 +3,7 @@
  *
  * The real pynvml (ctypes) calls into this library exactly as it would call the NVIDIA one; only
  * the answers come from a text file. Built by tests/support/fake_nvml.py with
- *     cc -shared -fPIC -O2 -Wl,-soname,libnvidia-ml.so.1 -o libnvidia-ml.so.1 fake_nvml.c -lpthread
+ *     cc -shared -fPIC -O2 -Wl,-soname,libnvidia-ml.so.1 -o libnvidia-ml.so.1 fake_nvml.c -lpthread -lm
  *
  * Environment
  *   FAKE_NVML_SCENARIO  path of the scenario file. Read with getenv on every call; the file is parsed
@@ -43,26 +43,49 @@
  *     throttle <mask>                                     clocks event / throttle reasons (0x.. allowed)
  *     pcie_tx_bytes | pcie_rx_bytes <bytes>               cumulative counters, fields 197 / 198
  *     pcie_counter_time_us <us>                           timestamp of those field values (default: now)
+ *     pcie_tx_rate | pcie_rx_rate <bytes/s>               a rate the fake integrates into fields 197 / 198
+ *                                                         (added to pcie_tx_bytes / pcie_rx_bytes if given)
+ *     nvlink_tx_kib | nvlink_rx_kib <KiB>                 cumulative NVLink data counters, fields 138 / 139
+ *                                                         (NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX/RX); only
+ *                                                         scopeId UINT_MAX (all links) is answered, a single
+ *                                                         link's scope gets INVALID_ARGUMENT
+ *     nvlink_tx_rate | nvlink_rx_rate <bytes/s>           a rate integrated into fields 138 / 139 (in KiB)
  *     pcie_tx_kbps | pcie_rx_kbps <KB/s>                  nvmlDeviceGetPcieThroughput
  *     ecc_mode <0|1> | ecc_uncorrected <count>            ECC mode; volatile uncorrected total
  *     mig_mode <0|1>
  *     compute_capability <major> <minor>
  *     gpm_supported <0|1>                                 nvmlGpmQueryDeviceSupport (absent: 0)
- *     gpm <metric id> <value>                             value nvmlGpmMetricsGet reports for the id
+ *     gpm <metric id> <value>                             value nvmlGpmMetricsGet reports for the id (the
+ *                                                         value at the later sample's time)
  *     lost <0|1>                                          every per-device call: GPU_IS_LOST (15)
  *     error <call> <code>                                 that call returns <code> (see CALL NAMES)
  *     compute_proc <pid> <bytes|na> | graphics_proc <pid> <bytes|na>   running processes
  *     proc_util <pid> <sm> <mem> <timestamp us>           nvmlDeviceGetProcessUtilization samples
+ *     proc_util_live <pid> <mem> <sm value>               one sample per call, stamped with the call's time
+ *                                                         (when that is after lastSeenTimeStamp)
  *   CALL NAMES for "error": handle name uuid utilization memory memory_v2 power power_limit
  *     temperature temperature_v fan clock pstate energy energy_field throttle clocks_event_reasons
  *     pcie_throughput field_values pcie_counters ecc_mode ecc_errors mig_mode compute_capability
- *     compute_procs graphics_procs process_utilization gpm_support gpm_sample gpm_metrics.
+ *     compute_procs graphics_procs process_utilization gpm_support gpm_sample gpm_metrics nvlink_counters.
  *   "memory" also fails memory_v2, "temperature" also temperature_v, "throttle" also
- *   clocks_event_reasons; pcie_counters and energy_field are per-field returns inside field values.
+ *   clocks_event_reasons; pcie_counters, nvlink_counters and energy_field are per-field returns inside
+ *   field values.
+ *
+ * Values that change with time: wherever a per-device key takes one number (every key of the list above
+ *   that is a plain value, a "gpm" value, the <sm> of proc_util_live and the *_rate keys), the number may
+ *   be replaced by a wave of the wall clock (CLOCK_REALTIME, so separate processes reading the same
+ *   scenario see the same value at the same moment):
+ *     square HIGH LOW ON_MS OFF_MS [PHASE_MS]   HIGH for ON_MS, then LOW for OFF_MS, repeating
+ *     sine MID AMPLITUDE PERIOD_MS [PHASE_MS]   MID + AMPLITUDE * sin(2 pi t / PERIOD_MS)
+ *   PHASE_MS delays the wave (the value at t is the unshifted value at t - PHASE_MS); t counts from
+ *   1700000000 s since the Unix epoch. Integer answers are rounded and never below 0. A rate's counter
+ *   is its base value plus the rate integrated from that instant, so every process reads the same counter.
+ *   A malformed wave leaves the key out (NOT_SUPPORTED).
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -134,6 +157,9 @@ typedef struct {
 #define FI_TOTAL_ENERGY 83
 #define FI_PCIE_TX_BYTES 197
 #define FI_PCIE_RX_BYTES 198
+#define FI_NVLINK_TX_KIB 138 /* NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX: cumulative KiB; scopeId = link or UINT_MAX */
+#define FI_NVLINK_RX_KIB 139
+#define ALL_LINKS 0xFFFFFFFFu
 typedef struct { unsigned int version, isSupportedDevice; } nvmlGpmSupport_t;
 typedef struct { const char *shortName, *longName, *unit; } nvmlGpmMetricInfo_t;
 typedef struct {
@@ -155,31 +181,45 @@ enum key_id {
     K_UTIL_GPU, K_UTIL_MEM, K_MEM_TOTAL, K_MEM_USED, K_MEM_RESERVED, K_POWER, K_POWER_LIMIT, K_TEMP,
     K_FAN, K_CLOCK_SM, K_CLOCK_MEM, K_PSTATE, K_ENERGY, K_THROTTLE, K_PCIE_TX_BYTES, K_PCIE_RX_BYTES,
     K_PCIE_TIME, K_PCIE_TX_KBPS, K_PCIE_RX_KBPS, K_ECC_MODE, K_ECC_UNCORRECTED, K_MIG_MODE,
-    K_GPM_SUPPORTED, K_LOST, K_COUNT
+    K_GPM_SUPPORTED, K_LOST, K_PCIE_TX_RATE, K_PCIE_RX_RATE, K_NVLINK_TX_KIB, K_NVLINK_RX_KIB,
+    K_NVLINK_TX_RATE, K_NVLINK_RX_RATE, K_COUNT
 };
 static const char *const KEY_NAMES[K_COUNT] = {
     "util_gpu", "util_mem", "mem_total", "mem_used", "mem_reserved", "power_mw", "power_limit_mw", "temp",
     "fan", "clock_sm", "clock_mem", "pstate", "energy_mj", "throttle", "pcie_tx_bytes", "pcie_rx_bytes",
     "pcie_counter_time_us", "pcie_tx_kbps", "pcie_rx_kbps", "ecc_mode", "ecc_uncorrected", "mig_mode",
-    "gpm_supported", "lost",
+    "gpm_supported", "lost", "pcie_tx_rate", "pcie_rx_rate", "nvlink_tx_kib", "nvlink_rx_kib",
+    "nvlink_tx_rate", "nvlink_rx_rate",
 };
 
+/* A value that may change with the wall clock (see "Values that change with time" above). */
+enum wave_kind { W_CONST, W_SQUARE, W_SINE };
+typedef struct {
+    int kind;
+    unsigned long long constant;            /* W_CONST: the integer as given (hex allowed); a: the same as a double */
+    double a, b, c, d, phase_ms;            /* square: high low on_ms off_ms; sine: mid amplitude period_ms */
+} fake_wave;
+#define FAKE_EPOCH_S 1700000000LL           /* rates are integrated into counters from this instant */
+#define MAX_WORDS 12
+
 typedef struct { unsigned int pid; unsigned long long mem; } fake_proc;
+typedef struct { unsigned int pid, mem; fake_wave sm; } fake_live_util;
 typedef struct { char call[32]; int code; } fake_error;
 
 typedef struct {
     char name[TEXT_LEN], uuid[TEXT_LEN];
     int has_name, has_uuid, has_cc;
     int cc_major, cc_minor;
-    unsigned long long value[K_COUNT];
+    fake_wave wave[K_COUNT];
     int has[K_COUNT];
     int n_errors;
     fake_error errors[MAX_ERRORS];
-    int n_compute, n_graphics, n_samples, n_gpm;
+    int n_compute, n_graphics, n_samples, n_gpm, n_live;
     fake_proc compute[MAX_PROCS], graphics[MAX_PROCS];
     nvmlProcessUtilizationSample_t samples[MAX_SAMPLES];
+    fake_live_util live[MAX_PROCS];
     unsigned int gpm_ids[MAX_GPM];
-    double gpm_values[MAX_GPM];
+    fake_wave gpm_values[MAX_GPM];
 } fake_device;
 
 typedef struct {
@@ -238,6 +278,81 @@ static void copy_text(char *dst, const char *src) {
     snprintf(dst, TEXT_LEN, "%s", src);
 }
 
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)(ts.tv_sec - FAKE_EPOCH_S) * 1000.0 + (double)ts.tv_nsec / 1e6;
+}
+
+/* Parse "<number>", "square HIGH LOW ON_MS OFF_MS [PHASE_MS]" or "sine MID AMPLITUDE PERIOD_MS [PHASE_MS]"
+ * from n words. Returns 0 when the words do not make a value. */
+static int parse_wave(char **words, int n, fake_wave *w) {
+    memset(w, 0, sizeof *w);
+    if (n < 1) return 0;
+    int square = strcmp(words[0], "square") == 0, sine = strcmp(words[0], "sine") == 0;
+    if (!square && !sine) {
+        w->kind = W_CONST;
+        w->constant = strtoull(words[0], NULL, 0);
+        w->a = strtod(words[0], NULL);
+        return 1;
+    }
+    int need = square ? 4 : 3;
+    if (n - 1 < need) return 0;
+    double v[5] = {0, 0, 0, 0, 0};
+    for (int i = 0; i < need + 1 && i < n - 1; i++) v[i] = strtod(words[i + 1], NULL);
+    w->kind = square ? W_SQUARE : W_SINE;
+    w->a = v[0];
+    w->b = v[1];
+    w->c = v[2];
+    w->d = square ? v[3] : 0.0;
+    w->phase_ms = v[need];
+    return square ? (w->c >= 0 && w->d >= 0 && w->c + w->d > 0) : w->c > 0;
+}
+
+/* The wave's value at t_ms (milliseconds since FAKE_EPOCH_S). */
+static double wave_at(const fake_wave *w, double t_ms) {
+    double u = t_ms - w->phase_ms;
+    if (w->kind == W_SQUARE) {
+        double period = w->c + w->d;
+        return u - floor(u / period) * period < w->c ? w->a : w->b;
+    }
+    if (w->kind == W_SINE) return w->a + w->b * sin(2.0 * M_PI * u / w->c);
+    return w->a;
+}
+
+/* The value now, as NVML's integer answers give it: rounded, never below 0. */
+static unsigned long long wave_value(const fake_wave *w) {
+    if (w->kind == W_CONST) return w->constant;
+    double v = wave_at(w, now_ms());
+    return v <= 0 ? 0ULL : (unsigned long long)llround(v);
+}
+#define VAL(d, key) wave_value(&(d)->wave[key])
+
+/* An antiderivative of the wave (a rate per second) over milliseconds since FAKE_EPOCH_S. */
+static long double wave_area(const fake_wave *w, double t_ms) {
+    long double u = (long double)t_ms - w->phase_ms;
+    if (w->kind == W_SQUARE) {
+        long double period = (long double)w->c + w->d;
+        long double cycles = floorl(u / period), r = u - cycles * period;
+        long double part = r < w->c ? w->a * r : w->a * w->c + w->b * (r - w->c);
+        return (cycles * (w->a * w->c + w->b * w->d) + part) / 1000.0L;
+    }
+    if (w->kind == W_SINE) {
+        long double turn = 2.0L * (long double)M_PI;
+        return (w->a * u - w->b * w->c / turn * cosl(turn * u / w->c)) / 1000.0L;
+    }
+    return (long double)w->a * (long double)t_ms / 1000.0L;
+}
+
+/* A cumulative counter: its base value plus the rate integrated from FAKE_EPOCH_S until now, over divisor. */
+static unsigned long long counter_value(const fake_device *d, int base_key, int rate_key, long double divisor) {
+    unsigned long long base = d->has[base_key] ? VAL(d, base_key) : 0ULL;
+    if (!d->has[rate_key]) return base;
+    const fake_wave *w = &d->wave[rate_key];
+    long double added = (wave_area(w, now_ms()) - wave_area(w, 0.0)) / divisor;
+    return added <= 0 ? base : base + (unsigned long long)added;
+}
+
 static void parse_device_line(fake_scenario *s, long index, const char *key, char *rest, int *max_index) {
     fake_device *d = device_at(s, index);
     if (d == NULL || key == NULL) return;
@@ -247,11 +362,12 @@ static void parse_device_line(fake_scenario *s, long index, const char *key, cha
         d->has_name = 1;
         return;
     }
-    char *save = NULL;
-    char *a = strtok_r(rest, " \t", &save);
-    char *b = a ? strtok_r(NULL, " \t", &save) : NULL;
-    char *c = b ? strtok_r(NULL, " \t", &save) : NULL;
-    char *e = c ? strtok_r(NULL, " \t", &save) : NULL;
+    char *save = NULL, *words[MAX_WORDS];
+    int n = 0;
+    for (char *w = strtok_r(rest, " \t", &save); w != NULL && n < MAX_WORDS; w = strtok_r(NULL, " \t", &save))
+        words[n++] = w;
+    char *a = n > 0 ? words[0] : NULL, *b = n > 1 ? words[1] : NULL, *c = n > 2 ? words[2] : NULL;
+    char *e = n > 3 ? words[3] : NULL;
     if (a == NULL) return;
     if (strcmp(key, "uuid") == 0) {
         copy_text(d->uuid, a);
@@ -280,17 +396,17 @@ static void parse_device_line(fake_scenario *s, long index, const char *key, cha
         p->smUtil = (unsigned int)strtoul(b, NULL, 10);
         p->memUtil = (unsigned int)strtoul(c, NULL, 10);
         p->timeStamp = strtoull(e, NULL, 10);
+    } else if (strcmp(key, "proc_util_live") == 0 && c && d->n_live < MAX_PROCS) {
+        fake_live_util *p = &d->live[d->n_live];
+        p->pid = (unsigned int)strtoul(a, NULL, 10);
+        p->mem = (unsigned int)strtoul(b, NULL, 10);
+        if (parse_wave(words + 2, n - 2, &p->sm)) d->n_live++;
     } else if (strcmp(key, "gpm") == 0 && b && d->n_gpm < MAX_GPM) {
         d->gpm_ids[d->n_gpm] = (unsigned int)strtoul(a, NULL, 10);
-        d->gpm_values[d->n_gpm] = strtod(b, NULL);
-        d->n_gpm++;
+        if (parse_wave(words + 1, n - 1, &d->gpm_values[d->n_gpm])) d->n_gpm++;
     } else {
-        for (int k = 0; k < K_COUNT; k++) {
-            if (strcmp(key, KEY_NAMES[k]) == 0) {
-                d->value[k] = strtoull(a, NULL, 0);
-                d->has[k] = 1;
-            }
-        }
+        for (int k = 0; k < K_COUNT; k++)
+            if (strcmp(key, KEY_NAMES[k]) == 0) d->has[k] = parse_wave(words, n, &d->wave[k]);
     }
 }
 
@@ -407,7 +523,7 @@ static nvmlReturn_t begin_index(int index, const char *symbol, const char *call,
     nvmlReturn_t r = NVML_SUCCESS;
     if (init_count == 0 || current.loaded != 1) r = NVML_ERROR_UNINITIALIZED;
     else if (index < 0 || index >= current.device_count) r = NVML_ERROR_INVALID_ARGUMENT;
-    else if (current.devices[index].value[K_LOST]) r = NVML_ERROR_GPU_IS_LOST;
+    else if (VAL(&current.devices[index], K_LOST)) r = NVML_ERROR_GPU_IS_LOST;
     else if ((r = error_for(&current.devices[index], call)) == 0) r = error_for(&current.devices[index], also);
     if (r != NVML_SUCCESS) {
         pthread_mutex_unlock(&lock);
@@ -574,7 +690,7 @@ nvmlReturn_t nvmlDeviceGetEnforcedPowerLimit(nvmlDevice_t device, unsigned int *
     nvmlReturn_t r = begin(device, "nvmlDeviceGetEnforcedPowerLimit", "power_limit", NULL, &d);
     if (r) return r;
     NEED(d, K_POWER_LIMIT);
-    *limit = (unsigned int)d->value[K_POWER_LIMIT];
+    *limit = (unsigned int)VAL(d, K_POWER_LIMIT);
     return finish(NVML_SUCCESS);
 }
 
@@ -583,7 +699,7 @@ nvmlReturn_t nvmlDeviceGetEccMode(nvmlDevice_t device, int *current_mode, int *p
     nvmlReturn_t r = begin(device, "nvmlDeviceGetEccMode", "ecc_mode", NULL, &d);
     if (r) return r;
     NEED(d, K_ECC_MODE);
-    *current_mode = *pending = (int)d->value[K_ECC_MODE];
+    *current_mode = *pending = (int)VAL(d, K_ECC_MODE);
     return finish(NVML_SUCCESS);
 }
 
@@ -592,7 +708,7 @@ nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int *current_mod
     nvmlReturn_t r = begin(device, "nvmlDeviceGetMigMode", "mig_mode", NULL, &d);
     if (r) return r;
     NEED(d, K_MIG_MODE);
-    *current_mode = *pending = (unsigned int)d->value[K_MIG_MODE];
+    *current_mode = *pending = (unsigned int)VAL(d, K_MIG_MODE);
     return finish(NVML_SUCCESS);
 }
 
@@ -602,8 +718,8 @@ nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtilization_
     nvmlReturn_t r = begin(device, "nvmlDeviceGetUtilizationRates", "utilization", NULL, &d);
     if (r) return r;
     NEED(d, K_UTIL_GPU);
-    util->gpu = (unsigned int)d->value[K_UTIL_GPU];
-    util->memory = (unsigned int)d->value[K_UTIL_MEM];
+    util->gpu = (unsigned int)VAL(d, K_UTIL_GPU);
+    util->memory = (unsigned int)VAL(d, K_UTIL_MEM);
     return finish(NVML_SUCCESS);
 }
 
@@ -612,8 +728,8 @@ nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *memory) 
     nvmlReturn_t r = begin(device, "nvmlDeviceGetMemoryInfo", "memory", NULL, &d);
     if (r) return r;
     NEED(d, K_MEM_TOTAL);
-    memory->total = d->value[K_MEM_TOTAL];
-    memory->used = d->value[K_MEM_USED] + d->value[K_MEM_RESERVED];
+    memory->total = VAL(d, K_MEM_TOTAL);
+    memory->used = VAL(d, K_MEM_USED) + VAL(d, K_MEM_RESERVED);
     memory->free = memory->total - memory->used;
     return finish(NVML_SUCCESS);
 }
@@ -624,9 +740,9 @@ nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t *me
     if (r) return r;
     if (memory->version != NVML_MEMORY_V2) return finish(NVML_ERROR_ARGUMENT_VERSION_MISMATCH);
     NEED(d, K_MEM_TOTAL);
-    memory->total = d->value[K_MEM_TOTAL];
-    memory->reserved = d->value[K_MEM_RESERVED];
-    memory->used = d->value[K_MEM_USED];
+    memory->total = VAL(d, K_MEM_TOTAL);
+    memory->reserved = VAL(d, K_MEM_RESERVED);
+    memory->used = VAL(d, K_MEM_USED);
     memory->free = memory->total - memory->used - memory->reserved;
     return finish(NVML_SUCCESS);
 }
@@ -637,7 +753,7 @@ static nvmlReturn_t read_uint(nvmlDevice_t device, const char *symbol, const cha
     nvmlReturn_t r = begin(device, symbol, call, NULL, &d);
     if (r) return r;
     NEED(d, key);
-    *out = (unsigned int)d->value[key];
+    *out = (unsigned int)VAL(d, key);
     return finish(NVML_SUCCESS);
 }
 
@@ -655,7 +771,7 @@ nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t device, int sensor, unsigned 
     if (r) return r;
     if (sensor != 0) return finish(NVML_ERROR_NOT_SUPPORTED);
     NEED(d, K_TEMP);
-    *temp = (unsigned int)d->value[K_TEMP];
+    *temp = (unsigned int)VAL(d, K_TEMP);
     return finish(NVML_SUCCESS);
 }
 
@@ -666,7 +782,7 @@ nvmlReturn_t nvmlDeviceGetTemperatureV(nvmlDevice_t device, nvmlTemperature_t *t
     if (temp->version != NVML_TEMPERATURE_V1) return finish(NVML_ERROR_ARGUMENT_VERSION_MISMATCH);
     if (temp->sensorType != 0) return finish(NVML_ERROR_NOT_SUPPORTED);
     NEED(d, K_TEMP);
-    temp->temperature = (int)d->value[K_TEMP];
+    temp->temperature = (int)VAL(d, K_TEMP);
     return finish(NVML_SUCCESS);
 }
 
@@ -677,7 +793,7 @@ nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t device, int type, unsigned int 
     int key = (type == 0 || type == 1) ? K_CLOCK_SM : type == 2 ? K_CLOCK_MEM : -1;
     if (key < 0) return finish(NVML_ERROR_NOT_SUPPORTED);
     NEED(d, key);
-    *clock = (unsigned int)d->value[key];
+    *clock = (unsigned int)VAL(d, key);
     return finish(NVML_SUCCESS);
 }
 
@@ -686,7 +802,7 @@ nvmlReturn_t nvmlDeviceGetPerformanceState(nvmlDevice_t device, int *pstate) {
     nvmlReturn_t r = begin(device, "nvmlDeviceGetPerformanceState", "pstate", NULL, &d);
     if (r) return r;
     NEED(d, K_PSTATE);
-    *pstate = (int)d->value[K_PSTATE];
+    *pstate = (int)VAL(d, K_PSTATE);
     return finish(NVML_SUCCESS);
 }
 
@@ -695,7 +811,7 @@ nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t device, unsigned l
     nvmlReturn_t r = begin(device, "nvmlDeviceGetTotalEnergyConsumption", "energy", NULL, &d);
     if (r) return r;
     NEED(d, K_ENERGY);
-    *mj = d->value[K_ENERGY];
+    *mj = VAL(d, K_ENERGY);
     return finish(NVML_SUCCESS);
 }
 
@@ -704,7 +820,7 @@ static nvmlReturn_t reasons(nvmlDevice_t device, const char *symbol, const char 
     nvmlReturn_t r = begin(device, symbol, call, "throttle", &d);
     if (r) return r;
     NEED(d, K_THROTTLE);
-    *out = d->value[K_THROTTLE];
+    *out = VAL(d, K_THROTTLE);
     return finish(NVML_SUCCESS);
 }
 
@@ -721,9 +837,9 @@ nvmlReturn_t nvmlDeviceGetTotalEccErrors(nvmlDevice_t device, int error_type, in
     fake_device *d;
     nvmlReturn_t r = begin(device, "nvmlDeviceGetTotalEccErrors", "ecc_errors", NULL, &d);
     if (r) return r;
-    if (!d->has[K_ECC_MODE] || d->value[K_ECC_MODE] != 1) return finish(NVML_ERROR_NOT_SUPPORTED);
+    if (!d->has[K_ECC_MODE] || VAL(d, K_ECC_MODE) != 1) return finish(NVML_ERROR_NOT_SUPPORTED);
     (void)counter_type;
-    *count = error_type == 1 ? d->value[K_ECC_UNCORRECTED] : 0;
+    *count = error_type == 1 ? VAL(d, K_ECC_UNCORRECTED) : 0;
     return finish(NVML_SUCCESS);
 }
 
@@ -735,7 +851,7 @@ nvmlReturn_t nvmlDeviceGetPcieThroughput(nvmlDevice_t device, int counter, unsig
     int key = counter == 0 ? K_PCIE_TX_KBPS : counter == 1 ? K_PCIE_RX_KBPS : -1;
     if (key < 0) return finish(NVML_ERROR_INVALID_ARGUMENT);
     NEED(d, key);
-    unsigned int result = (unsigned int)d->value[key];
+    unsigned int result = (unsigned int)VAL(d, key);
     block_unlocked("nvmlDeviceGetPcieThroughput", handle_index(device), current.pcie_delay_ms);
     finish(NVML_SUCCESS);
     *value = result;
@@ -756,19 +872,26 @@ nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t device, int count, nvmlFieldV
     long long now = now_us();
     for (int i = 0; i < count; i++) {
         nvmlFieldValue_t *v = &values[i];
-        int key = -1;
+        int key = -1, rate = -1;
+        long double per_unit = 1.0L;
         const char *call = NULL;
-        if (v->fieldId == FI_PCIE_TX_BYTES) { key = K_PCIE_TX_BYTES; call = "pcie_counters"; }
-        else if (v->fieldId == FI_PCIE_RX_BYTES) { key = K_PCIE_RX_BYTES; call = "pcie_counters"; }
+        if (v->fieldId == FI_PCIE_TX_BYTES) { key = K_PCIE_TX_BYTES; rate = K_PCIE_TX_RATE; call = "pcie_counters"; }
+        else if (v->fieldId == FI_PCIE_RX_BYTES) { key = K_PCIE_RX_BYTES; rate = K_PCIE_RX_RATE; call = "pcie_counters"; }
+        else if (v->fieldId == FI_NVLINK_TX_KIB) { key = K_NVLINK_TX_KIB; rate = K_NVLINK_TX_RATE; call = "nvlink_counters"; }
+        else if (v->fieldId == FI_NVLINK_RX_KIB) { key = K_NVLINK_RX_KIB; rate = K_NVLINK_RX_RATE; call = "nvlink_counters"; }
         else if (v->fieldId == FI_TOTAL_ENERGY) { key = K_ENERGY; call = "energy_field"; }
+        if (rate == K_NVLINK_TX_RATE || rate == K_NVLINK_RX_RATE) per_unit = 1024.0L;
         v->latencyUsec = 0;
         v->valueType = NVML_VALUE_TYPE_UNSIGNED_LONG_LONG;
         v->value.ullVal = 0;
-        if (key < 0 || !d->has[key]) { v->nvmlReturn = NVML_ERROR_NOT_SUPPORTED; v->timestamp = now; continue; }
+        v->timestamp = now;
+        if (key < 0 || !(d->has[key] || (rate >= 0 && d->has[rate]))) { v->nvmlReturn = NVML_ERROR_NOT_SUPPORTED; continue; }
+        /* the fake models the sum over all links only: a single link's scope is refused */
+        if (per_unit > 1.0L && v->scopeId != ALL_LINKS) { v->nvmlReturn = NVML_ERROR_INVALID_ARGUMENT; continue; }
         v->nvmlReturn = error_for(d, call);
-        if (v->nvmlReturn != NVML_SUCCESS) { v->timestamp = now; continue; }
-        v->value.ullVal = d->value[key];
-        v->timestamp = (key != K_ENERGY && d->has[K_PCIE_TIME]) ? (long long)d->value[K_PCIE_TIME] : now;
+        if (v->nvmlReturn != NVML_SUCCESS) continue;
+        v->value.ullVal = rate >= 0 ? counter_value(d, key, rate, per_unit) : VAL(d, key);
+        if (key != K_ENERGY && d->has[K_PCIE_TIME]) v->timestamp = (long long)VAL(d, K_PCIE_TIME);
     }
     return finish(NVML_SUCCESS);
 }
@@ -816,7 +939,9 @@ nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t device, nvmlProcessUti
     nvmlReturn_t r = begin(device, "nvmlDeviceGetProcessUtilization", "process_utilization", NULL, &d);
     if (r) return r;
     if (count == NULL) return finish(NVML_ERROR_INVALID_ARGUMENT);
-    unsigned int n = 0;
+    unsigned long long now = (unsigned long long)now_us();
+    int live = now > last_seen ? d->n_live : 0; /* live processes have one sample, taken now */
+    unsigned int n = (unsigned int)live;
     for (int i = 0; i < d->n_samples; i++)
         if (d->samples[i].timeStamp > last_seen) n++;
     if (n == 0) return finish(NVML_ERROR_NOT_FOUND);
@@ -827,6 +952,14 @@ nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t device, nvmlProcessUti
     unsigned int k = 0;
     for (int i = 0; i < d->n_samples; i++)
         if (d->samples[i].timeStamp > last_seen) samples[k++] = d->samples[i];
+    for (int i = 0; i < live; i++) {
+        nvmlProcessUtilizationSample_t *p = &samples[k++];
+        memset(p, 0, sizeof *p);
+        p->pid = d->live[i].pid;
+        p->timeStamp = now;
+        p->smUtil = (unsigned int)wave_value(&d->live[i].sm);
+        p->memUtil = d->live[i].mem;
+    }
     *count = n;
     return finish(NVML_SUCCESS);
 }
@@ -837,7 +970,7 @@ nvmlReturn_t nvmlGpmQueryDeviceSupport(nvmlDevice_t device, nvmlGpmSupport_t *su
     nvmlReturn_t r = begin(device, "nvmlGpmQueryDeviceSupport", "gpm_support", NULL, &d);
     if (r) return r;
     if (support->version != 1) return finish(NVML_ERROR_ARGUMENT_VERSION_MISMATCH);
-    support->isSupportedDevice = d->has[K_GPM_SUPPORTED] && d->value[K_GPM_SUPPORTED] ? 1 : 0;
+    support->isSupportedDevice = d->has[K_GPM_SUPPORTED] && VAL(d, K_GPM_SUPPORTED) ? 1 : 0;
     return finish(NVML_SUCCESS);
 }
 
@@ -870,12 +1003,13 @@ nvmlReturn_t nvmlGpmSampleGet(nvmlDevice_t device, fake_gpm_sample *sample) {
     nvmlReturn_t r = begin(device, "nvmlGpmSampleGet", "gpm_sample", NULL, &d);
     if (r) return r;
     if (sample == NULL || sample->magic != GPM_MAGIC) return finish(NVML_ERROR_INVALID_ARGUMENT);
-    if (!d->has[K_GPM_SUPPORTED] || !d->value[K_GPM_SUPPORTED]) return finish(NVML_ERROR_NOT_SUPPORTED);
+    if (!d->has[K_GPM_SUPPORTED] || !VAL(d, K_GPM_SUPPORTED)) return finish(NVML_ERROR_NOT_SUPPORTED);
     sample->device = handle_index(device);
     clock_gettime(CLOCK_MONOTONIC, &sample->taken);
     sample->n = d->n_gpm;
     memcpy(sample->ids, d->gpm_ids, sizeof sample->ids);
-    memcpy(sample->values, d->gpm_values, sizeof sample->values);
+    double t = now_ms();
+    for (int k = 0; k < d->n_gpm; k++) sample->values[k] = wave_at(&d->gpm_values[k], t);
     return finish(NVML_SUCCESS);
 }
 

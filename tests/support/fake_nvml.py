@@ -21,6 +21,13 @@ Scenario format (the C file's header is the reference), one statement per line::
     device 0 proc_util 1234 55 20 1700000000000000   # pid sm% mem% timestamp(us)
     device 0 gpm 2 61.5               # GPM metric id and value
     device 0 lost 1                   # every call on the device -> GPU_IS_LOST
+    device 0 util_gpu square 100 0 3000 3000     # a wave of the wall clock: 3 s at 100, 3 s at 0
+    device 0 gpm 1 sine 50 40 10000   # 50 +- 40 with a 10 s period
+    device 0 nvlink_tx_rate 2e10      # bytes/s integrated into the cumulative NVLink KiB counter
+    device 0 proc_util_live 1234 20 square 95 5 2000 2000 500    # pid mem% sm%, sampled at each call
+
+``Square`` and ``Sine`` write those waves; every process reading the scenario sees the same value at
+the same moment (the C header has the details).
 
 ``FAKE_NVML_CALL_LOG`` (optional) names a file to which every entry point appends
 ``<symbol> <device index or -1> <thread id>``; ``nvmlDeviceGetProcessUtilization`` also logs
@@ -100,7 +107,7 @@ def build_fake_nvml() -> Path:
     compiler = os.environ.get("CC") or shutil.which("cc") or "cc"
     temporary = target.parent / f".{LIBRARY_NAME}.{os.getpid()}.tmp"
     command = [compiler, "-shared", "-fPIC", "-O2", "-Wall", f"-Wl,-soname,{LIBRARY_NAME}",
-               "-o", str(temporary), str(SOURCE), "-lpthread"]
+               "-o", str(temporary), str(SOURCE), "-lpthread", "-lm"]
     result = subprocess.run(command, capture_output=True, text=True, check=False)
     if result.returncode != 0:
         temporary.unlink(missing_ok=True)
@@ -109,20 +116,71 @@ def build_fake_nvml() -> Path:
     return target
 
 
+@dataclass(frozen=True)
+class Square:
+    """A square wave of the wall clock: ``high`` for ``on_ms``, then ``low`` for ``off_ms``, delayed by ``phase_ms``."""
+
+    high: float
+    """Value while on."""
+    low: float
+    """Value while off."""
+    on_ms: float
+    """Milliseconds at ``high`` per period."""
+    off_ms: float
+    """Milliseconds at ``low`` per period."""
+    phase_ms: float = 0.0
+    """Delay of the whole wave, milliseconds."""
+
+    def spec(self) -> str:
+        """The wave as the scenario file writes it."""
+        return f"square {self.high!r} {self.low!r} {self.on_ms!r} {self.off_ms!r} {self.phase_ms!r}"
+
+
+@dataclass(frozen=True)
+class Sine:
+    """A sine wave of the wall clock: ``mid + amplitude * sin(2 pi t / period_ms)``, delayed by ``phase_ms``."""
+
+    mid: float
+    """Mean value."""
+    amplitude: float
+    """Largest distance from the mean."""
+    period_ms: float
+    """Period, milliseconds."""
+    phase_ms: float = 0.0
+    """Delay of the whole wave, milliseconds."""
+
+    def spec(self) -> str:
+        """The wave as the scenario file writes it."""
+        return f"sine {self.mid!r} {self.amplitude!r} {self.period_ms!r} {self.phase_ms!r}"
+
+
+Wave = Square | Sine
+"""A value that changes with the wall clock."""
+
+
+def scenario_value(value: float | Wave) -> str:
+    """A number or a wave as the scenario file writes it (integers without a decimal point)."""
+    if isinstance(value, (Square, Sine)):
+        return value.spec()
+    return str(value) if isinstance(value, int) else repr(value)
+
+
 @dataclass
 class FakeGpu:
     """One fake GPU. ``None`` leaves the key out, so the matching NVML call answers NOT_SUPPORTED.
 
-    Defaults describe an idle-ish H100 without GPM, MIG off and ECC on.
+    Defaults describe an idle-ish H100 without GPM or NVLink, MIG off and ECC on. A field typed with
+    ``Wave`` may be a ``Square`` or ``Sine`` of the wall clock instead of a number (the fake itself takes
+    a wave for any plain number key).
     """
 
     name: str | None = "NVIDIA H100 80GB HBM3"
     """Marketing name."""
     uuid: str | None = None
     """UUID; None derives ``GPU-00000000-0000-0000-0000-0000000000NN`` from the index."""
-    util_gpu: int | None = 50
+    util_gpu: int | Wave | None = 50
     """Percent of time a kernel ran."""
-    util_mem: int | None = 20
+    util_mem: int | Wave | None = 20
     """Memory controller busy percent."""
     mem_total: int | None = 80 << 30
     """Total memory, bytes."""
@@ -130,15 +188,15 @@ class FakeGpu:
     """Used memory without the reserved part, bytes."""
     mem_reserved: int | None = 512 << 20
     """Driver-reserved memory, bytes."""
-    power_mw: int | None = 250_000
+    power_mw: int | Wave | None = 250_000
     """Power draw, milliwatts."""
     power_limit_mw: int | None = 700_000
     """Enforced power limit, milliwatts."""
-    temp: int | None = 45
+    temp: int | Wave | None = 45
     """Core temperature, Celsius."""
     fan: int | None = None
     """Fan percent; None = passively cooled (not supported)."""
-    clock_sm: int | None = 1980
+    clock_sm: int | Wave | None = 1980
     """SM clock, MHz."""
     clock_mem: int | None = 2619
     """Memory clock, MHz."""
@@ -158,6 +216,18 @@ class FakeGpu:
     """nvmlDeviceGetPcieThroughput TX, KB/s."""
     pcie_rx_kbps: int | None = None
     """nvmlDeviceGetPcieThroughput RX, KB/s."""
+    pcie_tx_rate: float | Wave | None = None
+    """PCIe TX bytes/s the fake integrates into field 197 (on top of ``pcie_tx_bytes``)."""
+    pcie_rx_rate: float | Wave | None = None
+    """PCIe RX bytes/s the fake integrates into field 198 (on top of ``pcie_rx_bytes``)."""
+    nvlink_tx_kib: int | None = None
+    """Cumulative NVLink TX data counter in KiB (field 138, all links); None with no rate = no NVLink."""
+    nvlink_rx_kib: int | None = None
+    """Cumulative NVLink RX data counter in KiB (field 139, all links)."""
+    nvlink_tx_rate: float | Wave | None = None
+    """NVLink TX bytes/s the fake integrates into field 138."""
+    nvlink_rx_rate: float | Wave | None = None
+    """NVLink RX bytes/s the fake integrates into field 139."""
     ecc_mode: int | None = 1
     """ECC enabled (1) or disabled (0)."""
     ecc_uncorrected: int | None = 0
@@ -168,7 +238,7 @@ class FakeGpu:
     """CUDA compute capability."""
     gpm_supported: int | None = None
     """1 when GPM is supported."""
-    gpm: dict[int, float] = field(default_factory=dict)
+    gpm: dict[int, float | Wave] = field(default_factory=dict)
     """GPM metric id -> value reported by nvmlGpmMetricsGet."""
     lost: bool = False
     """The GPU fell off the bus."""
@@ -180,11 +250,14 @@ class FakeGpu:
     """(pid, used bytes or None for NOT_AVAILABLE)."""
     process_samples: list[tuple[int, int, int, int]] = field(default_factory=list)
     """(pid, sm %, mem %, timestamp us) for nvmlDeviceGetProcessUtilization."""
+    live_process_samples: list[tuple[int, int, int | Wave]] = field(default_factory=list)
+    """(pid, mem %, sm %): one sample per nvmlDeviceGetProcessUtilization call, stamped with the call's time."""
 
     _SCALARS = ("util_gpu", "util_mem", "mem_total", "mem_used", "mem_reserved", "power_mw", "power_limit_mw",
                 "temp", "fan", "clock_sm", "clock_mem", "pstate", "energy_mj", "throttle", "pcie_tx_bytes",
                 "pcie_rx_bytes", "pcie_counter_time_us", "pcie_tx_kbps", "pcie_rx_kbps", "ecc_mode",
-                "ecc_uncorrected", "mig_mode", "gpm_supported")
+                "ecc_uncorrected", "mig_mode", "gpm_supported", "pcie_tx_rate", "pcie_rx_rate", "nvlink_tx_kib",
+                "nvlink_rx_kib", "nvlink_tx_rate", "nvlink_rx_rate")
 
     def lines(self, index: int) -> list[str]:
         """The scenario lines describing this GPU as device ``index``."""
@@ -193,15 +266,17 @@ class FakeGpu:
         out = [f"{prefix} uuid {uuid}"]
         if self.name is not None:
             out.append(f"{prefix} name {self.name}")
-        out += [f"{prefix} {key} {getattr(self, key)}" for key in self._SCALARS if getattr(self, key) is not None]
+        out += [f"{prefix} {key} {scenario_value(getattr(self, key))}"
+                for key in self._SCALARS if getattr(self, key) is not None]
         if self.compute_capability is not None:
             out.append(f"{prefix} compute_capability {self.compute_capability[0]} {self.compute_capability[1]}")
-        out += [f"{prefix} gpm {metric} {value!r}" for metric, value in self.gpm.items()]
+        out += [f"{prefix} gpm {metric} {scenario_value(value)}" for metric, value in self.gpm.items()]
         out.append(f"{prefix} lost {int(self.lost)}")
         out += [f"{prefix} error {call} {code}" for call, code in self.errors.items()]
         for kind, processes in (("compute_proc", self.compute_processes), ("graphics_proc", self.graphics_processes)):
             out += [f"{prefix} {kind} {pid} {'na' if used is None else used}" for pid, used in processes]
         out += [f"{prefix} proc_util {pid} {sm} {mem} {ts}" for pid, sm, mem, ts in self.process_samples]
+        out += [f"{prefix} proc_util_live {pid} {mem} {scenario_value(sm)}" for pid, mem, sm in self.live_process_samples]
         return out
 
 

@@ -1,0 +1,244 @@
+"""`gputop --check`: the real CLI in a subprocess on the fake NVML, the demo and recordings; exit statuses by advice."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from gputop.advice.config import Thresholds
+from gputop.check import fit_thresholds, scaled_names
+from gputop.collect.demo import DemoSource
+from gputop.collect.serialize import snapshot_from_dict, snapshot_to_json
+from support.fake_nvml import FakeGpu, FakeScenario, count_calls, fake_nvml_env
+
+GIB = 1 << 30
+HW_THERMAL = 0x40
+"""Clocks-event reason bit of a hardware thermal slowdown."""
+
+
+def gputop(env, *args, timeout=60):
+    return subprocess.run([sys.executable, "-m", "gputop", *args], capture_output=True, text=True, env=env,
+                          timeout=timeout)
+
+
+def nvml_env(tmp_path, fake_nvml_lib, *gpus, call_log=None):
+    path = FakeScenario(gpus=list(gpus)).write(tmp_path / "scenario.txt")
+    return fake_nvml_env(fake_nvml_lib, path, call_log)
+
+
+def hot_gpu(**changes):
+    return FakeGpu(util_gpu=95, temp=91, clock_sm=900, throttle=HW_THERMAL, mem_used=40 * GIB, **changes)
+
+
+def free_gpu():
+    return FakeGpu(util_gpu=0, util_mem=0, mem_used=300 << 20, power_mw=60_000)
+
+
+def write_demo_recording(path: Path, scenario: str, count: int) -> Path:
+    """``count`` snapshots of a demo scenario, half a second apart, as a recording."""
+    clock = itertools.count()
+    source = DemoSource(scenario, seed=5, clock=lambda: 1_750_000_000.0 + next(clock) * 0.5)
+    path.write_text("".join(snapshot_to_json(source.poll()) + "\n" for _ in range(count)), encoding="utf-8")
+    return path
+
+
+# ---- live data on the fake NVML ----
+
+def test_a_throttled_gpu_exits_1_with_the_throttling_advice(tmp_path, fake_nvml_lib):
+    env = nvml_env(tmp_path, fake_nvml_lib, hot_gpu(name="Hot \x1b[31mGPU"), free_gpu())
+
+    out = gputop(env, "--check", "--duration", "3", "--interval", "0.2")
+
+    assert out.returncode == 1, out.stdout + out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0].startswith("gputop check: 3 s of live data, 2 GPUs, polled every 0.2 s")
+    assert "scaled by" in lines[0]  # 3 s is far shorter than the rules' windows and holds
+    assert any(line.startswith("WARN     gpu0: GPU 0 is thermal/hardware throttled") for line in lines)
+    assert any("hw_thermal" in line and line.strip().startswith("evidence:") for line in lines)
+    assert any(line.strip().startswith("action:") for line in lines)
+    assert lines[-1] == "result: 0 critical, 1 warn, 1 info; exit 1"
+    assert "\x1b" not in out.stdout
+
+
+def test_a_free_gpu_exits_0(tmp_path, fake_nvml_lib):
+    env = nvml_env(tmp_path, fake_nvml_lib, free_gpu())
+
+    out = gputop(env, "--check", "--duration", "2", "--interval", "0.2")
+
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "INFO     gpu0: GPU 0 is free" in out.stdout
+    assert out.stdout.splitlines()[-1] == "result: 0 critical, 0 warn, 1 info; exit 0"
+
+
+def test_gpus_and_the_config_file_are_respected(tmp_path, fake_nvml_lib):
+    env = nvml_env(tmp_path, fake_nvml_lib, hot_gpu(), free_gpu())
+    config = tmp_path / "config.toml"
+    config.write_text("[advice]\nfree_hold_s = 1000\n", encoding="utf-8")
+
+    only_free = gputop(env, "--check", "--duration", "2", "--interval", "0.2", "--gpus", "1", "--config", str(config))
+
+    assert only_free.returncode == 0, only_free.stdout + only_free.stderr
+    assert "1 GPU," in only_free.stdout.splitlines()[0]
+    assert "gpu0" not in only_free.stdout
+    assert "scaled by 0.00" in only_free.stdout.splitlines()[0]  # the config's 1000 s hold is the longest
+    assert "longest 1000 s" in only_free.stdout.splitlines()[0]
+
+
+def test_json_prints_the_final_snapshot_and_exits_by_its_advice(tmp_path, fake_nvml_lib):
+    env = nvml_env(tmp_path, fake_nvml_lib, hot_gpu(nvlink_tx_rate=6e9, nvlink_rx_rate=2e9))
+
+    out = gputop(env, "--check", "--json", "--duration", "2", "--interval", "0.2")
+
+    assert out.returncode == 1, out.stderr
+    snapshot = snapshot_from_dict(json.loads(out.stdout), complete=True)
+    assert [(a.id, a.severity) for a in snapshot.advice] == [("throttling:gpu0", "warn")]
+    device = snapshot.devices[0]
+    assert device.nvlink_tx_bytes_per_s == pytest.approx(6e9, rel=0.05)
+    assert device.nvlink_rx_bytes_per_s == pytest.approx(2e9, rel=0.05)
+    assert out.stderr.startswith("gputop check: 2 s of live data")
+
+
+def test_a_gpu_lost_during_the_check_exits_2(tmp_path, fake_nvml_lib):
+    env = nvml_env(tmp_path, fake_nvml_lib, free_gpu(), FakeGpu(lost=True))
+
+    out = gputop(env, "--check", "--duration", "1", "--interval", "0.2")
+
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert "LOST     gpu1: the GPU stopped answering during the check" in out.stdout
+    assert out.stdout.splitlines()[-1].endswith("exit 2")
+
+
+def test_no_driver_exits_3_at_once_with_the_reason(tmp_path, fake_nvml_lib):
+    env = fake_nvml_env(fake_nvml_lib, None)
+
+    out = gputop(env, "--check", "--duration", "600", timeout=60)
+
+    assert out.returncode == 3
+    assert out.stdout == ""
+    assert out.stderr.strip() == ("gputop: cannot check: NVIDIA driver not loaded: the kernel module is not running "
+                                  "(NVML_ERROR_DRIVER_NOT_LOADED)")
+
+
+@pytest.mark.parametrize("args", [
+    ["--check"],  # no --duration
+    ["--check", "--duration", "1", "--no-advice"],
+    ["--check", "--duration", "1", "--once"],
+    ["--check", "--duration", "-1"],
+    ["--check", "--duration", "1", "--bogus"],
+    ["--chec", "--duration", "1", "--interval", "0"],  # an abbreviation is still check mode
+])
+def test_usage_errors_in_check_mode_exit_3(tmp_path, fake_nvml_lib, args):
+    env = nvml_env(tmp_path, fake_nvml_lib, free_gpu())
+
+    out = gputop(env, *args)
+
+    assert out.returncode == 3, out.stderr
+    assert "error:" in out.stderr
+
+
+def test_usage_errors_outside_check_mode_keep_argparse_status_2(tmp_path, fake_nvml_lib):
+    out = gputop(nvml_env(tmp_path, fake_nvml_lib, free_gpu()), "--json", "--bogus")
+
+    assert out.returncode == 2
+
+
+def test_a_gpu_that_does_not_exist_exits_3(tmp_path, fake_nvml_lib):
+    out = gputop(nvml_env(tmp_path, fake_nvml_lib, free_gpu()), "--check", "--duration", "1", "--gpus", "5")
+
+    assert out.returncode == 3
+    assert "5" in out.stderr
+
+
+def test_an_unreadable_recording_exits_3(tmp_path):
+    out = gputop(None, "--check", "--replay", str(tmp_path / "missing.jsonl"))
+
+    assert out.returncode == 3
+    assert "missing.jsonl" in out.stderr
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_ends_the_check_early_and_it_still_reports_and_exits_by_the_advice(tmp_path, fake_nvml_lib, sig):
+    log = tmp_path / "calls.log"
+    env = nvml_env(tmp_path, fake_nvml_lib, hot_gpu(), call_log=log)
+    config = tmp_path / "config.toml"
+    config.write_text("[advice]\nthrottle_hold_s = 0\n", encoding="utf-8")  # throttling stands from its first poll
+    child = subprocess.Popen([sys.executable, "-m", "gputop", "--check", "--duration", "600", "--interval", "0.1",
+                              "--config", str(config)],
+                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while count_calls(log, "nvmlDeviceGetUtilizationRates") < 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        child.send_signal(sig)
+        stdout, stderr = child.communicate(timeout=30)
+    finally:
+        child.kill()
+        child.wait()
+
+    lines = stdout.splitlines()
+    assert child.returncode == 1, stdout + stderr
+    assert f"stopped by {sig.name} after" in lines[0]
+    assert any("GPU 0 is thermal/hardware throttled" in line for line in lines)
+    assert lines[-1] == "result: 0 critical, 1 warn, 0 info; exit 1"
+
+
+# ---- demo and recordings ----
+
+@pytest.mark.parametrize(("scenario", "status", "present"), [
+    ("healthy", 0, "INFO     gpu0: GPU 0 is busy and nothing looks wrong"),
+    ("throttling", 1, "is thermal/hardware throttled"),
+])
+def test_demo_data_is_checked_with_its_prefilled_history(scenario, status, present):
+    out = gputop(None, "--check", "--demo", scenario, "--duration", "1")
+
+    assert out.returncode == status, out.stdout + out.stderr
+    assert present in out.stdout
+    assert "fit unscaled" in out.stdout.splitlines()[0]  # the two prefilled minutes count
+
+
+def test_a_recording_is_read_to_its_end_without_waiting(tmp_path):
+    recording = write_demo_recording(tmp_path / "throttling.jsonl", "throttling", 240)  # 2 minutes of data
+
+    started = time.monotonic()
+    out = gputop(None, "--check", "--replay", str(recording), "--interval", "10")
+    took = time.monotonic() - started
+
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert out.stdout.splitlines()[0].startswith(
+        "gputop check: 120 s of recording throttling.jsonl (the whole recording), 4 GPUs")
+    assert "thermal/hardware throttled" in out.stdout
+    assert took < 240 * 10  # never paced at the interval (a hang guard, not a timing target)
+
+
+def test_a_recording_checked_for_a_few_seconds_of_its_time(tmp_path):
+    recording = write_demo_recording(tmp_path / "healthy.jsonl", "healthy", 240)
+
+    out = gputop(None, "--check", "--replay", str(recording), "--duration", "5")
+
+    assert out.returncode == 0, out.stdout + out.stderr
+    first = out.stdout.splitlines()[0]
+    assert first.startswith("gputop check: 5 s of recording healthy.jsonl")
+    assert "scaled by" in first
+
+
+# ---- fitting the rules' times ----
+
+def test_windows_and_holds_scale_together_to_fit_and_nothing_else_changes():
+    thresholds = Thresholds()
+    longest = max(getattr(thresholds, name) for name in scaled_names(thresholds))
+
+    fitted, factor = fit_thresholds(thresholds, 10.5, 0.5)
+
+    assert factor == pytest.approx(10.0 / longest)
+    assert fitted.window_s == pytest.approx(thresholds.window_s * factor)
+    assert fitted.idle_hold_s == pytest.approx(10.0)  # the longest now fits exactly
+    assert (fitted.clear_s, fitted.low_util_percent) == (thresholds.clear_s, thresholds.low_util_percent)
+    assert fit_thresholds(thresholds, longest + 1, 0.5) == (thresholds, 1.0)
+    assert fit_thresholds(thresholds, None, 0.5) == (thresholds, 1.0)
