@@ -29,8 +29,6 @@ DEVICE_METRICS = (
     "sm_active_percent",
     "tensor_active_percent",
     "dram_active_percent",
-    "nvlink_tx_bytes_per_s",
-    "nvlink_rx_bytes_per_s",
 )
 """DeviceSample fields whose history is kept."""
 
