@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 import time
@@ -65,11 +66,11 @@ server.bind(("127.0.0.1", 0))
 server.listen()
 state = os.environ.pop("WORKLOADS_STATE")
 with open(state + ".tmp", "w") as handle:
-    handle.write(str(server.getsockname()[1]))
+    handle.write(str([os.getpid(), server.getsockname()[1]]))
 os.replace(state + ".tmp", state)
 sys.stdin.read()
 """
-"""A server listening on a loopback port (written to the state file) until its stdin closes."""
+"""A server listening on a loopback port (its pid and port written to the state file) until its stdin closes."""
 
 _JUPYTER = _SET_NAME + """
 import json, os, subprocess, sys
@@ -180,16 +181,17 @@ def torchrun_job(tmp_path: Path, nproc: int = 8, name: str = "torchrun", port: i
 
 @contextmanager
 def server(tmp_path: Path, argv_tail: list[str], script: str = "bin/vllm") -> Iterator[tuple[int, int]]:
-    """``python <tmp>/<script> <argv_tail>`` listening on a loopback port; yields (pid, port).
+    """``python <tmp>/<script> <argv_tail>`` started from a shell, listening on a loopback port; yields (pid, port).
 
     ``server(tmp, ["serve", "some/model"])`` is a vLLM-like server; ``script="app.py"`` an unnamed one.
     """
     path = _script(tmp_path, script, _SERVER)
     state = _state(tmp_path, "server")
-    with _running([sys.executable, str(path), *argv_tail], dict(os.environ, WORKLOADS_STATE=str(state))) as proc:
-        port = _read_state(state, "the server to listen")
-        assert isinstance(port, int)
-        yield proc.pid, port
+    command = shlex.join([sys.executable, str(path), *argv_tail]) + "; true"
+    with _running(["bash", "-c", command], dict(os.environ, WORKLOADS_STATE=str(state))):
+        found = _read_state(state, "the server to listen")
+        assert isinstance(found, list)
+        yield found[0], found[1]
 
 
 @contextmanager
