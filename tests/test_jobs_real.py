@@ -10,10 +10,14 @@ import pytest
 from gputop.collect.host import HostSource
 from gputop.collect.model import ProcessSample
 from support.fake_nvml import FakeGpu, FakeScenario, fake_nvml_env
-from support.procs import fake_trainer, run_python_as, sleeper
+from support.procs import fake_trainer, run_python_as, sleeper, wait_until
 from support.workloads import SECRET_ENV, notebook_kernel, server, spawn_job, sweep, torchrun_job
 
 GIB = 1 << 30
+
+WHITELIST = {"MASTER_ADDR", "MASTER_PORT", "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "TORCHELASTIC_RUN_ID",
+             "GROUP_RANK", "SLURM_JOB_ID", "SLURM_STEP_ID", "SLURM_PROCID", "JPY_PARENT_PID"}
+"""The environment variables gputop may keep (written out here so the test does not trust the code under test)."""
 
 
 def gputop_json(tmp_path, fake_nvml_lib, gpus: list[list[int]]) -> tuple[dict, str]:
@@ -148,3 +152,26 @@ def test_host_source_keeps_job_ids_while_jobs_run_and_never_reuses_them(tmp_path
     assert [j.id for j in one.jobs] == [1]
     assert [(j.id, j.pids) for j in both.jobs] == [(1, (first,)), (2, (second,))]
     assert [(j.id, j.pids) for j in later.jobs] == [(3, (third,))]
+
+
+def test_only_whitelisted_variables_are_read_from_an_environment(tmp_path):
+    from gputop.collect.procenv import read_env
+
+    env = dict(os.environ, RANK="3", MASTER_PORT="29500", **SECRET_ENV)
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], env=env)
+    try:
+        kept = wait_until(lambda: (found := read_env(proc.pid)) is not None and "RANK" in found and found, "the exec")
+        assert {"RANK": "3", "MASTER_PORT": "29500"}.items() <= kept.items()
+        assert set(kept) <= WHITELIST
+        assert not set(SECRET_ENV.values()) & set(kept.values())
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_the_listening_probe_finds_the_servers_port_and_nothing_for_a_sleeper(tmp_path):
+    from gputop.collect.procenv import listening_port
+
+    with server(tmp_path, [], script="app.py") as (pid, port), sleeper() as quiet:
+        assert listening_port(pid) == port
+        assert listening_port(quiet.pid) is None

@@ -149,7 +149,7 @@ class HintReader:
         alive = {(pid, start) for pid, start, _ in self._seen}
         for probed in self._probes.keys() - alive:
             del self._probes[probed]
-        parents = {(h.parent_start, ppid) for (_, _, ppid), h in self._hints.items()}
-        for parent in [p for p in self._parents if (None if p[1] is None else float(p[1]), p[0]) not in parents]:
+        parents = {(ppid, None if h.parent_start is None else int(h.parent_start)) for (_, _, ppid), h in self._hints.items()}
+        for parent in self._parents.keys() - parents:
             del self._parents[parent]
         self._seen = set()
