@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import socket
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 import psutil
@@ -120,7 +120,7 @@ class HostSource:
         self._tree = ProcessTree()
         self._status = TrainerStatusReader()
         self._hints = HintReader(clock=clock)
-        self._jobs = JobTracker()
+        self._jobs = _Jobs()
         self._refresh_seconds = process_refresh_seconds
         self._clock = clock
         self._details: _Details | None = None
@@ -234,37 +234,52 @@ class _Details:
         return not any(facts.found and facts.note is None and facts.cpu_percent is None for facts in every)
 
     def joined(
-        self, ordered: list[ProcessSample], tracker: JobTracker
+        self, ordered: list[ProcessSample], jobs: _Jobs
     ) -> tuple[tuple[ProcessSample, ...], tuple[JobSample, ...]]:
         """``ordered`` NVML rows with their details and jobs; the previous result when the rows are unchanged.
 
-        The jobs are grouped again only when the details or the (pid, GPU) pairs change.
+        The jobs are looked at again only when the details or the (pid, GPU) pairs change.
         """
         if self._last is not None and self._last[0] == ordered:
             return self._last[1], self._last[2]
-        joined = self._join(ordered)
         placed = tuple((sample.pid, sample.device_index) for sample in ordered)
         if self._grouping is None or self._grouping[0] != placed:
-            self._grouping = (placed, group_jobs(joined, self.hints, tracker))
+            self._grouping = (placed, jobs.group(self._bare_rows(ordered), self.hints))
         grouping = self._grouping[1]
-        result = grouping.apply(joined)
+        result = self._join(ordered, grouping.places)
         self._last = (ordered, result, grouping.jobs)
         return result, grouping.jobs
 
-    def _join(self, ordered: list[ProcessSample]) -> tuple[ProcessSample, ...]:
-        """``ordered`` NVML rows with their details, each trainer followed by its workers."""
+    def _bare_rows(self, ordered: list[ProcessSample]) -> list[ProcessSample]:
+        """The rows grouping looks at: pid, GPU, parent, name, command line, start and workers."""
+        rows = []
+        for sample in ordered:
+            info = self.facts[sample.pid]
+            rows.append(ProcessSample(
+                pid=sample.pid, device_index=sample.device_index, ppid=info.ppid, name=info.name,
+                cmdline=info.cmdline, create_time=info.create_time, num_workers=len(self.workers.get(sample.pid, [])),
+            ))
+        return rows
+
+    def _join(
+        self, ordered: list[ProcessSample], places: Mapping[int, tuple[int, int | None]]
+    ) -> tuple[ProcessSample, ...]:
+        """``ordered`` NVML rows with their details and jobs (``places``), each trainer followed by its workers."""
         result: list[ProcessSample] = []
         listed: set[int] = set()
         for sample in ordered:
             info = self.facts[sample.pid]
             mine = self.workers.get(sample.pid, [])
             known = info.found and info.note != NOTE_ACCESS_DENIED
+            place = places.get(sample.pid)
             result.append(
                 dataclasses.replace(
                     sample,
                     **_fact_fields(info),
                     **_status_fields(self.statuses.get(sample.pid)),
                     num_workers=len(mine) if known else None,
+                    job=place[0] if place is not None else None,
+                    rank=place[1] if place is not None else None,
                 )
             )
             if sample.pid in listed:
@@ -272,6 +287,21 @@ class _Details:
             listed.add(sample.pid)
             result.extend(_worker(sample, node, facts) for node, facts in mine)
         return tuple(result)
+
+
+class _Jobs:
+    """Job ids across polls, and the last grouping, reused while its evidence is unchanged."""
+
+    def __init__(self) -> None:
+        self._tracker = JobTracker()
+        self._last: tuple[list[ProcessSample], list[ProcessHints | None], Grouping] | None = None
+
+    def group(self, rows: list[ProcessSample], hints: dict[int, ProcessHints]) -> Grouping:
+        """The jobs of ``rows`` (see :func:`group_jobs`); the previous ones when rows and hints are the same."""
+        evidence = [hints.get(row.pid) for row in rows]
+        if self._last is None or self._last[0] != rows or self._last[1] != evidence:
+            self._last = (rows, evidence, group_jobs(rows, hints, self._tracker))
+        return self._last[2]
 
 
 def _worker(trainer: ProcessSample, node: Descendant, facts: ProcessFacts) -> ProcessSample:

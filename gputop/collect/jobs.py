@@ -17,6 +17,7 @@ elsewhere (:mod:`gputop.collect.procenv`, or made up by the demo).
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -25,10 +26,10 @@ from gputop.collect.workload import (
     UNDECIDED,
     Command,
     classify,
+    command_of,
     find_sign,
     is_session,
     parse_command,
-    split_cmdline,
 )
 
 ENV_KEYS = frozenset({
@@ -145,8 +146,8 @@ def group_jobs(processes: Sequence[ProcessSample], hints: Mapping[int, ProcessHi
         if member is None:
             hint = hints.get(process.pid, NO_HINTS)
             member = members[process.pid] = _Member(
-                process.pid, process.ppid, process.create_time, [], parse_command(split_cmdline(process.cmdline),
-                process.name), bool(process.num_workers), hint, _parent_command(hint),
+                process.pid, process.ppid, process.create_time, [], command_of(process.cmdline, process.name),
+                bool(process.num_workers), hint, _parent_command(hint),
             )
         if process.device_index is not None and process.device_index not in member.devices:
             member.devices.append(process.device_index)
@@ -166,7 +167,7 @@ def group_jobs(processes: Sequence[ProcessSample], hints: Mapping[int, ProcessHi
 
 def kind_undecided(process: ProcessSample, hints: ProcessHints) -> bool:
     """True when nothing but behaviour on the network could tell the kind of GPU process ``process``."""
-    command = parse_command(split_cmdline(process.cmdline), process.name)
+    command = command_of(process.cmdline, process.name)
     verdict = classify(command, _parent_command(hints), hints.env, has_workers=bool(process.num_workers), has_status=hints.has_status)
     return verdict is UNDECIDED
 
@@ -253,7 +254,12 @@ def _parent_command(hints: ProcessHints) -> Command | None:
     """What the parent runs; None when nothing of it is known."""
     if hints.parent_name is None and not hints.parent_argv:
         return None
-    return parse_command(hints.parent_argv, hints.parent_name)
+    return _parent_of(hints.parent_argv, hints.parent_name)
+
+
+@functools.lru_cache(maxsize=1024)
+def _parent_of(argv: tuple[str, ...], name: str | None) -> Command:
+    return parse_command(argv, name)
 
 
 def _env_key(env: Mapping[str, str] | None) -> tuple[str, str, str, str] | None:

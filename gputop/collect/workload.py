@@ -9,6 +9,7 @@ is not an option (a subcommand such as ``serve``). ``python train.py --note vllm
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shlex
@@ -45,6 +46,12 @@ class Command:
     def shown(self) -> str:
         """How the command is named in evidence: ``train.py``, ``python -m ipykernel_launcher``."""
         return f"python -m {self.module}" if self.module is not None else self.program
+
+
+@functools.lru_cache(maxsize=1024)
+def command_of(cmdline: str | None, name: str | None) -> Command:
+    """What a GPU process runs, from ``ProcessSample.cmdline`` and ``name``; remembered (shell-splitting is slow)."""
+    return parse_command(split_cmdline(cmdline), name)
 
 
 def split_cmdline(cmdline: str | None) -> tuple[str, ...]:
@@ -154,6 +161,7 @@ SESSION_PROGRAMS = frozenset({
 """Shells, terminals and session managers: processes started from one of them are not one job because of it."""
 
 
+@functools.lru_cache(maxsize=1024)
 def find_sign(command: Command) -> Sign | None:
     """The first sign in :data:`SIGNS` that ``command`` matches, or None."""
     return next((sign for sign in SIGNS if sign.matches(command)), None)
