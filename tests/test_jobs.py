@@ -168,3 +168,41 @@ def test_demo_jobs_come_from_the_same_grouping_with_hints_from_the_scenario():
     assert ranks == [(1, 0), (1, 1), (1, 2), (1, 3)]
     assert snapshot.jobs[2].evidence == "Jupyter kernel (command line)"
     assert all(p.job is None for p in snapshot.processes if p.role == "dataloader_worker")
+
+
+def test_recordings_made_before_jobs_replay_without_jobs():
+    import gzip
+    import json
+    from pathlib import Path
+
+    from gputop.collect.replay import ReplaySource
+
+    path = Path(__file__).parent / "data" / "real-h100" / "two-processes.jsonl.gz"
+    with gzip.open(path, "rt") as handle:
+        first = json.loads(handle.readline())
+    assert first["schema"] == 1 and "jobs" not in first
+    source = ReplaySource(path)
+    snapshots = []
+    while not source.finished:
+        snapshots.append(source.poll())
+    assert any(s.processes for s in snapshots)
+    assert all(s.jobs == () for s in snapshots)
+    assert all(p.job is None and p.rank is None for s in snapshots for p in s.processes)
+
+
+def test_json_and_recordings_carry_the_jobs_and_replay_keeps_them(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    recording = tmp_path / "rec.jsonl"
+    run = [sys.executable, "-m", "gputop", "--demo", "idle-holding"]
+    live = subprocess.run([*run, "--record", str(recording), "--duration", "0.4", "--interval", "0.2", "--json"],
+                          capture_output=True, text=True, timeout=60, check=True)
+    replayed = subprocess.run([sys.executable, "-m", "gputop", "--replay", str(recording), "--json"],
+                              capture_output=True, text=True, timeout=60, check=True)
+    jobs = json.loads(live.stdout)["jobs"]
+    assert [(j["id"], j["kind"], j["devices"]) for j in jobs] == [(1, "notebook", [0]), (2, "training", [1, 2])]
+    assert json.loads(replayed.stdout)["jobs"] == jobs
+    rows = [(p["device_index"], p["job"], p["rank"]) for p in json.loads(replayed.stdout)["processes"] if p["role"] == "gpu"]
+    assert rows == [(0, 1, None), (1, 2, 0), (2, 2, 1)]
