@@ -85,7 +85,8 @@ SHELL = ProcessHints(env={}, parent_name="bash", parent_argv=("-bash",))
 
 def test_same_rendezvous_is_one_job_in_rank_order_whatever_the_parents():
     rows = [gpu(11, 0, ppid=5), gpu(12, 1, ppid=6), gpu(13, 2, ppid=7)]
-    hints = {11: ProcessHints(env=rank_env(1)), 12: ProcessHints(env=rank_env(0)), 13: ProcessHints(env=rank_env(0, port="29501"))}
+    hints = {11: ProcessHints(env=rank_env(1)), 12: ProcessHints(env=rank_env(0)),
+             13: ProcessHints(env=rank_env(0, port="29501"))}
     grouping = group_jobs(rows, hints, JobTracker())
     first, second = grouping.jobs
     assert (first.pids, first.devices, first.world_size, first.kind) == ((12, 11), (0, 1), 2, TRAINING)
@@ -204,5 +205,6 @@ def test_json_and_recordings_carry_the_jobs_and_replay_keeps_them(tmp_path):
     jobs = json.loads(live.stdout)["jobs"]
     assert [(j["id"], j["kind"], j["devices"]) for j in jobs] == [(1, "notebook", [0]), (2, "training", [1, 2])]
     assert json.loads(replayed.stdout)["jobs"] == jobs
-    rows = [(p["device_index"], p["job"], p["rank"]) for p in json.loads(replayed.stdout)["processes"] if p["role"] == "gpu"]
+    processes = json.loads(replayed.stdout)["processes"]
+    rows = [(p["device_index"], p["job"], p["rank"]) for p in processes if p["role"] == "gpu"]
     assert rows == [(0, 1, None), (1, 2, 0), (2, 2, 1)]

@@ -15,8 +15,8 @@ from support.workloads import SECRET_ENV, notebook_kernel, server, spawn_job, sw
 
 GIB = 1 << 30
 
-WHITELIST = {"MASTER_ADDR", "MASTER_PORT", "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "TORCHELASTIC_RUN_ID",
-             "GROUP_RANK", "SLURM_JOB_ID", "SLURM_STEP_ID", "SLURM_PROCID", "JPY_PARENT_PID"}
+WHITELIST = {"MASTER_ADDR", "MASTER_PORT", "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE",
+             "TORCHELASTIC_RUN_ID", "GROUP_RANK", "SLURM_JOB_ID", "SLURM_STEP_ID", "SLURM_PROCID", "JPY_PARENT_PID"}
 """The environment variables gputop may keep (written out here so the test does not trust the code under test)."""
 
 

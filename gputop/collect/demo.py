@@ -327,7 +327,7 @@ class DemoSource:
 
 
 def _hints(job: Job, number: int, rank: int, parent: int, created: float) -> ProcessHints:
-    """What the host would read about rank ``rank`` of ``job`` (the ``number``-th of its scenario), started by ``parent``.
+    """What the host would read about rank ``rank`` of ``job`` (its scenario's ``number``-th), started by ``parent``.
 
     A torchrun job's ranks carry the distributed environment and have the launcher as parent; other
     runs have their shell as parent, or a Jupyter server, which sets ``JPY_PARENT_PID`` in its kernels.

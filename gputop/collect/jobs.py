@@ -168,7 +168,9 @@ def group_jobs(processes: Sequence[ProcessSample], hints: Mapping[int, ProcessHi
 def kind_undecided(process: ProcessSample, hints: ProcessHints) -> bool:
     """True when nothing but behaviour on the network could tell the kind of GPU process ``process``."""
     command = command_of(process.cmdline, process.name)
-    verdict = classify(command, _parent_command(hints), hints.env, has_workers=bool(process.num_workers), has_status=hints.has_status)
+    verdict = classify(
+        command, _parent_command(hints), hints.env, has_workers=bool(process.num_workers), has_status=hints.has_status
+    )
     return verdict is UNDECIDED
 
 
@@ -321,5 +323,6 @@ def trim_jobs(jobs: Sequence[JobSample], processes: Sequence[ProcessSample]) -> 
         if not pids:
             continue
         kept = tuple(sorted(set().union(*(shown[pid] for pid in pids)) & set(job.devices)))
-        result.append(job if (pids, kept) == (job.pids, job.devices) else dataclasses.replace(job, pids=pids, devices=kept))
+        same = (pids, kept) == (job.pids, job.devices)
+        result.append(job if same else dataclasses.replace(job, pids=pids, devices=kept))
     return tuple(result)

@@ -59,7 +59,8 @@ def _read_parent(ppid: int) -> tuple[str | None, tuple[str, ...]]:
     comm = read_proc_file(f"/proc/{ppid}/comm")
     cmdline = read_proc_file(f"/proc/{ppid}/cmdline") or b""
     name = None if comm is None else clean_text(comm.rstrip(b"\n").decode("utf-8", "surrogateescape"))
-    argv = tuple(clean_text(arg.decode("utf-8", "surrogateescape")) for arg in cmdline.rstrip(b"\0").split(b"\0") if arg)
+    args = cmdline.rstrip(b"\0").split(b"\0")
+    argv = tuple(clean_text(arg.decode("utf-8", "surrogateescape")) for arg in args if arg)
     return name, argv
 
 
@@ -149,7 +150,9 @@ class HintReader:
         alive = {(pid, start) for pid, start, _ in self._seen}
         for probed in self._probes.keys() - alive:
             del self._probes[probed]
-        parents = {(ppid, None if h.parent_start is None else int(h.parent_start)) for (_, _, ppid), h in self._hints.items()}
+        parents = {
+            (ppid, None if h.parent_start is None else int(h.parent_start)) for (_, _, ppid), h in self._hints.items()
+        }
         for parent in self._parents.keys() - parents:
             del self._parents[parent]
         self._seen = set()

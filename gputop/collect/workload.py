@@ -103,7 +103,8 @@ class Sign:
     programs: frozenset[str] = frozenset()
     """Program (or script) base names that match."""
     modules: tuple[str, ...] = ()
-    """``-m`` modules that match, themselves or any module below them (``vllm.entrypoints`` matches ``vllm.entrypoints.openai.api_server``)."""
+    """``-m`` modules that match, themselves or any module below them
+    (``vllm.entrypoints`` matches ``vllm.entrypoints.openai.api_server``)."""
     subcommand: str | None = None
     """When set, a program name matches only with this subcommand (``serve`` for ``vllm``); modules need none."""
     launcher: bool = False

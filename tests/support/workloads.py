@@ -21,6 +21,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import psutil
+
 from support.procs import kill_tree, read_comm, wait_until
 
 SECRET_ENV = {"HF_TOKEN": "hf_secret_never_shown", "AWS_SECRET_ACCESS_KEY": "aws_secret_never_shown"}
@@ -106,7 +108,7 @@ if __name__ == "__main__":
     for child in children:
         child.kill()
 """
-"""``python train.py N STATE``: a parent with N ``multiprocessing`` spawn children, as ``torch.multiprocessing.spawn``."""
+"""``python train.py N STATE``: a parent with N ``multiprocessing`` spawn children (as ``torch.multiprocessing.spawn``)."""
 
 
 def _state(tmp_path: Path, what: str) -> Path:
@@ -236,15 +238,13 @@ def sweep(tmp_path: Path) -> Iterator[Sweep]:
     run = _script(tmp_path, "sweep/run.py", _FOLLOW_PARENT)
     python = sys.executable
     shells = [
-        [*["bash", "-c", f"{python} {run} --lr 1e-3; true"]],
-        [*["bash", "-c", f"{python} {run} --lr 3e-4; true"]],
+        ["bash", "-c", f"{python} {run} --lr 1e-3; true"],
+        ["bash", "-c", f"{python} {run} --lr 3e-4; true"],
         ["bash", "-c", f"for lr in 1e-4 3e-5; do {python} {run} --lr $lr & done; wait"],
     ]
     procs = [subprocess.Popen(argv) for argv in shells]
     try:
         def children(shell: subprocess.Popen, count: int) -> list[int] | None:
-            import psutil
-
             found = [c.pid for c in psutil.Process(shell.pid).children() if "run.py" in " ".join(c.cmdline())]
             return sorted(found) if len(found) == count else None
 
