@@ -7,7 +7,9 @@ command line are read once per process (pid and start time; the parent once per 
 ticks) and cached. Where the environment may not be read (another user's process) the process simply
 has no environment hints: that is not an error. The listening-socket probe (``/proc/PID/net/tcp``
 and ``tcp6`` LISTEN entries matched against the process's ``/proc/PID/fd`` socket links) runs only
-when asked, for processes whose kind nothing else tells, at most every ``probe_seconds`` per process.
+when asked, for processes whose kind nothing else tells, at most every ``probe_seconds`` per process;
+the tables, slow to read, only for a process that has sockets, at most every ``probe_seconds`` per
+network namespace.
 """
 
 from __future__ import annotations
@@ -64,8 +66,28 @@ def _read_parent(ppid: int) -> tuple[str | None, tuple[str, ...]]:
     return name, argv
 
 
-def listening_port(pid: int) -> int | None:
-    """The lowest TCP port ``pid`` listens on; None when it listens on none or its sockets cannot be read."""
+def socket_inodes(pid: int) -> set[int]:
+    """Inodes of the sockets ``pid`` has open (``/proc/PID/fd`` links); empty when none or unreadable."""
+    try:
+        descriptors = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return set()
+    found = set()
+    for descriptor in descriptors:
+        try:
+            link = os.readlink(f"/proc/{pid}/fd/{descriptor}")
+        except OSError:
+            continue
+        if link.startswith("socket:[") and link.endswith("]") and link[8:-1].isdigit():
+            found.add(int(link[8:-1]))
+    return found
+
+
+def listening_sockets(pid: int) -> dict[int, int]:
+    """Inode -> port of every listening TCP socket in ``pid``'s network namespace (``/proc/PID/net/tcp``, ``tcp6``).
+
+    Reading these tables walks the kernel's whole TCP hash table: milliseconds, so it is done rarely.
+    """
     ports: dict[int, int] = {}
     for table in ("tcp", "tcp6"):
         data = read_proc_file(f"/proc/{pid}/net/{table}")
@@ -76,23 +98,19 @@ def listening_port(pid: int) -> int | None:
                     ports[int(fields[9])] = int(fields[1].rpartition(b":")[2], 16)
                 except ValueError:
                     continue
-    if not ports:
-        return None
-    try:
-        descriptors = os.listdir(f"/proc/{pid}/fd")
-    except OSError:
-        return None
-    found = []
-    for descriptor in descriptors:
-        try:
-            link = os.readlink(f"/proc/{pid}/fd/{descriptor}")
-        except OSError:
-            continue
-        if link.startswith("socket:[") and link.endswith("]"):
-            port = ports.get(int(link[8:-1]) if link[8:-1].isdigit() else -1)
-            if port is not None:
-                found.append(port)
-    return min(found) if found else None
+    return ports
+
+
+def listening_port(pid: int) -> int | None:
+    """The lowest TCP port ``pid`` listens on; None when none, or when its sockets cannot be read."""
+    inodes = socket_inodes(pid)
+    return _lowest(inodes, listening_sockets(pid)) if inodes else None
+
+
+def _lowest(inodes: set[int], listening: dict[int, int]) -> int | None:
+    """The lowest port among the listening sockets (inode -> port) that are in ``inodes``; None for none."""
+    ports = [listening[inode] for inode in inodes if inode in listening]
+    return min(ports) if ports else None
 
 
 class HintReader:
@@ -109,6 +127,7 @@ class HintReader:
         self._hints: dict[tuple[int, float | None, int | None], ProcessHints] = {}
         self._parents: dict[tuple[int, int | None], tuple[str | None, tuple[str, ...]]] = {}
         self._probes: dict[tuple[int, float | None], tuple[float, int | None]] = {}
+        self._tables: dict[str, tuple[float, dict[int, int]]] = {}
         self._seen: set[tuple[int, float | None, int | None]] = set()
 
     def read(self, pid: int, create_time: float | None, ppid: int | None, has_status: bool) -> ProcessHints:
@@ -140,8 +159,25 @@ class HintReader:
         key = (pid, create_time)
         last = self._probes.get(key)
         if last is None or not 0 <= now - last[0] < self._probe_seconds:
-            last = self._probes[key] = (now, listening_port(pid))
+            last = self._probes[key] = (now, self._port(pid, now))
         return last[1]
+
+    def _port(self, pid: int, now: float) -> int | None:
+        """The port ``pid`` listens on, with its namespace's table read at most every ``probe_seconds``.
+
+        A socket opened after the table was read is therefore seen within two probe periods.
+        """
+        inodes = socket_inodes(pid)
+        if not inodes:
+            return None
+        try:
+            namespace = os.readlink(f"/proc/{pid}/ns/net")
+        except OSError:
+            return _lowest(inodes, listening_sockets(pid))
+        table = self._tables.get(namespace)
+        if table is None or not 0 <= now - table[0] < self._probe_seconds:
+            table = self._tables[namespace] = (now, listening_sockets(pid))
+        return _lowest(inodes, table[1])
 
     def forget_unseen(self) -> None:
         """Drop the processes and parents not read since the previous call."""
@@ -150,6 +186,8 @@ class HintReader:
         alive = {(pid, start) for pid, start, _ in self._seen}
         for probed in self._probes.keys() - alive:
             del self._probes[probed]
+        if not self._probes:
+            self._tables.clear()
         parents = {
             (ppid, None if h.parent_start is None else int(h.parent_start)) for (_, _, ppid), h in self._hints.items()
         }
