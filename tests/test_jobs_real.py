@@ -175,3 +175,38 @@ def test_the_listening_probe_finds_the_servers_port_and_nothing_for_a_sleeper(tm
     with server(tmp_path, [], script="app.py") as (pid, port), sleeper() as quiet:
         assert listening_port(pid) == port
         assert listening_port(quiet.pid) is None
+
+
+def has_socket(pid: int) -> bool:
+    """True once ``pid`` has a socket open."""
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            if os.readlink(f"/proc/{pid}/fd/{fd}").startswith("socket:"):
+                return True
+        except OSError:  # closed meanwhile
+            continue
+    return False
+
+
+def test_the_probe_answers_from_its_cache_until_its_period_ends():
+    from gputop.collect.procenv import HintReader
+
+    code = ("import socket\nserver = socket.socket()\ninput()\nserver.bind(('127.0.0.1', 0))\nserver.listen()\n"
+            "print(server.getsockname()[1], flush=True)\ninput()\n")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    now = [0.0]
+    reader = HintReader(probe_seconds=30.0, clock=lambda: now[0])
+    try:
+        wait_until(lambda: has_socket(proc.pid), "the socket")
+        assert reader.probe(proc.pid, None) is None  # a socket, not listening yet
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write("\n")
+        proc.stdin.flush()
+        port = int(proc.stdout.readline())
+        now[0] = 29.0
+        assert reader.probe(proc.pid, None) is None  # the answer of the last probe
+        now[0] = 30.0
+        assert reader.probe(proc.pid, None) == port
+    finally:
+        proc.kill()
+        proc.wait()
