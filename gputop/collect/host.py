@@ -207,8 +207,7 @@ class HostSource:
     def _read_hints(self, pid: int, info: ProcessFacts, has_status: bool, has_workers: bool) -> ProcessHints:
         """The job hints of ``pid``, with the TCP port it listens on when nothing else tells its kind."""
         hints = self._hints.read(pid, info.create_time, info.ppid, has_status)
-        row = ProcessSample(pid=pid, name=info.name, cmdline=info.cmdline, num_workers=int(has_workers))
-        if kind_undecided(row, hints):
+        if kind_undecided(info.cmdline, info.name, hints, has_workers):
             hints = dataclasses.replace(hints, listen_port=self._hints.probe(pid, info.create_time))
         return hints
 

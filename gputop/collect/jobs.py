@@ -165,12 +165,13 @@ def group_jobs(processes: Sequence[ProcessSample], hints: Mapping[int, ProcessHi
     return Grouping(tuple(jobs), places)
 
 
-def kind_undecided(process: ProcessSample, hints: ProcessHints) -> bool:
-    """True when nothing but behaviour on the network could tell the kind of GPU process ``process``."""
-    command = command_of(process.cmdline, process.name)
-    verdict = classify(
-        command, _parent_command(hints), hints.env, has_workers=bool(process.num_workers), has_status=hints.has_status
-    )
+def kind_undecided(cmdline: str | None, name: str | None, hints: ProcessHints, has_workers: bool) -> bool:
+    """True when nothing but behaviour on the network could tell the kind of a GPU process.
+
+    ``cmdline`` and ``name`` are as ``ProcessSample`` holds them; ``has_workers``: it has DataLoader workers.
+    """
+    command = command_of(cmdline, name)
+    verdict = classify(command, _parent_command(hints), hints.env, has_workers=has_workers, has_status=hints.has_status)
     return verdict is UNDECIDED
 
 
