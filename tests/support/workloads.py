@@ -28,7 +28,7 @@ from support.procs import kill_tree, read_comm, wait_until
 SECRET_ENV = {"HF_TOKEN": "hf_secret_never_shown", "AWS_SECRET_ACCESS_KEY": "aws_secret_never_shown"}
 """Secrets put into every rank's environment: they must never appear in gputop's output."""
 
-_FOLLOW_PARENT = """
+FOLLOW_PARENT = """
 import os, sys, time
 parent = os.getppid()
 while parent != 1 and os.getppid() == parent:
@@ -166,11 +166,14 @@ class Launched:
 
 @contextmanager
 def torchrun_job(tmp_path: Path, nproc: int = 8, name: str = "torchrun", port: int = 29500,
-                 extra_env: Mapping[str, str] = SECRET_ENV) -> Iterator[Launched]:
+                 extra_env: Mapping[str, str] = SECRET_ENV, rank_source: str = FOLLOW_PARENT) -> Iterator[Launched]:
     """``python <tmp>/bin/<name> --nproc-per-node N train.py``: a launcher whose N ranks carry MASTER_ADDR/PORT,
-    RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, TORCHELASTIC_RUN_ID (and ``extra_env``, secrets by default)."""
+    RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, TORCHELASTIC_RUN_ID (and ``extra_env``, secrets by default).
+
+    Each rank runs ``rank_source`` as ``train.py`` (by default it idles until the launcher is gone; a
+    rank script of its own should end once its parent is gone too)."""
     launcher = _script(tmp_path, f"bin/{name}", _LAUNCHER)
-    train = _script(tmp_path, "train.py", _FOLLOW_PARENT)
+    train = _script(tmp_path, "train.py", rank_source)
     state = _state(tmp_path, "launch")
     run_id = uuid.uuid4().hex[:12]
     env = dict(os.environ, WORKLOADS_LAUNCH=json.dumps([str(state), port, run_id, dict(extra_env)]))
@@ -200,7 +203,7 @@ def server(tmp_path: Path, argv_tail: list[str], script: str = "bin/vllm") -> It
 def notebook_kernel(tmp_path: Path) -> Iterator[tuple[int, int]]:
     """A ``jupyter-lab``-named server that started ``python -m ipykernel_launcher -f ...``; yields (server, kernel)."""
     modules = tmp_path / "kernel-modules"
-    _script(modules, "ipykernel_launcher.py", _FOLLOW_PARENT)
+    _script(modules, "ipykernel_launcher.py", FOLLOW_PARENT)
     path = _script(tmp_path, "bin/jupyter-lab", _JUPYTER)
     state = _state(tmp_path, "jupyter")
     env = dict(os.environ, WORKLOADS_LAUNCH=json.dumps([str(state), str(modules)]))
@@ -235,7 +238,7 @@ class Sweep:
 @contextmanager
 def sweep(tmp_path: Path) -> Iterator[Sweep]:
     """Two ``python run.py --lr X`` runs from two ``bash -c`` parents, two more from one bash ``for ... &`` loop."""
-    run = _script(tmp_path, "sweep/run.py", _FOLLOW_PARENT)
+    run = _script(tmp_path, "sweep/run.py", FOLLOW_PARENT)
     python = sys.executable
     shells = [
         ["bash", "-c", f"{python} {run} --lr 1e-3; true"],
