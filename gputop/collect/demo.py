@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from gputop.collect.demo_noise import SmoothNoise
 from gputop.collect.demo_scenarios import FREE, SCENARIO_SPECS, Job, Scenario, Workload
+from gputop.collect.jobs import Grouping, JobTracker, ProcessHints, group_jobs
 from gputop.collect.model import (
     DeviceSample,
     DriverInfo,
@@ -24,7 +25,9 @@ from gputop.collect.model import (
     ProcessSample,
     Snapshot,
     SourceKind,
+    WorkloadKind,
 )
+from gputop.collect.workload import find_sign, parse_command
 
 SCENARIOS: dict[str, str] = {name: spec.description for name, spec in SCENARIO_SPECS.items()}
 """Scenario name -> one-line description."""
@@ -47,6 +50,8 @@ H100_POWER_LIMIT = 700.0
 """Board power limit of an H100 SXM, watts."""
 H100_MEMORY_CLOCK = 2619
 """HBM3 clock, MHz."""
+DEMO_MASTER_PORT = 29500
+"""``MASTER_PORT`` of the demo's first torchrun job; later jobs count up from it."""
 DEMO_DRIVER = DriverInfo(driver_version="550.90.07", cuda_driver_version="12.4", nvml_version="12.550.90.07")
 """Driver versions the demo reports."""
 WORKER_NAME = "pt_data_worker"
@@ -114,7 +119,9 @@ class DemoSource:
         self._start = clock()
         rng = random.Random(f"gputop-demo/{scenario}/{seed}")
         self._gpus = self._build_gpus(rng)
+        self._hints: dict[int, ProcessHints] = {}
         self._processes = self._build_processes(rng)
+        self._grouping: Grouping | None = None
         self._trainers = tuple(
             tuple(p for p in self._processes if p.role == ProcessRole.GPU and p.device_index == gpu.index)
             for gpu in self._gpus
@@ -151,7 +158,7 @@ class DemoSource:
         processes: list[_SimProcess] = []
         next_pid = rng.randrange(20_000, 90_000)
         next_core = 2
-        for job in self._spec.jobs:
+        for number, job in enumerate(self._spec.jobs):
             next_pid += rng.randrange(500, 40_000)
             parent = next_pid if job.launcher is not None else next_pid - rng.randrange(50, 400)
             created = self._start - job.age_hours * 3600.0
@@ -159,7 +166,8 @@ class DemoSource:
             for index, workload in zip(job.gpus, job.workloads, strict=True):
                 next_pid += rng.randrange(1, 4)
                 trainers.append((next_pid, index, workload))
-            for pid, index, workload in trainers:
+            for rank, (pid, index, workload) in enumerate(trainers):
+                self._hints[pid] = _hints(job, number, rank, parent, created)
                 channel = f"pid{pid}"
                 processes.append(
                     _SimProcess(
@@ -196,13 +204,16 @@ class DemoSource:
         t = self.clock()
         devices = tuple(self._device(gpu, t) for gpu in self._gpus)
         processes = tuple(self._process(proc, devices[proc.device_index], t) for proc in self._processes)
+        if self._grouping is None:  # the demo's processes never change: group them once
+            self._grouping = group_jobs(processes, self._hints, JobTracker())
         return Snapshot(
             timestamp=t,
             source=self.kind,
             host=self._host(processes, t),
             driver=DEMO_DRIVER,
             devices=devices,
-            processes=processes,
+            processes=self._grouping.apply(processes),
+            jobs=self._grouping.jobs,
             label=self.label,
         )
 
@@ -313,6 +324,27 @@ class DemoSource:
 
     def close(self) -> None:
         """Nothing to release; present for the source protocol."""
+
+
+def _hints(job: Job, number: int, rank: int, parent: int, created: float) -> ProcessHints:
+    """What the host would read about rank ``rank`` of ``job`` (its scenario's ``number``-th), started by ``parent``.
+
+    A torchrun job's ranks carry the distributed environment and have the launcher as parent; other
+    runs have their shell as parent, or a Jupyter server, which sets ``JPY_PARENT_PID`` in its kernels.
+    """
+    argv = tuple((job.launcher or job.parent).split())
+    parent_name = parse_command(argv).program.lstrip("-")[:15]
+    env: dict[str, str] = {}
+    if job.launcher is not None:
+        size = str(len(job.gpus))
+        env = {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(DEMO_MASTER_PORT + number), "RANK": str(rank),
+               "LOCAL_RANK": str(rank), "WORLD_SIZE": size, "LOCAL_WORLD_SIZE": size,
+               "TORCHELASTIC_RUN_ID": f"{job.user}-{number}"}
+    else:
+        sign = find_sign(parse_command(argv))
+        if sign is not None and sign.kind is WorkloadKind.NOTEBOOK:
+            env = {"JPY_PARENT_PID": str(parent)}
+    return ProcessHints(env=env, parent_name=parent_name, parent_argv=argv, parent_start=round(created, 2))
 
 
 def _comm(job: Job) -> str:

@@ -146,6 +146,8 @@ class Job:
     """How long ago the job started."""
     rss_gib: float
     """Resident host memory of each trainer."""
+    parent: str = "-bash"
+    """Command line of the trainers' parent when there is no launcher: a login shell, or a Jupyter server."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,6 +187,7 @@ _CAROL_NOTEBOOK = (
     "/opt/conda/bin/python -m ipykernel_launcher -f "
     "/home/carol/.local/share/jupyter/runtime/kernel-5e1c2b7a-3f0d-4c8e-9a61-2d7b4f0e8c13.json"
 )
+_JUPYTER_LAB = "/opt/conda/bin/python /opt/conda/bin/jupyter-lab --no-browser --port 8888"
 _DAVE_SWEEP = "/home/dave/venv/bin/python finetune.py --config configs/vit_b16_cifar.yaml --batch-size 8 --lr {lr}"
 _ERIN_PRETRAIN = "pretrain.py --config configs/gpt2_xl.yaml --grad-accum 4"
 _FRANK_SEG = "train.py --config configs/unet_seg.yaml --eval-every 50"
@@ -197,7 +200,7 @@ SCENARIO_SPECS: dict[str, Scenario] = {
         jobs=(
             _ddp("alice", (0, 1, 2, 3), (HEALTHY,) * 4, _ALICE_LLM, 7.5, 11.0),
             _ddp("bob", (4,), (INPUT_BOUND,), _BOB_VISION, 1.2, 7.5),
-            Job("carol", (5,), (IDLE_HOLD,), _CAROL_NOTEBOOK, None, 51.0, 5.2),
+            Job("carol", (5,), (IDLE_HOLD,), _CAROL_NOTEBOOK, None, 51.0, 5.2, _JUPYTER_LAB),
             Job("dave", (6,), (SMALL_BATCH,), _DAVE_SWEEP.format(lr="3e-4"), None, 0.8, 4.1),
             _ddp("erin", (7,), (THERMAL,), _ERIN_PRETRAIN, 3.4, 12.5),
         ),
@@ -230,7 +233,7 @@ SCENARIO_SPECS: dict[str, Scenario] = {
         description="a notebook kernel started two days ago holds 34 GiB on an idle GPU",
         gpu_count=4, cores=64, memory_gib=1024, hostname="h100-node-02", iowait=(0.2, 1.0),
         jobs=(
-            Job("carol", (0,), (IDLE_HOLD,), _CAROL_NOTEBOOK, None, 51.0, 5.2),
+            Job("carol", (0,), (IDLE_HOLD,), _CAROL_NOTEBOOK, None, 51.0, 5.2, _JUPYTER_LAB),
             _ddp("dave", (1, 2), (HEALTHY,) * 2, _ALICE_LLM, 2.5, 11.0),
         ),
     ),

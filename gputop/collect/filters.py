@@ -13,7 +13,8 @@ import pwd
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from gputop.collect.gpu_selection import CudaVisible, GpuIds, GpuRequest, cut_text
+from gputop.collect.gpu_selection import CudaVisible, GpuIds, GpuRequest, cut_text, scope_kept
+from gputop.collect.jobs import trim_jobs
 from gputop.collect.model import ProcessRole, ProcessSample, ScopeKind, Snapshot
 
 
@@ -39,13 +40,16 @@ class UserFilter:
 
         GPUs and the advice about GPUs and the host stay: the filter hides people, not hardware.
         Advice scoped to a process (``pid<N>``) stays when N is a kept process or the parent of a
-        kept GPU process (a launcher such as torchrun).
+        kept GPU process (a launcher such as torchrun); jobs keep only the user's processes, and
+        advice about a job (``job<N>``) stays while the job has some.
         """
         owners = {p.pid for p in snapshot.processes if p.role != ProcessRole.DATALOADER_WORKER and self.matches(p.user)}
         processes = tuple(p for p in snapshot.processes if _belongs(p, owners))
         pids = {p.pid for p in processes} | {p.ppid for p in processes if p.ppid is not None and p.pid in owners}
-        advice = tuple(a for a in snapshot.advice if _about_kept_process(a.scope, pids))
-        return dataclasses.replace(snapshot, processes=processes, advice=advice)
+        jobs = trim_jobs(snapshot.jobs, processes)
+        kept = {ScopeKind.PID: pids, ScopeKind.JOB: {job.id for job in jobs}}
+        advice = tuple(a for a in snapshot.advice if scope_kept(a.scope, kept))
+        return dataclasses.replace(snapshot, processes=processes, jobs=jobs, advice=advice)
 
 
 def _belongs(process: ProcessSample, owners: set[int]) -> bool:
@@ -53,12 +57,6 @@ def _belongs(process: ProcessSample, owners: set[int]) -> bool:
     if process.role == ProcessRole.DATALOADER_WORKER:
         return process.trainer_pid in owners
     return process.pid in owners
-
-
-def _about_kept_process(scope: str, pids: set[int]) -> bool:
-    """True unless ``scope`` names a process (``pid<N>``) that is not among ``pids``."""
-    parsed = ScopeKind.parse(scope)
-    return parsed is None or parsed[0] is not ScopeKind.PID or parsed[1] is None or parsed[1] in pids
 
 
 def user_filter(name: str, *, must_exist: bool = True) -> UserFilter:

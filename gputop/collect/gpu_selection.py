@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+from gputop.collect.jobs import trim_jobs
 from gputop.collect.model import DeviceSample, ErrorNote, ScopeKind, Snapshot
 from gputop.collect.source import SnapshotSource
 
@@ -248,7 +249,8 @@ def select_gpus(snapshot: Snapshot, selection: GpuSelection) -> Snapshot:
     """``snapshot`` with only the selected GPUs (in selection order, CUDA numbers set) and what belongs to them.
 
     Processes on other GPUs, and the advice and error notes scoped to other GPUs or to those
-    processes, are dropped; the selection's notes are added to the errors.
+    processes, are dropped; jobs keep only their processes and GPUs that are shown (a job with none
+    is dropped, with its advice); the selection's notes are added to the errors.
     """
     wanted = {gpu.index for gpu in selection.gpus}
     by_index = {device.index: device for device in snapshot.devices}
@@ -259,21 +261,22 @@ def select_gpus(snapshot: Snapshot, selection: GpuSelection) -> Snapshot:
     )
     processes = tuple(p for p in snapshot.processes if p.device_index in wanted)
     pids = {p.pid for p in processes} | {p.ppid for p in processes if p.ppid is not None}
-    advice = tuple(a for a in snapshot.advice if _scope_kept(a.scope, wanted, pids))
-    errors = tuple(e for e in snapshot.errors if _scope_kept(e.scope, wanted, pids))
+    jobs = trim_jobs(snapshot.jobs, processes)
+    kept = {ScopeKind.GPU: wanted, ScopeKind.PID: pids, ScopeKind.JOB: {job.id for job in jobs}}
+    advice = tuple(a for a in snapshot.advice if scope_kept(a.scope, kept))
+    errors = tuple(e for e in snapshot.errors if scope_kept(e.scope, kept))
     notes = tuple(ErrorNote(FILTER_SCOPE, note) for note in selection.notes)
-    return dataclasses.replace(snapshot, devices=devices, processes=processes, advice=advice, errors=errors + notes)
+    return dataclasses.replace(
+        snapshot, devices=devices, processes=processes, jobs=jobs, advice=advice, errors=errors + notes
+    )
 
 
-def _scope_kept(scope: str, gpus: set[int], pids: set[int]) -> bool:
-    """Whether something scoped ``scope`` stays: a GPU scope among ``gpus``, a process scope among ``pids``."""
+def scope_kept(scope: str, kept: Mapping[ScopeKind, set[int]]) -> bool:
+    """Whether something scoped ``scope`` stays: a scope of a kind in ``kept`` only when its number is kept."""
     parsed = ScopeKind.parse(scope)
-    if parsed is None or parsed[1] is None:
+    if parsed is None or parsed[1] is None or parsed[0] not in kept:
         return True
-    kind, number = parsed
-    if kind is ScopeKind.GPU:
-        return number in gpus
-    return kind is not ScopeKind.PID or number in pids
+    return parsed[1] in kept[parsed[0]]
 
 
 @runtime_checkable

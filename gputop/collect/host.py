@@ -9,20 +9,23 @@ from __future__ import annotations
 import dataclasses
 import socket
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 import psutil
 
 from gputop.collect.dataloader_workers import attribute_workers
 from gputop.collect.hostcpu import CpuMeter
+from gputop.collect.jobs import Grouping, JobTracker, ProcessHints, group_jobs, kind_undecided
 from gputop.collect.model import (
     ErrorNote,
     HostReading,
     HostSample,
+    JobSample,
     ProcessRole,
     ProcessSample,
 )
+from gputop.collect.procenv import HintReader
 from gputop.collect.procinfo import NOTE_ACCESS_DENIED, ProcessDetailsReader, ProcessFacts
 from gputop.collect.proctree import Descendant, ProcessTree
 from gputop.collect.trainer_status import TrainerStatus, TrainerStatusReader
@@ -96,7 +99,9 @@ class HostSource:
     process and never scans every process on the machine (except in the fallback described in
     ``gputop.collect.proctree``), and it never raises. GPU processes instrumented with
     ``gputop.torch`` also carry what their status record says (input wait, steps/s, loader
-    settings, CUDA memory); only the records of the shown pids are looked at.
+    settings, CUDA memory); only the records of the shown pids are looked at. The GPU processes
+    are grouped into jobs (see :mod:`gputop.collect.jobs`) from hints read once per process
+    (:mod:`gputop.collect.procenv`).
     """
 
     def __init__(
@@ -114,6 +119,8 @@ class HostSource:
         self._process_details = ProcessDetailsReader()
         self._tree = ProcessTree()
         self._status = TrainerStatusReader()
+        self._hints = HintReader(clock=clock)
+        self._jobs = _Jobs()
         self._refresh_seconds = process_refresh_seconds
         self._clock = clock
         self._details: _Details | None = None
@@ -123,15 +130,17 @@ class HostSource:
 
         The result lists GPU processes in (device, pid) order, each followed by its DataLoader
         workers in pid order; a process on several devices has its workers after its first row.
+        GPU rows carry their job and rank, and the reading the jobs.
         """
         errors: list[ErrorNote] = []
         host = self._host(errors)
+        jobs: tuple[JobSample, ...] = ()
         try:
-            processes = self._processes(gpu_processes)
+            processes, jobs = self._processes(gpu_processes)
         except Exception as exc:  # noqa: BLE001 - poll never raises: keep the NVML rows, say why
             errors.append(ErrorNote(ERROR_SCOPE, f"process details unavailable: {_one_line(exc)}"))
             processes = tuple(sorted(gpu_processes, key=_order))
-        return HostReading(host=host, processes=processes, errors=tuple(errors))
+        return HostReading(host=host, processes=processes, jobs=jobs, errors=tuple(errors))
 
     def close(self) -> None:
         """Drop cached process objects."""
@@ -163,18 +172,20 @@ class HostSource:
             swap_total_bytes=swap.total if swap else None,
         )
 
-    def _processes(self, gpu_processes: Sequence[ProcessSample]) -> tuple[ProcessSample, ...]:
-        """GPU processes enriched, each followed by its workers."""
+    def _processes(
+        self, gpu_processes: Sequence[ProcessSample]
+    ) -> tuple[tuple[ProcessSample, ...], tuple[JobSample, ...]]:
+        """GPU processes enriched, each followed by its workers, and their jobs."""
         ordered = sorted(gpu_processes, key=_order)
         pids = tuple(dict.fromkeys(sample.pid for sample in ordered))
         details = self._details
         now = self._clock()
         if details is None or not details.still_good(pids, now, self._refresh_seconds):
             details = self._details = self._read_details(pids, now)
-        return details.joined(ordered)
+        return details.joined(ordered, self._jobs)
 
     def _read_details(self, pids: tuple[int, ...], now: float) -> _Details:
-        """Read psutil facts, worker trees and status records of ``pids`` now."""
+        """Read psutil facts, worker trees, status records and job hints of ``pids`` now."""
         facts = {pid: self._process_details.read(pid) for pid in pids}
         tree = self._tree.descendants(pid for pid in pids if facts[pid].found)
         workers = attribute_workers(set(pids), tree)
@@ -185,7 +196,20 @@ class HostSource:
         self._process_details.forget_unseen()
         statuses = {pid: self._status.read(pid, facts[pid].create_time) for pid in pids if facts[pid].found}
         self._status.forget_unseen()
-        return _Details(pids, now, facts, worker_rows, statuses)
+        hints = {}
+        for pid in pids:
+            info = facts[pid]
+            if info.found:
+                hints[pid] = self._read_hints(pid, info, statuses.get(pid) is not None, bool(workers.get(pid)))
+        self._hints.forget_unseen()
+        return _Details(pids, now, facts, worker_rows, statuses, hints)
+
+    def _read_hints(self, pid: int, info: ProcessFacts, has_status: bool, has_workers: bool) -> ProcessHints:
+        """The job hints of ``pid``, with the TCP port it listens on when nothing else tells its kind."""
+        hints = self._hints.read(pid, info.create_time, info.ppid, has_status)
+        if kind_undecided(info.cmdline, info.name, hints, has_workers):
+            hints = dataclasses.replace(hints, listen_port=self._hints.probe(pid, info.create_time))
+        return hints
 
 
 @dataclasses.dataclass
@@ -197,7 +221,9 @@ class _Details:
     facts: dict[int, ProcessFacts]
     workers: dict[int, list[tuple[Descendant, ProcessFacts]]]
     statuses: dict[int, TrainerStatus | None]
-    _last: tuple[list[ProcessSample], tuple[ProcessSample, ...]] | None = None
+    hints: dict[int, ProcessHints]
+    _last: tuple[list[ProcessSample], tuple[ProcessSample, ...], tuple[JobSample, ...]] | None = None
+    _grouping: tuple[tuple[tuple[int, int | None], ...], Grouping] | None = None
 
     def still_good(self, pids: tuple[int, ...], now: float, refresh_seconds: float) -> bool:
         """True while the same processes are shown, all primed, and the details are recent enough."""
@@ -206,28 +232,53 @@ class _Details:
         every = [*self.facts.values(), *(facts for rows in self.workers.values() for _, facts in rows)]
         return not any(facts.found and facts.note is None and facts.cpu_percent is None for facts in every)
 
-    def joined(self, ordered: list[ProcessSample]) -> tuple[ProcessSample, ...]:
-        """``ordered`` NVML rows with their details; the previous result when the rows are unchanged."""
-        if self._last is not None and self._last[0] == ordered:
-            return self._last[1]
-        result = self._join(ordered)
-        self._last = (ordered, result)
-        return result
+    def joined(
+        self, ordered: list[ProcessSample], jobs: _Jobs
+    ) -> tuple[tuple[ProcessSample, ...], tuple[JobSample, ...]]:
+        """``ordered`` NVML rows with their details and jobs; the previous result when the rows are unchanged.
 
-    def _join(self, ordered: list[ProcessSample]) -> tuple[ProcessSample, ...]:
-        """``ordered`` NVML rows with their details, each trainer followed by its workers."""
+        The jobs are looked at again only when the details or the (pid, GPU) pairs change.
+        """
+        if self._last is not None and self._last[0] == ordered:
+            return self._last[1], self._last[2]
+        placed = tuple((sample.pid, sample.device_index) for sample in ordered)
+        if self._grouping is None or self._grouping[0] != placed:
+            self._grouping = (placed, jobs.group(self._bare_rows(ordered), self.hints))
+        grouping = self._grouping[1]
+        result = self._join(ordered, grouping.places)
+        self._last = (ordered, result, grouping.jobs)
+        return result, grouping.jobs
+
+    def _bare_rows(self, ordered: list[ProcessSample]) -> list[ProcessSample]:
+        """The rows grouping looks at: pid, GPU, parent, name, command line, start and workers."""
+        rows = []
+        for sample in ordered:
+            info = self.facts[sample.pid]
+            rows.append(ProcessSample(
+                pid=sample.pid, device_index=sample.device_index, ppid=info.ppid, name=info.name,
+                cmdline=info.cmdline, create_time=info.create_time, num_workers=len(self.workers.get(sample.pid, [])),
+            ))
+        return rows
+
+    def _join(
+        self, ordered: list[ProcessSample], places: Mapping[int, tuple[int, int | None]]
+    ) -> tuple[ProcessSample, ...]:
+        """``ordered`` NVML rows with their details and jobs (``places``), each trainer followed by its workers."""
         result: list[ProcessSample] = []
         listed: set[int] = set()
         for sample in ordered:
             info = self.facts[sample.pid]
             mine = self.workers.get(sample.pid, [])
             known = info.found and info.note != NOTE_ACCESS_DENIED
+            place = places.get(sample.pid)
             result.append(
                 dataclasses.replace(
                     sample,
                     **_fact_fields(info),
                     **_status_fields(self.statuses.get(sample.pid)),
                     num_workers=len(mine) if known else None,
+                    job=place[0] if place is not None else None,
+                    rank=place[1] if place is not None else None,
                 )
             )
             if sample.pid in listed:
@@ -235,6 +286,21 @@ class _Details:
             listed.add(sample.pid)
             result.extend(_worker(sample, node, facts) for node, facts in mine)
         return tuple(result)
+
+
+class _Jobs:
+    """Job ids across polls, and the last grouping, reused while its evidence is unchanged."""
+
+    def __init__(self) -> None:
+        self._tracker = JobTracker()
+        self._last: tuple[list[ProcessSample], list[ProcessHints | None], Grouping] | None = None
+
+    def group(self, rows: list[ProcessSample], hints: dict[int, ProcessHints]) -> Grouping:
+        """The jobs of ``rows`` (see :func:`group_jobs`); the previous ones when rows and hints are the same."""
+        evidence = [hints.get(row.pid) for row in rows]
+        if self._last is None or self._last[0] != rows or self._last[1] != evidence:
+            self._last = (rows, evidence, group_jobs(rows, hints, self._tracker))
+        return self._last[2]
 
 
 def _worker(trainer: ProcessSample, node: Descendant, facts: ProcessFacts) -> ProcessSample:

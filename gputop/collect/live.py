@@ -40,6 +40,7 @@ class LiveSource:
             driver=gpu.driver,
             devices=gpu.devices,
             processes=host.processes,
+            jobs=host.jobs,
             errors=gpu.errors + host.errors,
             label=LIVE_LABEL,
         )
