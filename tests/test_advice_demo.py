@@ -101,7 +101,6 @@ def test_imbalance_scenario_blames_no_single_gpu_for_a_straggler():
     assert f"gpu{slow}" not in {a.scope for a in found.get("healthy", [])}
 
 
-@pytest.mark.xfail(strict=True, reason="demo snapshots carry no jobs until demo.py fills Snapshot.jobs (collect side); remove this mark then")
 def test_imbalance_scenario_names_the_straggling_rank():
     advice, snap = advice_after("imbalance", 45)
     found = rules(advice)
