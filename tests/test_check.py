@@ -200,7 +200,8 @@ def test_demo_data_is_checked_with_its_prefilled_history(scenario, status, prese
 
     assert out.returncode == status, out.stdout + out.stderr
     assert present in out.stdout
-    assert "fit unscaled" in out.stdout.splitlines()[0]  # the two prefilled minutes count
+    # The two prefilled minutes count: holds longer than them (serving_idle's 5 min) are scaled to fit 120 s + 1 s.
+    assert out.stdout.splitlines()[0].endswith("(longest 300 s -> 120.5 s)")
 
 
 def test_a_recording_is_read_to_its_end_without_waiting(tmp_path):
@@ -232,13 +233,15 @@ def test_a_recording_checked_for_a_few_seconds_of_its_time(tmp_path):
 
 def test_windows_and_holds_scale_together_to_fit_and_nothing_else_changes():
     thresholds = Thresholds()
-    longest = max(getattr(thresholds, name) for name in scaled_names(thresholds))
+    longest_name = max(scaled_names(thresholds), key=lambda name: getattr(thresholds, name))
+    longest = getattr(thresholds, longest_name)
 
     fitted, factor = fit_thresholds(thresholds, 10.5, 0.5)
 
     assert factor == pytest.approx(10.0 / longest)
     assert fitted.window_s == pytest.approx(thresholds.window_s * factor)
-    assert fitted.idle_hold_s == pytest.approx(10.0)  # the longest now fits exactly
+    assert getattr(fitted, longest_name) == pytest.approx(10.0)  # the longest now fits exactly
+    assert fitted.idle_hold_s == pytest.approx(thresholds.idle_hold_s * factor)
     assert (fitted.clear_s, fitted.low_util_percent) == (thresholds.clear_s, thresholds.low_util_percent)
     assert fit_thresholds(thresholds, longest + 1, 0.5) == (thresholds, 1.0)
     assert fit_thresholds(thresholds, None, 0.5) == (thresholds, 1.0)

@@ -18,6 +18,10 @@ from dataclasses import dataclass
 from statistics import median
 
 from gputop.collect.model import JobSample, ProcessSample, ScopeKind, WorkloadKind
+from gputop.textsafe import safe_text
+
+EVIDENCE_LENGTH = 80
+"""Longest part of a job's own evidence quoted in advice."""
 
 TRAINER_KINDS = frozenset({WorkloadKind.TRAINING, WorkloadKind.UNKNOWN})
 """Workload kinds that get trainer advice without further evidence."""
@@ -58,10 +62,15 @@ class Job:
         return tuple(sorted({rank.device for rank in self.ranks}))
 
     def describe(self) -> str:
-        """``"job 3: 8 processes on 8 GPUs"`` for the evidence."""
+        """``"job 3: 8 processes on 8 GPUs; torchrun (PID 4100) started 8 ranks"`` for the evidence.
+
+        The job's own evidence (how it was grouped) follows, escaped: it quotes program names.
+        """
         processes = len({rank.process.pid for rank in self.ranks})
         noun = "process" if processes == 1 else "processes"
-        return f"job {self.sample.id}: {processes} {noun} on {len(self.devices)} GPUs"
+        text = f"job {self.sample.id}: {processes} {noun} on {len(self.devices)} GPUs"
+        how = safe_text(self.sample.evidence, EVIDENCE_LENGTH)
+        return f"{text}; {how}" if how else text
 
     def one_rank_per_gpu(self) -> bool:
         """True when it has several processes, each on its own GPU (DistributedDataParallel's layout)."""
