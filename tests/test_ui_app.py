@@ -285,7 +285,7 @@ def test_hostile_process_text_is_shown_escaped() -> None:
         table.sort_by("pid")
         await pilot.pause()
         text = screen_text(app)
-        assert "[red]bold[/red] [link=https://example.com]x[/" in text
+        assert "[red]bold[/red] [link=https://e" in text  # markup shown as text, cut to the command column
         assert "[b]mallor" in text
         assert "\x1b" not in text and "\x07" not in text
         assert table.selected_process().pid == 1
