@@ -64,3 +64,8 @@ def listing(items: list[str]) -> str:
 def workers_phrase(count: int) -> str:
     """``"1 DataLoader worker"`` or ``"4 DataLoader workers"``."""
     return f"{count} DataLoader worker" + ("" if count == 1 else "s")
+
+
+def minutes(seconds: float) -> str:
+    """A duration for evidence: ``"45 s"`` below a minute, else ``"3 min"``."""
+    return f"{seconds:.0f} s" if seconds < 60 else f"{seconds // 60:.0f} min"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gputop.advice.context import Context, Finding
-from gputop.advice.rules.base import Rule, gib, pct
+from gputop.advice.rules.base import Rule, gib, minutes, pct
 from gputop.collect.model import ScopeKind, Severity, WorkloadKind
 from gputop.textsafe import safe_text
 
@@ -29,7 +29,7 @@ def _evaluate(ctx: Context) -> list[Finding]:
         command = safe_text(process.cmdline or process.name, COMMAND_LENGTH) or "unknown command"
         evidence = (
             f"PID {process.pid} ({user}: {command}) holds {gib(memory)} on GPU {index} at {pct(util)} util "
-            f"for {_minutes(idle_for)}"
+            f"for {minutes(idle_for)}"
         )
         action = (
             f"if it is a forgotten notebook, debugger or finished job, stop it (kill {process.pid}) or free the "
@@ -38,11 +38,6 @@ def _evaluate(ctx: Context) -> list[Finding]:
         title = f"PID {process.pid} holds {gib(memory)} on idle GPU {index}"
         findings.append(RULE.finding(Severity.WARN, scope, title, evidence, action, (index,)))
     return findings
-
-
-def _minutes(seconds: float) -> str:
-    """``"45 s"`` below a minute, else ``"3 min"``."""
-    return f"{seconds:.0f} s" if seconds < 60 else f"{seconds // 60:.0f} min"
 
 
 RULE = Rule("idle_holding", _evaluate, hold=lambda thresholds: thresholds.idle_hold_s)

@@ -9,7 +9,7 @@ rule says what the reservation costs and how to shrink it if others need the GPU
 from __future__ import annotations
 
 from gputop.advice.context import Context, Finding
-from gputop.advice.rules.base import Rule, gib, pct
+from gputop.advice.rules.base import Rule, gib, minutes, pct
 from gputop.advice.servers import server_of
 from gputop.collect.model import ScopeKind, Severity, WorkloadKind
 from gputop.textsafe import safe_text
@@ -38,7 +38,7 @@ def _evaluate(ctx: Context) -> list[Finding]:
             command = safe_text(process.cmdline or process.name, COMMAND_LENGTH) or "unknown command"
             evidence = (
                 f"PID {process.pid} ({command}) holds {gib(memory)} ({pct(share)} of GPU {index}) at {pct(util)} util "
-                f"for {idle_for / 60:.0f} min; an inference server reserves it for its KV cache, so this is by design"
+                f"for {minutes(idle_for)}; an inference server reserves it for its KV cache, so this is by design"
             )
             action = (
                 f"nothing to do while GPU {index} is kept for serving; if others need it during lulls, {server.memory} "
