@@ -96,6 +96,29 @@ def test_inference_servers_by_name_and_by_behaviour(tmp_path, fake_nvml_lib):
     assert job_of(data, fed.pid)["kind"] == "training"
 
 
+def test_servers_that_rename_their_processes_are_inference(tmp_path, fake_nvml_lib):
+    """vLLM and SGLang retitle their GPU processes (setproctitle): the command line then reads only the title."""
+    code = "import os, time\nparent = os.getppid()\nwhile os.getppid() == parent: time.sleep(0.1)"
+    shells = [subprocess.Popen(["bash", "-c", f'exec -a "$0" {sys.executable} -c "$1" & echo $!; read', title, code],
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+              for title in ("VLLM::Worker_TP0", "sglang::scheduler", "vllm::not_the_title")]
+    try:  # each from its own shell, as separate servers are; the pid is printed once the child runs
+        pids = [int(shell.stdout.readline()) for shell in shells]
+        for pid, shell in zip(pids, shells, strict=True):
+            title = shell.args[3]
+            wait_until(lambda pid=pid, title=title: open(f"/proc/{pid}/cmdline", "rb").read().startswith(title.encode()),
+                       f"{title} running")
+        data, _ = gputop_json(tmp_path, fake_nvml_lib, [[pid] for pid in pids])
+    finally:
+        for shell in shells:
+            shell.stdin.close()
+            shell.wait(timeout=10)
+    vllm, sglang, lookalike = (job_of(data, pid) for pid in pids)
+    assert (vllm["kind"], vllm["evidence"]) == ("inference", "vLLM server (command line)")
+    assert (sglang["kind"], sglang["evidence"]) == ("inference", "SGLang server (command line)")
+    assert lookalike["kind"] == "unknown"  # titles are matched as the programs write them
+
+
 def test_a_kernel_started_by_a_jupyter_server_is_a_notebook(tmp_path, fake_nvml_lib):
     with notebook_kernel(tmp_path) as (_, kernel):
         data, _ = gputop_json(tmp_path, fake_nvml_lib, [[kernel]])

@@ -109,9 +109,14 @@ class Sign:
     """When set, a program name matches only with this subcommand (``serve`` for ``vllm``); modules need none."""
     launcher: bool = False
     """True for a launcher that starts the ranks of a distributed job (its GPU children are one job)."""
+    titles: tuple[str, ...] = ()
+    """Prefixes of the process titles the program gives its own processes (``setproctitle`` replaces the
+    command line): vLLM names its engine and workers ``VLLM::EngineCore``, ``VLLM::Worker_TP0``."""
 
     def matches(self, command: Command) -> bool:
-        """True when ``command`` runs this program."""
+        """True when ``command`` runs this program, or carries one of its process titles."""
+        if any(command.program.startswith(title) for title in self.titles):
+            return True
         if command.module is not None:
             return any(command.module == m or command.module.startswith(m + ".") for m in self.modules)
         if command.program.removesuffix(".py") not in self.programs:
@@ -120,19 +125,19 @@ class Sign:
 
 
 def _sign(label: str, kind: WorkloadKind, programs: tuple[str, ...] = (), modules: tuple[str, ...] = (),
-          subcommand: str | None = None, launcher: bool = False) -> Sign:
-    return Sign(label, kind, frozenset(programs), modules, subcommand, launcher)
+          subcommand: str | None = None, launcher: bool = False, titles: tuple[str, ...] = ()) -> Sign:
+    return Sign(label, kind, frozenset(programs), modules, subcommand, launcher, titles)
 
 
 _I, _N, _T = WorkloadKind.INFERENCE, WorkloadKind.NOTEBOOK, WorkloadKind.TRAINING
 
 SIGNS: tuple[Sign, ...] = (
     _sign("vllm serve", _I, ("vllm",), subcommand="serve"),
-    _sign("vLLM server", _I, modules=("vllm.entrypoints",)),
+    _sign("vLLM server", _I, modules=("vllm.entrypoints",), titles=("VLLM::",)),
     _sign("text-generation-inference", _I, ("text-generation-launcher", "text-generation-server"),
           modules=("text_generation_server",)),
     _sign("tritonserver", _I, ("tritonserver",)),
-    _sign("SGLang server", _I, modules=("sglang.launch_server",)),
+    _sign("SGLang server", _I, modules=("sglang.launch_server",), titles=("sglang::",)),
     _sign("trtllm-serve", _I, ("trtllm-serve",)),
     _sign("lmdeploy serve", _I, ("lmdeploy",), modules=("lmdeploy.serve",), subcommand="serve"),
     _sign("torchserve", _I, ("torchserve", "model_service_worker")),
