@@ -164,9 +164,9 @@ STALLING = Workload(
     util=(90, 98), bursty=False, gpu_memory_gib=38.5, sm_share=0.88, occupancy_share=0.4, tensor_share=0.55,
     dram_share=0.6, memory_util_share=0.55, power=(480, 620), temperature=(55, 66), clock_sm=(1935, 1980),
     throttle=(), hot_throttle=None, pcie_rx_gbs=(1.5, 6.0), pcie_tx_gbs=(0.2, 0.8), trainer_cpu=(96, 112),
-    worker_cpu=(25, 45), workers=6, worker_running=0.4, stall=(8.0, 3.0),
+    worker_cpu=(25, 45), workers=6, worker_running=0.4, stall=(7.0, 2.5),
 )
-"""A trainer that evaluates on its main process every few seconds: busy for 5 s, then idle for 3 s while the
+"""A trainer that evaluates on its main process every few seconds: busy for 4.5 s, then idle for 2.5 s while the
 main process computes metrics on the CPU and the workers sleep on their full queues."""
 
 COMM_BOUND = Workload(
@@ -328,7 +328,7 @@ SCENARIO_SPECS: dict[str, Scenario] = {
         ),
     ),
     "stalls": Scenario(
-        description="a trainer idle 3 s of every 8 s while its main process evaluates (workers asleep), "
+        description="a trainer idle 2.5 s of every 7 s while its main process evaluates (workers asleep), "
         "and a notebook kernel holding memory on a GPU another user's trainer keeps busy",
         gpu_count=2, cores=32, memory_gib=512, hostname="h100-node-14", iowait=(0.2, 1.0),
         jobs=(
