@@ -51,8 +51,8 @@ def workers_of(snapshot):
 
 def test_scenario_list_has_the_required_stories_and_mixed_is_default():
     required = {
-        "healthy", "input-bound", "small-batch", "throttling", "idle-holding", "imbalance", "mixed", "serving", "stalls",
-        "comm-bound",
+        "healthy", "input-bound", "small-batch", "throttling", "idle-holding", "imbalance", "mixed",
+        "serving", "stalls", "comm-bound",
     }
     assert required <= set(SCENARIOS)
     assert DEFAULT_SCENARIO == "mixed"

@@ -1,8 +1,8 @@
 """The demo's simulated machines: how each kind of workload behaves, and which jobs run where.
 
-A :class:`Workload` gives the ranges one GPU and its feeding processes move within; a :class:`Job`
-is one user's training run on one or more GPUs; a :class:`Scenario` is a whole host. The numbers
-are plausible for an H100 SXM (80 GiB HBM3, 700 W limit, 1980 MHz boost clock, PCIe gen5).
+A :class:`Workload` gives the ranges one GPU and its feeding processes move within; a :class:`Job` is one user's run (a trainer,
+an inference server, a notebook kernel) on one or more GPUs; a :class:`Scenario` is a whole host. The
+numbers are plausible for an H100 SXM (80 GiB HBM3, 700 W limit, 1980 MHz boost clock, PCIe gen5).
 """
 
 from __future__ import annotations
@@ -181,7 +181,7 @@ while NVLink carries 95-160 GB/s each way."""
 
 @dataclass(frozen=True, slots=True)
 class Job:
-    """One user's run: a trainer process per GPU, each with its DataLoader workers."""
+    """One user's run: a GPU process per GPU (a trainer with its DataLoader workers, a server, a kernel)."""
 
     user: str
     """Owner's user name."""
