@@ -32,9 +32,6 @@ if TYPE_CHECKING:
 ONCE_SETTLE_SECONDS = 0.3
 """Gap between the priming poll and the reported one in ``--once``, so CPU % and PCIe rates are real."""
 
-DEMO_PREFILL_SECONDS = 120.0
-"""Simulated history generated before a demo starts, so charts and advice are populated at once."""
-
 FIRST_POLL_WAIT_SECONDS = 1.0
 """How long the live UI waits for the first poll before it draws the screen without data."""
 
@@ -272,7 +269,9 @@ def _plan_check(sampler: Sampler, args: argparse.Namespace) -> CheckPlan:
     if not isinstance(sampler.advisor, AdviceEngine):
         raise CliError("--check needs the advice rules")
     if args.demo is not None:  # the demo's prefilled history counts too
-        what, available = f"demo data ({args.demo})", args.duration + DEMO_PREFILL_SECONDS
+        from gputop.collect.demo import prefill_seconds
+
+        what, available = f"demo data ({args.demo})", args.duration + prefill_seconds(args.demo)
     elif args.replay is not None:
         what, available = f"recording {args.replay.name}", args.duration
     else:
@@ -333,7 +332,7 @@ def _run(args: argparse.Namespace) -> int:
     try:
         plan = _plan_check(sampler, args) if args.check else None
         if clock is not None:
-            _prefill_demo(sampler, clock)
+            _prefill_demo(sampler, clock, args.demo)
         if sampler.filters.gpus is not None:
             _check_gpu_selection(sampler)
         if plan is not None:
@@ -509,9 +508,11 @@ class DemoClock:
         return time.time() - self.offset
 
 
-def _prefill_demo(sampler: Sampler, clock: DemoClock) -> None:
-    """Run the demo through ``DEMO_PREFILL_SECONDS`` of simulated time (on ``clock``) so charts and advice start full."""
-    steps = int(DEMO_PREFILL_SECONDS / sampler.interval)
+def _prefill_demo(sampler: Sampler, clock: DemoClock, scenario: str) -> None:
+    """Run the demo through its scenario's prefill of simulated time (on ``clock``) so charts and advice start full."""
+    from gputop.collect.demo import prefill_seconds
+
+    steps = int(prefill_seconds(scenario) / sampler.interval)
     recorder, sampler.recorder = sampler.recorder, None
     for step in range(steps, 0, -1):
         clock.offset = step * sampler.interval

@@ -8,15 +8,12 @@ from __future__ import annotations
 
 from gputop.advice.config import Thresholds
 from gputop.advice.engine import AdviceEngine
-from gputop.collect.demo import DemoSource
+from gputop.collect.demo import DemoSource, prefill_seconds
 from gputop.collect.history import History
 from gputop.collect.sampler import Sampler
 
 FROZEN_START = 1_700_000_000.0
 """Simulated epoch time where the history starts."""
-
-PREFILL_SNAPSHOTS = 240
-"""Snapshots of history made before the clock stops (two minutes at 0.5 s)."""
 
 PREFILL_STEP = 0.5
 """Simulated seconds between two prefill snapshots."""
@@ -40,13 +37,13 @@ class FrozenClock:
 
 
 def frozen_demo_sampler(scenario: str, interval: float = PREFILL_STEP) -> Sampler:
-    """A sampler over ``scenario`` with two minutes of history and advice, its clock stopped."""
+    """A sampler over ``scenario`` with its prefill of history and advice (two minutes for most), its clock stopped."""
     clock = FrozenClock()
     sampler = Sampler(
         DemoSource(scenario, seed=0, clock=clock), interval=interval, history=History(600),
         advisor=AdviceEngine(Thresholds()),
     )
-    for _ in range(PREFILL_SNAPSHOTS):
+    for _ in range(round(prefill_seconds(scenario) / PREFILL_STEP)):
         sampler.poll_once()
     clock.running = False
     return sampler

@@ -118,5 +118,68 @@ def test_mixed_scenario_shows_each_of_its_stories():
 
 
 def test_every_demo_scenario_is_covered():
-    covered = {"healthy", "input-bound", "small-batch", "throttling", "idle-holding", "imbalance", "mixed"}
+    covered = {
+        "healthy", "input-bound", "small-batch", "throttling", "idle-holding", "imbalance", "mixed",
+        "serving", "stalls", "comm-bound",
+    }
     assert set(SCENARIOS) <= covered
+
+
+TRAINER_RULES = {
+    "input_bound", "few_workers", "storage_bound", "batch_headroom", "mixed_precision", "launch_bound", "gpu_underused",
+    "oom_risk", "idle_holding", "periodic_stall", "straggler", "imbalance", "comm_bound", "pcie_h2d",
+}
+"""Rules whose advice is meant for trainers: an inference server or an idle notebook must never get them."""
+
+
+@pytest.mark.parametrize("seed", [0, 7])
+def test_serving_scenario_gives_servers_only_serving_advice(seed):
+    advice, snap = advice_after("serving", 340, seed)
+    found = rules(advice)
+    assert {job.kind for job in snap.jobs} == {"inference"}
+    assert all("(command line)" in job.evidence for job in snap.jobs)
+    assert not TRAINER_RULES & set(found), sorted(found)
+    assert all(a.severity == "info" for a in advice), [a.id for a in advice if a.severity != "info"]
+    idle = next(d.index for d in snap.devices if d.utilization_gpu_percent == 0)
+    tgi = next(p for p in snap.processes if p.device_index == idle)
+    assert [a.scope for a in found["serving_idle"]] == [f"pid{tgi.pid}"]
+    assert "TGI" in found["serving_idle"][0].title and "--cuda-memory-fraction" in found["serving_idle"][0].action
+    triton = next(p for p in snap.processes if p.name == "tritonserver")
+    assert [a.scope for a in found["serving_batching"]] == [f"gpu{triton.device_index}"]
+    assert "dynamic batching" in found["serving_batching"][0].action
+    vllm = {p.device_index for p in snap.processes if "vllm serve" in p.cmdline}
+    assert len(vllm) == 2
+    assert not {f"gpu{index}" for index in vllm} & {a.scope for a in advice if not a.id.startswith("healthy:")}
+
+
+def test_serving_scenario_names_the_idle_server_only_after_a_long_lull():
+    advice, _ = advice_after("serving", 240)
+    assert "serving_idle" not in rules(advice)
+    assert "serving_batching" in rules(advice)
+
+
+@pytest.mark.parametrize("seed", [0, 7])
+def test_stalls_scenario_names_the_period_and_spares_the_notebook(seed):
+    advice, snap = advice_after("stalls", 130, seed)
+    found = rules(advice)
+    stall = found["periodic_stall"]
+    assert [a.scope for a in stall] == ["gpu0"] and stall[0].severity == "warn"
+    assert "every 7.0 s for" in stall[0].evidence
+    share = int(stall[0].title.split("(")[1].split(" %")[0])
+    assert 25 <= share <= 45, stall[0].title
+    assert "workers sleep during the stalls" in stall[0].action
+    assert [a.id for a in advice if a.severity != "info"] == ["periodic_stall:gpu0"]
+    notebook = next(job for job in snap.jobs if job.kind == "notebook")
+    assert notebook.devices == (1,)
+    assert not {f"pid{pid}" for pid in notebook.pids} & {a.scope for a in advice}
+    assert not TRAINER_RULES & set(found) - {"periodic_stall"}, sorted(found)
+
+
+@pytest.mark.parametrize("seed", [0, 7])
+def test_comm_bound_scenario_blames_communication_for_the_whole_job(seed):
+    advice, snap = advice_after("comm-bound", 45, seed)
+    found = rules(advice)
+    (job,) = snap.jobs
+    assert [a.scope for a in found["comm_bound"]] == [f"job{job.id}"]
+    assert "NVLink" in found["comm_bound"][0].evidence and "4 ranks" in found["comm_bound"][0].evidence
+    assert [a.id for a in advice] == [f"comm_bound:job{job.id}"]

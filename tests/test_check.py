@@ -204,6 +204,21 @@ def test_demo_data_is_checked_with_its_prefilled_history(scenario, status, prese
     assert out.stdout.splitlines()[0].endswith("(longest 300 s -> 120.5 s)")
 
 
+@pytest.mark.parametrize(("scenario", "status", "present"), [
+    ("stalls", 1, "WARN     gpu0: GPU 0 stalls every 7 s"),
+    ("comm-bound", 1, "WARN     job1: Job 1 spends its steps communicating"),
+    ("serving", 0, "Idle TGI (PID"),
+])
+def test_each_demo_story_stands_after_a_short_check(scenario, status, present):
+    out = gputop(None, "--check", "--demo", scenario, "--duration", "1")
+
+    assert out.returncode == status, out.stdout + out.stderr
+    assert present in out.stdout
+    if scenario == "serving":  # prefilled past the idle server's 5-minute hold, so nothing is scaled
+        assert "fit unscaled" in out.stdout.splitlines()[0]
+        assert "INFO     gpu3: GPU 3 serves in small batches" in out.stdout
+
+
 def test_a_recording_is_read_to_its_end_without_waiting(tmp_path):
     recording = write_demo_recording(tmp_path / "throttling.jsonl", "throttling", 240)  # 2 minutes of data
 

@@ -74,6 +74,16 @@ def test_help_documents_every_flag():
     assert "input-bound" in out.stdout  # scenarios are listed
 
 
+def test_demo_help_lists_every_scenario_with_its_story():
+    from gputop.collect.demo import SCENARIOS
+
+    out = run("--demo", "--help")
+    assert out.returncode == 0
+    text = " ".join(out.stdout.split()).replace("- ", "-")  # argparse wraps lines, also after a hyphen
+    for name, story in SCENARIOS.items():
+        assert f"{name}: {' '.join(story.split()[:3])}" in text, name
+
+
 def test_interval_below_the_minimum_is_refused():
     out = run("--demo", "--interval", "0.05")
     assert out.returncode == 2

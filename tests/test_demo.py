@@ -50,7 +50,10 @@ def workers_of(snapshot):
 
 
 def test_scenario_list_has_the_required_stories_and_mixed_is_default():
-    required = {"healthy", "input-bound", "small-batch", "throttling", "idle-holding", "imbalance", "mixed"}
+    required = {
+        "healthy", "input-bound", "small-batch", "throttling", "idle-holding", "imbalance", "mixed",
+        "serving", "stalls", "comm-bound",
+    }
     assert required <= set(SCENARIOS)
     assert DEFAULT_SCENARIO == "mixed"
     assert all(text.strip() and "\n" not in text for text in SCENARIOS.values())
@@ -255,3 +258,70 @@ def test_mixed_is_a_shared_eight_gpu_server_with_several_stories(windows):
     assert any(d.utilization_gpu_percent > 30 for d in small)
     assert any(w.cpu_percent >= 95 for w in workers_of(snapshot))
     assert snapshot.driver is not None and snapshot.driver.driver_version
+
+
+def test_serving_is_servers_without_workers_or_launcher_holding_their_kv_cache(windows):
+    snapshots = windows["serving"]
+    first = snapshots[0]
+    assert not workers_of(first)
+    assert {job.kind for job in first.jobs} == {"inference"}
+    assert all(job.launcher_pid is None and job.world_size is None for job in first.jobs)
+    vllm = [p for p in gpus_of(first) if "vllm serve" in p.cmdline]
+    assert sorted(p.device_index for p in vllm) == [0, 1] and vllm[0].job == vllm[1].job
+    for snapshot in snapshots:
+        for index in (0, 1):
+            d = snapshot.devices[index]
+            assert 0.88 <= d.memory_used_bytes / d.memory_total_bytes <= 0.91
+            assert d.memory_used_bytes == first.devices[index].memory_used_bytes, "a server's reserve never moves"
+    utils = [s.devices[0].utilization_gpu_percent for s in snapshots]
+    assert max(utils) - min(utils) >= 20, "utilization should swing with the requests"
+    idle = [s.devices[2] for s in snapshots]
+    assert all(d.utilization_gpu_percent == 0 and d.memory_used_bytes > 0.8 * d.memory_total_bytes for d in idle)
+    small = [s.devices[3] for s in snapshots]
+    assert statistics.mean(d.utilization_gpu_percent for d in small) > 60
+    assert statistics.mean(d.sm_active_percent for d in small) < 35
+
+
+def test_stalls_are_a_regular_square_wave_with_the_workers_asleep(windows):
+    snapshots = windows["stalls"]
+    stalled = [s.devices[0].utilization_gpu_percent <= 10 for s in snapshots]
+    assert 0.25 <= sum(stalled) / len(stalled) <= 0.45
+    starts = [snapshots[i].timestamp for i in range(1, len(snapshots)) if stalled[i] and not stalled[i - 1]]
+    assert len(starts) >= 10
+    assert {round(b - a, 1) for a, b in itertools.pairwise(starts)} == {7.0}
+    for snapshot, down in zip(snapshots, stalled, strict=True):
+        workers = [w for w in workers_of(snapshot) if w.device_index == 0]
+        assert len(workers) == 6
+        if down:
+            assert all(w.status == "sleeping" and w.cpu_percent < 2 for w in workers)
+            assert snapshot.devices[0].power_watts < 150
+        else:
+            assert snapshot.devices[0].utilization_gpu_percent >= 20
+
+
+def test_stalls_notebook_holds_memory_on_a_gpu_another_users_trainer_keeps_busy(windows):
+    for snapshot in windows["stalls"]:
+        on_gpu1 = [p for p in gpus_of(snapshot) if p.device_index == 1]
+        notebook = next(p for p in on_gpu1 if "ipykernel_launcher" in p.cmdline)
+        trainer = next(p for p in on_gpu1 if p is not notebook)
+        assert notebook.user != trainer.user
+        assert notebook.sm_percent == 0 and notebook.gpu_memory_bytes > 10 * GIB and notebook.cpu_percent < 5
+        assert snapshot.devices[1].utilization_gpu_percent >= 90
+    kinds = {job.kind for job in windows["stalls"][0].jobs}
+    assert kinds == {"training", "notebook"}
+
+
+def test_comm_bound_ranks_are_equally_busy_with_few_sms_and_heavy_nvlink(windows):
+    for snapshot in windows["comm-bound"]:
+        utils = [d.utilization_gpu_percent for d in snapshot.devices]
+        assert min(utils) >= 93
+        for d in snapshot.devices:
+            assert d.sm_active_percent < 40
+            assert 90e9 <= d.nvlink_tx_bytes_per_s <= 165e9 and 90e9 <= d.nvlink_rx_bytes_per_s <= 165e9
+    assert windows["comm-bound"][0].jobs[0].world_size == 4
+
+
+def test_other_scenarios_report_no_nvlink_rates(windows):
+    """NVLink rates stay unknown where the story does not need them, as they were before they existed."""
+    for name in ("mixed", "small-batch", "serving", "stalls"):
+        assert all(d.nvlink_tx_bytes_per_s is None for d in windows[name][0].devices)

@@ -26,6 +26,7 @@ from gputop.collect.recording import Recorder
 from gputop.collect.replay import ReplaySource
 from gputop.collect.sampler import MIN_INTERVAL, Sampler
 from gputop.collect.timegrid import TimeGrid
+from gputop.frozen_demo import frozen_demo_sampler
 from gputop.ui.advice_panel import AdvicePanel, AdviceSummary
 from gputop.ui.app import GputopApp
 from gputop.ui.gpu_detail import GpuDetailScreen
@@ -520,6 +521,34 @@ def test_a_double_click_on_a_gpu_opens_its_detail_screen() -> None:
         await wait_for(pilot, lambda: isinstance(app.screen, GpuDetailScreen))
         assert app.screen.device_index == 3
         assert sampler.history.latest.devices[3].uuid in screen_text(app)
+
+    run_app(app, (160, 45), body)
+
+
+@pytest.mark.parametrize(("scenario", "titles"), [
+    ("stalls", ("GPU 0 stalls every 7 s",)),
+    ("comm-bound", ("Job 1 spends its steps communicating",)),
+    ("serving", ("GPU 3 serves in small batches", "Idle TGI (PID")),
+])
+def test_each_demo_story_shows_its_advice_at_start(scenario: str, titles: tuple[str, ...]) -> None:
+    """The prefilled history lets the story's advice stand on the first frame; scrolling the panel reaches each one."""
+    app = GputopApp(frozen_demo_sampler(scenario))
+
+    async def body(app: GputopApp, pilot: Pilot) -> None:
+        await wait_for(pilot, lambda: app.snapshots_applied >= 1)
+        advice = app.query_one(AdvicePanel)
+        assert advice.display
+        advice.show(app.snapshot, force=True)
+        await pilot.pause()
+        seen = screen_text(app)
+        for _ in range(10):
+            if all(title in seen for title in titles):
+                break
+            advice.scroll_down(animate=False)
+            await pilot.pause()
+            seen += screen_text(app)
+        for title in titles:
+            assert title in seen
 
     run_app(app, (160, 45), body)
 

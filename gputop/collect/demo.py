@@ -56,6 +56,10 @@ DEMO_DRIVER = DriverInfo(driver_version="550.90.07", cuda_driver_version="12.4",
 """Driver versions the demo reports."""
 WORKER_NAME = "pt_data_worker"
 """The process name PyTorch gives DataLoader workers."""
+STALL_WATTS = 115.0
+"""Power of a stalled H100: clocks still up, no kernels running."""
+STALL_EDGE_S = 0.25
+"""Seconds a stall takes to begin or end in the readings (NVML averages utilization over its sample period)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +75,7 @@ class _SimGpu:
     clock: SmoothNoise
     pcie: SmoothNoise
     gpm: SmoothNoise
+    nvlink: SmoothNoise
     energy_base: float
 
 
@@ -94,6 +99,7 @@ class _SimProcess:
     gpu_memory_bytes: int
     memory_moves: bool
     num_workers: int | None
+    guest: bool
     cpu: SmoothNoise
     status: SmoothNoise
 
@@ -132,6 +138,8 @@ class DemoSource:
     def _build_gpus(self, rng: random.Random) -> tuple[_SimGpu, ...]:
         workloads = [FREE] * self._spec.gpu_count
         for job in self._spec.jobs:
+            if job.guest:
+                continue
             for index, workload in zip(job.gpus, job.workloads, strict=True):
                 workloads[index] = workload
         uptime = rng.uniform(3, 20) * 86400.0
@@ -149,6 +157,7 @@ class DemoSource:
                     clock=SmoothNoise(self.seed, channel + "clock", 3.0),
                     pcie=SmoothNoise(self.seed, channel + "pcie", 0.8),
                     gpm=SmoothNoise(self.seed, channel + "gpm", 1.9),
+                    nvlink=SmoothNoise(self.seed, channel + "nvlink", 0.7),
                     energy_base=uptime * (workload.power[0] + workload.power[1]) * 0.5,
                 )
             )
@@ -176,7 +185,8 @@ class DemoSource:
                         core=next_core, rss_bytes=int(job.rss_gib * GIB * rng.uniform(0.95, 1.05)),
                         cpu_range=workload.trainer_cpu, running_share=0.0,
                         gpu_memory_bytes=int(workload.gpu_memory_gib * GIB) // (2 * MIB) * (2 * MIB),
-                        memory_moves=workload.util[1] > 0, num_workers=workload.workers,
+                        memory_moves=workload.util[1] > 0 and not workload.server, num_workers=workload.workers,
+                        guest=job.guest,
                         cpu=SmoothNoise(self.seed, channel, 1.3),
                         status=SmoothNoise(self.seed, channel + "status", 0.7),
                     )
@@ -192,7 +202,7 @@ class DemoSource:
                             create_time=round(created + 38.0 + rng.uniform(0, 0.4), 2), core=next_core,
                             rss_bytes=int(rng.uniform(2.1, 3.4) * GIB), cpu_range=workload.worker_cpu,
                             running_share=workload.worker_running, gpu_memory_bytes=0, memory_moves=False,
-                            num_workers=None, cpu=SmoothNoise(self.seed, channel, 1.1),
+                            num_workers=None, guest=job.guest, cpu=SmoothNoise(self.seed, channel, 1.1),
                             status=SmoothNoise(self.seed, channel + "status", 0.6),
                         )
                     )
@@ -224,13 +234,22 @@ class DemoSource:
             x = x * x * x
         util = round(w.util[0] + (w.util[1] - w.util[0]) * x)
         power = w.power[0] + (w.power[1] - w.power[0]) * (0.6 * x + 0.4 * gpu.power.unit(t))
+        busy = _busy(w, t)
+        if busy < 1.0:  # a stall: no kernels, power down to what the clocks alone draw
+            util = round(util * busy)
+            power = STALL_WATTS + (power - STALL_WATTS) * busy
         heat = 0.25 * x + 0.75 * gpu.temperature.unit(t)
         temp = round(w.temperature[0] + (w.temperature[1] - w.temperature[0]) * heat)
         clock = w.clock_sm[0] + (w.clock_sm[1] - w.clock_sm[0]) * gpu.clock.unit(t)
         throttle = w.throttle
         if w.hot_throttle is not None and temp >= w.temperature[1] - 1:
             throttle = throttle + (w.hot_throttle,)
-        pcie = x if w.bursty else gpu.pcie.unit(t)
+        pcie = (x if w.bursty else gpu.pcie.unit(t)) * busy
+        nvlink_tx = nvlink_rx = None
+        if w.nvlink_gbs is not None:  # ring all-reduce: each GPU receives about what it sends, a moment apart
+            low, high = w.nvlink_gbs
+            nvlink_tx = round((low + (high - low) * gpu.nvlink.unit(t)) * 1e9 * busy)
+            nvlink_rx = round((low + (high - low) * gpu.nvlink.unit(t - 0.3)) * 1e9 * busy)
         gpm = 0.94 + 0.06 * gpu.gpm.unit(t)
         return DeviceSample(
             index=gpu.index,
@@ -259,6 +278,8 @@ class DemoSource:
             sm_occupancy_percent=round(util * w.occupancy_share * gpm, 1),
             tensor_active_percent=round(util * w.tensor_share * gpm, 1),
             dram_active_percent=round(util * w.dram_share * gpm, 1),
+            nvlink_tx_bytes_per_s=nvlink_tx,
+            nvlink_rx_bytes_per_s=nvlink_rx,
         )
 
     def _gpu_memory(self, proc: _SimProcess, t: float) -> int:
@@ -271,17 +292,20 @@ class DemoSource:
         lo, hi = proc.cpu_range
         cpu = round(lo + (hi - lo) * proc.cpu.unit(t), 1)
         if proc.role == ProcessRole.GPU:
-            util = device.utilization_gpu_percent or 0.0
+            util = 0.0 if proc.guest else device.utilization_gpu_percent or 0.0
             return ProcessSample(
                 pid=proc.pid, role=ProcessRole.GPU, device_index=proc.device_index, ppid=proc.ppid, name=proc.name,
                 cmdline=proc.cmdline, user=proc.user, gpu_memory_bytes=self._gpu_memory(proc, t),
                 sm_percent=float(max(0, round(util - 3 * proc.status.unit(t)))),
-                gpu_memory_percent=device.utilization_memory_percent, gpu_process_type=GpuProcessType.COMPUTE, cpu_percent=cpu,
+                gpu_memory_percent=0.0 if proc.guest else device.utilization_memory_percent,
+                gpu_process_type=GpuProcessType.COMPUTE, cpu_percent=cpu,
                 rss_bytes=proc.rss_bytes, elapsed_seconds=round(max(0.0, t - proc.create_time), 2),
                 create_time=proc.create_time, status="running" if cpu >= 50 else "sleeping",
                 num_workers=proc.num_workers,
             )
         running = proc.status.unit(t) < proc.running_share
+        if not proc.guest and _busy(self._gpus[proc.device_index].workload, t) < 0.5:  # asleep on a full queue
+            cpu, running = round(0.2 + 1.3 * proc.cpu.unit(t), 1), False
         return ProcessSample(
             pid=proc.pid, role=ProcessRole.DATALOADER_WORKER, device_index=proc.device_index, trainer_pid=proc.trainer_pid,
             ppid=proc.ppid, name=proc.name, cmdline=proc.cmdline, user=proc.user, cpu_percent=cpu,
@@ -324,6 +348,23 @@ class DemoSource:
 
     def close(self) -> None:
         """Nothing to release; present for the source protocol."""
+
+
+def _busy(workload: Workload, t: float) -> float:
+    """How much of the time the GPU works at ``t``: 1.0 between stalls (and without any), 0.0 inside one,
+    in between over ``STALL_EDGE_S`` at its edges."""
+    if workload.stall is None:
+        return 1.0
+    period, idle = workload.stall
+    phase = t % period
+    if phase >= idle:
+        return 1.0
+    return max(0.0, 1.0 - min(phase, idle - phase) / STALL_EDGE_S)
+
+
+def prefill_seconds(scenario: str) -> float:
+    """Simulated history to run before ``scenario`` shows: long enough for its advice to have held."""
+    return SCENARIO_SPECS[scenario].prefill_s
 
 
 def _hints(job: Job, number: int, rank: int, parent: int, created: float) -> ProcessHints:

@@ -1,13 +1,13 @@
 """The demo's simulated machines: how each kind of workload behaves, and which jobs run where.
 
-A :class:`Workload` gives the ranges one GPU and its feeding processes move within; a :class:`Job`
-is one user's training run on one or more GPUs; a :class:`Scenario` is a whole host. The numbers
-are plausible for an H100 SXM (80 GiB HBM3, 700 W limit, 1980 MHz boost clock, PCIe gen5).
+A :class:`Workload` gives the ranges one GPU and its feeding processes move within; a :class:`Job` is one user's run (a trainer,
+an inference server, a notebook kernel) on one or more GPUs; a :class:`Scenario` is a whole host. The
+numbers are plausible for an H100 SXM (80 GiB HBM3, 700 W limit, 1980 MHz boost clock, PCIe gen5).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +52,14 @@ class Workload:
     """DataLoader workers per trainer."""
     worker_running: float
     """Fraction of the time a worker is running rather than sleeping on a full queue."""
+    stall: tuple[float, float] | None = None
+    """``(period, idle)`` seconds of regular stalls: every ``period`` the GPU idles for ``idle`` seconds while the
+    workers sleep on their full queues; None when the GPU never stalls."""
+    nvlink_gbs: tuple[float, float] | None = None
+    """Range of NVLink traffic each way in GB/s; None when NVML reports no NVLink rates."""
+    server: bool = False
+    """True for an inference server: it reserves its GPU memory once at start (weights and KV cache), so the
+    amount never moves; it has no DataLoader workers."""
 
 
 HEALTHY = Workload(
@@ -127,10 +135,53 @@ FREE = Workload(
 )
 """A GPU nobody uses."""
 
+VLLM_LOAD = Workload(
+    util=(60, 99), bursty=False, gpu_memory_gib=71.6, sm_share=0.82, occupancy_share=0.34, tensor_share=0.45,
+    dram_share=0.78, memory_util_share=0.7, power=(380, 640), temperature=(58, 70), clock_sm=(1935, 1980),
+    throttle=(), hot_throttle=None, pcie_rx_gbs=(0.02, 0.3), pcie_tx_gbs=(0.01, 0.15), trainer_cpu=(85, 101),
+    worker_cpu=(0, 0), workers=0, worker_running=0.0, server=True,
+)
+"""An LLM server under load with continuous batching: utilization swings with the requests, 90 % of the memory
+reserved at start (``--gpu-memory-utilization 0.9``, most of it KV cache), its worker spinning on one core."""
+
+SERVER_IDLE = Workload(
+    util=(0, 0), bursty=False, gpu_memory_gib=69.8, sm_share=0.0, occupancy_share=0.0, tensor_share=0.0,
+    dram_share=0.0, memory_util_share=0.0, power=(70, 76), temperature=(32, 36), clock_sm=(345, 345),
+    throttle=("gpu_idle",), hot_throttle=None, pcie_rx_gbs=(0.0, 0.0002), pcie_tx_gbs=(0.0, 0.0001),
+    trainer_cpu=(0.3, 2.5), worker_cpu=(0, 0), workers=0, worker_running=0.0, server=True,
+)
+"""An LLM server nobody sends requests to: idle for hours, still holding its KV-cache reserve."""
+
+SERVER_SMALL_BATCH = Workload(
+    util=(55, 88), bursty=False, gpu_memory_gib=9.6, sm_share=0.33, occupancy_share=0.12, tensor_share=0.2,
+    dram_share=0.3, memory_util_share=0.3, power=(190, 280), temperature=(45, 53), clock_sm=(1980, 1980),
+    throttle=(), hot_throttle=None, pcie_rx_gbs=(0.5, 2.2), pcie_tx_gbs=(0.2, 0.9), trainer_cpu=(70, 130),
+    worker_cpu=(0, 0), workers=0, worker_running=0.0, server=True,
+)
+"""A model server answering many requests one at a time (no dynamic batching): busy, yet few SMs active."""
+
+STALLING = Workload(
+    util=(90, 98), bursty=False, gpu_memory_gib=38.5, sm_share=0.88, occupancy_share=0.4, tensor_share=0.55,
+    dram_share=0.6, memory_util_share=0.55, power=(480, 620), temperature=(55, 66), clock_sm=(1935, 1980),
+    throttle=(), hot_throttle=None, pcie_rx_gbs=(1.5, 6.0), pcie_tx_gbs=(0.2, 0.8), trainer_cpu=(96, 112),
+    worker_cpu=(25, 45), workers=6, worker_running=0.4, stall=(7.0, 2.5),
+)
+"""A trainer that evaluates on its main process every few seconds: busy for 4.5 s, then idle for 2.5 s while the
+main process computes metrics on the CPU and the workers sleep on their full queues."""
+
+COMM_BOUND = Workload(
+    util=(93, 99), bursty=False, gpu_memory_gib=61.0, sm_share=0.36, occupancy_share=0.16, tensor_share=0.22,
+    dram_share=0.3, memory_util_share=0.3, power=(300, 390), temperature=(52, 60), clock_sm=(1980, 1980),
+    throttle=(), hot_throttle=None, pcie_rx_gbs=(0.5, 2.0), pcie_tx_gbs=(0.1, 0.5), trainer_cpu=(100, 115),
+    worker_cpu=(8, 20), workers=4, worker_running=0.12, nvlink_gbs=(95, 160),
+)
+"""A DDP rank whose steps are mostly gradient all-reduce: NCCL kernels keep it "busy" with few SMs active
+while NVLink carries 95-160 GB/s each way."""
+
 
 @dataclass(frozen=True, slots=True)
 class Job:
-    """One user's run: a trainer process per GPU, each with its DataLoader workers."""
+    """One user's run: a GPU process per GPU (a trainer with its DataLoader workers, a server, a kernel)."""
 
     user: str
     """Owner's user name."""
@@ -147,7 +198,11 @@ class Job:
     rss_gib: float
     """Resident host memory of each trainer."""
     parent: str = "-bash"
-    """Command line of the trainers' parent when there is no launcher: a login shell, or a Jupyter server."""
+    """Command line of the trainers' parent when there is no launcher: a login shell, a Jupyter server, or the
+    process that started an inference server's GPU workers."""
+    guest: bool = False
+    """True when the job only holds memory on GPUs whose behaviour another job sets (a notebook kernel next to
+    someone's trainer): its workloads give only its processes' memory and CPU, and its processes use no SMs."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,6 +223,8 @@ class Scenario:
     """Range of host iowait percent."""
     jobs: tuple[Job, ...]
     """The runs on this host."""
+    prefill_s: float = 120.0
+    """Simulated history run before the demo shows, so charts are full and advice has held long enough to appear."""
 
 
 def _ddp(
@@ -191,6 +248,19 @@ _JUPYTER_LAB = "/opt/conda/bin/python /opt/conda/bin/jupyter-lab --no-browser --
 _DAVE_SWEEP = "/home/dave/venv/bin/python finetune.py --config configs/vit_b16_cifar.yaml --batch-size 8 --lr {lr}"
 _ERIN_PRETRAIN = "pretrain.py --config configs/gpt2_xl.yaml --grad-accum 4"
 _FRANK_SEG = "train.py --config configs/unet_seg.yaml --eval-every 50"
+_VLLM = (
+    "/usr/bin/python3 /opt/venv/bin/vllm serve meta-llama/Llama-3.1-8B-Instruct --tensor-parallel-size 2 "
+    "--gpu-memory-utilization 0.9 --port 8000"
+)
+_TGI_LAUNCHER = "/usr/local/bin/text-generation-launcher --model-id mistralai/Mistral-7B-Instruct-v0.3 --port 8080"
+_TGI_SHARD = (
+    "/opt/conda/bin/python3.11 /opt/conda/bin/text-generation-server serve mistralai/Mistral-7B-Instruct-v0.3 "
+    "--uds-path /tmp/text-generation-server --json-output"
+)
+_TRITON = "/opt/tritonserver/bin/tritonserver --model-repository=/models --http-port 8000 --grpc-port 8001"
+_IVAN_EVAL = "/usr/bin/python3 train.py --config configs/dlrm_criteo.yaml --eval-every 40"
+_JUDY_VIT = "/usr/bin/python3 train.py --config configs/vit_l16_in21k.yaml --bf16"
+_KIM_FULL_FT = "train.py --config configs/qwen2_5_3b_full_ft.yaml --per-device-batch-size 1"
 
 SCENARIO_SPECS: dict[str, Scenario] = {
     "mixed": Scenario(
@@ -246,6 +316,33 @@ SCENARIO_SPECS: dict[str, Scenario] = {
                 "frank", (0, 1, 2, 3), (STRAGGLER_PEER, STRAGGLER_PEER, STRAGGLER, STRAGGLER_PEER), _FRANK_SEG, 2.1, 9.0
             ),
         ),
+    ),
+    "serving": Scenario(
+        description="an inference host: vLLM under load on 2 GPUs, an idle TGI server holding its KV cache, "
+        "and a Triton server busy with unbatched requests",
+        gpu_count=4, cores=64, memory_gib=1024, hostname="h100-infer-02", iowait=(0.1, 0.6), prefill_s=330.0,
+        jobs=(
+            Job("svc-llm", (0, 1), (VLLM_LOAD,) * 2, _VLLM, None, 19.0, 6.8, _VLLM),
+            Job("henry", (2,), (SERVER_IDLE,), _TGI_SHARD, None, 26.0, 4.9, _TGI_LAUNCHER),
+            Job("svc-embed", (3,), (SERVER_SMALL_BATCH,), _TRITON, None, 52.0, 3.6, "/usr/bin/tini -- " + _TRITON),
+        ),
+    ),
+    "stalls": Scenario(
+        description="a trainer idle 2.5 s of every 7 s while its main process evaluates (workers asleep), "
+        "and a notebook kernel holding memory on a GPU another user's trainer keeps busy",
+        gpu_count=2, cores=32, memory_gib=512, hostname="h100-node-14", iowait=(0.2, 1.0),
+        jobs=(
+            Job("ivan", (0,), (STALLING,), _IVAN_EVAL, None, 0.6, 9.5),
+            Job("judy", (1,), (replace(HEALTHY, gpu_memory_gib=52.0),), _JUDY_VIT, None, 5.5, 8.2),
+            Job("carol", (1,), (replace(IDLE_HOLD, gpu_memory_gib=11.4),), _CAROL_NOTEBOOK, None, 3.0, 4.6,
+                _JUPYTER_LAB, guest=True),
+        ),
+    ),
+    "comm-bound": Scenario(
+        description="a 4-GPU DDP job spending its steps in all-reduce: all ranks at about 96 % util, "
+        "SMs about 35 % active, NVLink busy",
+        gpu_count=4, cores=64, memory_gib=1024, hostname="h100-node-08", iowait=(0.2, 1.0),
+        jobs=(_ddp("kim", (0, 1, 2, 3), (COMM_BOUND,) * 4, _KIM_FULL_FT, 4.2, 14.0),),
     ),
 }
 """Every scenario by name, the default first."""
