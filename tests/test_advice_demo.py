@@ -150,6 +150,10 @@ def test_serving_scenario_gives_servers_only_serving_advice(seed):
     vllm = {p.device_index for p in snap.processes if "vllm serve" in p.cmdline}
     assert len(vllm) == 2
     assert not {f"gpu{index}" for index in vllm} & {a.scope for a in advice if not a.id.startswith("healthy:")}
+    # a busy server's GPU is healthy in serving words, and that all-clear comes after the advice that asks for something
+    assert {a.scope for a in found["healthy"]} == {f"gpu{index}" for index in vllm}
+    assert all("the server keeps up" in a.action and "batch size" not in a.action for a in found["healthy"])
+    assert [a.id.startswith("healthy:") for a in advice] == sorted(a.id.startswith("healthy:") for a in advice)
 
 
 def test_serving_scenario_names_the_idle_server_only_after_a_long_lull():

@@ -6,6 +6,7 @@ from gputop.advice.config import Thresholds
 from gputop.advice.context import Context, Finding
 from gputop.advice.hysteresis import Hysteresis
 from gputop.advice.rules import HEALTHY, RULES
+from gputop.advice.rules.healthy import is_all_clear
 from gputop.advice.verdict import consistent
 from gputop.collect.history import History
 from gputop.collect.model import Advice, ScopeKind, Severity, Snapshot
@@ -58,10 +59,12 @@ class AdviceEngine:
         return tuple(advice)
 
 
-def _order(advice: Advice) -> tuple[int, int, int, str, str]:
-    """Sort key: severity, then host before GPUs before processes (numerically), then id."""
+def _order(advice: Advice) -> tuple[int, bool, int, int, str, str]:
+    """Sort key: severity, the all-clear "healthy" advice after the rest of its severity (so the advice that asks
+    for something is in view first), then host before jobs, GPUs and processes (numerically), then id."""
+    severity, all_clear = SEVERITY_RANK[advice.severity], is_all_clear(advice)
     parsed = ScopeKind.parse(advice.scope)
     if parsed is None:
-        return (SEVERITY_RANK[advice.severity], len(SCOPE_RANK), 0, advice.scope, advice.id)
+        return (severity, all_clear, len(SCOPE_RANK), 0, advice.scope, advice.id)
     kind, number = parsed
-    return (SEVERITY_RANK[advice.severity], SCOPE_RANK[kind], -1 if number is None else number, advice.scope, advice.id)
+    return (severity, all_clear, SCOPE_RANK[kind], -1 if number is None else number, advice.scope, advice.id)

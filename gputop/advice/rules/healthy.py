@@ -12,7 +12,12 @@ from __future__ import annotations
 
 from gputop.advice.context import Context, Finding
 from gputop.advice.rules.base import Rule, gib, pct
-from gputop.collect.model import Advice, ScopeKind, Severity
+from gputop.collect.model import Advice, ScopeKind, Severity, WorkloadKind
+
+TRAINING_ACTION = "nothing to change; keep watching after changes to the model, data or batch size"
+"""What a busy training (or unknown) GPU needs."""
+SERVING_ACTION = "nothing to change; the server keeps up with its load; keep watching when traffic or the model changes"
+"""What a busy GPU that only serves inference needs."""
 
 
 def _evaluate(ctx: Context) -> list[Finding]:
@@ -30,7 +35,8 @@ def _evaluate(ctx: Context) -> list[Finding]:
             evidence += f", SMs active {pct(sm_active.mean)} (GPM)"
         if device.memory_used_bytes is not None and device.memory_total_bytes:
             evidence += f", memory {gib(device.memory_used_bytes)} of {gib(device.memory_total_bytes)}"
-        action = "nothing to change; keep watching after changes to the model, data or batch size"
+        serving = all(ctx.kind_of(process) == WorkloadKind.INFERENCE for process in ctx.gpu_processes[index])
+        action = SERVING_ACTION if serving else TRAINING_ACTION
         findings.append(RULE.finding(Severity.INFO, ScopeKind.GPU.of(index), f"GPU {index} is busy and nothing looks wrong", evidence, action, (index,)))
     return findings
 
