@@ -66,11 +66,6 @@ class Checked:
         [job] = [j for j in self.data["jobs"] if j["id"] == row["job"]]
         return job
 
-    def only(self, rule: str) -> dict:
-        """The one piece of advice of ``rule``."""
-        [found] = [a for a in self.data["advice"] if a["id"].partition(":")[0] == rule]
-        return found
-
     def dump(self) -> str:
         """The advice, for assertion messages."""
         return self.headline + "\n" + "\n".join(f"{a['id']} {a['severity']}: {a['title']} | {a['evidence']}"
@@ -107,7 +102,7 @@ def assert_absent(checked: Checked, *rules: str) -> None:
     assert not checked.rules() & set(rules), checked.dump()
 
 
-BUSY_RANK = """
+BUSY_TRAINER = """
 import os
 parent = os.getppid()
 count = 0
@@ -124,7 +119,7 @@ def busy_trainer(tmp_path: Path) -> Iterator[subprocess.Popen]:
     """``python train.py`` burning one core, with no DataLoader workers."""
     script = tmp_path / "cpu" / "train.py"
     script.parent.mkdir(parents=True, exist_ok=True)
-    script.write_text(BUSY_RANK)
+    script.write_text(BUSY_TRAINER)
     proc = subprocess.Popen([sys.executable, str(script), "--num-workers", "0"])
     try:
         yield proc
@@ -210,7 +205,7 @@ def test_a_sweep_of_one_user_is_separate_jobs_without_imbalance_or_straggler(tmp
 # ---- not every GPU process is a trainer ----
 
 def test_a_loaded_vllm_server_gets_no_trainer_advice_and_no_warning(tmp_path, fake_nvml_lib):
-    with server(tmp_path, ["serve", "meta-llama/Meta-Llama-3-8B-Instruct"]) as (pid, port):
+    with server(tmp_path, ["serve", "meta-llama/Meta-Llama-3-8B-Instruct"]) as (pid, _):
         gpu = FakeGpu(util_gpu=Sine(65.0, 25.0, 2600), util_mem=Sine(40.0, 15.0, 2600), mem_used=72 * GIB,
                       power_mw=Sine(450_000, 150_000, 2600), compute_processes=[(pid, 71 * GIB)])
         checked = check(tmp_path, fake_nvml_lib, [gpu], duration=8)
@@ -236,7 +231,9 @@ def test_a_notebook_beside_a_busy_trainer_gets_nothing(tmp_path, fake_nvml_lib):
 # ---- trainers and their input ----
 
 STALL_CONFIG = "[advice]\nidle_hold_s = 30\nserving_idle_hold_s = 30\n"
-"""Shorter holds for the idle rules, so the 60 s stall window is the longest and a 20 s check keeps a third of it."""
+"""Shorter holds for the idle rules, so the 60 s stall window is the longest and a 20 s check keeps a third of it.
+With the defaults the 300 s ``serving_idle_hold_s`` is the longest: a 20 s check scales every window by 0.07, a
+4 s stall window cannot hold three 3 s periods, and the 2 s averaging window calls the stalls under-use."""
 
 
 def test_periodic_stalls_of_a_forkserver_trainer_are_named_with_their_period(tmp_path, fake_nvml_lib):
