@@ -56,6 +56,11 @@ class Checked:
         """Standing advice by id."""
         return {a["id"]: a for a in self.data["advice"]}
 
+    def standing(self, advice_id: str) -> dict:
+        """The advice ``advice_id``, which must stand (the failure lists what stood instead)."""
+        assert advice_id in self.advice, f"{advice_id} does not stand:\n{self.dump()}"
+        return self.advice[advice_id]
+
     def rules(self) -> set[str]:
         """Rule names of the standing advice."""
         return {advice_id.partition(":")[0] for advice_id in self.advice}
@@ -137,7 +142,7 @@ def test_a_straggling_rank_of_a_torchrun_job_is_named_with_its_pid_and_gpu(tmp_p
     job = checked.job_of(launched.ranks[5])
     assert job["pids"] == launched.ranks and job["kind"] == "training"
     slow = launched.ranks[5]
-    advice = checked.advice[f"straggler:job{job['id']}"]
+    advice = checked.standing(f"straggler:job{job['id']}")
     assert advice["severity"] == "warn"
     assert advice["title"].startswith(f"Rank 5 (PID {slow}) on GPU 5 holds back job {job['id']}")
     assert f"rank 5 (PID {slow}) on GPU 5 util 5" in advice["evidence"]
@@ -178,7 +183,7 @@ def test_a_communication_bound_ddp_job_is_named_as_a_job(tmp_path, fake_nvml_lib
         checked = check(tmp_path, fake_nvml_lib, gpus, duration=8)
     job = checked.job_of(launched.ranks[0])
     assert job["pids"] == launched.ranks
-    advice = checked.advice[f"comm_bound:job{job['id']}"]
+    advice = checked.standing(f"comm_bound:job{job['id']}")
     assert advice["severity"] == "warn"
     assert advice["evidence"].startswith("4 ranks at 9")
     assert "SMs active 2" in advice["evidence"] and "(GPM)" in advice["evidence"]
@@ -243,7 +248,7 @@ def test_periodic_stalls_of_a_forkserver_trainer_are_named_with_their_period(tmp
         checked = check(tmp_path, fake_nvml_lib, [gpu], duration=20, interval=0.25, config=STALL_CONFIG)
     assert "scaled by 0.33" in checked.headline
     assert checked.job_of(trainer.pid)["kind"] == "training"
-    advice = checked.advice["periodic_stall:gpu0"]
+    advice = checked.standing("periodic_stall:gpu0")
     assert advice["severity"] == "warn"
     found = re.search(r"GPU 0 stalls every (\d+\.\d) s for (\d+\.\d) s \(\d+ stalls, (\d+) % of the last 20 s stalled",
                       advice["evidence"])
@@ -260,7 +265,7 @@ def test_a_trainer_without_workers_is_told_to_set_num_workers(tmp_path, fake_nvm
     with busy_trainer(tmp_path) as proc:
         gpu = FakeGpu(util_gpu=Sine(30.0, 4.0, 1800), mem_used=60 * GIB, compute_processes=[(proc.pid, 59 * GIB)])
         checked = check(tmp_path, fake_nvml_lib, [gpu], duration=8)
-    advice = checked.advice[f"few_workers:pid{proc.pid}"]
+    advice = checked.standing(f"few_workers:pid{proc.pid}")
     assert advice["severity"] == "warn"
     assert advice["title"] == f"PID {proc.pid} loads its data in the training process (num_workers=0) for GPU 0"
     assert f"trainer PID {proc.pid} loads data in its main process (num_workers=0) at" in advice["evidence"]
@@ -315,7 +320,7 @@ def test_spawn_workers_that_keep_up_leave_the_blame_on_the_training_code(tmp_pat
     workers = [p for p in checked.data["processes"] if p["role"] == "dataloader_worker"]
     assert len(workers) == 2 and all(w["trainer_pid"] == trainer.pid for w in workers), workers  # not the tracker
     assert checked.job_of(trainer.pid)["kind"] == "training"
-    advice = checked.advice["gpu_underused:gpu0"]
+    advice = checked.standing("gpu_underused:gpu0")
     assert advice["severity"] == "warn"
     assert re.search(rf"GPU 0 util 2\d % over the last \d+ s; trainer PID {trainer.pid} at \d+ % CPU; "
                      r"its 2 DataLoader workers at \d+(-\d+)? %", advice["evidence"]), advice["evidence"]
@@ -364,14 +369,13 @@ def test_a_real_torch_loop_gets_its_measured_wait_and_autocast_cited(tmp_path, f
     [row] = [p for p in checked.data["processes"] if p["pid"] == starved.pid]
     wait = row["input_wait_percent"]
     assert wait >= 30 and row["loader_num_workers"] == 3  # starved by the rules' input_wait_percent
-    bound = checked.advice["input_bound:gpu0"]
+    bound = checked.standing("input_bound:gpu0")
     assert bound["severity"] == "warn"
     found = re.search(rf"GPU 0's trainer \(PID {starved.pid}\) waits (\d+) % of each step for data "
                       r"\(measured by gputop.torch\)", bound["evidence"])
     assert found and abs(int(found.group(1)) - wait) <= 1, bound["evidence"]
     assert "workers not CPU-bound" in bound["title"] and "CPU-bound data loading" not in bound["title"]
-    assert "mixed_precision:gpu1" in checked.advice, checked.dump()
-    precision = checked.advice["mixed_precision:gpu1"]
+    precision = checked.standing("mixed_precision:gpu1")
     assert precision["severity"] == "info"
     found = re.match(rf"autocast off \(gputop.torch\) in PID {fast.pid} at (\d+) % util", precision["evidence"])
     assert found and 85 <= int(found.group(1)) <= 95, precision["evidence"]
