@@ -107,6 +107,23 @@ def test_shells_and_session_managers_do_not_make_a_job_but_other_parents_do():
     assert jobs[4].kind == NOTEBOOK
 
 
+def test_runs_a_python_driver_started_with_different_command_lines_are_separate_jobs():
+    driver = ProcessHints(parent_name="python", parent_argv=("python", "sweep.py"))
+    spawned = "python -c 'from multiprocessing.spawn import spawn_main; spawn_main(pipe_handle={})' " \
+              "--multiprocessing-fork"
+    rows = [gpu(11, 0, ppid=8, cmdline="python train.py --lr 1e-3"),
+            gpu(12, 1, ppid=8, cmdline="python train.py --lr 3e-4"),
+            gpu(21, 2, ppid=9, cmdline="python run.py --seed 1"),
+            gpu(22, 3, ppid=9, cmdline="python run.py --seed 1"),
+            gpu(31, 4, ppid=7, cmdline=spawned.format(5)), gpu(32, 5, ppid=7, cmdline=spawned.format(7)),
+            gpu(41, 6, ppid=6, cmdline="VLLM::Worker_TP0"), gpu(42, 7, ppid=6, cmdline="VLLM::Worker_TP1")]
+    spawner = ProcessHints(parent_name="python", parent_argv=("python", "train.py"))
+    engine = ProcessHints(parent_name="VLLM::EngineCor", parent_argv=("VLLM::EngineCore",))
+    hints = {11: driver, 12: driver, 21: driver, 22: driver, 31: spawner, 32: spawner, 41: engine, 42: engine}
+    jobs = group_jobs(rows, hints, JobTracker()).jobs
+    assert [job.pids for job in jobs] == [(11,), (12,), (21, 22), (31, 32), (41, 42)]
+
+
 def test_a_parent_on_a_gpu_joins_its_gpu_children():
     rows = [gpu(10, 0, ppid=5, cmdline="vllm serve m"), gpu(11, 1, ppid=10, cmdline="python -c x")]
     hints = {10: SHELL, 11: ProcessHints(parent_name="vllm", parent_argv=("vllm", "serve", "m"))}

@@ -233,3 +233,30 @@ def test_the_probe_answers_from_its_cache_until_its_period_ends():
     finally:
         proc.kill()
         proc.wait()
+
+
+_DRIVER = """
+import subprocess, sys, time
+runs = [subprocess.Popen([sys.executable, sys.argv[1], "--lr", lr]) for lr in ("1e-3", "3e-4")]
+print(" ".join(str(run.pid) for run in runs), flush=True)
+sys.stdin.read()
+for run in runs:
+    run.kill()
+"""
+
+
+def test_runs_a_python_sweep_driver_starts_with_different_arguments_are_separate_jobs(tmp_path, fake_nvml_lib):
+    from support.workloads import FOLLOW_PARENT
+
+    run = tmp_path / "run.py"
+    run.write_text(FOLLOW_PARENT)
+    driver = subprocess.Popen([sys.executable, "-c", _DRIVER, str(run)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              text=True)
+    try:
+        assert driver.stdout is not None
+        pids = [int(pid) for pid in driver.stdout.readline().split()]
+        data, _ = gputop_json(tmp_path, fake_nvml_lib, [[pid] for pid in pids])
+    finally:
+        driver.kill()
+        driver.wait()
+    assert sorted(tuple(j["pids"]) for j in data["jobs"]) == sorted((pid,) for pid in pids)

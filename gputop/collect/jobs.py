@@ -6,7 +6,8 @@ Every GPU process belongs to exactly one job. Strongest evidence first:
    ``MASTER_ADDR:MASTER_PORT`` (and ``TORCHELASTIC_RUN_ID``), or the same Slurm job step;
 2. a launcher parent (torchrun, deepspeed, accelerate launch, mpirun, srun, ...): its GPU children;
 3. a shared parent that is not a shell, terminal or session manager (``torch.multiprocessing.spawn``
-   children of ``python train.py``), the parent itself included when it uses a GPU too;
+   children of ``python train.py``), the parent itself included when it uses a GPU too; but Python runs
+   a driver started with different command lines (``train.py --lr 1e-3``, ``--lr 3e-4``) are a sweep;
 4. anything else is a job of one; one process on several GPUs is DataParallel.
 
 The user name is never evidence: a sweep of one user's runs stays separate jobs. Ids come from a
@@ -30,6 +31,7 @@ from gputop.collect.workload import (
     find_sign,
     is_session,
     parse_command,
+    split_cmdline,
 )
 
 ENV_KEYS = frozenset({
@@ -117,6 +119,7 @@ class _Member:
     create_time: float | None
     devices: list[int]
     command: Command
+    argv: tuple[str, ...]
     has_workers: bool
     hints: ProcessHints
     parent: Command | None
@@ -147,7 +150,7 @@ def group_jobs(processes: Sequence[ProcessSample], hints: Mapping[int, ProcessHi
             hint = hints.get(process.pid, NO_HINTS)
             member = members[process.pid] = _Member(
                 process.pid, process.ppid, process.create_time, [], command_of(process.cmdline, process.name),
-                bool(process.num_workers), hint, _parent_command(hint),
+                _argv_of(process.cmdline), bool(process.num_workers), hint, _parent_command(hint),
             )
         if process.device_index is not None and process.device_index not in member.devices:
             member.devices.append(process.device_index)
@@ -212,6 +215,8 @@ def _groups(members: Mapping[int, _Member]) -> list[_Group]:
         elif not is_session(first.hints.parent_name, first.parent):
             if ppid in left and ppid not in {m.pid for m in found}:
                 found = [left[ppid], *found]
+            else:
+                found = _one_program(found)
             if len(found) < 2:
                 continue
             shown = first.parent.shown
@@ -226,6 +231,23 @@ def _groups(members: Mapping[int, _Member]) -> list[_Group]:
             evidence = f"DataParallel: PID {member.pid} uses GPUs {_span(member.devices)}"
         groups.append(_Group(("pid", member.pid, member.create_time), evidence, [member]))
     return groups
+
+
+@functools.lru_cache(maxsize=1024)
+def _argv_of(cmdline: str | None) -> tuple[str, ...]:
+    """The arguments of a GPU process's command line; remembered, as in ``command_of``."""
+    return split_cmdline(cmdline)
+
+
+def _one_program(siblings: list[_Member]) -> list[_Member]:
+    """``siblings`` as one job, or [] when they are a sweep: runs a driver started with different command
+    lines, each of a Python script or module of its own (not a ``multiprocessing`` child, whose command line
+    is ``python -c ...``, nor a fork of the parent, which keeps the parent's command line)."""
+    runs = all(
+        (m.command.module is not None or m.command.program.endswith(".py")) and m.argv != m.hints.parent_argv
+        for m in siblings
+    )
+    return [] if runs and len({m.argv for m in siblings}) > 1 else siblings
 
 
 def _job(number: int, group: _Group) -> JobSample:
