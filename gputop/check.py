@@ -4,9 +4,10 @@ For cron jobs, Slurm prologs/epilogs and CI smoke tests (docs/check.md). Exit st
 warn or critical advice stands, ``EXIT_WARN``, ``EXIT_CRITICAL`` (also when a GPU was lost during the
 check) and ``EXIT_CANNOT_CHECK``.
 
-A check shorter than the rules' averaging windows and hold times would never see advice form, so the
-thresholds whose names end in ``window_s`` or ``hold_s`` are scaled down together to fit the time there
-is (``fit_thresholds``); the report's first line says so.
+A check shorter than the rules' averaging windows and hold times would never see advice form, so each
+threshold whose name ends in ``window_s`` and is longer than the check is cut to the check's time, and each
+ending in ``hold_s`` to half of it (``fit_thresholds``); the others keep their values, and the report's first
+line names what was cut.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 from gputop.advice.config import Thresholds
 from gputop.advice.engine import AdviceEngine
@@ -33,8 +35,11 @@ EXIT_CRITICAL = 2
 EXIT_CANNOT_CHECK = 3
 """Nothing could be checked: no NVML (and not --demo), no GPU, a bad recording or a usage error."""
 
-SCALED_SUFFIXES = ("window_s", "hold_s")
-"""Thresholds ending in these are durations a condition needs to show; a short check scales them down."""
+WINDOW_SUFFIX = "window_s"
+"""Thresholds ending in this are averaging windows; a short check cuts them to its time."""
+HOLD_SUFFIX = "hold_s"
+"""Thresholds ending in this are how long a condition must hold; a short check cuts them to half its time,
+so that a condition that forms after the first polls can still hold long enough to show."""
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 """Signals that end a check early; it still reports what stood then."""
@@ -51,10 +56,20 @@ class CheckPlan:
     """The data checked, e.g. ``"live data"``, ``"demo data"``, ``"recording run.jsonl"``."""
     duration_s: float | None
     """Seconds of sampling asked for (recording time with a replay); None: a whole recording."""
-    factor: float
-    """Scale applied to the window and hold thresholds (1.0: unchanged)."""
-    longest_s: float
-    """The longest window or hold before scaling, seconds."""
+    fitting: Fitting
+    """Which windows and holds were cut to fit the check."""
+
+
+@dataclass(frozen=True, slots=True)
+class Fitting:
+    """The windows and holds a short check cut to fit its time."""
+
+    window_cap_s: float
+    """Longest window kept, seconds (the check's time less one poll)."""
+    hold_cap_s: float
+    """Longest hold kept, seconds (half the window cap)."""
+    cut: tuple[tuple[str, float], ...] = ()
+    """(threshold name, its value before) for each one cut, in declaration order; empty when all fit."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,34 +88,38 @@ class CheckResult:
     """Why nothing could be checked, or None."""
 
 
-def scaled_names(thresholds: Thresholds) -> list[str]:
-    """Names of the thresholds a short check scales: every ``*window_s`` and ``*hold_s`` field."""
-    return [f.name for f in dataclasses.fields(thresholds) if f.name.endswith(SCALED_SUFFIXES)]
+def fitted_names(thresholds: Thresholds) -> list[str]:
+    """Names of the thresholds a short check may cut: every ``*window_s`` and ``*hold_s`` field."""
+    return [f.name for f in dataclasses.fields(thresholds) if f.name.endswith((WINDOW_SUFFIX, HOLD_SUFFIX))]
 
 
-def fit_thresholds(thresholds: Thresholds, available_s: float | None, interval_s: float) -> tuple[Thresholds, float]:
-    """``thresholds`` with windows and holds scaled to fit ``available_s`` seconds of data, and the factor.
+def fit_thresholds(thresholds: Thresholds, available_s: float | None, interval_s: float) -> tuple[Thresholds, Fitting]:
+    """``thresholds`` with the windows and holds that do not fit ``available_s`` seconds of data cut to fit.
 
     The last poll must still see a condition that held from the first one, so one poll interval is
-    kept aside. Nothing changes when everything fits or when the time is unknown (a whole recording).
+    kept aside: windows are cut to what is left, holds to half of it. Thresholds that fit keep their
+    values; nothing changes when the time is unknown (a whole recording).
     """
-    names = scaled_names(thresholds)
-    longest = max((getattr(thresholds, name) for name in names), default=0.0)
-    if available_s is None or longest <= 0:
-        return thresholds, 1.0
-    usable = max(0.0, available_s - interval_s)
-    if longest <= usable:
-        return thresholds, 1.0
-    factor = usable / longest
-    return dataclasses.replace(thresholds, **{name: getattr(thresholds, name) * factor for name in names}), factor
+    if available_s is None:
+        return thresholds, Fitting(float("inf"), float("inf"))
+    window_cap = max(0.0, available_s - interval_s)
+    hold_cap = window_cap / 2
+    cut: list[tuple[str, float]] = []
+    changes: dict[str, Any] = {}
+    for name in fitted_names(thresholds):
+        value = getattr(thresholds, name)
+        cap = window_cap if name.endswith(WINDOW_SUFFIX) else hold_cap
+        if value > cap:
+            cut.append((name, value))
+            changes[name] = cap
+    return dataclasses.replace(thresholds, **changes), Fitting(window_cap, hold_cap, tuple(cut))
 
 
 def plan_check(engine: AdviceEngine, interval_s: float, what: str, duration_s: float | None,
                available_s: float | None) -> CheckPlan:
     """Fit ``engine``'s thresholds to ``available_s`` seconds of data (see ``fit_thresholds``) and describe the check."""
-    longest = max((getattr(engine.thresholds, name) for name in scaled_names(engine.thresholds)), default=0.0)
-    engine.thresholds, factor = fit_thresholds(engine.thresholds, available_s, interval_s)
-    return CheckPlan(what, duration_s, factor, longest)
+    engine.thresholds, fitting = fit_thresholds(engine.thresholds, available_s, interval_s)
+    return CheckPlan(what, duration_s, fitting)
 
 
 class StopFlag:
@@ -193,7 +212,7 @@ def exit_status(result: CheckResult) -> int:
 
 
 def headline(plan: CheckPlan, result: CheckResult, interval_s: float) -> str:
-    """The report's first line: what was checked, for how long, and whether the rules' times were scaled."""
+    """The report's first line: what was checked, for how long, and which of the rules' times were cut to fit."""
     devices = len(result.snapshot.devices)
     if plan.duration_s is None:
         span = f"{result.elapsed_s:.0f} s of {plan.what} (the whole recording)"
@@ -202,11 +221,13 @@ def headline(plan: CheckPlan, result: CheckResult, interval_s: float) -> str:
     line = f"gputop check: {span}, {devices} GPU{'s' if devices != 1 else ''}, polled every {interval_s:g} s"
     if result.stopped_by is not None:
         line += f"; stopped by {result.stopped_by} after {result.elapsed_s:.1f} s"
-    if plan.factor < 1.0:
-        line += (f"; rule windows and holds scaled by {plan.factor:.2f} to fit (longest "
-                 f"{plan.longest_s:g} s -> {plan.longest_s * plan.factor:.1f} s)")
+    fitting = plan.fitting
+    if fitting.cut:
+        names = ", ".join(f"{name} {value:g} s" for name, value in fitting.cut)
+        line += (f"; cut to fit: windows to {fitting.window_cap_s:.1f} s, holds to {fitting.hold_cap_s:.1f} s "
+                 f"({names})")
     elif plan.duration_s is not None:
-        line += "; rule windows and holds fit unscaled"
+        line += "; rule windows and holds fit as set"
     return line
 
 

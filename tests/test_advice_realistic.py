@@ -78,15 +78,11 @@ class Checked:
 
 
 def check(tmp_path: Path, lib: Path, gpus: list[FakeGpu], duration: float, interval: float = 0.5,
-          config: str | None = None, env: dict[str, str] | None = None) -> Checked:
-    """`gputop --check --duration D --interval I --json [--config FILE]` on the fake GPUs ``gpus``."""
+          env: dict[str, str] | None = None) -> Checked:
+    """`gputop --check --duration D --interval I --json` on the fake GPUs ``gpus``, with the default thresholds."""
     scenario = FakeScenario(gpus=gpus).write(tmp_path / "scenario.txt")
     args = [sys.executable, "-m", "gputop", "--check", "--duration", f"{duration:g}", "--interval", f"{interval:g}",
             "--json"]
-    if config is not None:
-        path = tmp_path / "check.toml"
-        path.write_text(config, encoding="utf-8")
-        args += ["--config", str(path)]
     out = subprocess.run(args, capture_output=True, text=True, env=fake_nvml_env(lib, scenario, base=env),
                          timeout=duration + 60, check=False)
     assert out.returncode in (0, 1, 2), out.stderr
@@ -235,18 +231,13 @@ def test_a_notebook_beside_a_busy_trainer_gets_nothing(tmp_path, fake_nvml_lib):
 
 # ---- trainers and their input ----
 
-STALL_CONFIG = "[advice]\nidle_hold_s = 30\nserving_idle_hold_s = 30\n"
-"""Shorter holds for the idle rules, so the 60 s stall window is the longest and a 20 s check keeps a third of it.
-With the defaults the 300 s ``serving_idle_hold_s`` is the longest: a 20 s check scales every window by 0.07, a
-4 s stall window cannot hold three 3 s periods, and the 2 s averaging window calls the stalls under-use."""
-
-
 def test_periodic_stalls_of_a_forkserver_trainer_are_named_with_their_period(tmp_path, fake_nvml_lib):
     with fake_trainer(tmp_path, workers=("sleep", "sleep"), layout="forkserver") as trainer:
         gpu = FakeGpu(util_gpu=Square(100, 0, 1500, 1500), mem_used=60 * GIB,
                       compute_processes=[(trainer.pid, 59 * GIB)])
-        checked = check(tmp_path, fake_nvml_lib, [gpu], duration=20, interval=0.25, config=STALL_CONFIG)
-    assert "scaled by 0.33" in checked.headline
+        checked = check(tmp_path, fake_nvml_lib, [gpu], duration=20, interval=0.25)
+    # the windows longer than the check (30 s averaging, 60 s stall window) are cut to it, the holds to half
+    assert "cut to fit: windows to 19.8 s, holds to 9.9 s (window_s 30 s, " in checked.headline
     assert checked.job_of(trainer.pid)["kind"] == "training"
     advice = checked.standing("periodic_stall:gpu0")
     assert advice["severity"] == "warn"

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from gputop.advice.config import Thresholds
-from gputop.check import fit_thresholds, scaled_names
+from gputop.check import fit_thresholds, fitted_names
 from gputop.collect.demo import DemoSource
 from gputop.collect.serialize import snapshot_from_dict, snapshot_to_json
 from support.fake_nvml import FakeGpu, FakeScenario, count_calls, fake_nvml_env
@@ -59,7 +59,7 @@ def test_a_throttled_gpu_exits_1_with_the_throttling_advice(tmp_path, fake_nvml_
     assert out.returncode == 1, out.stdout + out.stderr
     lines = out.stdout.splitlines()
     assert lines[0].startswith("gputop check: 3 s of live data, 2 GPUs, polled every 0.2 s")
-    assert "scaled by" in lines[0]  # 3 s is far shorter than the rules' windows and holds
+    assert "cut to fit: windows to 2.8 s, holds to 1.4 s (window_s 30 s," in lines[0]  # 3 s is shorter than them
     assert any(line.startswith("WARN     gpu0: GPU 0 is thermal/hardware throttled") for line in lines)
     assert any("hw_thermal" in line and line.strip().startswith("evidence:") for line in lines)
     assert any(line.strip().startswith("action:") for line in lines)
@@ -87,8 +87,7 @@ def test_gpus_and_the_config_file_are_respected(tmp_path, fake_nvml_lib):
     assert only_free.returncode == 0, only_free.stdout + only_free.stderr
     assert "1 GPU," in only_free.stdout.splitlines()[0]
     assert "gpu0" not in only_free.stdout
-    assert "scaled by 0.00" in only_free.stdout.splitlines()[0]  # the config's 1000 s hold is the longest
-    assert "longest 1000 s" in only_free.stdout.splitlines()[0]
+    assert "free_hold_s 1000 s" in only_free.stdout.splitlines()[0]  # the config's hold, cut to fit
 
 
 def test_json_prints_the_final_snapshot_and_exits_by_its_advice(tmp_path, fake_nvml_lib):
@@ -200,8 +199,9 @@ def test_demo_data_is_checked_with_its_prefilled_history(scenario, status, prese
 
     assert out.returncode == status, out.stdout + out.stderr
     assert present in out.stdout
-    # The two prefilled minutes count: holds longer than them (serving_idle's 5 min) are scaled to fit 120 s + 1 s.
-    assert out.stdout.splitlines()[0].endswith("(longest 300 s -> 120.5 s)")
+    # The two prefilled minutes count: only the holds longer than half of 120 s + 1 s are cut.
+    assert out.stdout.splitlines()[0].endswith(
+        "cut to fit: windows to 120.5 s, holds to 60.2 s (idle_hold_s 120 s, serving_idle_hold_s 300 s)")
 
 
 @pytest.mark.parametrize(("scenario", "status", "present"), [
@@ -214,8 +214,8 @@ def test_each_demo_story_stands_after_a_short_check(scenario, status, present):
 
     assert out.returncode == status, out.stdout + out.stderr
     assert present in out.stdout
-    if scenario == "serving":  # prefilled past the idle server's 5-minute hold, so nothing is scaled
-        assert "fit unscaled" in out.stdout.splitlines()[0]
+    if scenario == "serving":  # prefilled 330 s: only the idle server's 5-minute hold is cut, to half of that
+        assert out.stdout.splitlines()[0].endswith("holds to 165.2 s (serving_idle_hold_s 300 s)")
         assert "INFO     gpu3: GPU 3 serves in small batches" in out.stdout
 
 
@@ -241,22 +241,25 @@ def test_a_recording_checked_for_a_few_seconds_of_its_time(tmp_path):
     assert out.returncode == 0, out.stdout + out.stderr
     first = out.stdout.splitlines()[0]
     assert first.startswith("gputop check: 5 s of recording healthy.jsonl")
-    assert "scaled by" in first
+    assert "cut to fit: windows to 4.5 s, holds to 2.2 s" in first
 
 
 # ---- fitting the rules' times ----
 
-def test_windows_and_holds_scale_together_to_fit_and_nothing_else_changes():
+def test_only_the_windows_and_holds_that_do_not_fit_are_cut_and_nothing_else_changes():
     thresholds = Thresholds()
-    longest_name = max(scaled_names(thresholds), key=lambda name: getattr(thresholds, name))
-    longest = getattr(thresholds, longest_name)
+    names = fitted_names(thresholds)
+    assert {"window_s", "hold_s", "idle_hold_s", "stall_window_s"} <= set(names)
 
-    fitted, factor = fit_thresholds(thresholds, 10.5, 0.5)
+    fitted, fitting = fit_thresholds(thresholds, 40.5, 0.5)  # windows up to 40 s, holds up to 20 s
 
-    assert factor == pytest.approx(10.0 / longest)
-    assert fitted.window_s == pytest.approx(thresholds.window_s * factor)
-    assert getattr(fitted, longest_name) == pytest.approx(10.0)  # the longest now fits exactly
-    assert fitted.idle_hold_s == pytest.approx(thresholds.idle_hold_s * factor)
+    assert (fitting.window_cap_s, fitting.hold_cap_s) == (40.0, 20.0)
+    assert fitted.window_s == thresholds.window_s == 30.0  # fits: kept as set
+    assert fitted.hold_s == thresholds.hold_s and fitted.throttle_hold_s == thresholds.throttle_hold_s
+    assert (fitted.stall_window_s, fitted.idle_hold_s, fitted.serving_idle_hold_s) == (40.0, 20.0, 20.0)
+    assert dict(fitting.cut) == {name: getattr(thresholds, name) for name in names
+                                 if getattr(thresholds, name) > (40.0 if name.endswith("window_s") else 20.0)}
     assert (fitted.clear_s, fitted.low_util_percent) == (thresholds.clear_s, thresholds.low_util_percent)
-    assert fit_thresholds(thresholds, longest + 1, 0.5) == (thresholds, 1.0)
-    assert fit_thresholds(thresholds, None, 0.5) == (thresholds, 1.0)
+    longest = max(getattr(thresholds, name) for name in names)
+    assert fit_thresholds(thresholds, 2 * longest + 1, 0.5)[0] == thresholds
+    assert fit_thresholds(thresholds, None, 0.5)[0] == thresholds
