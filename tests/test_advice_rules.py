@@ -291,3 +291,17 @@ def test_gpm_rules_stay_silent_when_gpm_fields_are_none() -> None:
 def test_unknown_utilization_stays_silent() -> None:
     device = dataclasses.replace(gpu(), utilization_gpu_percent=None)
     assert run(steady([device], INPUT_BOUND), 60) == ()
+
+
+def test_under_used_gpu_claims_the_input_is_fine_only_when_the_wait_was_measured():
+    """Workers blocked on network reads look idle from outside: without gputop.torch the advice asks to measure."""
+    guessed = {a.id: a for a in run(steady([gpu(util=31.0)], [trainer(cpu=40.0), *workers(cpus=(2, 3, 2, 1))]), 60.0)}
+    measured = {a.id: a for a in run(
+        steady([gpu(util=31.0)], [trainer(cpu=40.0, input_wait_percent=4.0), *workers(cpus=(2, 3, 2, 1))]), 60.0)}
+
+    unsure, sure = guessed["gpu_underused:gpu0"], measured["gpu_underused:gpu0"]
+    assert "reads that block" in unsure.title and "not by the input pipeline" not in unsure.title
+    assert unsure.action.startswith("first measure the input wait: wrap the loader with gputop.torch.watch(loader)")
+    assert "not by the input pipeline" in sure.title
+    assert "waits 4 % of each step for data (measured by gputop.torch)" in sure.evidence
+    assert "gputop.torch.watch" not in sure.action

@@ -1,10 +1,26 @@
-"""GPU under-used although neither the input pipeline nor storage is the bottleneck: the training code itself."""
+"""GPU under-used although neither the input pipeline nor storage is the bottleneck: the training code itself.
+
+Only a wait measured inside the loop (``gputop.torch``) rules the input out. From outside, workers
+blocked on network reads (object stores, HTTP) use no CPU and cause no iowait, so they look the same
+as workers with nothing to do; without the measurement the advice says so and asks for it first.
+"""
 
 from __future__ import annotations
 
 from gputop.advice.context import Context, Finding
 from gputop.advice.rules.base import Rule, pct, pct_range, workers_phrase
 from gputop.collect.model import ScopeKind, Severity
+
+PROFILE_ACTION = (
+    "profile a few steps with torch.profiler (or nsys profile -t cuda,nvtx) and look for host syncs "
+    "(.item(), .cpu(), printing tensors), many tiny kernels and CPU work between steps"
+)
+"""What to do when the training code leaves the GPU waiting."""
+MEASURE_FIRST = (
+    "first measure the input wait: wrap the loader with gputop.torch.watch(loader) (the WAIT % column; DataLoader "
+    "workers blocked on network reads use no CPU and no iowait); if it is low, "
+)
+"""What comes first when nothing measured the input wait."""
 
 
 def _evaluate(ctx: Context) -> list[Finding]:
@@ -27,13 +43,16 @@ def _evaluate(ctx: Context) -> list[Finding]:
             parts.append(f"its {workers_phrase(len(feed.worker_cpu))} at {pct_range(list(feed.worker_cpu))}")
         if iowait is not None:
             parts.append(f"iowait {pct(iowait.mean)}")
-        action = (
-            "profile a few steps with torch.profiler (or nsys profile -t cuda,nvtx) and look for host syncs "
-            "(.item(), .cpu(), printing tensors), many tiny kernels and CPU work between steps"
-        )
+        measured = [feed.measured_wait for feed in feeds if feed.measured_wait is not None]
+        action = PROFILE_ACTION
         if trainer_cpu >= thresholds.cpu_saturated_percent:
             action += "; the trainer's main thread is CPU-bound: torch.compile or CUDA graphs cut Python and launch overhead"
-        title = f"GPU {index} under-used, and not by the input pipeline: the training code leaves it waiting"
+        if measured:
+            parts.append(f"it waits {pct(max(measured))} of each step for data (measured by gputop.torch)")
+            title = f"GPU {index} under-used, and not by the input pipeline: the training code leaves it waiting"
+        else:
+            action = MEASURE_FIRST + action
+            title = f"GPU {index} under-used with CPU to spare: the training code, or reads that block, leave it waiting"
         findings.append(RULE.finding(Severity.WARN, ScopeKind.GPU.of(index), title, "; ".join(parts), action, (index,)))
     return findings
 
