@@ -589,3 +589,23 @@ async def test_filtering_by_job_keeps_that_job_with_its_workers():
         assert pids(table) == [600, 601]
         table.set_filter("job 31")
         assert pids(table) == []
+
+
+@synchronously
+async def test_at_80_columns_ranks_take_the_users_place_but_lone_jobs_leave_it():
+    lone = Snapshot(
+        timestamp=1_700_000_000.0,
+        source=SourceKind.DEMO,
+        processes=(gpu(700, 0, job=1, user="alice", cmdline="python a.py"), gpu(701, 1, job=2, user="bob", cmdline="python b.py")),
+        jobs=(job(1, WorkloadKind.TRAINING, (700,), (0,)), job(2, WorkloadKind.NOTEBOOK, (701,), (1,))),
+    )
+    for snapshot, shown, hidden in ((lone, "USER", "JOB"), (JOBS, "JOB", "USER")):  # JOBS: a job with two ranks
+        app = TableApp()
+        async with app.run_test(size=(80, HEIGHT)) as pilot:
+            table = app.query_one(ProcessTable)
+            table.update_snapshot(snapshot)
+            await pilot.pause()
+            header = lines(table)[0]
+            assert shown in header and hidden not in header, header  # lone jobs say no more than their users
+            if snapshot is JOBS:
+                assert job_cells(table)[500] == "3·0/8"

@@ -93,15 +93,20 @@ def _wanted_columns(measured: bool, jobs: bool) -> tuple[int, ...]:
     )
 
 
-def _columns_for(width: int, measured: bool, jobs: bool) -> tuple[int, ...]:
-    """The columns to show at ``width`` cells: all that fit while leaving the command column room."""
+def _columns_for(width: int, measured: bool, jobs: bool, grouped: bool) -> tuple[int, ...]:
+    """The columns to show at ``width`` cells: all that fit while leaving the command column room.
+
+    The full JOB column gives way to the compact one only while some job has several processes or ranks
+    (``grouped``: ranks are worth a column); lone processes' jobs tell nothing USER does not, so the column
+    goes and USER stays.
+    """
     columns = list(_wanted_columns(measured, jobs))
     for index in _DROP_ORDER:
         if _fixed_width(tuple(columns)) + _WANTED_COMMAND_WIDTH <= width:
             break
         if index in columns:
             position = columns.index(index)
-            columns[position : position + 1] = [_JOB_COMPACT] if index == _JOB else []
+            columns[position : position + 1] = [_JOB_COMPACT] if index == _JOB and grouped else []
     return tuple(columns)
 
 
@@ -309,8 +314,8 @@ class ProcessTable(ScrollView, can_focus=True):
         self._strips: dict[RowKey, tuple[tuple[str, ...], Strip]] = {}
         self._base_style: Style | None = None
         self._jobs: dict[int, JobSample] = {}
-        self._optional_shown = (False, False)
-        """Whether the measured columns and the JOB column are among the wanted ones."""
+        self._optional_shown = (False, False, False)
+        """Whether the measured columns and the JOB column are among the wanted ones, and whether a job has several processes."""
         self._shown = _wanted_columns(False, False)
         self._fixed_width = _fixed_width(self._shown)
         self._command_width = _MIN_COMMAND_WIDTH
@@ -405,7 +410,8 @@ class ProcessTable(ScrollView, can_focus=True):
         old_rows = self._rows
         if self._snapshot is not None:
             self._jobs = jobs_by_id(self._snapshot)
-            self._show_optional(any(_is_measured(p) for p in self._snapshot.processes), bool(self._jobs))
+            grouped = any(len(job.pids) > 1 or (job.world_size or 1) > 1 for job in self._jobs.values())
+            self._show_optional(any(_is_measured(p) for p in self._snapshot.processes), bool(self._jobs), grouped)
         self._rows = self._build_rows()
         self._place_cursor()
         if not self.is_mounted:
@@ -427,11 +433,12 @@ class ProcessTable(ScrollView, can_focus=True):
                 y = index - top + 1
                 refresh_regions(self, line_regions(y, None if before is None else before[1], after, self._line_width))
 
-    def _show_optional(self, measured: bool, jobs: bool) -> None:
-        """Show or hide the WAIT % and STEP/S columns and the JOB column; the command column takes up the difference."""
-        if (measured, jobs) == self._optional_shown:
+    def _show_optional(self, measured: bool, jobs: bool, grouped: bool) -> None:
+        """Show or hide the WAIT % and STEP/S columns and the JOB column (compact on narrow terminals only while a
+        job has several processes, see ``_columns_for``); the command column takes up the difference."""
+        if (measured, jobs, grouped) == self._optional_shown:
             return
-        self._optional_shown = (measured, jobs)
+        self._optional_shown = (measured, jobs, grouped)
         if self.is_mounted:
             self._fit_columns(self.scrollable_content_region.width)
         else:
