@@ -60,14 +60,15 @@ def runtime_base(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def starved_job(runtime_base: Path) -> Iterator[subprocess.Popen]:
-    """The example job with a dataset that sleeps 6 ms per sample and no workers: it waits most of each step.
+    """The example job with a dataset that sleeps 25 ms per sample and no workers: it waits most of each step.
 
     Sleeping (not burning CPU) keeps the trainer's CPU low, so the outside-in heuristics alone would
-    not call it input-bound: only the measured wait can.
+    not call it input-bound: only the measured wait can. The 200 ms of sleep per step and one torch
+    thread keep the wait above half of each step even when the machine is busy with other tests.
     """
-    env = dict(os.environ, XDG_RUNTIME_DIR=str(runtime_base))
+    env = dict(os.environ, XDG_RUNTIME_DIR=str(runtime_base), OMP_NUM_THREADS="1")
     job = subprocess.Popen(
-        [sys.executable, "-m", "gputop.examples.train", "--io-ms", "6", "--num-workers", "0", "--batch-size", "8",
+        [sys.executable, "-m", "gputop.examples.train", "--io-ms", "25", "--num-workers", "0", "--batch-size", "8",
          "--width", "32", "--depth", "1", "--duration", "300", "--report-every", "60"],
         env=env, stdout=subprocess.DEVNULL,
     )
