@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from gputop.advice.context import Context, Finding
+from gputop.advice.feeds import cpu_saturated, cpu_text
 from gputop.advice.rules.base import Rule, pct, pct_range, workers_phrase
 from gputop.collect.model import ScopeKind, Severity
 
@@ -21,8 +22,11 @@ def _evaluate(ctx: Context) -> list[Finding]:
         if not feeds or any(feed.starved or not feed.known for feed in feeds):
             continue
         feed = feeds[0]
-        trainer_cpu = feed.trainer.cpu_percent or 0.0
-        parts = [f"GPU {index} util {pct(util)} over the last {thresholds.window_s:.0f} s", f"trainer PID {feed.trainer.pid} at {pct(trainer_cpu)} CPU"]
+        trainer_cpu, trainer_wait = feed.trainer.cpu_percent or 0.0, feed.trainer.cpu_wait_percent
+        parts = [
+            f"GPU {index} util {pct(util)} over the last {thresholds.window_s:.0f} s",
+            f"trainer PID {feed.trainer.pid} at {cpu_text(trainer_cpu, trainer_wait, thresholds)}",
+        ]
         if feed.worker_cpu:
             parts.append(f"its {workers_phrase(len(feed.worker_cpu))} at {pct_range(list(feed.worker_cpu))}")
         if iowait is not None:
@@ -31,7 +35,7 @@ def _evaluate(ctx: Context) -> list[Finding]:
             "profile a few steps with torch.profiler (or nsys profile -t cuda,nvtx) and look for host syncs "
             "(.item(), .cpu(), printing tensors), many tiny kernels and CPU work between steps"
         )
-        if trainer_cpu >= thresholds.cpu_saturated_percent:
+        if cpu_saturated(trainer_cpu, trainer_wait, thresholds):
             action += "; the trainer's main thread is CPU-bound: torch.compile or CUDA graphs cut Python and launch overhead"
         title = f"GPU {index} under-used, and not by the input pipeline: the training code leaves it waiting"
         findings.append(RULE.finding(Severity.WARN, ScopeKind.GPU.of(index), title, "; ".join(parts), action, (index,)))
