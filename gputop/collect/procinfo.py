@@ -162,17 +162,19 @@ def _read_run_wait(pid: int) -> int | None:
     The file holds three numbers: nanoseconds on a CPU, nanoseconds runnable but waiting on a run
     queue, and timeslices (kernel ``Documentation/scheduler/sched-stats.rst``). It is absent on
     kernels built without ``CONFIG_SCHED_INFO``, and reads ``0 0 0`` where the kernel keeps no such
-    figures (``sched_info_on()`` false); both give None. It covers the thread whose id is the PID,
-    not the other threads, unlike the CPU times of ``/proc/PID/stat``.
+    figures (``sched_info_on()`` false); both give None. (A process in its first timeslice reads
+    ``0 0 1``: known, nothing waited yet.) It covers the thread whose id is the PID, not the other
+    threads, unlike the CPU times of ``/proc/PID/stat``.
     """
     data = read_proc_file(f"/proc/{pid}/schedstat")
     if data is None:
         return None
+    fields = data.split()
     try:
-        on_cpu, waited = (int(field) for field in data.split()[:2])
+        numbers = [int(field) for field in fields[:3]]
     except ValueError:
         return None
-    return waited if on_cpu else None
+    return numbers[1] if len(numbers) == 3 and any(numbers) else None
 
 
 class _Known:
