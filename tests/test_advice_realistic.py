@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 
 from support.fake_nvml import FakeGpu, FakeScenario, Sine, Square, fake_nvml_env
-from support.procs import fake_trainer, kill_tree, wait_until
+from support.procs import cpu_hog, fake_trainer, kill_tree, shared_cpu, wait_until
 from support.workloads import notebook_kernel, server, sweep, torchrun_job
 
 GIB = 1 << 30
@@ -263,6 +263,24 @@ def test_a_trainer_without_workers_is_told_to_set_num_workers(tmp_path, fake_nvm
     found = re.search(r"DataLoader\(num_workers=(\d+)", advice["action"])
     assert found and int(found.group(1)) >= 1, advice["action"]
     assert not [a for a in checked.data["advice"] if "make each sample cheaper" in a["action"]], checked.dump()
+    assert_absent(checked, "input_bound", "gpu_underused", "batch_headroom")
+    assert checked.status == 1
+
+
+def test_a_trainer_without_workers_sharing_its_cpu_with_a_hog_is_still_told_to_set_num_workers(tmp_path, fake_nvml_lib):
+    """The trainer gets about half its core and waits the other half on the run queue: still saturated, and the
+    action asks for free cores before anything else rather than blaming the training code."""
+    cpu = shared_cpu()
+    with busy_trainer(tmp_path) as proc, cpu_hog(cpu):
+        os.sched_setaffinity(proc.pid, {cpu})
+        gpu = FakeGpu(util_gpu=Sine(30.0, 4.0, 1800), mem_used=60 * GIB, compute_processes=[(proc.pid, 59 * GIB)])
+        checked = check(tmp_path, fake_nvml_lib, [gpu], duration=8)
+    row = next(p for p in checked.data["processes"] if p["pid"] == proc.pid)
+    assert row["cpu_percent"] < 85.0 and row["cpu_wait_percent"] >= 25.0, row
+    advice = checked.standing(f"few_workers:pid{proc.pid}")
+    assert advice["title"] == f"PID {proc.pid} loads its data in the training process (num_workers=0) for GPU 0"
+    assert re.search(r"at \d+ % CPU and waits \d+ % for a CPU \(cores oversubscribed\)", advice["evidence"]), advice
+    assert "CPU affinity" in advice["action"] and "free cores first" in advice["action"], advice["action"]
     assert_absent(checked, "input_bound", "gpu_underused", "batch_headroom")
     assert checked.status == 1
 

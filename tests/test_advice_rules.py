@@ -61,6 +61,19 @@ CASES = [
          "few_workers:pid100", False),
     Case("no workers but trainer not saturated", steady([gpu(util=30.0)], [trainer(cpu=40.0, workers=0)], host(busy=1)), "few_workers:pid100", False),
     Case("worker count unknown", steady([gpu(util=30.0)], [trainer(cpu=100.0, workers=None)], host(busy=1)), "few_workers:pid100", False),
+    Case(
+        "no workers, 55 % CPU + 40 % run-queue wait on oversubscribed cores: saturated, so num_workers=0 is the cause",
+        steady([gpu(util=30.0)], [trainer(cpu=55.0, workers=0, cpu_wait_percent=40.0)], host(cores=2, busy=2)),
+        "few_workers:pid100",
+        True,
+        "warn",
+        ("num_workers=0", "55 % CPU and waits 40 % for a CPU (cores oversubscribed)"),
+        absent=("gpu_underused:",),
+        action=("oversubscribed", "CPU affinity", "num_workers=1"),
+    ),
+    Case("no workers, 55 % CPU and little run-queue wait is not saturated",
+         steady([gpu(util=30.0)], [trainer(cpu=55.0, workers=0, cpu_wait_percent=5.0)], host(cores=2, busy=2)),
+         "few_workers:pid100", False),
     # 3. storage bound
     Case(
         "storage bound",

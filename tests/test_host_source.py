@@ -22,11 +22,13 @@ from gputop.collect.model import ProcessRole, ProcessSample
 from gputop.collect.proctree import ProcessTree, children_files_available
 from support.procs import (
     WORKER_NAME,
+    cpu_hog,
     cpu_seconds,
     fake_trainer,
     proc_state,
     read_comm,
     run_python_as,
+    shared_cpu,
     sleeper,
     start_ticks,
     uptime_ticks,
@@ -124,6 +126,20 @@ def test_gpu_process_is_enriched_from_a_real_process(source):
     assert row.note is None
     assert first.processes[0].cpu_percent is None  # first sight: no interval yet
     assert isinstance(row.cpu_percent, float) and row.cpu_percent >= 0.0
+    assert first.processes[0].cpu_wait_percent is None
+    assert isinstance(row.cpu_wait_percent, float) and row.cpu_wait_percent >= 0.0
+
+
+def test_a_process_sharing_its_one_cpu_with_a_hog_runs_half_the_time_and_waits_the_other_half(source):
+    cpu = shared_cpu()
+    with cpu_hog(cpu), cpu_hog(cpu) as proc:
+        source.poll([gpu(proc.pid)])
+        start = cpu_seconds(proc.pid)
+        wait_until(lambda: cpu_seconds(proc.pid) - start >= 0.5, "the pinned process to run half a second")
+        (row,) = source.poll([gpu(proc.pid)]).processes
+    assert row.cpu_percent is not None and row.cpu_wait_percent is not None, row
+    assert row.cpu_percent >= 25.0 and row.cpu_wait_percent >= 25.0, row
+    assert row.cpu_percent + row.cpu_wait_percent >= 80.0, row
 
 
 def test_busy_worker_high_and_sleeping_worker_low(source, tmp_path):
@@ -171,6 +187,7 @@ def test_process_exiting_between_polls_is_noted(source):
     assert reading.errors == ()
     assert (row.pid, row.gpu_memory_bytes, row.note) == (pid, 1024, "exited")
     assert row.user is None and row.cmdline is None and row.cpu_percent is None
+    assert row.cpu_wait_percent is None  # its /proc/PID/schedstat is gone: unknown, never 0
 
 
 def test_zombie_is_listed_with_what_is_known(source):

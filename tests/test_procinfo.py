@@ -93,13 +93,26 @@ def test_cpu_percent_of_a_known_process_spans_the_time_since_the_previous_read()
     assert busy.cpu_percent <= spent / (elapsed - 0.1) * 100 + 5
 
 
-def test_a_sleeping_process_reads_no_cpu_between_reads():
+def test_a_sleeping_process_reads_no_cpu_and_no_wait_for_a_cpu_between_reads():
     sleeper = subprocess.Popen(["sleep", "60"])
     try:
+        wait_until(lambda: proc_state(sleeper.pid) == "S", "the process to sleep")
         reader = ProcessDetailsReader()
-        reader.read(sleeper.pid)
+        assert reader.read(sleeper.pid).cpu_wait_percent is None  # first sight: no interval yet
         time.sleep(0.2)
-        assert reader.read(sleeper.pid).cpu_percent == 0.0
+        asleep = reader.read(sleeper.pid)
+        assert asleep.cpu_percent == 0.0
+        assert asleep.cpu_wait_percent == 0.0  # known, and never runnable: not None, not a guess
     finally:
         sleeper.kill()
         sleeper.wait()
+
+
+def test_a_process_gone_has_no_wait_for_a_cpu():
+    sleeper = subprocess.Popen(["sleep", "60"])
+    reader = ProcessDetailsReader()
+    reader.read(sleeper.pid)
+    sleeper.kill()
+    sleeper.wait()
+    gone = reader.read(sleeper.pid)
+    assert gone.note == "exited" and gone.cpu_wait_percent is None  # its /proc/PID/schedstat is gone: unknown

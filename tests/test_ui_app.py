@@ -300,6 +300,23 @@ def test_hostile_process_text_is_shown_escaped() -> None:
     run_app(app, (160, 45), body)
 
 
+def test_enter_on_a_process_shows_its_cpu_and_its_wait_for_a_cpu() -> None:
+    shared = ProcessSample(pid=1, device_index=0, name="train", cpu_percent=59.0, cpu_wait_percent=38.0, gpu_memory_bytes=1)
+    app = GputopApp(demo_sampler("small-batch", gpus=1, extra=(shared,)))
+
+    async def body(app: GputopApp, pilot: Pilot) -> None:
+        table = app.query_one(ProcessTable)
+        table.sort_by("pid")
+        await pilot.pause()
+        assert table.selected_process().pid == 1
+        table.focus()
+        await pilot.press("enter")
+        await pilot.pause()
+        assert any("CPU 59%, waiting for a CPU 38%" in toast_text(t) for t in toasts(app)), [toast_text(t) for t in toasts(app)]
+
+    run_app(app, (160, 45), body)
+
+
 # -- jobs ---------------------------------------------------------------------------------------
 
 

@@ -33,8 +33,13 @@ class Thresholds:
     idle_util_percent: float = 2.0
     """GPU utilization (window mean) at or below this counts as idle (NVML reads 0-1 % at rest)."""
     cpu_saturated_percent: float = 85.0
-    """A process at or above this CPU percent (100 = one core) is CPU-saturated; a DataLoader
-    worker is single-threaded Python, so about one core is all it can use."""
+    """A process whose CPU percent plus run-queue wait (100 = one core) reaches this is CPU-saturated;
+    a DataLoader worker is single-threaded Python, so about one core is all it can use. The wait
+    counts because on oversubscribed cores a process that wants a whole core reads, say, 59 % CPU
+    and 41 % waiting for one."""
+    cpu_wait_percent: float = 20.0
+    """A trainer or its workers waiting at least this percent on a run queue share oversubscribed
+    cores: advice then asks for free cores or CPU affinity before more workers."""
     input_wait_percent: float = 30.0
     """A trainer instrumented with ``gputop.torch`` that waits at least this percent of each step
     for its next batch is input-bound. Measured inside the training loop, it overrides the

@@ -80,6 +80,16 @@ def _worker_memory(feed: Feed) -> tuple[int | None, str]:
     return None, ""
 
 
+def free_cores_first(wait: float) -> str:
+    """The action where the trainer or its workers wait ``wait`` percent for a CPU: more workers would queue
+    for the same oversubscribed cores, so free cores or give the job its own first."""
+    return (
+        f"its cores are oversubscribed (it waits {wait:.0f} % for a CPU), so more workers would only queue for the "
+        "same cores: free cores first (stop or renice other CPU-heavy processes) or give this job cores of its own "
+        "with CPU affinity (taskset -c, numactl --physcpubind, a cgroup cpuset)"
+    )
+
+
 SHARE_DATASET = (
     "host memory is the limit, not cores: share the dataset between workers instead of copying it "
     "(memory-mapped arrays with numpy.memmap, Arrow/Hugging Face datasets, or tensors instead of Python lists "

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from gputop.collect.model import ProcessRole, Snapshot
+from gputop.collect.model import ProcessRole, ProcessSample, Snapshot
 
 DEFAULT_CAPACITY = 3600
 """Samples kept per metric: 15 minutes at 4 Hz, 30 minutes at the default 0.5 s interval."""
@@ -32,12 +32,18 @@ DEVICE_METRICS = (
 )
 """DeviceSample fields whose history is kept."""
 
-DERIVED_DEVICE_METRICS = ("trainer_cpu_percent", "dataloader_cpu_percent")
+DERIVED_DEVICE_METRICS = (
+    "trainer_cpu_percent",
+    "dataloader_cpu_percent",
+    "trainer_cpu_wait_percent",
+    "dataloader_cpu_wait_percent",
+)
 """Per-device series computed from each snapshot's processes, aligned with the device metrics so rules can
 compare what the CPU side did at the same instants as the GPU (the periodic-stall rule):
 ``trainer_cpu_percent`` is the summed CPU of the GPU processes on the device, ``dataloader_cpu_percent`` the
 summed CPU of their DataLoader workers (0 when every GPU process there is known to have none; missing when
-nothing is known). Not part of exports, which keep to ``DEVICE_METRICS``."""
+nothing is known); the ``*_cpu_wait_percent`` series sum their run-queue waits (``cpu_wait_percent``) alike,
+missing where no wait is known. Not part of exports, which keep to ``DEVICE_METRICS``."""
 
 HOST_METRICS = ("cpu_percent", "iowait_percent", "memory_used_bytes", "swap_used_bytes")
 """Host series kept; ``cpu_percent`` is the mean over all cores."""
@@ -152,9 +158,9 @@ class History:
                 self._devices[device.index] = series
             for name in DEVICE_METRICS:
                 series[name].append(getattr(device, name))
-            trainer_cpu, worker_cpu = derived.get(device.index, (None, None))
-            series["trainer_cpu_percent"].append(trainer_cpu)
-            series["dataloader_cpu_percent"].append(worker_cpu)
+            values = derived.get(device.index, (None,) * len(DERIVED_DEVICE_METRICS))
+            for name, value in zip(DERIVED_DEVICE_METRICS, values, strict=True):
+                series[name].append(value)
         for index, series in self._devices.items():
             if index not in seen:
                 for ring in series.values():
@@ -229,28 +235,41 @@ class History:
         return summarize(series)
 
 
-def _derived_device_metrics(snapshot: Snapshot) -> dict[int, tuple[float | None, float | None]]:
-    """Per device index: (summed CPU of its GPU processes, summed CPU of their DataLoader workers), None when unknown."""
-    trainers: dict[int, list[float]] = {}
+def _derived_device_metrics(snapshot: Snapshot) -> dict[int, tuple[float | None, ...]]:
+    """Per device index, the ``DERIVED_DEVICE_METRICS`` in order: summed CPU of its GPU processes, summed CPU of
+    their DataLoader workers, and the same two for run-queue wait; None when unknown."""
+    trainers: dict[int, list[ProcessSample]] = {}
+    workers: dict[int, list[ProcessSample]] = {}
     no_workers: dict[int, bool] = {}
-    workers: dict[int, float] = {}
     for process in snapshot.processes:
         index = process.device_index
         if index is None:
             continue
         if process.role == ProcessRole.DATALOADER_WORKER:
-            if process.cpu_percent is not None:
-                workers[index] = workers.get(index, 0.0) + process.cpu_percent
+            workers.setdefault(index, []).append(process)
             continue
-        if process.cpu_percent is not None:
-            trainers.setdefault(index, []).append(process.cpu_percent)
+        trainers.setdefault(index, []).append(process)
         no_workers[index] = no_workers.get(index, True) and process.num_workers == 0
-    result: dict[int, tuple[float | None, float | None]] = {}
-    for index in set(trainers) | set(no_workers) | set(workers):
-        cpu = trainers.get(index)
-        worker_cpu = workers.get(index, 0.0 if no_workers.get(index) else None)
-        result[index] = (sum(cpu) if cpu else None, worker_cpu)
+    result: dict[int, tuple[float | None, ...]] = {}
+    for index in set(trainers) | set(workers):
+        none_known = 0.0 if no_workers.get(index) else None
+        mine, theirs = trainers.get(index, []), workers.get(index, [])
+        result[index] = (
+            _summed(mine, "cpu_percent"),
+            _summed(theirs, "cpu_percent", none_known),
+            _summed(mine, "cpu_wait_percent"),
+            _summed(theirs, "cpu_wait_percent", none_known),
+        )
     return result
+
+
+def _summed(processes: list[ProcessSample], field: str, empty: float | None = None) -> float | None:
+    """The sum of ``field`` over ``processes`` where known; ``empty`` when there are no processes, None when no
+    value is known."""
+    if not processes:
+        return empty
+    known = [value for value in (getattr(process, field) for process in processes) if value is not None]
+    return sum(known) if known else None
 
 
 def summarize(values: list[float | None]) -> MetricSummary | None:

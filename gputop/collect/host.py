@@ -60,6 +60,7 @@ def _fact_fields(facts: ProcessFacts) -> dict[str, Any]:
         "cmdline": facts.cmdline,
         "user": facts.user,
         "cpu_percent": facts.cpu_percent,
+        "cpu_wait_percent": facts.cpu_wait_percent,
         "rss_bytes": facts.rss_bytes,
         "create_time": facts.create_time,
         "elapsed_seconds": facts.elapsed_seconds,

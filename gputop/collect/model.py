@@ -263,6 +263,11 @@ class ProcessSample:
     """For a GPU process, the ``JobSample.id`` of the job it belongs to; None when not grouped."""
     rank: int | None = None
     """Its distributed rank (``RANK`` in its environment) when readable; None otherwise."""
+    cpu_wait_percent: float | None = None
+    """Percent of the interval since the previous poll the process was runnable but waiting for a CPU (on a run
+    queue), 100 = one core's worth; its main thread's, from ``/proc/PID/schedstat``. High when its cores are
+    oversubscribed: with ``cpu_percent``, what it would use with a core of its own. None where unknown (no such
+    file, not Linux, first read)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,8 +6,10 @@ starts afresh. Once read in full, a process's name, command line and user are ke
 reads take only what changes. On Linux that is a read of ``/proc/PID/stat``, which confirms the
 identity (start time) and gives the parent, the state and the CPU times, and one of
 ``/proc/PID/statm`` for the resident memory (as psutil reads it: the ``rss`` of ``stat`` can be
-far off on machines with many cores), with no psutil call at all; a changed ``comm`` (a rename or
-an ``exec``) makes the process read in full again. Elsewhere psutil reads status, memory and CPU times.
+far off on machines with many cores), and one of ``/proc/PID/schedstat`` for the time the process
+waited on a run queue for a CPU, with no psutil call at all; a changed ``comm`` (a rename or an
+``exec``) makes the process read in full again. Elsewhere psutil reads status, memory and CPU times,
+and the run-queue wait is unknown.
 """
 
 from __future__ import annotations
@@ -67,6 +69,8 @@ class ProcessFacts:
     """Owner's user name, or the numeric uid as text when it has no name."""
     cpu_percent: float | None = None
     """CPU use since the previous read of the same process (100 = one core); None on the first."""
+    cpu_wait_percent: float | None = None
+    """Time runnable but waiting for a CPU since the previous read (100 = one core's worth); None when unknown."""
     rss_bytes: int | None = None
     """Resident memory."""
     create_time: float | None = None
@@ -152,10 +156,31 @@ def _read_resident(pid: int) -> int | None:
         return None
 
 
+def _read_run_wait(pid: int) -> int | None:
+    """Nanoseconds the main thread of ``pid`` has waited on a run queue, from ``/proc/PID/schedstat``.
+
+    The file holds three numbers: nanoseconds on a CPU, nanoseconds runnable but waiting on a run
+    queue, and timeslices (kernel ``Documentation/scheduler/sched-stats.rst``). It is absent on
+    kernels built without ``CONFIG_SCHED_INFO``, and reads ``0 0 0`` where the kernel keeps no such
+    figures (``sched_info_on()`` false); both give None. (A process in its first timeslice reads
+    ``0 0 1``: known, nothing waited yet.) It covers the thread whose id is the PID, not the other
+    threads, unlike the CPU times of ``/proc/PID/stat``.
+    """
+    data = read_proc_file(f"/proc/{pid}/schedstat")
+    if data is None:
+        return None
+    fields = data.split()
+    try:
+        numbers = [int(field) for field in fields[:3]]
+    except ValueError:
+        return None
+    return numbers[1] if len(numbers) == 3 and any(numbers) else None
+
+
 class _Known:
     """A cached process: its psutil object, identity and, once read in full, its static facts."""
 
-    __slots__ = ("comm", "cpu_mark", "create_time", "proc", "start_ticks", "static")
+    __slots__ = ("comm", "cpu_mark", "create_time", "proc", "start_ticks", "static", "wait_mark")
 
     def __init__(self, proc: psutil.Process, create_time: float | None, start_ticks: int | None) -> None:
         """Remember ``proc``, started at ``create_time`` (``start_ticks`` from ``/proc`` when read)."""
@@ -171,17 +196,27 @@ class _Known:
         """(name, cmdline, user) once all three were read without a fault."""
         self.cpu_mark: tuple[int, float] | None = None
         """(CPU ticks, monotonic time) of the previous ``/proc/PID/stat`` read, for the CPU percent."""
+        self.wait_mark: tuple[int, float] | None = None
+        """(run-queue wait in ns, monotonic time) of the previous ``/proc/PID/schedstat`` read."""
 
-    def cpu_percent(self, stat: _Stat) -> float | None:
+    def cpu_percent(self, stat: _Stat, now: float) -> float | None:
         """CPU use since the previous call, as psutil computes it (100 = one core); None on the first call."""
-        now = time.monotonic()
         before, self.cpu_mark = self.cpu_mark, (stat.cpu_ticks, now)
         if before is None or _CLOCK_TICKS is None:
             return None
-        elapsed = now - before[1]
-        if elapsed <= 0:
-            return 0.0
-        return round((stat.cpu_ticks - before[0]) / _CLOCK_TICKS / elapsed * 100.0, 1)
+        return _rate((stat.cpu_ticks - before[0]) / _CLOCK_TICKS, now - before[1])
+
+    def cpu_wait_percent(self, waited_ns: int | None, now: float) -> float | None:
+        """Run-queue wait since the previous call (100 = one core's worth); None on the first call or when unknown."""
+        before, self.wait_mark = self.wait_mark, None if waited_ns is None else (waited_ns, now)
+        if before is None or waited_ns is None:
+            return None
+        return _rate((waited_ns - before[0]) / 1e9, now - before[1])
+
+
+def _rate(seconds: float, elapsed: float) -> float:
+    """``seconds`` of a resource used over ``elapsed`` seconds, in percent of one core (0 for no elapsed time)."""
+    return round(seconds / elapsed * 100.0, 1) if elapsed > 0 else 0.0
 
 
 def _join_cmdline(args: list[str]) -> str | None:
@@ -304,7 +339,9 @@ class ProcessDetailsReader:
         else:
             values["status"] = _STATES.get(stat.state, "?")  # psutil's answer for a letter it does not know
             values["rss_bytes"] = _read_resident(pid)
-            values["cpu_percent"] = known.cpu_percent(stat)
+            now = time.monotonic()
+            values["cpu_percent"] = known.cpu_percent(stat, now)
+            values["cpu_wait_percent"] = known.cpu_wait_percent(_read_run_wait(pid), now)
         if static is None:
             readers += [
                 ("name", lambda: clean_text(proc.name())),

@@ -49,7 +49,7 @@ from gputop.ui.messages import FrameReady, TerminalLost
 from gputop.ui.partial_output import activate as activate_partial_output
 from gputop.ui.process_table import ProcessTable
 from gputop.ui.watchdog import HANGUP_EXIT_STATUS, TerminalWatchdog, force_exit_later
-from gputop.units import fmt_bytes
+from gputop.units import fmt_bytes, fmt_percent
 
 WIDE_MIN_COLUMNS = 120
 """Terminals at least this wide show the advice panel beside the GPUs by default."""
@@ -500,6 +500,8 @@ def process_summary(process: ProcessSample, jobs: Mapping[int, JobSample], ascii
         ),
         safe_text(process.cmdline, 400) or "(no command line)",
     ]
+    if process.cpu_percent is not None or process.cpu_wait_percent is not None:
+        lines.insert(2, f"CPU {fmt_percent(process.cpu_percent)}, waiting for a CPU {fmt_percent(process.cpu_wait_percent)}")
     if process.note:
         lines.append(safe_text(process.note, 120))
     job = None if process.job is None else jobs.get(process.job)

@@ -47,8 +47,10 @@ def trainer(pid=100, device=0, cpu=60.0, workers=4, mem=40.0, **fields) -> Proce
     return ProcessSample(pid=pid, device_index=device, cpu_percent=cpu, num_workers=workers, gpu_memory_bytes=int(mem * GIB), **fields)
 
 
-def workers(trainer_pid=100, device=0, cpus=(98.0, 99.0, 100.0, 97.0), first_pid=None, rss=None) -> tuple[ProcessSample, ...]:
-    """DataLoader workers of a trainer with the given CPU percents (and RSS in GiB when given)."""
+def workers(
+    trainer_pid=100, device=0, cpus=(98.0, 99.0, 100.0, 97.0), first_pid=None, rss=None, wait=None
+) -> tuple[ProcessSample, ...]:
+    """DataLoader workers of a trainer with the given CPU percents (RSS in GiB and run-queue wait when given)."""
     first = first_pid if first_pid is not None else trainer_pid * 10
     return tuple(
         ProcessSample(
@@ -58,6 +60,7 @@ def workers(trainer_pid=100, device=0, cpus=(98.0, 99.0, 100.0, 97.0), first_pid
             trainer_pid=trainer_pid,
             cpu_percent=c,
             rss_bytes=None if rss is None else int(rss * GIB),
+            cpu_wait_percent=wait,
         )
         for i, c in enumerate(cpus)
     )

@@ -212,6 +212,24 @@ def sleeper(*extra_args: str | bytes) -> Iterator[subprocess.Popen]:
         proc.wait()
 
 
+def shared_cpu() -> int:
+    """One CPU this test may run on: the one the CPU-hog tests pin their processes to."""
+    return min(os.sched_getaffinity(0))
+
+
+@contextmanager
+def cpu_hog(cpu: int) -> Iterator[subprocess.Popen]:
+    """Start a Python process that burns CPU ``cpu``, pinned to it alone with ``os.sched_setaffinity``, until killed."""
+    source = f"import os\nos.sched_setaffinity(0, {{{cpu}}})\nprint('pinned', flush=True)\nwhile True:\n    pass\n"
+    proc = subprocess.Popen([sys.executable, "-c", source], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline() == "pinned\n"
+        yield proc
+    finally:
+        proc.kill()
+        proc.wait()
+
+
 class FakeTrainer:
     """A running fake trainer: its pid, its workers' pids and control over re-creating them."""
 

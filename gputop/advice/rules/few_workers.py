@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from gputop.advice.context import Context, Finding
-from gputop.advice.loader import SHARE_DATASET, has_room_for_workers, loader_settings, plan_workers
+from gputop.advice.feeds import cpu_text, oversubscribed_wait, workers_wait_text
+from gputop.advice.loader import SHARE_DATASET, free_cores_first, has_room_for_workers, loader_settings, plan_workers
 from gputop.advice.rules.base import Rule, pct, pct_range, workers_phrase
 from gputop.collect.model import ScopeKind, Severity
 
@@ -27,9 +28,10 @@ def _evaluate(ctx: Context) -> list[Finding]:
                     f"with num_workers={count}"
                 )
             elif count == 0:
-                load = f"loads data in its main process (num_workers=0) at {pct(feed.trainer.cpu_percent or 0.0)} CPU"
+                cpu = cpu_text(feed.trainer.cpu_percent or 0.0, feed.trainer.cpu_wait_percent, thresholds)
+                load = f"loads data in its main process (num_workers=0) at {cpu}"
             else:
-                load = f"has {workers_phrase(count)} at {pct_range(list(feed.worker_cpu))} CPU"
+                load = f"has {workers_phrase(count)} at {pct_range(list(feed.worker_cpu))} CPU{workers_wait_text(feed, thresholds)}"
             evidence = f"trainer PID {pid} {load}; GPU {index} util {pct(util)} over the last {thresholds.window_s:.0f} s"
             if idle is not None and ctx.cores:
                 evidence += f"; {idle:.0f} of {ctx.cores} cores idle"
@@ -37,8 +39,13 @@ def _evaluate(ctx: Context) -> list[Finding]:
             if plan.memory_note:
                 evidence += "; " + plan.memory_note
             settings = ", ".join([f"num_workers={max(1, plan.target)}", *loader_settings(feed.trainer)])
+            wait = oversubscribed_wait(feed, thresholds)
             if plan.memory_limited:
                 action = SHARE_DATASET + (f"; then DataLoader({settings})" if count == 0 else "")
+            elif wait is not None:
+                action = free_cores_first(wait) + (
+                    f"; then DataLoader({settings}): one worker overlaps loading with the GPU step" if count == 0 else ""
+                )
             elif count == 0:
                 action = (
                     f"DataLoader({settings}): with num_workers=0 every batch is decoded and augmented between steps "

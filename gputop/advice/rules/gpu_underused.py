@@ -8,6 +8,7 @@ as workers with nothing to do; without the measurement the advice says so and as
 from __future__ import annotations
 
 from gputop.advice.context import Context, Finding
+from gputop.advice.feeds import cpu_saturated, cpu_text
 from gputop.advice.rules.base import Rule, pct, pct_range, workers_phrase
 from gputop.collect.model import ScopeKind, Severity
 
@@ -37,22 +38,26 @@ def _evaluate(ctx: Context) -> list[Finding]:
         if not feeds or any(feed.starved or not feed.known for feed in feeds):
             continue
         feed = feeds[0]
-        trainer_cpu = feed.trainer.cpu_percent or 0.0
-        parts = [f"GPU {index} util {pct(util)} over the last {thresholds.window_s:.0f} s", f"trainer PID {feed.trainer.pid} at {pct(trainer_cpu)} CPU"]
+        trainer_cpu, trainer_wait = feed.trainer.cpu_percent or 0.0, feed.trainer.cpu_wait_percent
+        parts = [
+            f"GPU {index} util {pct(util)} over the last {thresholds.window_s:.0f} s",
+            f"trainer PID {feed.trainer.pid} at {cpu_text(trainer_cpu, trainer_wait, thresholds)}",
+        ]
         if feed.worker_cpu:
             parts.append(f"its {workers_phrase(len(feed.worker_cpu))} at {pct_range(list(feed.worker_cpu))}")
         if iowait is not None:
             parts.append(f"iowait {pct(iowait.mean)}")
         measured = [feed.measured_wait for feed in feeds if feed.measured_wait is not None]
         action = PROFILE_ACTION
-        if trainer_cpu >= thresholds.cpu_saturated_percent:
+        if cpu_saturated(trainer_cpu, trainer_wait, thresholds):
             action += "; the trainer's main thread is CPU-bound: torch.compile or CUDA graphs cut Python and launch overhead"
         if measured:
             parts.append(f"it waits {pct(max(measured))} of each step for data (measured by gputop.torch)")
             title = f"GPU {index} under-used, and not by the input pipeline: the training code leaves it waiting"
         else:
             action = MEASURE_FIRST + action
-            title = f"GPU {index} under-used with CPU to spare: the training code, or reads that block, leave it waiting"
+            title = (f"GPU {index} under-used, its input pipeline not CPU-bound: the training code, or reads that "
+                     "block, leave it waiting")
         findings.append(RULE.finding(Severity.WARN, ScopeKind.GPU.of(index), title, "; ".join(parts), action, (index,)))
     return findings
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from gputop.advice.context import Context, Finding
-from gputop.advice.feeds import Feed
-from gputop.advice.loader import SHARE_DATASET, has_room_for_workers, loader_settings, plan_workers
+from gputop.advice.feeds import Feed, oversubscribed_wait, workers_wait_text
+from gputop.advice.loader import SHARE_DATASET, free_cores_first, has_room_for_workers, loader_settings, plan_workers
 from gputop.advice.rules.base import Rule, pct, pct_range, workers_phrase
 from gputop.collect.model import ScopeKind, Severity
 
@@ -29,7 +29,10 @@ def _finding(ctx: Context, index: int, util: float, feed: Feed) -> Finding:
     pid = feed.trainer.pid
     window = f"over the last {thresholds.window_s:.0f} s"
     if feed.worker_cpu:
-        workers = f"its {workers_phrase(len(feed.worker_cpu))} run at {pct_range(list(feed.worker_cpu))} CPU"
+        workers = (
+            f"its {workers_phrase(len(feed.worker_cpu))} run at {pct_range(list(feed.worker_cpu))} CPU"
+            + workers_wait_text(feed, thresholds)
+        )
     else:
         workers = f"num_workers={feed.worker_count if feed.worker_count is not None else 'unknown'}"
     if feed.measured_wait is not None:
@@ -54,8 +57,11 @@ def _finding(ctx: Context, index: int, util: float, feed: Feed) -> Finding:
     if plan.memory_note:
         evidence += "; " + plan.memory_note
     idle = ctx.idle_cores()
+    wait = oversubscribed_wait(feed, thresholds)
     if plan.memory_limited:
         more = SHARE_DATASET
+    elif wait is not None:
+        more = free_cores_first(wait)
     elif idle is not None and idle >= 1.0 and ctx.cores:
         capped = ", capped by host memory" if plan.capped else ""
         more = (

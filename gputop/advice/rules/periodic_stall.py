@@ -9,7 +9,8 @@ stalls with what they did between them; the action follows that cause.
 from __future__ import annotations
 
 from gputop.advice.context import Context, Finding
-from gputop.advice.loader import SHARE_DATASET, loader_settings, plan_workers
+from gputop.advice.feeds import cpu_saturated, cpu_text
+from gputop.advice.loader import SHARE_DATASET, free_cores_first, loader_settings, plan_workers
 from gputop.advice.rules.base import Rule, pct
 from gputop.advice.stalls import Stalls, find_stalls, split_mean
 from gputop.collect.model import ScopeKind, Severity
@@ -52,6 +53,8 @@ def _cause(ctx: Context, index: int, count: int, stalls: Stalls) -> tuple[list[s
     no_workers = all(feed.worker_count == 0 for feed in feeds)
     loader, loader_between = split_mean(ctx.history.device(index, "dataloader_cpu_percent", count), stalls.stalled)
     trainer, trainer_between = split_mean(ctx.history.device(index, "trainer_cpu_percent", count), stalls.stalled)
+    trainer_wait, _ = split_mean(ctx.history.device(index, "trainer_cpu_wait_percent", count), stalls.stalled)
+    loader_wait, _ = split_mean(ctx.history.device(index, "dataloader_cpu_wait_percent", count), stalls.stalled)
     iowait, iowait_between = split_mean(ctx.history.host("iowait_percent", count), stalls.stalled)
     parts = []
     if loader is not None and loader_between is not None and workers:
@@ -66,7 +69,9 @@ def _cause(ctx: Context, index: int, count: int, stalls: Stalls) -> tuple[list[s
         "rank 0); make it asynchronous (torch.distributed.checkpoint.async_save, a logging thread) or less frequent"
     )
     if no_workers:
-        if trainer is not None and trainer >= thresholds.cpu_saturated_percent:
+        if trainer is not None and cpu_saturated(trainer, trainer_wait, thresholds):
+            if trainer < thresholds.cpu_saturated_percent:
+                parts.append(f"during stalls the trainer runs at {cpu_text(trainer, trainer_wait, thresholds)}")
             return parts, (
                 "the main process loads each batch itself (num_workers=0) while the GPU waits: "
                 f"DataLoader(num_workers>=1, {', '.join(loader_settings(first_trainer, persistent=False))})"
@@ -75,11 +80,16 @@ def _cause(ctx: Context, index: int, count: int, stalls: Stalls) -> tuple[list[s
     if loader is None or not workers:
         return parts, "compare one stall in torch.profiler (a schedule spanning it) with a busy step; " + periodic_work
     per_worker = loader / workers
-    if per_worker >= thresholds.cpu_saturated_percent:
+    worker_wait = None if loader_wait is None else loader_wait / workers
+    if cpu_saturated(per_worker, worker_wait, thresholds):
         plan = plan_workers(ctx, feeds[0])
         if plan.memory_note:
             parts.append(plan.memory_note)
+        if per_worker < thresholds.cpu_saturated_percent:
+            parts.append(f"during stalls each worker runs at {cpu_text(per_worker, worker_wait, thresholds)}")
         prefetch = ", ".join(loader_settings(first_trainer, pin=False, persistent=False))
+        if worker_wait is not None and worker_wait >= thresholds.cpu_wait_percent:
+            return parts, free_cores_first(worker_wait) + f"; then a deeper prefetch queue (DataLoader({prefetch}))"
         more = SHARE_DATASET if plan.memory_limited else f"num_workers={plan.target}"
         return parts, (
             "the workers run flat out during the stalls and cannot build batches ahead: more workers and a deeper "

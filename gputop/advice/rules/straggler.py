@@ -9,9 +9,11 @@ measured input wait, its main process's CPU, or its clocks, each against its pee
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from statistics import median
 
 from gputop.advice.context import Context, Finding
+from gputop.advice.feeds import cpu_demand, cpu_saturated, cpu_text
 from gputop.advice.jobs import Rank, Straggler
 from gputop.advice.rules.base import Rule, listing, pct, pct_range
 from gputop.advice.rules.throttling import ACTIONS
@@ -67,20 +69,28 @@ def _why(ctx: Context, found: Straggler) -> tuple[list[str], list[str]]:
     wait = slow.process.input_wait_percent
     if wait is not None and waits and wait - median(waits) >= thresholds.comm_input_wait_percent:
         reasons.append(f"it waits {pct(wait)} of each step for data vs {pct(median(waits))} on its peers (gputop.torch)")
-    if slow_workers is not None and peer_workers and slow_workers >= thresholds.cpu_saturated_percent > median(peer_workers):
+    oversubscribed = False
+    if slow_workers is not None and peer_workers and _saturated_alone(slow_workers, peer_workers, ctx):
         reasons.append(
-            f"its DataLoader workers run at {pct(slow_workers)} CPU each vs {pct(median(peer_workers))} on its peers"
+            f"its DataLoader workers run at {cpu_text(*slow_workers, thresholds)} each vs "
+            f"{pct(median(cpu for cpu, _ in peer_workers))} on its peers"
         )
+        oversubscribed = (slow_workers[1] or 0.0) >= thresholds.cpu_wait_percent
     if reasons:
+        more = "" if oversubscribed else "give every rank more DataLoader workers, and "
         actions.append(
             f"feed {slow.label()} faster: its input is the slowest; check its data shard (larger samples, remote "
-            "files), give every rank more DataLoader workers, and check that its workers' cores are not shared "
-            "with another job (per-rank CPU affinity, numactl/taskset)"
+            f"files), {more}check that its workers' cores are not shared with another job (per-rank CPU affinity, "
+            "numactl/taskset)"
         )
-    trainer_cpu = slow.process.cpu_percent
-    peer_cpu = [rank.process.cpu_percent for rank in peers if rank.process.cpu_percent is not None]
-    if not reasons and trainer_cpu is not None and peer_cpu and trainer_cpu >= thresholds.cpu_saturated_percent > median(peer_cpu):
-        reasons.append(f"its main process runs at {pct(trainer_cpu)} CPU vs {pct(median(peer_cpu))} on its peers")
+    trainer_cpu, trainer_wait = slow.process.cpu_percent, slow.process.cpu_wait_percent
+    peer_cpu = [(rank.process.cpu_percent, rank.process.cpu_wait_percent) for rank in peers]
+    peer_cpu = [(cpu, wait) for cpu, wait in peer_cpu if cpu is not None]
+    if not reasons and trainer_cpu is not None and peer_cpu and _saturated_alone((trainer_cpu, trainer_wait), peer_cpu, ctx):
+        reasons.append(
+            f"its main process runs at {cpu_text(trainer_cpu, trainer_wait, thresholds)} vs "
+            f"{pct(median(cpu or 0.0 for cpu, _ in peer_cpu))} on its peers"
+        )
         actions.append(
             "its main process is short of CPU: look for another process on its cores (top -H, per-rank CPU affinity, "
             "OMP_NUM_THREADS) or work done only on that rank"
@@ -101,10 +111,24 @@ def _why(ctx: Context, found: Straggler) -> tuple[list[str], list[str]]:
     return reasons, actions
 
 
-def _worker_cpu(ctx: Context, rank: Rank) -> float | None:
-    """Mean CPU per DataLoader worker of a rank; None when it has none or their CPU is unknown."""
-    cpu = [worker.cpu_percent for worker in ctx.workers.get(rank.process.pid, ()) if worker.cpu_percent is not None]
-    return sum(cpu) / len(cpu) if cpu else None
+def _saturated_alone(
+    slow: tuple[float, float | None], peers: Sequence[tuple[float | None, float | None]], ctx: Context
+) -> bool:
+    """True when ``slow`` (CPU, run-queue wait) is CPU-saturated and the median of its ``peers`` is not."""
+    thresholds = ctx.thresholds
+    peer_median = median(cpu_demand(cpu or 0.0, wait) for cpu, wait in peers)
+    return cpu_saturated(*slow, thresholds) and peer_median < thresholds.cpu_saturated_percent
+
+
+def _worker_cpu(ctx: Context, rank: Rank) -> tuple[float, float | None] | None:
+    """Mean CPU and mean run-queue wait (None when unknown) per DataLoader worker of a rank; None when it has no
+    workers or their CPU is unknown."""
+    workers = [worker for worker in ctx.workers.get(rank.process.pid, ()) if worker.cpu_percent is not None]
+    if not workers:
+        return None
+    waits = [worker.cpu_wait_percent for worker in workers if worker.cpu_wait_percent is not None]
+    cpu = sum(worker.cpu_percent or 0.0 for worker in workers) / len(workers)
+    return cpu, sum(waits) / len(waits) if waits else None
 
 
 RULE = Rule("straggler", _evaluate)
