@@ -73,9 +73,14 @@ def cpu_text(cpu: float, wait: float | None, thresholds: Thresholds) -> str:
     """``"59 % CPU"``, with the run-queue wait added where it made the process saturated, e.g.
     ``"59 % CPU and waits 38 % for a CPU (cores oversubscribed)"``."""
     text = f"{cpu:.0f} % CPU"
-    if wait is not None and cpu < thresholds.cpu_saturated_percent <= cpu_demand(cpu, wait):
+    if wait is not None and tipped_by_wait(cpu, wait, thresholds):
         text += f" and waits {wait:.0f} % for a CPU (cores oversubscribed)"
     return text
+
+
+def tipped_by_wait(cpu: float, wait: float, thresholds: Thresholds) -> bool:
+    """True when the run-queue wait alone makes ``cpu`` saturated: below the threshold, at or above it with the wait."""
+    return cpu < thresholds.cpu_saturated_percent <= cpu_demand(cpu, wait)
 
 
 def workers_wait_text(feed: Feed, thresholds: Thresholds) -> str:
@@ -83,8 +88,7 @@ def workers_wait_text(feed: Feed, thresholds: Thresholds) -> str:
     saturated; empty otherwise."""
     if not feed.worker_cpu or feed.worker_wait is None:
         return ""
-    cpu = sum(feed.worker_cpu) / len(feed.worker_cpu)
-    if cpu < thresholds.cpu_saturated_percent <= cpu_demand(cpu, feed.worker_wait):
+    if tipped_by_wait(sum(feed.worker_cpu) / len(feed.worker_cpu), feed.worker_wait, thresholds):
         return f" and wait {feed.worker_wait:.0f} % for a CPU each (cores oversubscribed)"
     return ""
 
