@@ -7,7 +7,8 @@ from dataclasses import dataclass
 
 from gputop.advice.config import Thresholds
 from gputop.advice.context import Context, Finding
-from gputop.collect.model import Advice, Severity
+from gputop.collect.model import Advice, ProcessSample, Severity
+from gputop.textsafe import safe_text
 
 
 def _default_hold(thresholds: Thresholds) -> float:
@@ -69,3 +70,12 @@ def workers_phrase(count: int) -> str:
 def minutes(seconds: float) -> str:
     """A duration for evidence: ``"45 s"`` below a minute, else ``"3 min"``."""
     return f"{seconds:.0f} s" if seconds < 60 else f"{seconds // 60:.0f} min"
+
+
+COMMAND_LENGTH = 60
+"""Longest command line quoted in evidence."""
+
+
+def command_text(process: ProcessSample) -> str:
+    """A process's command line (or name) for evidence, escaped and cut to ``COMMAND_LENGTH``."""
+    return safe_text(process.cmdline or process.name, COMMAND_LENGTH) or "unknown command"

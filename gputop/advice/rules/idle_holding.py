@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 from gputop.advice.context import Context, Finding
-from gputop.advice.rules.base import Rule, gib, minutes, pct
+from gputop.advice.rules.base import Rule, command_text, gib, minutes, pct
 from gputop.collect.model import ScopeKind, Severity, WorkloadKind
 from gputop.textsafe import safe_text
-
-COMMAND_LENGTH = 60
-"""Longest command line quoted in the evidence."""
 
 
 def _evaluate(ctx: Context) -> list[Finding]:
@@ -26,7 +23,7 @@ def _evaluate(ctx: Context) -> list[Finding]:
         scope = ScopeKind.PID.of(process.pid)
         idle_for = ctx.held_for(f"{RULE.name}:{scope}")
         user = safe_text(process.user, 32) or "unknown user"
-        command = safe_text(process.cmdline or process.name, COMMAND_LENGTH) or "unknown command"
+        command = command_text(process)
         evidence = (
             f"PID {process.pid} ({user}: {command}) holds {gib(memory)} on GPU {index} at {pct(util)} util "
             f"for {minutes(idle_for)}"

@@ -9,13 +9,9 @@ rule says what the reservation costs and how to shrink it if others need the GPU
 from __future__ import annotations
 
 from gputop.advice.context import Context, Finding
-from gputop.advice.rules.base import Rule, gib, minutes, pct
+from gputop.advice.rules.base import Rule, command_text, gib, minutes, pct
 from gputop.advice.servers import server_of
 from gputop.collect.model import ScopeKind, Severity, WorkloadKind
-from gputop.textsafe import safe_text
-
-COMMAND_LENGTH = 60
-"""Longest command line quoted in the evidence."""
 
 
 def _evaluate(ctx: Context) -> list[Finding]:
@@ -35,7 +31,7 @@ def _evaluate(ctx: Context) -> list[Finding]:
             server = server_of(process)
             scope = ScopeKind.PID.of(process.pid)
             idle_for = ctx.held_for(f"{RULE.name}:{scope}")
-            command = safe_text(process.cmdline or process.name, COMMAND_LENGTH) or "unknown command"
+            command = command_text(process)
             evidence = (
                 f"PID {process.pid} ({command}) holds {gib(memory)} ({pct(share)} of GPU {index}) at {pct(util)} util "
                 f"for {minutes(idle_for)}; an inference server reserves it for its KV cache, so this is by design"
