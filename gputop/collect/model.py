@@ -9,8 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
-SCHEMA_VERSION = 2
-"""Version of the snapshot layout written to JSON output and recordings (2 added jobs and NVLink)."""
+SCHEMA_VERSION = 3
+"""Version of the snapshot layout written to JSON output and recordings (2 added jobs and NVLink; 3 added
+containers, scheduler job ids and the GPUs' PCI bus ids)."""
 
 
 class StringEnum(str, Enum):
@@ -68,6 +69,23 @@ class WorkloadKind(StringEnum):
     """An interactive notebook kernel (Jupyter/IPython)."""
     UNKNOWN = "unknown"
     """Nothing tells: treated like training by the rules, with no serving or notebook advice."""
+
+
+class ContainerRuntime(StringEnum):
+    """What isolates a process from the host (``ContainerSample.runtime``), as its cgroup and namespaces tell."""
+
+    DOCKER = "docker"
+    """A Docker container (``docker-ID.scope`` or ``/docker/ID``)."""
+    CONTAINERD = "containerd"
+    """A containerd container outside Kubernetes, or one of a pod's containers run by containerd (``cri-containerd-``)."""
+    CRIO = "cri-o"
+    """A CRI-O container (``crio-ID.scope``), usually one of a Kubernetes pod's."""
+    PODMAN = "podman"
+    """A Podman container (``libpod-ID.scope``)."""
+    SLURM = "slurm"
+    """A Slurm job step's cgroup (``/slurm/uid_U/job_J/step_S`` or ``slurmstepd.scope/job_J``)."""
+    NAMESPACE = "namespace"
+    """Only its own PID namespace tells it apart (``unshare --pid``, a sandbox): no runtime is recognised."""
 
 
 class Severity(StringEnum):
@@ -137,6 +155,10 @@ class DeviceSample:
     """Marketing name, e.g. ``"NVIDIA H100 80GB HBM3"``."""
     uuid: str | None = None
     """Stable ``GPU-...`` identifier."""
+    pci_bus_id: str | None = None
+    """PCI bus id as NVML writes it, e.g. ``"00000000:3B:00.0"``."""
+    minor_number: int | None = None
+    """The device's minor number: it is ``/dev/nvidiaN`` (dcgm-exporter's ``device="nvidiaN"``)."""
     cuda_index: int | None = None
     """The GPU's number in CUDA programs under ``CUDA_VISIBLE_DEVICES`` (``--cuda-visible``); None otherwise."""
     lost: bool = False
@@ -268,6 +290,33 @@ class ProcessSample:
     queue), 100 = one core's worth; its main thread's, from ``/proc/PID/schedstat``. High when its cores are
     oversubscribed: with ``cpu_percent``, what it would use with a core of its own. None where unknown (no such
     file, not Linux, first read)."""
+    container: ContainerSample | None = None
+    """The container, pod or Slurm job the process runs in; None when it runs directly on the host (or unknown)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ContainerSample:
+    """Where a process runs when it is not directly on the host: its container, Kubernetes pod or Slurm job.
+
+    Read from ``/proc/PID/cgroup`` (cgroup v1 and v2) and ``/proc/PID/status`` (``NSpid``). Each field is None
+    where nothing tells it.
+    """
+
+    runtime: ContainerRuntime
+    """What isolates it."""
+    id: str | None = None
+    """The container id in full (64 hex digits for Docker, containerd, CRI-O and Podman); None for Slurm and bare
+    namespaces."""
+    name: str | None = None
+    """A readable name: the container's hostname (Docker's short id, a Kubernetes pod's name) when readable."""
+    pod_uid: str | None = None
+    """The Kubernetes pod's UID, from a ``kubepods`` cgroup path."""
+    pod_namespace: str | None = None
+    """The Kubernetes namespace of the pod, when readable."""
+    slurm_job_id: str | None = None
+    """The Slurm job id: from the cgroup path (``job_J``) or ``SLURM_JOB_ID`` in the environment."""
+    pid_in_container: int | None = None
+    """Its pid inside its own PID namespace (the last ``NSpid`` entry) when that differs from the host's."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -288,6 +337,10 @@ class JobSample:
     """``WORLD_SIZE`` from the environment (ranks on every node); None when not readable."""
     launcher_pid: int | None = None
     """The launcher (torchrun, deepspeed, mpirun, ...) that started the processes, when there is one."""
+    cluster_key: str | None = None
+    """What names this job on every node it spans, for joining nodes in a cluster view: ``"slurm:12345"``, a pod
+    ``"pod:NAMESPACE/NAME"``, or ``"rdzv:HASH"`` (a hash of the rendezvous address, port and run id, never the
+    values themselves); None for a job of one machine with no such id."""
 
 
 @dataclass(frozen=True, slots=True)
