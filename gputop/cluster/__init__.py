@@ -1,0 +1,1 @@
+"""gputop --cluster: a fleet of GPU nodes read from a Prometheus server."""
