@@ -4,6 +4,11 @@ from __future__ import annotations
 
 from gputop.textsafe import safe_text
 
+_SURROGATES = 0xD800
+"""First code point of the surrogate range; a lone surrogate cannot be encoded as UTF-8."""
+_ESCAPES = 0xDC80
+"""First of the surrogates ``surrogateescape`` uses for an undecodable byte (up to U+DCFF)."""
+
 COMMAND_LABEL_MAX = 200
 """Longest ``command`` label value (``--serve-cmdline``), in characters; longer command lines are cut."""
 
@@ -11,19 +16,15 @@ COMMAND_LABEL_MAX = 200
 def label_value(text: str | None, max_length: int | None = None) -> str:
     """``text`` as a label value: "" for None, control characters and escapes neutralised, never unencodable.
 
-    Strings read from ``/proc`` carry undecodable bytes as lone surrogates (``surrogateescape``); those
-    become U+FFFD here, decided for this value alone, so one odd argv never fails a whole scrape.
+    Strings read from ``/proc`` carry undecodable bytes as lone surrogates (``surrogateescape``): those bytes are
+    decoded again as UTF-8 where they form it, the rest (and any other lone surrogate) become U+FFFD. Decided
+    for this value alone, so one odd argv never fails a whole scrape.
     """
     cleaned = safe_text(text, max_length)
     try:
         cleaned.encode("utf-8")
     except UnicodeEncodeError:
-        raw = cleaned.encode("utf-8", errors="surrogateescape") if _escaped_only(cleaned) else \
-            cleaned.encode("utf-8", errors="replace")
-        cleaned = raw.decode("utf-8", errors="replace")
+        escaped_bytes_kept = "".join(c if not _SURROGATES <= ord(c) <= 0xDFFF or _ESCAPES <= ord(c) <= 0xDCFF
+                                     else "\ufffd" for c in cleaned)
+        cleaned = escaped_bytes_kept.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
     return cleaned
-
-
-def _escaped_only(text: str) -> bool:
-    """True when every surrogate in ``text`` is one ``surrogateescape`` made (U+DC80 to U+DCFF)."""
-    return all(not 0xD800 <= ord(c) <= 0xDFFF or 0xDC80 <= ord(c) <= 0xDCFF for c in text)
