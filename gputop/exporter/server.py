@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import gzip
 import hmac
 import os
 import socket
@@ -21,7 +22,7 @@ from socketserver import TCPServer, ThreadingMixIn
 from typing import Any, cast
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer
 
-from prometheus_client.exposition import make_wsgi_app
+from prometheus_client.exposition import gzip_accepted, make_wsgi_app
 from prometheus_client.registry import CollectorRegistry
 
 LISTEN_BACKLOG = 1024
@@ -36,6 +37,10 @@ DEFAULT_HOST = "127.0.0.1"
 LANDING_PAGE = (b"<!doctype html><html><head><title>gputop exporter</title></head><body><h1>gputop exporter</h1>"
                 b"<p><a href=\"/metrics\">/metrics</a></p></body></html>\n")
 """What ``/`` answers."""
+
+GZIP_LEVEL = 1
+"""Compression level of a gzip-encoded scrape: prometheus_client's own (9) costs ten times the CPU
+(0.6 against 0.06 ms for the 64 KB of 8 GPUs and 64 processes) for a body only a fifth smaller."""
 
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 """A WSGI application."""
@@ -131,8 +136,9 @@ def authorized(header: str | None, credentials: list[tuple[bytes, bytes]]) -> bo
 
 
 def exporter_app(registry: CollectorRegistry, credentials: list[tuple[bytes, bytes]] | None) -> WsgiApp:
-    """``/metrics`` (prometheus_client's app: content negotiation, gzip), ``/`` a landing page, 404 otherwise."""
-    metrics = make_wsgi_app(registry)
+    """``/metrics`` (prometheus_client's app and exposition, gzip at ``GZIP_LEVEL``), ``/`` a landing page, 404
+    otherwise."""
+    metrics = make_wsgi_app(registry, disable_compression=True)
 
     def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         if credentials is not None and not authorized(environ.get("HTTP_AUTHORIZATION"), credentials):
@@ -141,13 +147,22 @@ def exporter_app(registry: CollectorRegistry, credentials: list[tuple[bytes, byt
             return [b"401 Unauthorized\n"]
         path = environ.get("PATH_INFO", "")
         if path == "/metrics":
-            result: Iterable[bytes] = metrics(environ, start_response)
-            return result
+            return _metrics(environ, start_response)
         if path == "/":
             start_response("200 OK", [("Content-Type", "text/html; charset=utf-8")])
             return [LANDING_PAGE]
         start_response("404 Not Found", [("Content-Type", "text/plain")])
         return [b"404 Not Found: metrics are at /metrics\n"]
+
+    def _metrics(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        answer: list[Any] = []
+        body = b"".join(metrics(environ, lambda status, headers, *_: answer.extend((status, headers))))
+        status, headers = answer
+        if status.startswith("200") and gzip_accepted(environ.get("HTTP_ACCEPT_ENCODING", "")):
+            body = gzip.compress(body, compresslevel=GZIP_LEVEL)
+            headers = [*headers, ("Content-Encoding", "gzip")]
+        start_response(status, headers)
+        return [body]
 
     return app
 
