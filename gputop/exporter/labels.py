@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 from gputop.textsafe import safe_text
 
 _SURROGATES = 0xD800
@@ -9,10 +11,14 @@ _SURROGATES = 0xD800
 _ESCAPES = 0xDC80
 """First of the surrogates ``surrogateescape`` uses for an undecodable byte (up to U+DCFF)."""
 
+LABEL_CACHE_SIZE = 4096
+"""Label values remembered: names, users and ids repeat from scrape to scrape."""
+
 COMMAND_LABEL_MAX = 200
 """Longest ``command`` label value (``--serve-cmdline``), in characters; longer command lines are cut."""
 
 
+@functools.lru_cache(maxsize=LABEL_CACHE_SIZE)
 def label_value(text: str | None, max_length: int | None = None) -> str:
     """``text`` as a label value: "" for None, control characters and escapes neutralised, never unencodable.
 

@@ -79,8 +79,9 @@ def process_families(rows: list[ProcessRow], host: list[str], cmdline: bool) -> 
     """gputop_process_* and the DataLoader/input-wait families, one series per row where the value is known."""
     extra = (names.LABEL_COMMAND,) if cmdline else ()
     info = _family(names.PROCESS_INFO, host, extra)
-    values = {m: _family(m, host) for m in (names.PROCESS_MEMORY, names.PROCESS_SM, names.PROCESS_CPU, names.WORKERS,
-                                             names.WORKERS_CPU, names.INPUT_WAIT)}
+    memory, sm, cpu, workers, workers_cpu, wait = values = [
+        _family(m, host) for m in (names.PROCESS_MEMORY, names.PROCESS_SM, names.PROCESS_CPU, names.WORKERS,
+                                   names.WORKERS_CPU, names.INPUT_WAIT)]
     for row in rows:
         p = row.process
         labels = host + row.key
@@ -89,19 +90,14 @@ def process_families(rows: list[ProcessRow], host: list[str], cmdline: bool) -> 
             info_labels.append(label_value(p.cmdline, COMMAND_LABEL_MAX))
         info.add_metric(info_labels, 1.0)
         worker_cpu = [w.cpu_percent for w in row.workers if w.cpu_percent is not None]
-        readings = {
-            names.PROCESS_MEMORY: p.gpu_memory_bytes,
-            names.PROCESS_SM: p.sm_percent,
-            names.PROCESS_CPU: p.cpu_percent,
-            names.WORKERS: p.num_workers if p.num_workers is not None else (len(row.workers) or None),
-            names.WORKERS_CPU: sum(worker_cpu) if worker_cpu else None,
-            names.INPUT_WAIT: p.input_wait_percent,
-        }
-        for metric, value in readings.items():
+        count = p.num_workers if p.num_workers is not None else (len(row.workers) or None)
+        for family, value in ((memory, p.gpu_memory_bytes), (sm, p.sm_percent), (cpu, p.cpu_percent),
+                              (workers, count), (workers_cpu, sum(worker_cpu) if worker_cpu else None),
+                              (wait, p.input_wait_percent)):
             if value is not None:
-                values[metric].add_metric(labels, float(value))
+                family.add_metric(labels, float(value))
     yield info
-    yield from values.values()
+    yield from values
 
 
 def _job_labels(job: JobSample, members: list[ProcessSample]) -> list[str]:
