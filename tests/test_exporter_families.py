@@ -26,6 +26,7 @@ from gputop.collect.model import (
     SourceKind,
     WorkloadKind,
 )
+from gputop.exporter.exposition import Exposition
 from gputop.exporter.families import ExportOptions, SnapshotCollector
 from gputop.exporter.labels import COMMAND_LABEL_MAX, label_value
 from gputop.exporter.server import ListenAddress, ServeError, authorized, parse_listen
@@ -169,3 +170,23 @@ def test_authorized() -> None:
         assert not authorized(header(raw), pairs), raw
     for value in (None, "", "Bearer abc", "Basic !!!", "basic " + header(b"other:x")[6:]):
         assert not authorized(value, pairs), value
+
+
+def test_the_exposition_is_byte_for_byte_what_generate_latest_writes_as_families_change() -> None:
+    snapshots = [
+        Snapshot(NOW, SourceKind.NVML, devices=(DeviceSample(0, uuid="GPU-a", utilization_gpu_percent=5.0,
+                                                             clock_sm_mhz=1980),),
+                 processes=(_gpu(1, 0, 1 << 30, job=1, rank=0), _gpu(2, 0, 2 << 30, job=1, rank=1))),
+        Snapshot(NOW + 1, SourceKind.NVML, devices=(DeviceSample(0, uuid="GPU-a", utilization_gpu_percent=7.0,
+                                                                 clock_sm_mhz=1980),),
+                 processes=(_gpu(1, 0, 1 << 30, job=1, rank=0), _gpu(2, 0, 3 << 30, job=1, rank=1))),
+        Snapshot(NOW + 2, SourceKind.NVML, devices=(DeviceSample(0, uuid="GPU-a", lost=True),)),
+    ]
+    current: list[Snapshot] = []
+    collector = SnapshotCollector(lambda: current[-1], ExportOptions(hostname="n1"), clock=lambda: NOW + 5)
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(collector)
+    exposition = Exposition(collector)
+    for snapshot in snapshots + snapshots[:1]:
+        current.append(snapshot)
+        assert exposition.render() == generate_latest(registry)

@@ -62,8 +62,6 @@ def check_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -
 
 def serve(sampler: Sampler, args: argparse.Namespace) -> int:
     """Serve ``/metrics`` from ``sampler``'s newest snapshot until SIGTERM or SIGINT; returns the exit status."""
-    from prometheus_client.registry import CollectorRegistry
-
     from gputop.exporter.families import ExportOptions, SnapshotCollector
     from gputop.exporter.server import (
         ExporterServer,
@@ -78,10 +76,9 @@ def serve(sampler: Sampler, args: argparse.Namespace) -> int:
         address = parse_listen(args.serve)
         tls = None if args.serve_tls_cert is None else tls_context(args.serve_tls_cert, args.serve_tls_key)
         credentials = None if args.serve_basic_auth is None else read_credentials(args.serve_basic_auth)
-        registry = CollectorRegistry(auto_describe=False)
         options = ExportOptions(hostname=args.hostname or socket.gethostname(), cmdline=args.serve_cmdline)
-        registry.register(SnapshotCollector(lambda: _latest(sampler), options))
-        server = ExporterServer(address, exporter_app(registry, credentials), tls)
+        collector = SnapshotCollector(lambda: _latest(sampler), options)
+        server = ExporterServer(address, exporter_app(collector, credentials), tls)
     except ServeError as exc:
         print(f"gputop: {exc}", file=sys.stderr)
         return EXIT_SERVE_ERROR

@@ -58,6 +58,7 @@ def process_rows(snapshot: Snapshot, limit: int = MAX_PROCESS_SERIES) -> tuple[l
             continue
         seen.add(tuple(row.key))
         rows.append(row)
+    rows.sort(key=lambda row: row.key)  # a stable order: a family whose values did not change is written the same
     return rows, len(ordered) - len(rows)
 
 

@@ -1,4 +1,4 @@
-"""The exporter's HTTP server: ``/metrics`` from ``prometheus_client``, a landing page, TLS and basic auth.
+"""The exporter's HTTP server: ``/metrics`` written by ``prometheus_client``, a landing page, TLS and basic auth.
 
 Unlike ``prometheus_client.start_http_server`` (socketserver's listen backlog of 5, no idle timeout), it
 keeps a long listen backlog, serves each connection on a daemon thread with a read timeout, does the TLS
@@ -22,8 +22,10 @@ from socketserver import TCPServer, ThreadingMixIn
 from typing import Any, cast
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer
 
-from prometheus_client.exposition import gzip_accepted, make_wsgi_app
-from prometheus_client.registry import CollectorRegistry
+from prometheus_client.exposition import gzip_accepted
+from prometheus_client.registry import Collector
+
+from gputop.exporter.exposition import CONTENT_TYPE, Exposition
 
 LISTEN_BACKLOG = 1024
 """Connections the kernel queues before ``accept``: 500 concurrent scrapes must all be answered."""
@@ -135,10 +137,10 @@ def authorized(header: str | None, credentials: list[tuple[bytes, bytes]]) -> bo
     return match
 
 
-def exporter_app(registry: CollectorRegistry, credentials: list[tuple[bytes, bytes]] | None) -> WsgiApp:
-    """``/metrics`` (prometheus_client's app and exposition, gzip at ``GZIP_LEVEL``), ``/`` a landing page, 404
-    otherwise."""
-    metrics = make_wsgi_app(registry, disable_compression=True)
+def exporter_app(collector: Collector, credentials: list[tuple[bytes, bytes]] | None) -> WsgiApp:
+    """``/metrics`` (``collector``'s families in the Prometheus text format, gzip at ``GZIP_LEVEL`` when accepted),
+    ``/`` a landing page, 404 otherwise; 401 everywhere without valid credentials when ``credentials`` are given."""
+    exposition = Exposition(collector)
 
     def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         if credentials is not None and not authorized(environ.get("HTTP_AUTHORIZATION"), credentials):
@@ -147,22 +149,17 @@ def exporter_app(registry: CollectorRegistry, credentials: list[tuple[bytes, byt
             return [b"401 Unauthorized\n"]
         path = environ.get("PATH_INFO", "")
         if path == "/metrics":
-            return _metrics(environ, start_response)
+            body, headers = exposition.render(), [("Content-Type", CONTENT_TYPE)]
+            if gzip_accepted(environ.get("HTTP_ACCEPT_ENCODING", "")):
+                body = gzip.compress(body, compresslevel=GZIP_LEVEL)
+                headers.append(("Content-Encoding", "gzip"))
+            start_response("200 OK", headers)
+            return [body]
         if path == "/":
             start_response("200 OK", [("Content-Type", "text/html; charset=utf-8")])
             return [LANDING_PAGE]
         start_response("404 Not Found", [("Content-Type", "text/plain")])
         return [b"404 Not Found: metrics are at /metrics\n"]
-
-    def _metrics(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
-        answer: list[Any] = []
-        body = b"".join(metrics(environ, lambda status, headers, *_: answer.extend((status, headers))))
-        status, headers = answer
-        if status.startswith("200") and gzip_accepted(environ.get("HTTP_ACCEPT_ENCODING", "")):
-            body = gzip.compress(body, compresslevel=GZIP_LEVEL)
-            headers = [*headers, ("Content-Encoding", "gzip")]
-        start_response(status, headers)
-        return [body]
 
     return app
 
