@@ -272,6 +272,7 @@ class _Details:
             mine = self.workers.get(sample.pid, [])
             known = info.found and info.note != NOTE_ACCESS_DENIED
             place = places.get(sample.pid)
+            hints = self.hints.get(sample.pid)
             result.append(
                 dataclasses.replace(
                     sample,
@@ -280,6 +281,7 @@ class _Details:
                     num_workers=len(mine) if known else None,
                     job=place[0] if place is not None else None,
                     rank=place[1] if place is not None else None,
+                    container=hints.container if hints is not None else None,
                 )
             )
             if sample.pid in listed:

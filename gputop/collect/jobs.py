@@ -19,10 +19,12 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import hashlib
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from gputop.collect.model import JobSample, ProcessRole, ProcessSample
+from gputop.collect.containers import slurm_job_of
+from gputop.collect.model import ContainerSample, JobSample, ProcessRole, ProcessSample
 from gputop.collect.workload import (
     UNDECIDED,
     Command,
@@ -57,6 +59,8 @@ class ProcessHints:
     """True when the process publishes a ``gputop.torch`` status record."""
     listen_port: int | None = None
     """A TCP port it listens on, when probed and found; None otherwise."""
+    container: ContainerSample | None = None
+    """The container, pod or Slurm job it runs in (:func:`gputop.collect.containers.read_container`); None on the host."""
 
 
 NO_HINTS = ProcessHints()
@@ -272,7 +276,33 @@ def _job(number: int, group: _Group) -> JobSample:
     return JobSample(
         id=number, kind=verdict.kind, evidence="; ".join(parts), pids=tuple(m.pid for m in members),
         devices=tuple(devices), world_size=world, launcher_pid=group.launcher_pid,
+        cluster_key=cluster_key([m.hints for m in members]),
     )
+
+
+def cluster_key(hints: Sequence[ProcessHints]) -> str | None:
+    """What names the job of processes with ``hints`` on every node it spans (``JobSample.cluster_key``).
+
+    The first that some process tells, in this order: its Slurm job (``slurm:12345``, from its cgroup or
+    ``SLURM_JOB_ID``), its Kubernetes pod (``pod:NAMESPACE/NAME``, both read from the container), or its
+    rendezvous (``rdzv:`` and 12 hex digits of the SHA-256 of ``MASTER_ADDR:MASTER_PORT``, with
+    ``:TORCHELASTIC_RUN_ID`` when set: the same on every node, without the address itself); None when none does.
+    """
+    for hint in hints:
+        job = hint.container.slurm_job_id if hint.container is not None else None
+        job = job or slurm_job_of(hint.env)
+        if job is not None:
+            return f"slurm:{job}"
+    for hint in hints:
+        container = hint.container
+        if container is not None and container.pod_uid and container.pod_namespace and container.name:
+            return f"pod:{container.pod_namespace}/{container.name}"
+    for hint in hints:
+        key = _env_key(hint.env)
+        if key is not None and key[0] == "env":
+            rendezvous = f"{key[1]}:{key[2]}" + (f":{key[3]}" if key[3] else "")
+            return "rdzv:" + hashlib.sha256(rendezvous.encode("utf-8", "surrogateescape")).hexdigest()[:12]
+    return None
 
 
 def _parent_command(hints: ProcessHints) -> Command | None:
