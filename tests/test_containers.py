@@ -16,6 +16,7 @@ import pytest
 
 from gputop.collect.containers import CgroupPlace, parse_cgroup, parse_nspid, read_container, read_in_root
 from gputop.collect.model import ContainerRuntime, ContainerSample
+from support.containers import held, make_root, need_root
 from support.procs import wait_until
 
 DATA = Path(__file__).parent / "data" / "cgroup"
@@ -101,21 +102,6 @@ def test_nspid(status: str, pids: tuple[int, ...]) -> None:
 # -- files inside a process's own root -----------------------------------------------------------------
 
 
-def make_root(root: Path, hostname: str = "3f2a9c1b4d5e\n", namespace: str | None = "ml-team\n") -> Path:
-    """A container's root as kubelet lays it out: /var/run -> ../run, the token volume's ..data link."""
-    (root / "etc").mkdir(parents=True)
-    (root / "etc" / "hostname").write_text(hostname)
-    if namespace is not None:
-        account = root / "run" / "secrets" / "kubernetes.io" / "serviceaccount"
-        (account / "..2026_11_23_17_00_00.123456789").mkdir(parents=True)
-        (account / "..2026_11_23_17_00_00.123456789" / "namespace").write_text(namespace)
-        (account / "..data").symlink_to("..2026_11_23_17_00_00.123456789")
-        (account / "namespace").symlink_to("..data/namespace")
-        (root / "var").mkdir()
-        (root / "var" / "run").symlink_to("../run")
-    return root
-
-
 def test_read_in_root_follows_kubelets_links_inside_the_root(tmp_path: Path) -> None:
     root = make_root(tmp_path / "root")
     assert read_in_root(str(root), "etc/hostname") == b"3f2a9c1b4d5e\n"
@@ -157,36 +143,18 @@ def test_read_in_root_reads_only_regular_files_and_little_of_them(tmp_path: Path
     assert read_in_root(str(tmp_path / "absent"), "etc/hostname") is None
 
 
-def chrooted(root: Path) -> subprocess.Popen[bytes]:
-    """A real process whose root is ``root`` (as a container's is), sleeping until killed."""
-    code = "import os, sys, time\nos.chroot(sys.argv[1])\nos.chdir('/')\nprint('in', flush=True)\ntime.sleep(600)\n"
-    proc = subprocess.Popen([sys.executable, "-c", code, str(root)], stdout=subprocess.PIPE)
-    assert proc.stdout is not None and proc.stdout.readline() == b"in\n"
-    return proc
-
-
-@pytest.fixture
-def root_required() -> None:
-    if os.geteuid() != 0:
-        pytest.skip("chroot needs root: the test runs as an ordinary user")
-
-
-def test_read_container_names_a_real_process_by_its_roots_hostname(tmp_path: Path, root_required: None) -> None:
-    hostile = tmp_path / "hostile"
-    make_root(hostile, hostname="\x1b[31mevil\n", namespace="Not A Namespace\n")
+def test_read_container_names_a_real_process_by_its_roots_hostname(tmp_path: Path) -> None:
+    """A real chrooted process's root, with its cgroup and NSpid written into a /proc of the test's own."""
+    need_root("chroot")
+    hostile = make_root(tmp_path / "hostile", hostname="\x1b[31mevil\n", namespace="Not A Namespace\n")
     for root, name, namespace in ((make_root(tmp_path / "root"), "3f2a9c1b4d5e", "ml-team"), (hostile, None, None)):
-        proc = chrooted(root)
-        try:
+        with held(root) as pid:
             proc_dir = tmp_path / f"proc-{root.name}"
-            (proc_dir / str(proc.pid)).mkdir(parents=True)
-            cgroup = f"0::/kubepods/burstable/pod{POD}/{K8S}\n"
-            (proc_dir / str(proc.pid) / "cgroup").write_text(cgroup)
-            (proc_dir / str(proc.pid) / "status").write_text(f"Name:\tpython\nNSpid:\t{proc.pid}\t7\n")
-            (proc_dir / str(proc.pid) / "root").symlink_to(f"/proc/{proc.pid}/root")
-            found = read_container(proc.pid, {"SLURM_JOB_ID": "99"}, proc=str(proc_dir))
-        finally:
-            proc.kill()
-            proc.wait()
+            (proc_dir / str(pid)).mkdir(parents=True)
+            (proc_dir / str(pid) / "cgroup").write_text(f"0::/kubepods/burstable/pod{POD}/{K8S}\n")
+            (proc_dir / str(pid) / "status").write_text(f"Name:\tpython\nNSpid:\t{pid}\t7\n")
+            (proc_dir / str(pid) / "root").symlink_to(f"/proc/{pid}/root")
+            found = read_container(pid, {"SLURM_JOB_ID": "99"}, proc=str(proc_dir))
         assert found == ContainerSample(C, K8S, name, POD, namespace, "99", 7)
 
 

@@ -131,7 +131,8 @@ class HostSource:
 
         The result lists GPU processes in (device, pid) order, each followed by its DataLoader
         workers in pid order; a process on several devices has its workers after its first row.
-        GPU rows carry their job and rank, and the reading the jobs.
+        GPU rows carry their job, rank and container (:mod:`gputop.collect.containers`; workers carry none), and
+        the reading the jobs.
         """
         errors: list[ErrorNote] = []
         host = self._host(errors)

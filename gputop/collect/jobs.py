@@ -7,11 +7,13 @@ Every GPU process belongs to exactly one job. Strongest evidence first:
 2. a launcher parent (torchrun, deepspeed, accelerate launch, mpirun, srun, ...): its GPU children;
 3. a shared parent that is not a shell, terminal or session manager (``torch.multiprocessing.spawn``
    children of ``python train.py``), the parent itself included when it uses a GPU too; but Python runs
-   a driver started with different command lines (``train.py --lr 1e-3``, ``--lr 3e-4``) are a sweep;
+   a driver started with different command lines (``train.py --lr 1e-3``, ``--lr 3e-4``) are a sweep,
+   and children in different containers or Slurm jobs are different jobs;
 4. anything else is a job of one; one process on several GPUs is DataParallel.
 
 The user name is never evidence: a sweep of one user's runs stays separate jobs. Ids come from a
-:class:`JobTracker`, stable while a job runs and never reused. The module is pure: hints are read
+:class:`JobTracker`, stable while a job runs and never reused. Each job also gets the key that names it on
+every node it spans (:func:`cluster_key`: its Slurm job, its pod, or a hash of its rendezvous). The module is pure: hints are read
 elsewhere (:mod:`gputop.collect.procenv`, or made up by the demo).
 """
 
@@ -202,18 +204,18 @@ def _groups(members: Mapping[int, _Member]) -> list[_Group]:
         groups.append(_Group(env_key, evidence, found, launcher[0] if launcher is not None else None))
         for member in found:
             del left[member.pid]
-    by_parent: dict[int, list[_Member]] = {}
+    by_parent: dict[tuple[int, Hashable], list[_Member]] = {}
     for member in left.values():
         if member.ppid is not None and member.ppid > 1 and member.parent is not None:
-            by_parent.setdefault(member.ppid, []).append(member)
-    for ppid, siblings in by_parent.items():
+            by_parent.setdefault((member.ppid, _isolation(member.hints.container)), []).append(member)
+    for (ppid, isolation), siblings in by_parent.items():
         found = [m for m in siblings if m.pid in left]
         if not found:
             continue
         first = found[0]
         assert first.parent is not None
         sign = find_sign(first.parent)
-        identity = ("parent", ppid, first.hints.parent_start)
+        identity = ("parent", ppid, first.hints.parent_start, isolation)
         if sign is not None and sign.launcher:
             groups.append(_Group(identity, _launched((ppid, sign.label), found), found, ppid))
         elif not is_session(first.hints.parent_name, first.parent):
@@ -235,6 +237,11 @@ def _groups(members: Mapping[int, _Member]) -> list[_Group]:
             evidence = f"DataParallel: PID {member.pid} uses GPUs {_span(member.devices)}"
         groups.append(_Group(("pid", member.pid, member.create_time), evidence, [member]))
     return groups
+
+
+def _isolation(container: ContainerSample | None) -> Hashable:
+    """What sets a process apart from its siblings: its container and Slurm job (None on the host)."""
+    return None if container is None else (container.runtime, container.id, container.slurm_job_id)
 
 
 @functools.lru_cache(maxsize=1024)
