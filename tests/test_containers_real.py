@@ -16,6 +16,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from gputop.collect.containers import read_container
 from support.containers import held, in_cgroup, make_root, need_root
 from support.fake_nvml import FakeGpu, FakeScenario, fake_nvml_env
@@ -129,3 +131,27 @@ def test_host_processes_have_no_container_and_a_rendezvous_key(tmp_path: Path, f
     key = job_of(data, proc.pid)["cluster_key"]
     assert key == "rdzv:" + hashlib.sha256(b"10.1.2.3:29500:run-7").hexdigest()[:12]
     assert "10.1.2.3" not in key and "29500" not in key
+
+
+def test_gputop_in_a_pid_namespace_explains_host_pids_and_keeps_their_gpu_figures(tmp_path: Path,
+                                                                                   fake_nvml_lib: Path) -> None:
+    """gputop in a container: NVML reports host PIDs that its /proc does not hold."""
+    need_root("unshare --pid")
+    scenario = FakeScenario(gpus=[FakeGpu(compute_processes=[(os.getpid(), 3 * GIB)])])
+    path = scenario.write(tmp_path / "scenario.txt")
+    unshare = ["unshare", "--pid", "--fork", "--mount-proc"]
+    outputs = {}
+    for mode in ("--json", "--once"):
+        out = subprocess.run([*unshare, sys.executable, "-m", "gputop", mode], capture_output=True, text=True,
+                             env=fake_nvml_env(fake_nvml_lib, path), timeout=60)
+        if out.returncode != 0 and "unshare" in out.stderr:
+            pytest.skip(f"unshare refused: {out.stderr.strip()}")
+        assert out.returncode == 0, out.stderr
+        outputs[mode] = out.stdout
+    [row] = json.loads(outputs["--json"])["processes"]
+    assert row["pid"] == os.getpid() and row["gpu_memory_bytes"] == 3 * GIB
+    assert row["note"] == ("in another PID namespace (a host PID): run gputop on the host, or with --pid=host / "
+                           "hostPID: true, to see it")
+    assert row["user"] is None and row["cmdline"] is None and row["container"] is None
+    [line] = [line for line in outputs["--once"].splitlines() if f" {os.getpid()} " in line]
+    assert "3GiB" in line and "run gputop on the host, or with --pid=host / hostPID: true" in line
