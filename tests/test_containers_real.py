@@ -10,8 +10,10 @@ read-only or absent hierarchy, no ``unshare``).
 from __future__ import annotations
 
 import hashlib
+import html
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -21,6 +23,8 @@ import pytest
 from gputop.collect.containers import read_container
 from support.containers import held, in_cgroup, make_root, need_root
 from support.fake_nvml import FakeGpu, FakeScenario, fake_nvml_env
+from support.procs import wait_until
+from support.terminal import PtyGputop
 
 GIB = 1 << 30
 DOCKER = "c7f8a5227f0bc09459dafe5e25bc2e30013dde23caf672dcd614e5c5c462fb41"
@@ -155,3 +159,45 @@ def test_gputop_in_a_pid_namespace_explains_host_pids_and_keeps_their_gpu_figure
     assert row["user"] is None and row["cmdline"] is None and row["container"] is None
     [line] = [line for line in outputs["--once"].splitlines() if f" {os.getpid()} " in line]
     assert "3GiB" in line and "run gputop on the host, or with --pid=host / hostPID: true" in line
+
+
+def screen_with(app: PtyGputop, directory: Path, marker: str) -> str:
+    """Press ``s`` until the screen it exports (the SVG's text, in screen order) shows ``marker``; that text."""
+
+    def export() -> str | None:
+        before = set(directory.glob("gputop-*.svg"))
+        app.send("s")
+        [svg] = wait_until(lambda: list(set(directory.glob("gputop-*.svg")) - before), "the export")
+        text = html.unescape(re.sub(r"<[^>]+>", "", svg.read_text(encoding="utf-8"))).replace("\xa0", " ")
+        return text if marker in text else None
+
+    return wait_until(export, f"{marker!r} on the screen")
+
+
+def order(screen: str, pids: list[int]) -> list[int]:
+    """``pids`` in the order their rows appear on ``screen``."""
+    return sorted(pids, key=lambda pid: screen.index(f" {pid} "))
+
+
+@pytest.mark.parametrize(("size", "docker_label", "user_shown"), [((160, 45), "docker c7f8a5227f0b", True),
+                                                                   ((80, 24), "c7f8a5227f0b", False)])
+def test_the_tui_shows_containers_and_groups_by_them(tmp_path: Path, fake_nvml_lib: Path,
+                                                    size: tuple[int, int], docker_label: str, user_shown: bool) -> None:
+    need_root("cgroups")
+    exports = tmp_path / "exports"
+    with held() as host, held() as slurm, held() as docker, \
+            in_cgroup(slurm, "pids", f"{TOP}/slurm/uid_0/job_4242/step_0"), \
+            in_cgroup(docker, "v2", f"{TOP}/system.slice/docker-{DOCKER}.scope"):
+        scenario = FakeScenario(gpus=[FakeGpu(compute_processes=[(pid, 2 * GIB)]) for pid in (host, slurm, docker)])
+        env = fake_nvml_env(fake_nvml_lib, scenario.write(tmp_path / "scenario.txt"))
+        env.update(XDG_CONFIG_HOME=str(tmp_path / "xdg"), TERM="xterm-256color")
+        with PtyGputop(size, controlling=True, env=env, args=("--interval", "0.5", "--export-dir", str(exports))) as app:
+            app.wait_up(b"GPU")
+            screen = screen_with(app, exports, docker_label)
+            assert "CONTAINER" in screen and "slurm 4242" in screen
+            assert ("USER" in screen) is user_shown
+            assert order(screen, [host, slurm, docker]) == [host, slurm, docker]  # by GPU
+            app.send("C")
+            grouped = screen_with(app, exports, "CONTAINER▲")
+            assert order(grouped, [host, slurm, docker]) == [docker, slurm, host]  # the host's process last
+            assert app.quit() == 0
