@@ -18,9 +18,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 from gputop.collect.containers import read_container
+from gputop.collect.schema import json_schema
+from gputop.collect.serialize import snapshot_from_dict
 from support.containers import held, in_cgroup, make_root, need_root
 from support.fake_nvml import FakeGpu, FakeScenario, fake_nvml_env
 from support.procs import wait_until
@@ -35,13 +38,16 @@ TOP = f"gputop-test-{os.getpid()}"
 
 
 def gputop_json(tmp_path: Path, fake_nvml_lib: Path, pids: list[int]) -> dict:
-    """The snapshot ``gputop --json`` prints with GPU i running ``pids[i]`` (4 GiB each)."""
+    """The snapshot ``gputop --json`` prints with GPU i running ``pids[i]`` (4 GiB each), checked against the schema."""
     scenario = FakeScenario(gpus=[FakeGpu(compute_processes=[(pid, 4 * GIB)]) for pid in pids])
     path = scenario.write(tmp_path / "scenario.txt")
     out = subprocess.run([sys.executable, "-m", "gputop", "--json"], capture_output=True, text=True,
                          env=fake_nvml_env(fake_nvml_lib, path), timeout=60)
     assert out.returncode == 0, out.stderr
-    return json.loads(out.stdout)
+    data = json.loads(out.stdout)
+    jsonschema.validate(data, json_schema())  # the containers and cluster keys fit the published schema
+    snapshot_from_dict(data, complete=True)  # and read back
+    return data
 
 
 def row_of(data: dict, pid: int) -> dict:
