@@ -173,3 +173,16 @@ def test_read_container_of_a_gone_process_is_none() -> None:
     proc.wait()
     wait_until(lambda: not os.path.exists(f"/proc/{proc.pid}"), "the child to be reaped")
     assert read_container(proc.pid) is None
+
+
+def test_a_container_named_as_the_host_has_no_name(tmp_path: Path) -> None:
+    """A pod on the host's network has the node's name in its /etc/hostname: that names no pod."""
+    need_root("chroot")
+    root = make_root(tmp_path / "root", hostname=os.uname().nodename + "\n")
+    with held(root) as pid:
+        proc_dir = tmp_path / "proc"
+        (proc_dir / str(pid)).mkdir(parents=True)
+        (proc_dir / str(pid) / "cgroup").write_text(f"0::/kubepods/burstable/pod{POD}/{K8S}\n")
+        (proc_dir / str(pid) / "root").symlink_to(f"/proc/{pid}/root")
+        found = read_container(pid, proc=str(proc_dir))
+    assert found == ContainerSample(C, K8S, None, POD, "ml-team")

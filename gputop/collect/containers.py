@@ -252,6 +252,9 @@ def slurm_job_of(env: Mapping[str, str] | None) -> str | None:
 def read_container(pid: int, env: Mapping[str, str] | None = None, proc: str = "/proc") -> ContainerSample | None:
     """Where process ``pid`` runs: its container, pod or Slurm job; None when it runs directly on the host.
 
+    A container whose host name is this machine's (on the host's network: ``--network=host``, a pod with
+    ``hostNetwork: true``) gets no name: the name would not be its own.
+
     ``env`` is its whitelisted environment where readable (its ``SLURM_JOB_ID`` is used when no Slurm cgroup
     tells the job). ``proc`` is where procfs is mounted. Unreadable files leave fields None; never raises.
     """
@@ -267,6 +270,8 @@ def read_container(pid: int, env: Mapping[str, str] | None = None, proc: str = "
         return ContainerSample(ContainerRuntime.NAMESPACE, pid_in_container=inner) if inner is not None else None
     root = f"{proc}/{pid}/root"
     name = _first_line(read_in_root(root, HOSTNAME_FILE), _HOSTNAME)
+    if name is not None and name == os.uname().nodename:
+        name = None  # the host's own name: a container on the host's network (hostNetwork: true) names nothing
     namespace = None
     if place.pod_uid is not None:
         namespace = _first_line(read_in_root(root, K8S_NAMESPACE_FILE), _K8S_NAMESPACE)
