@@ -187,3 +187,16 @@ def test_the_enter_popup_tells_the_container_and_the_pid_inside() -> None:
     summary = process_summary(CONTAINERS.processes[0], jobs, ascii_mode=False)
     assert f"in containerd container {CTRD_ID}, pod ml-team/trainer-worker-0 (UID {POD_UID}), PID 7 inside" in summary
     assert "across nodes: pod:ml-team/trainer-worker-0" in summary
+
+
+@synchronously
+async def test_without_containers_a_narrow_table_keeps_the_compact_job():
+    """At 70 columns a job with ranks keeps its compact JOB column, as before containers existed."""
+    ranked = dataclasses.replace(
+        CONTAINERS, processes=tuple(dataclasses.replace(p, container=None) for p in CONTAINERS.processes))
+    app = TableApp()
+    async with app.run_test(size=(70, 20)) as pilot:
+        table = app.query_one(ProcessTable)
+        table.update_snapshot(ranked)
+        await pilot.pause()
+        assert "JOB" in lines(table)[0] and "CONTAINER" not in lines(table)[0]

@@ -94,7 +94,8 @@ _DROP_ORDER = (
     _JOB, _USER, _CONTAINER, _JOB_COMPACT,
 )
 """Columns given up first when the table is narrow, least useful first; the full JOB and CONTAINER give way to
-their compact forms, and the compact JOB goes last (it is only there with containers: see ``_columns_for``)."""
+their compact forms, and the compact JOB goes last, only while the CONTAINER column is shown (see
+``_columns_for``)."""
 
 
 def _wanted_columns(measured: bool, jobs: bool, containers: bool) -> tuple[int, ...]:
@@ -118,7 +119,7 @@ def _columns_for(width: int, measured: bool, jobs: bool, grouped: bool, containe
     """
     columns = list(_wanted_columns(measured, jobs, containers))
     compact = {_JOB: _JOB_COMPACT if grouped else None, _CONTAINER: _CONTAINER_COMPACT}
-    for index in _DROP_ORDER:
+    for index in _DROP_ORDER if containers else _DROP_ORDER[:-1]:
         if _fixed_width(tuple(columns)) + _WANTED_COMMAND_WIDTH <= width:
             break
         if index in columns:
