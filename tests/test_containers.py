@@ -186,3 +186,14 @@ def test_a_container_named_as_the_host_has_no_name(tmp_path: Path) -> None:
         (proc_dir / str(pid) / "root").symlink_to(f"/proc/{pid}/root")
         found = read_container(pid, proc=str(proc_dir))
     assert found == ContainerSample(C, K8S, None, POD, "ml-team")
+
+
+@pytest.mark.parametrize("path", [
+    f"/kubepods/burstable/pod1b2c3d4e_5f6a_4b8c_9d0e_1f2a3b4c5d6e/{K8S}",  # cgroupfs writes dashes
+    f"/kubepods/burstable/pod1b2c3d4e-5f6a-4b8c-9d0e-1f2a3b4c5d6/{K8S}",  # one digit short
+    f"/kubepods/burstable/podcast/{K8S}",
+    f"/kubepods.slice/kubepods-pod1b2c3d4e-5f6a-4b8c-9d0e-1f2a3b4c5d6e.slice/cri-containerd-{K8S}.scope",  # systemd: _
+    f"/kubepods.slice/kubepods-pod1b2c3d4e_5f6a-4b8c_9d0e_1f2a3b4c5d6e.slice/cri-containerd-{K8S}.scope",
+])
+def test_a_malformed_pod_uid_is_no_pod_but_the_container_stays(path: str) -> None:
+    assert parse_cgroup(f"0::{path}\n") == CgroupPlace(C, K8S)

@@ -40,7 +40,10 @@ from gputop.collect.model import ContainerRuntime, ContainerSample
 from gputop.collect.proctree import read_proc_file
 
 _ID = r"([0-9a-f]{64})"
-_UID = r"([0-9a-f]{8}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{12}|[0-9a-f]{32})"
+_HEX32 = "[0-9a-f]{32}"
+"""A static pod's UID: the hash of its manifest."""
+_UID_DASHES = rf"([0-9a-f]{{8}}-[0-9a-f]{{4}}-[0-9a-f]{{4}}-[0-9a-f]{{4}}-[0-9a-f]{{12}}|{_HEX32})"
+_UID_UNDERSCORES = rf"([0-9a-f]{{8}}_[0-9a-f]{{4}}_[0-9a-f]{{4}}_[0-9a-f]{{4}}_[0-9a-f]{{12}}|{_HEX32})"
 
 _CONTAINER_FORMS: tuple[tuple[re.Pattern[str], ContainerRuntime], ...] = (
     (re.compile(rf"docker-{_ID}\.scope"), ContainerRuntime.DOCKER),
@@ -55,9 +58,9 @@ _SLICE_AND_CONTAINER = re.compile(rf"([^:]+\.slice):(cri-containerd:{_ID})")
 to manage systemd cgroups itself; the slice and the container are one path component."""
 _BARE_ID = re.compile(_ID)
 """A container id alone as a path component: ``/docker/ID``, ``/default/ID`` or under a pod."""
-_POD_CGROUPFS = re.compile(rf"pod{_UID}")
+_POD_CGROUPFS = re.compile(rf"pod{_UID_DASHES}")
 """A pod's cgroup with the cgroupfs driver (below a ``kubepods`` component)."""
-_POD_SYSTEMD = re.compile(rf"kubepods(?:-burstable|-besteffort)?-pod{_UID}\.slice")
+_POD_SYSTEMD = re.compile(rf"kubepods(?:-burstable|-besteffort)?-pod{_UID_UNDERSCORES}\.slice")
 """A pod's slice with the systemd driver, its UID's dashes written as underscores."""
 _SLURM_ROOT = re.compile(r"slurm(?:_[^/]+)?")
 """Slurm's cgroup v1 root, ``slurm`` or ``slurm_NODENAME`` (several slurmd on one machine)."""
