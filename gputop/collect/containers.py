@@ -36,6 +36,7 @@ import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from gputop.collect.jobs import slurm_job_of
 from gputop.collect.model import ContainerRuntime, ContainerSample
 from gputop.collect.proctree import read_proc_file
 
@@ -70,8 +71,6 @@ _HOSTNAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]{0,251}[A-Za-z0-9])?")
 """What a container's host name may look like (letters, digits, dots, dashes; at most 253 characters)."""
 _K8S_NAMESPACE = re.compile(r"[a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?")
 """A Kubernetes namespace: a DNS label."""
-_SLURM_ENV_JOB = re.compile(r"[0-9]{1,20}")
-"""``SLURM_JOB_ID`` as Slurm sets it: a number."""
 
 HOSTNAME_FILE = "etc/hostname"
 """The container's host name, relative to its root."""
@@ -244,12 +243,6 @@ def _first_line(data: bytes | None, form: re.Pattern[str]) -> str | None:
         return None
     line = data.split(b"\n", 1)[0].strip().decode("ascii", "replace")
     return line if form.fullmatch(line) else None
-
-
-def slurm_job_of(env: Mapping[str, str] | None) -> str | None:
-    """``SLURM_JOB_ID`` of a whitelisted environment when it is a job id (a number); None otherwise."""
-    value = env.get("SLURM_JOB_ID") if env else None
-    return value if value is not None and _SLURM_ENV_JOB.fullmatch(value) else None
 
 
 def read_container(pid: int, env: Mapping[str, str] | None = None, proc: str = "/proc") -> ContainerSample | None:

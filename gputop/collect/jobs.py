@@ -22,10 +22,10 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
+import re
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from gputop.collect.containers import slurm_job_of
 from gputop.collect.model import ContainerSample, JobSample, ProcessRole, ProcessSample
 from gputop.collect.workload import (
     UNDECIDED,
@@ -43,6 +43,8 @@ ENV_KEYS = frozenset({
     "GROUP_RANK", "SLURM_JOB_ID", "SLURM_STEP_ID", "SLURM_PROCID", "JPY_PARENT_PID",
 })
 """The only environment variables ever kept from a process: the ones that tell its job and rank."""
+_SLURM_JOB_ID = re.compile(r"[0-9]{1,20}")
+"""``SLURM_JOB_ID`` as Slurm sets it: a number."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -285,6 +287,12 @@ def _job(number: int, group: _Group) -> JobSample:
         devices=tuple(devices), world_size=world, launcher_pid=group.launcher_pid,
         cluster_key=cluster_key([m.hints for m in members]),
     )
+
+
+def slurm_job_of(env: Mapping[str, str] | None) -> str | None:
+    """``SLURM_JOB_ID`` of a whitelisted environment when it is a job id (a number); None otherwise."""
+    value = env.get("SLURM_JOB_ID") if env else None
+    return value if value is not None and _SLURM_JOB_ID.fullmatch(value) else None
 
 
 def cluster_key(hints: Sequence[ProcessHints]) -> str | None:
