@@ -207,3 +207,32 @@ def test_the_tui_shows_containers_and_groups_by_them(tmp_path: Path, fake_nvml_l
             grouped = screen_with(app, exports, "CONTAINER▲")
             assert order(grouped, [host, slurm, docker]) == [docker, slurm, host]  # the host's process last
             assert app.quit() == 0
+
+
+def test_the_exporter_labels_processes_with_their_container_pod_and_slurm_job(tmp_path: Path,
+                                                                              fake_nvml_lib: Path) -> None:
+    need_root("chroot, unshare and cgroups")
+    from support.exporter import serving
+
+    docker_root = make_root(tmp_path / "docker", hostname="c7f8a5227f0b\n", namespace=None)
+    pod_root = make_root(tmp_path / "pod", hostname="trainer-worker-0\n", namespace="ml-team\n")
+    pod_path = f"{TOP}/kubepods/burstable/pod{POD}/{K8S}"
+    with held(docker_root, pid_namespace=True) as docker, held(pod_root) as pod, held() as slurm, \
+            held(pid_namespace=True) as bare, \
+            in_cgroup(docker, "v2", f"{TOP}/system.slice/docker-{DOCKER}.scope"), \
+            in_cgroup(pod, "pids", pod_path), in_cgroup(slurm, "pids", f"{TOP}/slurm/uid_0/job_4242/step_0"):
+        pids = [docker, pod, slurm, bare]
+        scenario = FakeScenario(gpus=[FakeGpu(compute_processes=[(pid, 4 * GIB)]) for pid in pids])
+        env = fake_nvml_env(fake_nvml_lib, scenario.write(tmp_path / "scenario.txt"))
+        with serving(["--interval", "0.5"], env=env) as exporter:
+            text = exporter.wait_for('slurm_job_id="4242"')
+    info = [line for line in text.splitlines() if line.startswith("gputop_process_info{")]
+    by_gpu = {re.search(r'gpu="(\d)"', line).group(1): line for line in info}  # type: ignore[union-attr]
+    assert f'container="{DOCKER[:12]}"' in by_gpu["0"]
+    assert 'pod="trainer-worker-0"' in by_gpu["1"] and 'namespace="ml-team"' in by_gpu["1"]
+    assert f'container="{K8S[:12]}"' in by_gpu["1"]
+    assert 'slurm_job_id="4242"' in by_gpu["2"] and 'container=""' in by_gpu["2"]
+    assert 'container="pidns"' in by_gpu["3"]
+    jobs = [line for line in text.splitlines() if line.startswith("gputop_job_info{")]
+    assert any('cluster_job="slurm:4242"' in line for line in jobs)
+    assert any('cluster_job="pod:ml-team/trainer-worker-0"' in line for line in jobs)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from prometheus_client.core import GaugeMetricFamily
 
 from gputop import metric_names as names
-from gputop.collect.model import ContainerSample, JobSample, ProcessRole, ProcessSample, Snapshot
+from gputop.collect.model import ContainerRuntime, ContainerSample, JobSample, ProcessRole, ProcessSample, Snapshot
 from gputop.exporter.labels import COMMAND_LABEL_MAX, label_value
 
 MAX_PROCESS_SERIES = 256
@@ -67,8 +67,13 @@ def _container_labels(container: ContainerSample | None) -> list[str]:
     if container is None:
         return ["", "", "", ""]
     in_pod = container.pod_uid is not None or container.pod_namespace is not None
-    short_id = container.id[:12] if container.id else None
-    return [label_value(short_id if in_pod or short_id else container.name), label_value(container.name if in_pod else None),
+    if container.id:
+        name: str | None = container.id[:12]
+    elif container.runtime is ContainerRuntime.NAMESPACE:
+        name = "pidns"  # a PID namespace of its own and no runtime known: as the process table writes it
+    else:
+        name = None if in_pod else container.name
+    return [label_value(name), label_value(container.name if in_pod else None),
             label_value(container.pod_namespace), label_value(container.slurm_job_id)]
 
 
