@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "gputop"
-PURE_DIRS = ("collect", "advice")
+PURE_DIRS = ("collect", "advice", "cluster")
 PURE_MODULES = ("gputop.collect.sampler", "gputop.collect.live", "gputop.collect.demo", "gputop.collect.replay",
                 "gputop.collect.recording", "gputop.oneshot", "gputop.cli", "gputop.textsafe", "gputop.units",
-                "gputop.ui.job_text")
+                "gputop.ui.job_text", "gputop.cluster.source", "gputop.cluster.command")
 FORBIDDEN = ("textual", "rich")
 
 

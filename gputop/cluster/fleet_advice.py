@@ -28,6 +28,9 @@ from gputop.collect.model import Advice, Severity
 MIB = 1 << 20
 """Bytes in a MiB (dcgm-exporter's framebuffer unit)."""
 
+DEFAULT_WINDOW_SECONDS = 60.0
+"""The window the fleet rules judge unless told otherwise."""
+
 LISTED_NODES = 8
 """Nodes named in one line of fleet advice before the rest are counted."""
 
@@ -36,7 +39,7 @@ LISTED_NODES = 8
 class FleetThresholds:
     """The thresholds of the fleet rules."""
 
-    window_seconds: float = 60.0
+    window_seconds: float = DEFAULT_WINDOW_SECONDS
     """The window every rule judges, ending now."""
     min_coverage: float = 0.75
     """Share of the window's points that must have samples for the window to count."""

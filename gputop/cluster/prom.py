@@ -19,8 +19,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from typing import Any
 
-DEFAULT_TIMEOUT_SECONDS = 5.0
-"""How long one request may take before it counts as too slow."""
+from gputop.cluster.settings import DEFAULT_TIMEOUT_SECONDS
 
 READ_CHUNK = 256 * 1024
 """Bytes read at a time, so the deadline is checked while a large answer trickles in."""

@@ -24,6 +24,7 @@ from dataclasses import replace
 
 from gputop import metric_names as m
 from gputop.cluster.fleet_advice import (
+    DEFAULT_WINDOW_SECONDS,
     FleetThresholds,
     RankLoad,
     free_gpus,
@@ -34,14 +35,9 @@ from gputop.cluster.fleet_advice import (
     window,
 )
 from gputop.cluster.frame import ClusterFrame, ClusterGpu, ClusterHistory, ClusterJob, ClusterNode, ClusterProcess
-from gputop.cluster.prom import DEFAULT_TIMEOUT_SECONDS, PrometheusClient, PrometheusError, Series
+from gputop.cluster.prom import PrometheusClient, PrometheusError, Series
+from gputop.cluster.settings import DEFAULT_HISTORY_SECONDS, DEFAULT_TIMEOUT_SECONDS, MAX_POINTS
 from gputop.collect.model import Advice, Severity, WorkloadKind
-
-DEFAULT_HISTORY_SECONDS = 300.0
-"""How far back the charts reach."""
-
-MAX_POINTS = 120
-"""Most points per series a range query returns."""
 
 QUERIES_PER_POLL = 7
 """The most queries one poll sends, whatever the number of nodes (six without a focus host)."""
@@ -132,8 +128,9 @@ class ClusterSource:
         """How far back range queries reach."""
         self.step = float(max(1, math.ceil(history_seconds / MAX_POINTS)))
         """Seconds between the points of a range query."""
-        self.thresholds = thresholds or FleetThresholds()
-        """The fleet advice's thresholds."""
+        self.thresholds = thresholds or FleetThresholds(
+            window_seconds=min(DEFAULT_WINDOW_SECONDS, history_seconds / 2))
+        """The fleet advice's thresholds; by default the window is 60 s, or half the history when that is shorter."""
         self._clock = clock
         self._last_gpus: dict[str, tuple[ClusterGpu, ...]] = {}
         self._host_label: dict[str, tuple[str, str]] = {}
@@ -142,6 +139,8 @@ class ClusterSource:
         self._last_seen: dict[str, float] = {}
         self.last_stats = self.client.stats
         """The request stats of the last poll (requests, bytes, seconds)."""
+        self.reachable = True
+        """False when the last poll could not query the server at all (bad URL, unreachable, slow, not Prometheus)."""
 
     @property
     def url(self) -> str:
@@ -153,9 +152,11 @@ class ClusterSource:
         now = self._clock()
         self.client.reset_stats()
         problems: list[str] = []
+        self.reachable = True
         try:
             frame = self._poll(now, focus_host, problems)
         except _Abort:
+            self.reachable = False
             frame = ClusterFrame(timestamp=now, url=self.url, nodes=self._unreachable_nodes(),
                                  problems=tuple(problems))
         self.last_stats = self.client.stats
