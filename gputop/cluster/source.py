@@ -181,7 +181,7 @@ class ClusterSource:
         except PrometheusError as exc:
             problems.append(str(exc))
             raise _Abort from None
-        end = math.floor(now / self.step) * self.step
+        end = now
         start = end - self.history_seconds
         targets = self._range(problems, '{__name__=~"up|' + m.BUILD_INFO.name + '"}', start, end)
         device = self._ask(problems, lambda: self.client.query(names_regex(DEVICE_NOW), at=now))
