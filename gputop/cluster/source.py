@@ -36,6 +36,7 @@ from gputop.cluster.fleet_advice import (
 )
 from gputop.cluster.frame import ClusterFrame, ClusterGpu, ClusterHistory, ClusterJob, ClusterNode, ClusterProcess
 from gputop.cluster.prom import PrometheusClient, PrometheusError, Series
+from gputop.cluster.range_cache import RangeCache
 from gputop.cluster.settings import DEFAULT_HISTORY_SECONDS, DEFAULT_TIMEOUT_SECONDS, MAX_POINTS
 from gputop.collect.model import Advice, Severity, WorkloadKind
 
@@ -50,6 +51,9 @@ STALE_SNAPSHOT_SECONDS = 10.0
 
 INSTANCE = "instance"
 """Prometheus's target label."""
+
+UP = "up"
+"""Prometheus's own series: 1 when a target's last scrape succeeded."""
 
 DEVICE_NOW = (m.GPU_UTIL, m.FB_USED, m.FB_FREE, m.FB_RESERVED, m.POWER_USAGE, m.GPU_TEMP, m.SM_ACTIVE,
               m.TENSOR_ACTIVE, m.PCIE_TX, m.PCIE_RX, m.GPU_LOST, m.SNAPSHOT_AGE, m.HOST_CPU, m.HOST_IOWAIT)
@@ -72,9 +76,15 @@ SENTINEL_LIMIT = 1e15
 """dcgm-exporter writes DCGM's 'blank' sentinels (about 9.2e18) for unknown values; anything above is unknown."""
 
 
-def names_regex(metrics: Iterable[m.MetricName]) -> str:
-    """A selector matching every one of ``metrics`` by name."""
-    return '{__name__=~"' + "|".join(metric.name for metric in metrics) + '"}'
+def names_regex(metrics: Iterable[m.MetricName], *others: str) -> str:
+    """A selector matching every one of ``metrics`` (and the ``others`` names) by name."""
+    return '{__name__=~"' + "|".join([*others, *(metric.name for metric in metrics)]) + '"}'
+
+
+DEVICE_QUERY = (f"max by (__name__, {m.LABEL_HOSTNAME}, {m.LABEL_HOSTNAME_NEW}, {INSTANCE}, {m.LABEL_GPU}) "
+                f"({names_regex(DEVICE_NOW, UP)})")
+"""The instant device query: one series per GPU and metric with only the labels that place it (a quarter of the
+bytes of the raw series; Kubernetes' per-pod copies of a GPU's series collapse into one)."""
 
 
 def promql_string(value: str) -> str:
@@ -132,11 +142,15 @@ class ClusterSource:
             window_seconds=min(DEFAULT_WINDOW_SECONDS, history_seconds / 2))
         """The fleet advice's thresholds; by default the window is 60 s, or half the history when that is shorter."""
         self._clock = clock
+        self._util_cache = RangeCache(m.GPU_UTIL.name, self.step)
+        self._memory_cache = RangeCache(m.FB_USED.name, self.step)
+        self._sm_cache = RangeCache(m.PROCESS_SM.name, self.step)
         self._last_gpus: dict[str, tuple[ClusterGpu, ...]] = {}
         self._host_label: dict[str, tuple[str, str]] = {}
         self._instances: dict[str, set[str]] = defaultdict(set)
         self._gputop_hosts: set[str] = set()
         self._last_seen: dict[str, float] = {}
+        self._identity: dict[tuple[str, int | None], dict[str, str]] = {}
         self.last_stats = self.client.stats
         """The request stats of the last poll (requests, bytes, seconds)."""
         self.reachable = True
@@ -175,6 +189,9 @@ class ClusterSource:
     def _range(self, problems: list[str], expr: str, start: float, end: float) -> list[Series]:
         return self._ask(problems, lambda: self.client.query_range(expr, start, end, self.step))
 
+    def _cached(self, problems: list[str], cache: RangeCache, start: float, end: float) -> list[Series]:
+        return self._ask(problems, lambda: cache.fetch(self.client, start, end))
+
     def _poll(self, now: float, focus_host: str | None, problems: list[str]) -> ClusterFrame:
         try:
             self.client.check_url()
@@ -182,16 +199,17 @@ class ClusterSource:
             problems.append(str(exc))
             raise _Abort from None
         end = now
-        start = end - self.history_seconds
-        targets = self._range(problems, '{__name__=~"up|' + m.BUILD_INFO.name + '"}', start, end)
-        device = self._ask(problems, lambda: self.client.query(names_regex(DEVICE_NOW), at=now))
-        util_series = self._range(problems, m.GPU_UTIL.name, start, end)
-        memory_series = self._range(problems, m.FB_USED.name, start, end)
+        start = math.floor((now - self.history_seconds) / self.step) * self.step
+        targets = self._range(problems, names_regex((m.BUILD_INFO,), UP), start, end)
+        device = self._ask(problems, lambda: self.client.query(DEVICE_QUERY, at=now))
+        util_series = self._cached(problems, self._util_cache, start, end)
+        memory_series = self._cached(problems, self._memory_cache, start, end)
         util, memory = self._history(m.GPU_UTIL.name, util_series, start), self._history(m.FB_USED.name, memory_series, start)
         gputop = self._ask(problems, lambda: self.client.query(names_regex(GPUTOP_NOW), at=now))
-        sm = self._range(problems, m.PROCESS_SM.name, start, end)
+        sm = self._cached(problems, self._sm_cache, start, end)
         self._learn_hosts(targets, device, util_series, memory_series)
-        nodes = self._nodes(now, end, targets, device, util, memory, problems)
+        self._identity.update({(host_label(s.labels)[1], gpu_index(s.labels)): s.labels for s in util_series})
+        nodes = self._nodes(now, targets, device, self._identity, util, memory, problems)
         histories = [util, memory]
         if focus_host is not None:
             histories += self._focus(focus_host, start, end, problems)
@@ -228,19 +246,24 @@ class ClusterSource:
                     seen = history.start + last * history.step
                     self._last_seen[host] = max(self._last_seen.get(host, 0.0), seen)
 
-    def _nodes(self, now: float, end: float, targets: list[Series], device: list[Series],
-               util: ClusterHistory, memory: ClusterHistory, problems: list[str]) -> tuple[ClusterNode, ...]:
-        ups = {s.labels.get(INSTANCE, ""): s for s in targets if s.labels.get("__name__") == "up"}
-        fresh: dict[str, dict[int, dict[str, tuple[float, dict[str, str]]]]] = defaultdict(lambda: defaultdict(dict))
+    def _nodes(self, now: float, targets: list[Series], device: list[Series],
+               identity: dict[tuple[str, int | None], dict[str, str]], util: ClusterHistory, memory: ClusterHistory,
+               problems: list[str]) -> tuple[ClusterNode, ...]:
+        """Every node seen, up or not; ``identity`` gives each GPU's full labels (UUID, model)."""
+        ups = {s.labels.get(INSTANCE, ""): s for s in targets if s.labels.get("__name__") == UP}
+        up_now = {s.labels.get(INSTANCE, ""): s.value for s in device if s.labels.get("__name__") == UP}
+        fresh: dict[str, dict[int, dict[str, float]]] = defaultdict(lambda: defaultdict(dict))
         host_values: dict[str, dict[str, float]] = defaultdict(dict)
         for series in device:
             host = host_label(series.labels)[1]
             name = series.labels.get("__name__", "")
             index = gpu_index(series.labels)
+            if name == UP:
+                continue
             if name in (m.HOST_CPU.name, m.HOST_IOWAIT.name, m.SNAPSHOT_AGE.name):
                 host_values[host][name] = series.value
             elif index is not None:
-                fresh[host][index][name] = (series.value, series.labels)
+                fresh[host][index][name] = series.value
         self._learn_hosts_history(util, memory)
         hosts = sorted(set(self._host_label) | set(fresh))
         nodes = []
@@ -248,14 +271,15 @@ class ClusterSource:
         for host in hosts:
             instances = tuple(sorted(self._instances.get(host, ())))
             if host in fresh:
-                gpus = tuple(self._gpu(host, index, fresh[host][index]) for index in sorted(fresh[host]))
+                gpus = tuple(self._gpu(host, index, fresh[host][index], identity.get((host, index), {}))
+                             for index in sorted(fresh[host]))
                 self._last_gpus[host] = gpus
                 for metric in CORE_METRICS:
                     if not any(metric.name in values for values in fresh[host].values()):
                         missing[metric.name].append(host)
             else:
                 gpus = self._last_gpus.get(host) or self._gpus_from_history(host, util, memory)
-            up, note = self._liveness(host, instances, ups, host in fresh, now)
+            up, note = self._liveness(host, instances, up_now, ups, host in fresh, now)
             extra = host_values.get(host, {})
             age = extra.get(m.SNAPSHOT_AGE.name)
             if up and age is not None and age > STALE_SNAPSHOT_SECONDS:
@@ -269,7 +293,7 @@ class ClusterSource:
         for name, where in sorted(missing.items()):
             problems.append(f"no {name} from {listed(where)}: shown as N/A")
         mapped = {i for node in nodes for i in node.instances}
-        orphans = sorted(i for i, s in ups.items() if i not in mapped and s.points[-1][1] == 0)
+        orphans = sorted(i for i, value in up_now.items() if i not in mapped and value == 0)
         if orphans:
             problems.append(f"targets down, no GPU data seen from them: {listed(orphans)}")
         if not nodes:
@@ -277,13 +301,13 @@ class ClusterSource:
                             if targets else "this Prometheus scrapes no targets")
         return tuple(nodes)
 
-    def _liveness(self, host: str, instances: tuple[str, ...], ups: dict[str, Series], fresh: bool,
-                  now: float) -> tuple[bool, str | None]:
-        """(up, note): down when every target of the node is down, or when its samples went stale."""
-        known_targets = [ups[i] for i in instances if i in ups]
-        if known_targets and all(s.points[-1][1] == 0 or s.points[-1][0] < now - 2 * self.step - 1
-                                 for s in known_targets):
-            moments = [t for t in (_down_since(s) for s in known_targets) if t is not None]
+    def _liveness(self, host: str, instances: tuple[str, ...], up_now: dict[str, float], ups: dict[str, Series],
+                  fresh: bool, now: float) -> tuple[bool, str | None]:
+        """(up, note): down when every target of the node is down now (``up`` is 0, or gone), else when its
+        samples went stale; ``ups`` (the range of ``up``) tells since when."""
+        known_targets = [i for i in instances if i in up_now or i in ups]
+        if known_targets and all(up_now.get(i, 0) == 0 for i in known_targets):
+            moments = [t for t in (_down_since(ups[i]) for i in known_targets if i in ups) if t is not None]
             if not moments:
                 return False, f"down (no scrape succeeded in the last {self.history_seconds:.0f} s)"
             return False, f"down since {clock(min(moments))}"
@@ -304,16 +328,15 @@ class ClusterSource:
         )
 
     @staticmethod
-    def _gpu(host: str, index: int, values: dict[str, tuple[float, dict[str, str]]]) -> ClusterGpu:
-        """One GPU from its instant series (metric name -> (value, labels))."""
+    def _gpu(host: str, index: int, values: dict[str, float], labels: dict[str, str]) -> ClusterGpu:
+        """One GPU from its instant values (metric name -> value) and its full labels."""
         def value(metric: m.MetricName) -> float | None:
-            return known(values[metric.name][0]) if metric.name in values else None
+            return known(values.get(metric.name))
 
         def percent(metric: m.MetricName) -> float | None:
             ratio = value(metric)
             return None if ratio is None else ratio * 100
 
-        labels = next(iter(values.values()))[1]
         used, free, reserved = value(m.FB_USED), value(m.FB_FREE), value(m.FB_RESERVED)
         total = None if used is None or free is None else int((used + free + (reserved or 0)) * MIB)
         return ClusterGpu(

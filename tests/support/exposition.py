@@ -151,18 +151,18 @@ class _Server(ThreadingHTTPServer):
 class ExpositionServer:
     """An HTTP server on 127.0.0.1 answering each route with the bytes its callable returns at that moment."""
 
-    def __init__(self, routes: dict[str, Callable[[], bytes]] | None = None) -> None:
-        self.routes: dict[str, Callable[[], bytes]] = dict(routes or {})
-        """Path -> body maker; remove a path to make its scrapes fail with 404."""
+    def __init__(self, routes: dict[str, Callable[[], bytes | None]] | None = None) -> None:
+        self.routes: dict[str, Callable[[], bytes | None]] = dict(routes or {})
+        """Path -> body maker; a path removed, or a maker returning None, answers 404."""
         server = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:  # noqa: N802 - the standard library's name
                 make = server.routes.get(self.path.split("?")[0])
-                if make is None:
+                body = None if make is None else make()
+                if body is None:
                     self.send_error(404)
                     return
-                body = make()
                 self.send_response(200)
                 self.send_header("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
                 self.send_header("Content-Length", str(len(body)))
