@@ -197,3 +197,11 @@ class AuthProxy:
     def close(self) -> None:
         self.httpd.shutdown()
         self.httpd.server_close()
+
+
+@pytest.mark.parametrize("flag", [["--demo"], ["--replay", "x.jsonl"], ["--record", "x.jsonl"], ["--gpus", "0"],
+                                  ["--user", "root"]])
+def test_flags_that_make_no_sense_with_cluster_are_usage_errors(flag):
+    result = run_cli("http://127.0.0.1:9", "--once", *flag)
+    assert result.returncode == 2 and result.stdout == ""
+    assert f"--cluster cannot be combined with {flag[0]}" in result.stderr

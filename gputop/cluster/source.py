@@ -81,10 +81,19 @@ def names_regex(metrics: Iterable[m.MetricName], *others: str) -> str:
     return '{__name__=~"' + "|".join([*others, *(metric.name for metric in metrics)]) + '"}'
 
 
-DEVICE_QUERY = (f"max by (__name__, {m.LABEL_HOSTNAME}, {m.LABEL_HOSTNAME_NEW}, {INSTANCE}, {m.LABEL_GPU}) "
-                f"({names_regex(DEVICE_NOW, UP)})")
+PLACE = f"{m.LABEL_HOSTNAME}, {m.LABEL_HOSTNAME_NEW}, {INSTANCE}, {m.LABEL_GPU}"
+"""The labels that place a GPU's series: its node and its index."""
+
+DEVICE_QUERY = (f"max by (__name__, {PLACE}, {m.LABEL_UUID}, {m.LABEL_MODEL}) ({m.GPU_UTIL.name}) or "
+                f"max by (__name__, {PLACE}) ({names_regex(DEVICE_NOW[1:], UP)})")
 """The instant device query: one series per GPU and metric with only the labels that place it (a quarter of the
-bytes of the raw series; Kubernetes' per-pod copies of a GPU's series collapse into one)."""
+bytes of the raw series; Kubernetes' per-pod copies of a GPU's series collapse into one); the utilization
+series also carry the GPU's UUID and model."""
+
+
+def placed(metric: m.MetricName) -> str:
+    """``metric`` for every GPU, with only the labels that place each series (for range queries)."""
+    return f"max by ({PLACE}) ({metric.name})"
 
 
 def promql_string(value: str) -> str:
@@ -142,8 +151,9 @@ class ClusterSource:
             window_seconds=min(DEFAULT_WINDOW_SECONDS, history_seconds / 2))
         """The fleet advice's thresholds; by default the window is 60 s, or half the history when that is shorter."""
         self._clock = clock
-        self._util_cache = RangeCache(m.GPU_UTIL.name, self.step)
-        self._memory_cache = RangeCache(m.FB_USED.name, self.step)
+        self._targets_cache = RangeCache(names_regex((m.BUILD_INFO,), UP), self.step)
+        self._util_cache = RangeCache(placed(m.GPU_UTIL), self.step)
+        self._memory_cache = RangeCache(placed(m.FB_USED), self.step)
         self._sm_cache = RangeCache(m.PROCESS_SM.name, self.step)
         self._last_gpus: dict[str, tuple[ClusterGpu, ...]] = {}
         self._host_label: dict[str, tuple[str, str]] = {}
@@ -200,7 +210,7 @@ class ClusterSource:
             raise _Abort from None
         end = now
         start = math.floor((now - self.history_seconds) / self.step) * self.step
-        targets = self._range(problems, names_regex((m.BUILD_INFO,), UP), start, end)
+        targets = self._cached(problems, self._targets_cache, start, end)
         device = self._ask(problems, lambda: self.client.query(DEVICE_QUERY, at=now))
         util_series = self._cached(problems, self._util_cache, start, end)
         memory_series = self._cached(problems, self._memory_cache, start, end)
@@ -208,7 +218,8 @@ class ClusterSource:
         gputop = self._ask(problems, lambda: self.client.query(names_regex(GPUTOP_NOW), at=now))
         sm = self._cached(problems, self._sm_cache, start, end)
         self._learn_hosts(targets, device, util_series, memory_series)
-        self._identity.update({(host_label(s.labels)[1], gpu_index(s.labels)): s.labels for s in util_series})
+        self._identity.update({(host_label(s.labels)[1], gpu_index(s.labels)): s.labels for s in device
+                               if s.labels.get("__name__") == m.GPU_UTIL.name})
         nodes = self._nodes(now, targets, device, self._identity, util, memory, problems)
         histories = [util, memory]
         if focus_host is not None:
