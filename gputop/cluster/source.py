@@ -223,7 +223,8 @@ class ClusterSource:
         nodes = self._nodes(now, targets, device, self._identity, util, memory, problems)
         histories = [util, memory]
         if focus_host is not None:
-            histories += self._focus(focus_host, start, end, problems)
+            present = {s.labels.get("__name__", "") for s in device if host_label(s.labels)[1] == focus_host}
+            histories += self._focus(focus_host, present, start, end, problems)
         jobs, processes, node_advice = self._gputop(gputop)
         up_hosts = {node.host for node in nodes if node.up}
         fleet = self._fleet_advice(nodes, util, memory, jobs, processes, sm, up_hosts)
@@ -392,8 +393,10 @@ class ClusterSource:
             series[(host_label(item.labels)[1], index)] = tuple(values)
         return ClusterHistory(metric=metric, start=start, step=self.step, series=series)
 
-    def _focus(self, host: str, start: float, end: float, problems: list[str]) -> list[ClusterHistory]:
-        """The focus host's power, temperature and PCIe charts (one range query)."""
+    def _focus(self, host: str, present: set[str], start: float, end: float,
+               problems: list[str]) -> list[ClusterHistory]:
+        """The focus host's power, temperature and PCIe charts (one range query); ``present`` names the metrics
+        the host serves now, so a chart empty only because its first point is yet to come is no problem."""
         label, value = self._host_label.get(host, (m.LABEL_HOSTNAME, host))
         selector = names_regex(FOCUS_CHARTS)[:-1] + f",{label}={promql_string(value)}}}"
         answer = self._range(problems, selector, start, end)
@@ -401,7 +404,8 @@ class ClusterSource:
         for metric in FOCUS_CHARTS:
             history = self._history(metric.name, [s for s in answer if s.labels.get("__name__") == metric.name], start)
             histories.append(history)
-        absent = [metric.name for metric, history in zip(FOCUS_CHARTS, histories, strict=True) if not history.series]
+        absent = [metric.name for metric, history in zip(FOCUS_CHARTS, histories, strict=True)
+                  if not history.series and metric.name not in present]
         if absent and host in self._host_label:
             problems.append(f"{host}: no {', '.join(absent)}: those charts stay empty")
         return histories
