@@ -105,7 +105,11 @@ def report(figures: dict[str, object]) -> str:
     for expr, samples in figures["per_query"].items():  # type: ignore[union-attr]
         lines.append(f"| `{expr[:90]}` | {statistics.median(s for s, _ in samples) * 1000:.0f} | "
                      f"{statistics.median(b for _, b in samples) / 1024:.0f} |")
-    lines += ["", "What the last frame showed: " + "; ".join(f"{k}: {v}" for k, v in checks.items()) + ".", ""]
+    lines += ["", "What the last frame showed: " + "; ".join(f"{k}: {v}" for k, v in checks.items()) + ".", "",
+              "The poll runs in the cluster view's worker thread, never in the UI's. The largest poll is the first "
+              "(it fetches the whole history; later ones fetch only the newest points of each chart). The instant "
+              "device query (up to 15 series per GPU) carries about half the bytes and most of Prometheus's time. "
+              "Bytes and time grow with the number of GPUs; the number of queries stays the same.", ""]
     return "\n".join(lines)
 
 

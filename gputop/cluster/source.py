@@ -2,15 +2,17 @@
 
 Each poll sends a fixed number of queries, whatever the fleet's size (see :data:`QUERIES_PER_POLL`):
 
-1. a range query of ``up`` and ``gputop_build_info``: targets, when they went down, which run ``gputop --serve``;
-2. an instant query of the device metrics for every GPU (one ``__name__`` regex);
+1. a range query of ``up`` and ``gputop_build_info``: targets, since when they are down, which run ``gputop --serve``;
+2. an instant query of ``up`` and the device metrics of every GPU (one ``__name__`` regex, reduced to the labels
+   that place each series);
 3. range queries of GPU utilization and framebuffer used for every GPU (charts, and the fleet advice's windows);
-4. an instant query of gputop's job, process, advice and host series;
+4. an instant query of gputop's job, process and advice series;
 5. a range query of every process's SM % (stragglers);
 6. with a focus host, one range query of its power, temperature and PCIe (its charts).
 
-Range queries cover ``history_seconds`` at a step keeping at most ``MAX_POINTS`` points per series. A node's
-name is its ``Hostname`` label, else ``hostname`` (dcgm-exporter's spelling since May 2026), else ``instance``.
+Range queries cover ``history_seconds`` at a step keeping at most ``MAX_POINTS`` points per series; after the
+first poll, all but the focus host's ask only for their newest points (:class:`RangeCache`). A node's name is its
+``Hostname`` label, else ``hostname`` (dcgm-exporter's spelling since May 2026), else ``instance``.
 """
 
 from __future__ import annotations
