@@ -210,3 +210,17 @@ def test_killed_node_shows_down_and_keeps_its_last_values():
         assert "victim  DOWN  gputop --serve  (down since" in down.stdout
         assert "1 node not reporting" in down.stdout
     alive.close()
+
+
+def test_a_node_silent_longer_than_the_history_becomes_a_target_down():
+    require_prometheus()
+    alive, doomed = (ExpositionServer({"/metrics": lambda n=n: render(n)}) for n in (
+        SimNode("keeper", [SimGpu(0, 80, 1000)]), SimNode("victim", [SimGpu(0, 77, 5000)])))
+    with PrometheusServer([Target(alive.address), Target(doomed.address, instance="victim:9401")]) as prometheus:
+        source = ClusterSource(prometheus.url, history_seconds=6)
+        poll_until(source, lambda f: len(f.nodes) == 2 and all(n.up for n in f.nodes))
+        doomed.close()
+        frame = poll_until(source, lambda f: [n.host for n in f.nodes] == ["keeper"], timeout=30)
+        assert [n.host for n in frame.nodes] == ["keeper"]
+        assert "targets down, no GPU data seen from them: victim:9401" in frame.problems
+    alive.close()

@@ -124,7 +124,7 @@ def gpu_index(labels: dict[str, str]) -> int | None:
     return int(text) if text.isdigit() else None
 
 
-def clock(t: float) -> str:
+def hhmmss(t: float) -> str:
     """``t`` as local HH:MM:SS."""
     return time.strftime("%H:%M:%S", time.localtime(t))
 
@@ -199,12 +199,15 @@ class ClusterSource:
             return []
 
     def _range(self, problems: list[str], expr: str, start: float, end: float) -> list[Series]:
+        """A range query at the poll's step, through :meth:`_ask`."""
         return self._ask(problems, lambda: self.client.query_range(expr, start, end, self.step))
 
     def _cached(self, problems: list[str], cache: RangeCache, start: float, end: float) -> list[Series]:
+        """A range query through its cache (only the newest points are fetched), through :meth:`_ask`."""
         return self._ask(problems, lambda: cache.fetch(self.client, start, end))
 
     def _poll(self, now: float, focus_host: str | None, problems: list[str]) -> ClusterFrame:
+        """Send the poll's queries and build the frame; raises :class:`_Abort` when the server is unusable."""
         try:
             self.client.check_url()
         except PrometheusError as exc:
@@ -242,7 +245,7 @@ class ClusterSource:
         """Remember each node's name label and its targets, from every series seen."""
         for answer in answers:
             for series in answer:
-                if series.labels.get("__name__") == "up":
+                if series.labels.get("__name__") == UP:
                     continue
                 label, host = host_label(series.labels)
                 self._host_label.setdefault(host, (label, host))
@@ -253,6 +256,7 @@ class ClusterSource:
                 self._last_seen[host] = max(self._last_seen.get(host, 0.0), series.points[-1][0])
 
     def _learn_hosts_history(self, *histories: ClusterHistory) -> None:
+        """Remember when each node's charts last had a sample."""
         for history in histories:
             for (host, _gpu), values in history.series.items():
                 last = max((i for i, v in enumerate(values) if v is not None), default=None)
@@ -279,6 +283,8 @@ class ClusterSource:
             elif index is not None:
                 fresh[host][index][name] = series.value
         self._learn_hosts_history(util, memory)
+        for gone in [h for h in self._host_label if h not in fresh and self._last_seen.get(h, now) < now - self.history_seconds]:
+            self._forget(gone)
         hosts = sorted(set(self._host_label) | set(fresh))
         nodes = []
         missing: dict[str, list[str]] = defaultdict(list)
@@ -315,6 +321,14 @@ class ClusterSource:
                             if targets else "this Prometheus scrapes no targets")
         return tuple(nodes)
 
+    def _forget(self, host: str) -> None:
+        """Drop a node silent for longer than the history (its target, if still scraped, shows as a target down)."""
+        for table in (self._host_label, self._last_gpus, self._instances, self._last_seen):
+            table.pop(host, None)
+        self._gputop_hosts.discard(host)
+        for key in [k for k in self._identity if k[0] == host]:
+            del self._identity[key]
+
     def _liveness(self, host: str, instances: tuple[str, ...], up_now: dict[str, float], ups: dict[str, Series],
                   fresh: bool, now: float) -> tuple[bool, str | None]:
         """(up, note): down when every target of the node is down now (``up`` is 0, or gone), else when its
@@ -324,7 +338,7 @@ class ClusterSource:
             moments = [t for t in (_down_since(ups[i]) for i in known_targets if i in ups) if t is not None]
             if not moments:
                 return False, f"down (no scrape succeeded in the last {self.history_seconds:.0f} s)"
-            return False, f"down since {clock(min(moments))}"
+            return False, f"down since {hhmmss(min(moments))}"
         if not fresh:
             seen = self._last_seen.get(host)
             if seen is None:
