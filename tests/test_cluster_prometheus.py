@@ -137,7 +137,11 @@ def has_advice(*prefixes: str):
 
 def test_straggler_and_idle_gpu_advice(gputop_fleet):
     source = ClusterSource(gputop_fleet.url, history_seconds=HISTORY)
-    frame = poll_until(source, has_advice("fleet_straggler", "fleet_idle_holding", "fleet_free_gpus"))
+    def complete(frame):  # every node's window filled: the nodes' first scrapes came at different moments
+        free = [a.evidence for a in frame.fleet_advice if a.id == "fleet_free_gpus"]
+        return has_advice("fleet_straggler", "fleet_idle_holding")(frame) and bool(free) and "dgx" in free[0]
+
+    frame = poll_until(source, complete)
     ids = [a.id for a in frame.fleet_advice]
     straggler = next(a for a in frame.fleet_advice if a.id == "fleet_straggler:slurm:4242")
     assert "rank 3 on gpu-b GPU 1 30%" in straggler.evidence
@@ -224,3 +228,18 @@ def test_a_node_silent_longer_than_the_history_becomes_a_target_down():
         assert [n.host for n in frame.nodes] == ["keeper"]
         assert "targets down, no GPU data seen from them: victim:9401" in frame.problems
     alive.close()
+
+
+def test_hostile_names_from_exporters_are_escaped_in_the_table():
+    require_prometheus()
+    evil = SimNode("evil\x1b]0;pwned\x07\u202enode", [SimGpu(0, 50, 1000)], jobs=[SimJob(1, "slurm:1\x1b[2J")],
+                   processes=[SimProcess(1, "0", 0, "\x1b[31mred\x9b1m", user="u\x07ser", sm=50)])
+    server = ExpositionServer({"/metrics": lambda: render(evil)})
+    with PrometheusServer([Target(server.address)]) as prometheus:
+        poll_until(ClusterSource(prometheus.url, history_seconds=HISTORY), lambda f: len(f.processes) == 1)
+        result = run_cli("--cluster", prometheus.url, "--once", "--cluster-history", str(HISTORY))
+    server.close()
+    assert result.returncode == 0, result.stderr
+    assert "evil?node  up  gputop --serve" in result.stdout
+    assert "red" in result.stdout and "slurm:1" in result.stdout
+    assert not any(c in result.stdout for c in "\x1b\x07\x9b\u202e")

@@ -61,9 +61,9 @@ DEVICE_NOW = (m.GPU_UTIL, m.FB_USED, m.FB_FREE, m.FB_RESERVED, m.POWER_USAGE, m.
               m.TENSOR_ACTIVE, m.PCIE_TX, m.PCIE_RX, m.GPU_LOST, m.SNAPSHOT_AGE, m.HOST_CPU, m.HOST_IOWAIT)
 """The metrics of the instant device query."""
 
-GPUTOP_NOW = (m.JOB_INFO, m.JOB_WORLD_SIZE, m.JOB_MEMORY, m.PROCESS_INFO, m.PROCESS_MEMORY, m.PROCESS_SM,
+GPUTOP_NOW = (m.BUILD_INFO, m.JOB_INFO, m.JOB_WORLD_SIZE, m.JOB_MEMORY, m.PROCESS_INFO, m.PROCESS_MEMORY, m.PROCESS_SM,
               m.PROCESS_CPU, m.WORKERS, m.WORKERS_CPU, m.INPUT_WAIT, m.ADVICE)
-"""The metrics of the instant gputop query."""
+"""The metrics of the instant gputop query (``gputop_build_info`` tells at once which nodes run gputop)."""
 
 FOCUS_CHARTS = (m.POWER_USAGE, m.GPU_TEMP, m.PCIE_TX, m.PCIE_RX)
 """Chart metrics fetched for the focus host only."""
@@ -222,7 +222,7 @@ class ClusterSource:
         util, memory = self._history(m.GPU_UTIL.name, util_series, start), self._history(m.FB_USED.name, memory_series, start)
         gputop = self._ask(problems, lambda: self.client.query(names_regex(GPUTOP_NOW), at=now))
         sm = self._cached(problems, self._sm_cache, start, end)
-        self._learn_hosts(targets, device, util_series, memory_series)
+        self._learn_hosts(targets, device, util_series, memory_series, gputop)
         self._identity.update({(host_label(s.labels)[1], gpu_index(s.labels)): s.labels for s in device
                                if s.labels.get("__name__") == m.GPU_UTIL.name})
         nodes = self._nodes(now, targets, device, self._identity, util, memory, problems)
