@@ -94,6 +94,23 @@ def test_a_server_that_trickles_its_answer_hits_the_whole_request_deadline():
             client.query("up")
 
 
+def test_a_server_that_does_not_speak_http():
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(16)
+        port = listener.getsockname()[1]
+
+        def banner() -> None:
+            for _ in range(8):
+                connection, _ = listener.accept()
+                with connection:
+                    connection.sendall(b"SSH-2.0-OpenSSH_9.2p1\r\n")
+
+        threading.Thread(target=banner, daemon=True).start()
+        line = one_line_failure(run_cli(f"http://127.0.0.1:{port}", "--once"))
+    assert line == f"gputop: http://127.0.0.1:{port} does not answer like a Prometheus server (BadStatusLine)"
+
+
 def test_an_http_server_that_is_not_prometheus():
     server = ExpositionServer({"/": lambda: b"<html>hello</html>"})
     try:

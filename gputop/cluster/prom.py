@@ -9,6 +9,7 @@ waits longer than its timeout, counted for the whole answer, not per socket read
 from __future__ import annotations
 
 import base64
+import http.client
 import json
 import socket
 import ssl
@@ -159,7 +160,10 @@ class PrometheusClient:
             raise self._slow() from None
         except urllib.error.URLError as exc:
             raise self._unreachable(exc.reason) from None
-        except (OSError, ValueError) as exc:  # reset connections, bad status lines, TLS failures
+        except http.client.HTTPException as exc:  # not HTTP at all: an SSH banner, a cut-off answer
+            raise PrometheusError(f"{self.url} does not answer like a Prometheus server ({type(exc).__name__})",
+                                  fatal=True) from None
+        except (OSError, ValueError) as exc:  # reset connections, TLS failures
             raise self._unreachable(exc) from None
         finally:
             elapsed = time.monotonic() - started
