@@ -12,6 +12,7 @@ benchmarks/RESULTS.md (run.py does not rewrite it).
 from __future__ import annotations
 
 import argparse
+import os
 import platform
 import re
 import statistics
@@ -38,6 +39,7 @@ def percentile(values: list[float], share: float) -> float:
 def measure(nodes: int, warmup: float, polls: int, interval: float) -> dict[str, object]:
     """Run the fleet, poll it and return the figures."""
     started = time.monotonic()
+    load_before = os.getloadavg()[0]
     fleet, url = spawn_fleet(nodes, kill_after=min(30.0, warmup / 2))
     try:
         time.sleep(max(0.0, warmup - (time.monotonic() - started)))
@@ -66,7 +68,8 @@ def measure(nodes: int, warmup: float, polls: int, interval: float) -> dict[str,
             "processes": len(frame.processes), "problems": list(frame.problems),
         }
         return {"nodes": nodes, "polls": polls, "interval": interval, "warmup": warmup, "times": times, "sizes": sizes,
-                "counts": counts, "server": server, "per_query": per_query, "checks": checks}
+                "counts": counts, "server": server, "per_query": per_query, "checks": checks,
+                "load": (load_before, os.getloadavg()[0])}
     finally:
         fleet.terminate()
         fleet.wait(30)
@@ -88,7 +91,9 @@ def report(figures: dict[str, object]) -> str:
         f"{nodes} nodes x {GPUS} GPUs (fleet_sim.py: moving figures, a straggler job over 4 nodes, an idle node "
         f"holding memory, {node_name(DOWN_NODE)} killed mid-run, 20 nodes with dcgm-exporter's series only), "
         f"scraped every 1 s; `ClusterSource` polled {figures['polls']} times every {figures['interval']:g} s with a "
-        f"focus host, after {figures['warmup']:g} s of warm-up, 300 s of history at a 3 s step (101 points per series).",
+        f"focus host, after {figures['warmup']:g} s of warm-up, 300 s of history at a 3 s step (101 points per series). "
+        f"Load average (1 min) {figures['load'][0]:.1f} before the run and {figures['load'][1]:.1f} at its end: "  # type: ignore[index]
+        "the figures move with whatever else runs on the machine.",
         "",
         "| figure | p50 | p95 | max |",
         "|---|---|---|---|",
