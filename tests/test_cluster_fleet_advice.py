@@ -49,6 +49,7 @@ def test_idle_holding(name, util, memory, raised):
         assert advice[0].id == "fleet_idle_holding:a/gpu3"
         assert advice[0].severity is Severity.WARN
         assert "19.5 GiB" in advice[0].title
+        assert "while 19.5 GiB stayed allocated" in advice[0].evidence
 
 
 def test_idle_holding_names_the_processes_and_skips_down_nodes():

@@ -9,7 +9,8 @@ Rules and their thresholds (:class:`FleetThresholds`, documented in docs/cluster
   ``straggler_min_gap`` points below it, while the median is at least ``straggler_min_median``. The load is the
   process's SM % where every rank has it (``gputop_process_sm_percent``), else its GPU's utilization.
 - ``fleet_free_gpus`` (info): GPUs of up nodes with no process and at most ``free_memory_mib`` used and
-  ``idle_util_percent`` utilization over the whole window; one line counting them per node.
+  ``idle_util_percent`` utilization over the whole window (on nodes without ``gputop --serve``, where processes are
+  unknown, memory and utilization alone decide); one line counting them per node.
 - ``fleet_nodes_down`` (warn): nodes whose targets are down or whose samples stopped; one line naming them.
 
 A window counts only when at least ``min_coverage`` of its points have samples.
@@ -112,13 +113,14 @@ def idle_holding(util: ClusterHistory, memory: ClusterHistory, up_hosts: set[str
             continue
         if min(held) < thresholds.idle_memory_floor_mib:
             continue
-        gib = min(held) / 1024
+        gib, most = min(held) / 1024, max(held) / 1024
+        amount = f"{gib:.1f} GiB" if f"{gib:.1f}" == f"{most:.1f}" else f"{gib:.1f}-{most:.1f} GiB"
         who = f"; processes: {', '.join(sorted(set(names[key])))}" if names[key] else ""
         advice.append(Advice(
             id=f"fleet_idle_holding:{host}/gpu{gpu}", severity=Severity.WARN, scope=f"{host}/gpu{gpu}",
             title=f"{host} GPU {gpu} idle while holding {gib:.1f} GiB",
             evidence=f"utilization at most {max(busy):.0f}% for the last {thresholds.window_seconds:.0f} s while "
-                     f"{gib:.1f}-{max(held) / 1024:.1f} GiB stayed allocated{who}",
+                     f"{amount} stayed allocated{who}",
             action="Free the GPU for others: end the idle process or notebook kernel, or release its cached memory.",
         ))
     return advice
