@@ -234,12 +234,18 @@ def test_hostile_names_from_exporters_are_escaped_in_the_table():
     require_prometheus()
     evil = SimNode("evil\x1b]0;pwned\x07\u202enode", [SimGpu(0, 50, 1000)], jobs=[SimJob(1, "slurm:1\x1b[2J")],
                    processes=[SimProcess(1, "0", 0, "\x1b[31mred\x9b1m", user="u\x07ser", sm=50)])
-    server = ExpositionServer({"/metrics": lambda: render(evil)})
-    with PrometheusServer([Target(server.address)]) as prometheus:
+    weird = (b'DCGM_FI_DEV_GPU_UTIL{gpu="\xc2\xb2",Hostname="weird"} 5\n'
+             b'DCGM_FI_DEV_GPU_UTIL{gpu="0",Hostname="weird"} NaN\n'
+             b'gputop_job_info{Hostname="weird",gputop_job="\xc2\xb2",kind="bogus"} 1\n'
+             b'gputop_advice{Hostname="weird",advice="x",severity="apocalyptic"} 1\n')
+    server = ExpositionServer({"/metrics": lambda: render(evil), "/weird": lambda: weird})
+    with PrometheusServer([Target(server.address), Target(server.address, "/weird", "weird")]) as prometheus:
         poll_until(ClusterSource(prometheus.url, history_seconds=HISTORY), lambda f: len(f.processes) == 1)
         result = run_cli("--cluster", prometheus.url, "--once", "--cluster-history", str(HISTORY))
     server.close()
     assert result.returncode == 0, result.stderr
     assert "evil?node  up  gputop --serve" in result.stdout
+    assert "weird  up  dcgm-exporter\n" in result.stdout and "    0    N/A" in result.stdout  # NaN is unknown
+    assert "INFO     weird: x" in result.stdout  # an unknown severity reads as info
     assert "red" in result.stdout and "slurm:1" in result.stdout
     assert not any(c in result.stdout for c in "\x1b\x07\x9b\u202e")

@@ -118,10 +118,14 @@ def known(value: float | None) -> float | None:
     return value
 
 
+def number(text: str) -> int | None:
+    """``text`` as a whole number when it is one written in ASCII digits (labels are untrusted), else None."""
+    return int(text) if text.isascii() and text.isdigit() else None
+
+
 def gpu_index(labels: dict[str, str]) -> int | None:
     """The ``gpu`` label as a number; None when absent or not a number."""
-    text = labels.get(m.LABEL_GPU, "")
-    return int(text) if text.isdigit() else None
+    return number(labels.get(m.LABEL_GPU, ""))
 
 
 def hhmmss(t: float) -> str:
@@ -444,13 +448,14 @@ class ClusterSource:
         jobs = []
         for series in by_name[m.JOB_INFO.name]:
             host, labels = host_label(series.labels)[1], series.labels
-            number = labels.get(m.LABEL_JOB, "")
-            if not number.isdigit():
+            text = labels.get(m.LABEL_JOB, "")
+            job = number(text)
+            if job is None:
                 continue
             kind = labels.get(m.LABEL_KIND, "")
-            size, held = world.get((host, number)), job_memory.get((host, number))
+            size, held = world.get((host, text)), job_memory.get((host, text))
             jobs.append(ClusterJob(
-                host=host, job=int(number),
+                host=host, job=job,
                 kind=WorkloadKind(kind) if kind in WorkloadKind._value2member_map_ else WorkloadKind.UNKNOWN,
                 cluster_job=labels.get(m.LABEL_CLUSTER_JOB) or None, world_size=None if size is None else int(size),
                 memory_bytes=None if held is None else int(held),
@@ -463,11 +468,12 @@ class ClusterSource:
             labels = series.labels
             host = host_label(labels)[1]
             key = (host, *(labels.get(label, "") for label in per_process))
-            if not key[1].isdigit():
+            job = number(key[1])
+            if job is None:
                 continue
             memory, workers = figures[m.PROCESS_MEMORY.name].get(key), figures[m.WORKERS.name].get(key)
             processes.append(ClusterProcess(
-                host=host, job=int(key[1]), rank=key[2], gpu=gpu_index(labels),
+                host=host, job=job, rank=key[2], gpu=gpu_index(labels),
                 name=labels.get(m.LABEL_PROCESS) or None, user=labels.get(m.LABEL_USER) or None,
                 container=labels.get(m.LABEL_CONTAINER) or None, pod=labels.get(m.LABEL_POD) or None,
                 namespace=labels.get(m.LABEL_NAMESPACE) or None, slurm_job_id=labels.get(m.LABEL_SLURM_JOB) or None,
