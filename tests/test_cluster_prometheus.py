@@ -249,3 +249,37 @@ def test_hostile_names_from_exporters_are_escaped_in_the_table():
     assert "INFO     weird: x" in result.stdout  # an unknown severity reads as info
     assert "red" in result.stdout and "slurm:1" in result.stdout
     assert not any(c in result.stdout for c in "\x1b\x07\x9b\u202e")
+
+
+def test_incremental_range_queries_match_a_full_fetch_and_cost_less():
+    require_prometheus()
+    moving = SimNode("mover", [SimGpu(i) for i in range(4)], gputop=False)
+
+    def body() -> bytes:
+        for gpu in moving.gpus:
+            gpu.util = (time.time() * 7 + gpu.index * 13) % 100
+            gpu.fb_used_mib = (time.time() * 50) % 70000
+        return render(moving)
+
+    server = ExpositionServer({"/metrics": body})
+    with PrometheusServer([Target(server.address)]) as prometheus:
+        time.sleep(HISTORY + 2)  # a full window of data
+        now = time.time()
+        moment = [now - 6]
+        cached = ClusterSource(prometheus.url, history_seconds=HISTORY, clock=lambda: moment[0])
+        cached.poll()
+        moment[0] = now  # the same source, 6 s later
+        later = cached.poll()
+        incremental = {expr: size for expr, _, size in cached.last_stats.per_query}
+        fresh = ClusterSource(prometheus.url, history_seconds=HISTORY, clock=lambda: now)
+        full = fresh.poll()
+        whole = {expr: size for expr, _, size in fresh.last_stats.per_query}
+    server.close()
+    for metric in ("DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_FB_USED"):
+        a = next(h for h in later.history if h.metric == metric)
+        b = next(h for h in full.history if h.metric == metric)
+        assert (a.start, a.step) == (b.start, b.step)
+        assert a.series == b.series and len(a.series) == 4
+        assert sum(v is not None for v in a.series[("mover", 0)]) >= 10
+        query = next(expr for expr in whole if metric in expr and "max by (Hostname" in expr)
+        assert incremental[query] < whole[query]  # 16 of 21 points: the 6 s since the last poll and a 10 s overlap
