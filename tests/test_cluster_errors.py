@@ -217,8 +217,8 @@ class AuthProxy:
 
 
 @pytest.mark.parametrize("flag", [["--demo"], ["--replay", "x.jsonl"], ["--record", "x.jsonl"], ["--gpus", "0"],
-                                  ["--user", "root"]])
+                                  ["--user", "root"], ["--serve", "9400"]])
 def test_flags_that_make_no_sense_with_cluster_are_usage_errors(flag):
-    result = run_cli("http://127.0.0.1:9", "--once", *flag)
+    result = run_cli("http://127.0.0.1:9", *flag)
     assert result.returncode == 2 and result.stdout == ""
     assert f"--cluster cannot be combined with {flag[0]}" in result.stderr

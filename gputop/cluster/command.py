@@ -52,7 +52,8 @@ def check_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -
     for flag, given in (("--demo", args.demo is not None), ("--replay", args.replay is not None),
                         ("--record", args.record is not None), ("--check", args.check),
                         ("--export", args.export is not None), ("--gpus", args.gpus is not None),
-                        ("--cuda-visible", args.cuda_visible), ("--user", args.user is not None)):
+                        ("--cuda-visible", args.cuda_visible), ("--user", args.user is not None),
+                        ("--serve", getattr(args, "serve", None) is not None)):
         if given:
             parser.error(f"--cluster cannot be combined with {flag}")
 
