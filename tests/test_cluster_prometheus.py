@@ -283,3 +283,21 @@ def test_incremental_range_queries_match_a_full_fetch_and_cost_less():
         assert sum(v is not None for v in a.series[("mover", 0)]) >= 10
         query = next(expr for expr in whole if metric in expr and "max by (Hostname" in expr)
         assert incremental[query] < whole[query]  # 16 of 21 points: the 6 s since the last poll and a 10 s overlap
+
+
+def test_real_published_dcgm_exporter_output_is_read_by_its_names():
+    """tests/data/dcgm-exporter/metrics.txt: lines of real scrapes users published (Hostname and hostname)."""
+    require_prometheus()
+    sample = (REPO / "tests" / "data" / "dcgm-exporter" / "metrics.txt").read_bytes()
+    server = ExpositionServer({"/metrics": lambda: sample})
+    with PrometheusServer([Target(server.address)]) as prometheus:
+        frame = poll_until(ClusterSource(prometheus.url, history_seconds=HISTORY), lambda f: len(f.nodes) == 2)
+    server.close()
+    nodes = {node.host: node for node in frame.nodes}
+    assert sorted(nodes) == ["dcgm-exporter-wwwjh", "r6i3n0"]  # the old and the new spelling of the label
+    v100 = nodes["r6i3n0"].gpus[0]
+    assert (v100.index, v100.utilization_percent, v100.model) == (0, 0, "Tesla V100-SXM2-32GB")
+    assert v100.uuid == "GPU-a6158b59-2c1e-1e63-0068-9178c4298abd" and v100.memory_used_bytes is None
+    ada = nodes["dcgm-exporter-wwwjh"].gpus[0]
+    assert (ada.index, ada.temperature_celsius, ada.utilization_percent) == (1, 44, None)
+    assert "no DCGM_FI_DEV_FB_USED from dcgm-exporter-wwwjh, r6i3n0: shown as N/A" in frame.problems
