@@ -77,6 +77,8 @@ LABEL_RULE = "rule"
 """The rule that raised advice (the id before the colon)."""
 LABEL_SEVERITY = "severity"
 """critical, warn or info."""
+LABEL_SUMMARY = "summary"
+"""What advice means in a few words, fixed per rule (``Rule.summary``): never the figures, which would churn series."""
 LABEL_SCOPE = "scope"
 """What advice is about: ``host``, ``job3``, ``gpu0``, ``pid1234``."""
 LABEL_CORE = "core"
@@ -129,7 +131,7 @@ DEVICE_METRICS = (GPU_UTIL, MEM_COPY_UTIL, FB_USED, FB_FREE, FB_RESERVED, POWER_
 GPU_LOST = MetricName("gputop_gpu_lost", "gauge", "1 while the GPU has fallen off the bus or stopped answering.",
                       (LABEL_GPU, LABEL_UUID))
 ADVICE = MetricName("gputop_advice", "gauge", "1 for each piece of advice standing now.",
-                    (LABEL_ADVICE_ID, LABEL_RULE, LABEL_SEVERITY, LABEL_SCOPE))
+                    (LABEL_ADVICE_ID, LABEL_RULE, LABEL_SEVERITY, LABEL_SCOPE, LABEL_SUMMARY))
 JOB_INFO = MetricName("gputop_job_info", "gauge", "1 for each job running now, with what identifies it.",
                       (LABEL_JOB, LABEL_CLUSTER_JOB, LABEL_KIND, LABEL_SLURM_JOB, LABEL_POD, LABEL_NAMESPACE))
 JOB_PROCESSES = MetricName("gputop_job_processes", "gauge", "GPU processes of the job on this node.", (LABEL_JOB,))

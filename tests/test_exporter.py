@@ -145,6 +145,8 @@ def test_advice_jobs_and_ranks_are_served_without_pids(scrape: str, node: Node) 
     families = _families(scrape)
     advice = {(s.labels["rule"], s.labels["scope"], s.labels["severity"]) for s in families[names.ADVICE.name]}
     assert ("throttling", "gpu1", "warn") in advice
+    summaries = {s.labels["rule"]: s.labels[names.LABEL_SUMMARY] for s in families[names.ADVICE.name]}
+    assert summaries["throttling"] == "clocks throttled"  # fixed words per rule, never the figures
     ranks = {(s.labels[names.LABEL_GPU], s.labels[names.LABEL_RANK]): s.labels[names.LABEL_JOB]
              for s in families[names.PROCESS_MEMORY.name]}
     assert ranks[("0", "0")] == ranks[("1", "1")] != ranks[("2", "0")]

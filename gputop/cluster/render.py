@@ -34,7 +34,8 @@ def render_cluster(frame: ClusterFrame, requests: int | None = None, fetched: in
     if frame.node_advice:
         lines += ["", "Advice raised on the nodes (gputop --serve)"]
         for host, advice in frame.node_advice:
-            lines.append(f"  {advice.severity.value.upper():<8} {safe_text(host)}: {safe_text(advice.id)}")
+            where = f"{host} {advice.scope}" if advice.scope else host
+            lines.append(f"  {advice.severity.value.upper():<8} {safe_text(where)}: {safe_text(advice.title)}")
     if frame.problems:
         lines += ["", "Problems"] + [f"  {safe_text(problem)}" for problem in frame.problems]
     if frame.missing_panels:

@@ -491,7 +491,8 @@ class ClusterSource:
             advice.append((host_label(labels)[1], Advice(
                 id=labels.get(m.LABEL_ADVICE_ID, rule), scope=labels.get(m.LABEL_SCOPE, ""),
                 severity=Severity(severity) if severity in Severity._value2member_map_ else Severity.INFO,
-                title=rule.replace("_", " "), evidence="", action="",
+                title=labels.get(m.LABEL_SUMMARY) or rule.replace("_", " ") or labels.get(m.LABEL_ADVICE_ID, ""),
+                evidence="", action="",
             )))
         order = {severity: rank for rank, severity in enumerate(Severity)}
         return (tuple(sorted(jobs, key=lambda j: (j.host, j.job))),

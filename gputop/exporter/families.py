@@ -11,6 +11,7 @@ from prometheus_client.registry import Collector
 
 from gputop import __version__
 from gputop import metric_names as names
+from gputop.advice.rules import SUMMARIES
 from gputop.collect.model import Snapshot
 from gputop.exporter.device_families import device_families
 from gputop.exporter.labels import label_value
@@ -58,8 +59,8 @@ def advice_families(snapshot: Snapshot, host: list[str], uuids: Mapping[int, str
     advice = _gauge(names.ADVICE, host)
     for item in snapshot.advice:
         rule = item.id.split(":", 1)[0]
-        advice.add_metric(host + [label_value(item.id), label_value(rule), str(item.severity), label_value(item.scope)],
-                          1.0)
+        advice.add_metric(host + [label_value(item.id), label_value(rule), str(item.severity), label_value(item.scope),
+                                  SUMMARIES.get(rule, "")], 1.0)
     yield advice
     lost = _gauge(names.GPU_LOST, host)
     for device in snapshot.devices:

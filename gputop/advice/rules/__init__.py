@@ -48,5 +48,8 @@ RULES: tuple[Rule, ...] = (
 )
 """Every rule, in evaluation order."""
 
+SUMMARIES: dict[str, str] = {rule.name: rule.summary for rule in RULES}
+"""Each rule's name -> its summary: what its advice means, in words that do not change with the figures."""
+
 HEALTHY = healthy.RULE.name
 """Name of the rule whose advice yields to any other advice on the same GPU."""

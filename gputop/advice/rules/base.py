@@ -22,6 +22,9 @@ class Rule:
 
     name: str
     """Advice id prefix, e.g. ``"input_bound"``."""
+    summary: str
+    """What its advice means in a few words, the same for every scope and moment (e.g. for a label that must not
+    change with the figures): ``"the GPU waits on its input pipeline"``."""
     evaluate: Callable[[Context], list[Finding]]
     """Findings for every scope where the condition holds now."""
     hold: Callable[[Thresholds], float] = _default_hold

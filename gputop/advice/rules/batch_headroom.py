@@ -38,5 +38,5 @@ def _evaluate(ctx: Context) -> list[Finding]:
     return findings
 
 
-RULE = Rule("batch_headroom", _evaluate)
+RULE = Rule("batch_headroom", "memory and compute to spare: a larger batch would use them", _evaluate)
 """Low memory use and low utilization on a training GPU."""

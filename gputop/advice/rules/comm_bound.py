@@ -78,5 +78,5 @@ def _rates(values: list[float]) -> str:
     return low if low == high else f"{low}-{high}"
 
 
-RULE = Rule("comm_bound", _evaluate)
+RULE = Rule("comm_bound", "a DDP job spends its time communicating (all-reduce)", _evaluate)
 """A DDP job with equal, high utilization, low SM activity and heavy link traffic on every GPU."""

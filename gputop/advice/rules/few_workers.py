@@ -62,5 +62,5 @@ def _evaluate(ctx: Context) -> list[Finding]:
     return findings
 
 
-RULE = Rule("few_workers", _evaluate)
+RULE = Rule("few_workers", "too few DataLoader workers for the trainer", _evaluate)
 """A starved trainer with no workers, or few workers and idle cores."""

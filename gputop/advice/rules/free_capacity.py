@@ -25,5 +25,5 @@ def _evaluate(ctx: Context) -> list[Finding]:
     return findings
 
 
-RULE = Rule("free_capacity", _evaluate, hold=lambda thresholds: thresholds.free_hold_s)
+RULE = Rule("free_capacity", "GPU free for work", _evaluate, hold=lambda thresholds: thresholds.free_hold_s)
 """An unused GPU offered for work."""

@@ -62,5 +62,5 @@ def _evaluate(ctx: Context) -> list[Finding]:
     return findings
 
 
-RULE = Rule("gpu_underused", _evaluate)
+RULE = Rule("gpu_underused", "GPU under-used by its trainer", _evaluate)
 """GPU and data pipeline both far from busy with a running trainer."""

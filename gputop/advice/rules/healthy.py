@@ -41,7 +41,7 @@ def _evaluate(ctx: Context) -> list[Finding]:
     return findings
 
 
-RULE = Rule("healthy", _evaluate, hold=lambda thresholds: max(thresholds.hold_s, thresholds.throttle_hold_s))
+RULE = Rule("healthy", "busy, nothing looks wrong", _evaluate, hold=lambda thresholds: max(thresholds.hold_s, thresholds.throttle_hold_s))
 """A busy GPU with no other advice; it holds as long as the slowest rule that could contradict it."""
 
 

@@ -83,5 +83,5 @@ def _with(action: str, settings: str) -> str:
     return f"{action}; DataLoader({settings})" if settings else action
 
 
-RULE = Rule("input_bound", _evaluate)
+RULE = Rule("input_bound", "the GPU waits on its input pipeline", _evaluate)
 """GPU under-used while its trainer waits for input."""

@@ -32,5 +32,5 @@ def _evaluate(ctx: Context) -> list[Finding]:
     return findings
 
 
-RULE = Rule("launch_bound", _evaluate)
+RULE = Rule("launch_bound", "busy by NVML but few SMs active: launch-bound or small kernels", _evaluate)
 """High NVML utilization with low SM activity (needs GPM)."""

@@ -29,5 +29,5 @@ def _evaluate(ctx: Context) -> list[Finding]:
     return findings
 
 
-RULE = Rule("oom_risk", _evaluate)
+RULE = Rule("oom_risk", "GPU memory nearly full: out-of-memory risk", _evaluate)
 """GPU memory above the OOM threshold."""

@@ -35,5 +35,5 @@ def _evaluate(ctx: Context) -> list[Finding]:
     return findings
 
 
-RULE = Rule("pcie_h2d", _evaluate)
+RULE = Rule("pcie_h2d", "heavy host-to-GPU copies while the GPU is under-used", _evaluate)
 """Heavy PCIe RX with low utilization."""

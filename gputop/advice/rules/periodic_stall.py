@@ -110,5 +110,5 @@ def _cause(ctx: Context, index: int, count: int, stalls: Stalls) -> tuple[list[s
     return parts, "compare one stall in torch.profiler (a schedule spanning it) with a busy step; " + periodic_work
 
 
-RULE = Rule("periodic_stall", _evaluate)
+RULE = Rule("periodic_stall", "the GPU stalls at a regular period", _evaluate)
 """Regular stalls of a training GPU in a longer window."""

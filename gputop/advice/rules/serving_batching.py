@@ -41,5 +41,5 @@ def _evaluate(ctx: Context) -> list[Finding]:
     return findings
 
 
-RULE = Rule("serving_batching", _evaluate)
+RULE = Rule("serving_batching", "an inference server under load runs small batches", _evaluate)
 """An inference server under load with low SM activity."""

@@ -30,5 +30,5 @@ def _evaluate(ctx: Context) -> list[Finding]:
     return [RULE.finding(Severity.WARN, ScopeKind.HOST.of(), title, evidence, action, tuple(index for index, _ in starved))]
 
 
-RULE = Rule("storage_bound", _evaluate)
+RULE = Rule("storage_bound", "reads from storage hold back the GPUs (iowait)", _evaluate)
 """High iowait with under-used GPUs."""

@@ -131,5 +131,5 @@ def _worker_cpu(ctx: Context, rank: Rank) -> tuple[float, float | None] | None:
     return cpu, sum(waits) / len(waits) if waits else None
 
 
-RULE = Rule("straggler", _evaluate)
+RULE = Rule("straggler", "one rank of a job is slower than the others", _evaluate)
 """The slowest rank of a job far below its peers' median."""
