@@ -47,7 +47,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory, fake_nvml_lib: Path) -> It
     config.write_text(ADVICE_AT_ONCE)
     idle = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
     try:
-        with torchrun_job(tmp, nproc=4) as job, ExitStack() as stack:
+        # a rendezvous on a routable address (two nodes cannot meet on 127.0.0.1), as across real nodes
+        with torchrun_job(tmp, nproc=4, extra_env={"MASTER_ADDR": "10.20.0.5"}) as job, ExitStack() as stack:
             ranks = job.ranks
             scenarios = {
                 "node-a": [busy(ranks[0], 90), busy(ranks[1], 88), FakeGpu(util_gpu=0, mem_used=0)],

@@ -236,14 +236,19 @@ POD_CONTAINER = ContainerSample(ContainerRuntime.CONTAINERD, "a" * 64, name="tra
                                 pod_namespace="ml")
 
 
-def test_cluster_key_prefers_slurm_then_the_pod_then_the_rendezvous_hash():
+def test_cluster_key_prefers_slurm_then_the_rendezvous_hash_then_the_pod():
     rendezvous = ProcessHints(env=rank_env(0))
     expected_hash = "rdzv:" + hashlib.sha256(b"10.0.0.1:29500:r1").hexdigest()[:12]
     assert cluster_key([rendezvous]) == expected_hash
     assert cluster_key([ProcessHints(env={"MASTER_ADDR": "h", "MASTER_PORT": "1"})]) == \
         "rdzv:" + hashlib.sha256(b"h:1").hexdigest()[:12]
     in_pod = ProcessHints(env=rank_env(0), container=POD_CONTAINER)
-    assert cluster_key([rendezvous, in_pod]) == "pod:ml/train-0"
+    assert cluster_key([in_pod]) == expected_hash  # the pods of one job on several nodes share its rendezvous
+    assert cluster_key([ProcessHints(container=POD_CONTAINER)]) == "pod:ml/train-0"
+    for loopback in ("127.0.0.1", "localhost", "::1", "127.0.1.1"):  # every node has its own 127.0.0.1:29500
+        local = ProcessHints(env={"MASTER_ADDR": loopback, "MASTER_PORT": "29500"}, container=POD_CONTAINER)
+        assert cluster_key([local]) == "pod:ml/train-0"
+        assert cluster_key([ProcessHints(env={"MASTER_ADDR": loopback, "MASTER_PORT": "29500"})]) is None
     slurm_env = ProcessHints(env={**rank_env(1), "SLURM_JOB_ID": "812"})
     assert cluster_key([in_pod, slurm_env]) == "slurm:812"
     slurm_cgroup = ProcessHints(container=ContainerSample(ContainerRuntime.SLURM, slurm_job_id="813"))

@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
+import ipaddress
 import re
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -299,9 +300,11 @@ def cluster_key(hints: Sequence[ProcessHints]) -> str | None:
     """What names the job of processes with ``hints`` on every node it spans (``JobSample.cluster_key``).
 
     The first that some process tells, in this order: its Slurm job (``slurm:12345``, from its cgroup or
-    ``SLURM_JOB_ID``), its Kubernetes pod (``pod:NAMESPACE/NAME``, both read from the container), or its
-    rendezvous (``rdzv:`` and 12 hex digits of the SHA-256 of ``MASTER_ADDR:MASTER_PORT``, with
-    ``:TORCHELASTIC_RUN_ID`` when set: the same on every node, without the address itself); None when none does.
+    ``SLURM_JOB_ID``), its rendezvous (``rdzv:`` and 12 hex digits of the SHA-256 of ``MASTER_ADDR:MASTER_PORT``,
+    with ``:TORCHELASTIC_RUN_ID`` when set: the same on every node, without the address itself), or its Kubernetes
+    pod (``pod:NAMESPACE/NAME``, both read from the container); None when none does. A rendezvous on a loopback
+    address names no cluster-wide job (every node has its own ``127.0.0.1:29500``), and the pods of one job across
+    nodes share its rendezvous but not their names, hence that order.
     """
     for hint in hints:
         job = hint.container.slurm_job_id if hint.container is not None else None
@@ -309,15 +312,25 @@ def cluster_key(hints: Sequence[ProcessHints]) -> str | None:
         if job is not None:
             return f"slurm:{job}"
     for hint in hints:
+        key = _env_key(hint.env)
+        if key is not None and key[0] == "env" and not _loopback(key[1]):
+            rendezvous = f"{key[1]}:{key[2]}" + (f":{key[3]}" if key[3] else "")
+            return "rdzv:" + hashlib.sha256(rendezvous.encode("utf-8", "surrogateescape")).hexdigest()[:12]
+    for hint in hints:
         container = hint.container
         if container is not None and container.pod_uid and container.pod_namespace and container.name:
             return f"pod:{container.pod_namespace}/{container.name}"
-    for hint in hints:
-        key = _env_key(hint.env)
-        if key is not None and key[0] == "env":
-            rendezvous = f"{key[1]}:{key[2]}" + (f":{key[3]}" if key[3] else "")
-            return "rdzv:" + hashlib.sha256(rendezvous.encode("utf-8", "surrogateescape")).hexdigest()[:12]
     return None
+
+
+def _loopback(address: str) -> bool:
+    """Whether ``MASTER_ADDR`` ``address`` names this machine only (``localhost``, ``127.0.0.1``, ``::1``)."""
+    if address.lower() in ("localhost", "localhost.localdomain", "ip6-localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(address).is_loopback
+    except ValueError:
+        return False
 
 
 def _parent_command(hints: ProcessHints) -> Command | None:

@@ -51,7 +51,8 @@ state, port, run_id, extra = json.loads(os.environ.pop("WORKLOADS_LAUNCH"))
 children = []
 for rank in range(nproc):
     env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), LOCAL_RANK=str(rank),
-               WORLD_SIZE=str(nproc), LOCAL_WORLD_SIZE=str(nproc), TORCHELASTIC_RUN_ID=run_id, **extra)
+               WORLD_SIZE=str(nproc), LOCAL_WORLD_SIZE=str(nproc), TORCHELASTIC_RUN_ID=run_id)
+    env.update(extra)
     children.append(subprocess.Popen([sys.executable, "-u", script, "--rank-hint", str(rank)], env=env).pid)
 tmp = state + ".tmp"
 with open(tmp, "w") as handle:
@@ -168,7 +169,8 @@ class Launched:
 def torchrun_job(tmp_path: Path, nproc: int = 8, name: str = "torchrun", port: int = 29500,
                  extra_env: Mapping[str, str] = SECRET_ENV, rank_source: str = FOLLOW_PARENT) -> Iterator[Launched]:
     """``python <tmp>/bin/<name> --nproc-per-node N train.py``: a launcher whose N ranks carry MASTER_ADDR/PORT,
-    RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, TORCHELASTIC_RUN_ID (and ``extra_env``, secrets by default).
+    RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, TORCHELASTIC_RUN_ID (and ``extra_env``, secrets by default, which
+    may replace them: ``MASTER_ADDR`` is 127.0.0.1 unless it says otherwise).
 
     Each rank runs ``rank_source`` as ``train.py`` (by default it idles until the launcher is gone; a
     rank script of its own should end once its parent is gone too)."""
