@@ -41,17 +41,20 @@ from gputop.ui.cluster_text import (
     process_place,
     series_of,
 )
-from gputop.ui.format import LineBuilder, fit_cell, memory_pair, short_gpu_name
+from gputop.ui.format import LineBuilder, fit, fit_cell, memory_pair, short_gpu_name
 from gputop.units import NA, fmt_bytes, fmt_celsius, fmt_percent, fmt_rate, fmt_watts
 
-CHART_ROWS = 2
-"""Rows of each GPU's charts."""
+TALL_ROWS = 40
+"""Terminals at least this tall draw each GPU's charts two rows high, others one."""
 
 CHART_MIN_WIDTH = 16
 """Narrowest chart; fewer metrics are charted side by side on narrow terminals."""
 
 LABEL_WIDTH = 6
 """Cells of the ``GPU 3`` label left of each GPU's charts."""
+
+WIDE_COLUMNS = 120
+"""Terminals at least this wide get every column of the GPU and process tables."""
 
 PROCESS_ROWS_MAX = 200
 """Most process rows listed (the rest are counted)."""
@@ -127,8 +130,11 @@ class HostCharts(Widget):
         self.refresh(layout=resized)
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
-        """One caption line and CHART_ROWS lines per GPU."""
-        return 1 + CHART_ROWS * len(self._data) if self._data else 1
+        """One caption line and one or two lines per GPU."""
+        return 1 + self._chart_rows() * len(self._data) if self._data else 1
+
+    def _chart_rows(self) -> int:
+        return 2 if self.app.size.height >= TALL_ROWS else 1
 
     def notify_style_update(self) -> None:
         """Redraw with the new theme."""
@@ -148,10 +154,11 @@ class HostCharts(Widget):
             header.add(fit_cell(caption, chart_width, False) + " ", caption_style)
         lines = [header.strip()]
         for index, charts in self._data:
-            rows: list[list[Segment]] = [[] for _ in range(CHART_ROWS)]
+            height = self._chart_rows()
+            rows: list[list[Segment]] = [[] for _ in range(height)]
             for metric, (values, maximum) in zip(HOST_CHARTS[:count], charts, strict=False):
                 style: Style = base + self.get_component_rich_style(f"host-charts--{metric.style}", partial=True)
-                strips = chart_rows(values, chart_width, CHART_ROWS, maximum, style, ascii_mode=self.ascii_mode, blank=base)
+                strips = chart_rows(values, chart_width, height, maximum, style, ascii_mode=self.ascii_mode, blank=base)
                 for row, strip in zip(rows, strips, strict=True):
                     row.extend(strip)
                     row.append(Segment(" ", base))
@@ -174,13 +181,26 @@ def _caption(metric: ChartMetric, gpus: Sequence[ClusterGpu], top: float) -> str
     return f"{metric.label} 0-{scale_text(metric, chart_maximum(metric, gpu, top))}"
 
 
-def gpu_table(node: ClusterNode) -> Table:
-    """Every GPU of ``node`` with all the fields the frame knows."""
+def _table(labels: Sequence[str], width: int, wide_only: Sequence[str], left: Sequence[str]) -> tuple[Table, list[int]]:
+    """An empty table with the columns ``labels`` (those in ``wide_only`` only ``width`` >= WIDE_COLUMNS wide)
+    and the positions of the columns kept."""
     table = Table(box=None, padding=(0, 1), header_style="bold", expand=False)
-    for label in ("GPU", "MODEL", "UTIL", "MEMORY", "POWER", "TEMP", "SM", "TENSOR", "PCIe RX", "PCIe TX", "UUID"):
-        table.add_column(label, no_wrap=True, justify="left" if label in ("MODEL", "UUID") else "right")
+    kept = [i for i, label in enumerate(labels) if width >= WIDE_COLUMNS or label not in wide_only]
+    for i in kept:
+        table.add_column(labels[i], no_wrap=True, justify="left" if labels[i] in left else "right", overflow="ellipsis")
+    return table, kept
+
+
+def _add_row(table: Table, kept: list[int], cells: Sequence[str | Text]) -> None:
+    table.add_row(*(cells[i] for i in kept))
+
+
+def gpu_table(node: ClusterNode, width: int) -> Table:
+    """Every GPU of ``node`` with the fields the frame knows (fewer columns below WIDE_COLUMNS)."""
+    labels = ("GPU", "MODEL", "UTIL", "MEMORY", "POWER", "TEMP", "SM", "TENSOR", "PCIe RX", "PCIe TX", "UUID")
+    table, kept = _table(labels, width, ("TENSOR", "PCIe RX", "PCIe TX", "UUID"), ("MODEL", "UUID"))
     for gpu in node.gpus:
-        table.add_row(
+        _add_row(table, kept, (
             str(gpu.index),
             short_gpu_name(gpu.model),
             "LOST" if gpu.lost else fmt_percent(gpu.utilization_percent),
@@ -192,27 +212,25 @@ def gpu_table(node: ClusterNode) -> Table:
             fmt_rate(gpu.pcie_rx_bytes_per_s),
             fmt_rate(gpu.pcie_tx_bytes_per_s),
             safe_text(gpu.uuid, 40) or NA,
-        )
+        ))
     return table
 
 
-def process_table(frame: ClusterFrame, host: str) -> Table | Text:
-    """The host's GPU processes with their container, job, rank and DataLoader workers."""
+def process_table(frame: ClusterFrame, host: str, width: int) -> Table | Text:
+    """The host's GPU processes with their container, job, rank and DataLoader workers (fewer columns when narrow)."""
     processes = [p for p in frame.processes if p.host == host]
     if not processes:
         return Text("No GPU processes reported.")
     processes.sort(key=lambda p: (-1 if p.gpu is None else p.gpu, -(p.memory_bytes or 0)))
-    table = Table(box=None, padding=(0, 1), header_style="bold", expand=False)
-    for label in ("GPU", "PROCESS", "USER", "WHERE", "JOB", "RANK", "GPU MEM", "SM", "CPU", "WORKERS", "WAIT"):
-        table.add_column(label, no_wrap=True, justify="left" if label in ("PROCESS", "USER", "WHERE", "RANK") else "right",
-                         max_width=32 if label in ("PROCESS", "WHERE") else None)
+    labels = ("GPU", "PROCESS", "USER", "WHERE", "JOB", "RANK", "GPU MEM", "SM", "CPU", "WORKERS", "WAIT")
+    table, kept = _table(labels, width, ("JOB", "SM", "CPU"), ("PROCESS", "USER", "WHERE", "RANK"))
     for p in processes[:PROCESS_ROWS_MAX]:
         workers = NA if p.workers is None else f"{p.workers} ({fmt_percent(p.workers_cpu_percent)})"
-        table.add_row(
+        _add_row(table, kept, (
             NA if p.gpu is None else str(p.gpu),
-            Text(safe_text(p.name, 32) or NA),
+            Text(safe_text(p.name, 24) or NA),
             Text(safe_text(p.user, 16) or NA),
-            Text(process_place(p)),
+            Text(fit(process_place(p), 24)),
             str(p.job),
             Text(safe_text(p.rank, 12) or NA),
             fmt_bytes(p.memory_bytes),
@@ -220,7 +238,7 @@ def process_table(frame: ClusterFrame, host: str) -> Table | Text:
             fmt_percent(p.cpu_percent),
             workers,
             fmt_percent(p.input_wait_percent),
-        )
+        ))
     if len(processes) > PROCESS_ROWS_MAX:
         table.caption = f"and {len(processes) - PROCESS_ROWS_MAX} more"
     return table
@@ -267,8 +285,8 @@ class ClusterHostScreen(Screen[None]):
     ClusterHostScreen { layout: vertical; }
     #host-title { height: 1; background: $panel; }
     #host-body { height: 1fr; scrollbar-size-vertical: 1; }
-    #host-body > Static, #host-body > HostCharts { margin-bottom: 1; }
-    .host-section { color: $text-muted; text-style: bold; margin-bottom: 0; }
+    #host-gpus, #host-charts, #host-processes, #host-jobs, #host-missing { margin-bottom: 1; }
+    .host-section { color: $text-muted; text-style: bold; }
     #host-missing { color: $warning; }
     """
 
@@ -309,6 +327,12 @@ class ClusterHostScreen(Screen[None]):
         """Focus the scrolling body so the arrow keys scroll it."""
         self.query_one("#host-body").focus()
 
+    def on_resize(self) -> None:
+        """Fit the tables to the new width."""
+        self._state = None
+        if self.shown_frame is not None:
+            self.show(self.shown_frame)
+
     def show(self, frame: ClusterFrame) -> None:
         """Draw this host from ``frame``."""
         self.shown_frame = frame
@@ -326,7 +350,8 @@ class ClusterHostScreen(Screen[None]):
         if state == self._state:
             return
         self._state = state
-        self._gpus.update(gpu_table(node) if node.gpus else Text("No GPUs reported."))
+        width = self.app.size.width
+        self._gpus.update(gpu_table(node, width) if node.gpus else Text("No GPUs reported."))
         for widget in self.query(".gputop-only"):
             widget.display = gputop
         for widget in (self._processes, self._jobs, self._advice):
@@ -338,6 +363,6 @@ class ClusterHostScreen(Screen[None]):
                 "which reports GPU-level data."
             ))
             return
-        self._processes.update(process_table(frame, self.host))
+        self._processes.update(process_table(frame, self.host, width))
         self._jobs.update(job_table(frame, self.host))
         self._advice.show(advice)

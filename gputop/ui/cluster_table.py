@@ -395,6 +395,18 @@ class ClusterTable(ScrollView, can_focus=True):
         line.add_cut(f"  hosts by {self._sort_key}{arrow}", style, self.ascii_mode)
         return line.strip()
 
+    def _empty_strip(self) -> Strip:
+        """What the first row says while there is none."""
+        if self._frame is None:
+            text = "Waiting for the first poll."
+        elif self._frame.nodes:
+            text = f"No host matches the filter {safe_text(self._filter, 40)!r} (Esc clears it)."
+        else:
+            text = "No GPU nodes found: see the lines below."
+        line = LineBuilder(self._width, self._style(""))
+        line.add_cut(text, self._style("cluster-table--note"), self.ascii_mode)
+        return line.strip()
+
     def _row_strip(self, row: _Row) -> Strip:
         cached = self._strips.get(row.key)
         if cached is not None and cached[0] == row.cells:
@@ -412,14 +424,14 @@ class ClusterTable(ScrollView, can_focus=True):
         line.add_cut(name, host, self.ascii_mode)
         line.add("  ")
         line.add(f" {state} " if row.down else state, self._style("cluster-table--down" if row.down else "cluster-table--up"))
+        if note:  # what is wrong comes before the counts, which a narrow terminal drops
+            line.add("  ")
+            line.add_cut(note, self._style("cluster-table--note"), self.ascii_mode)
         for part in (exporter, gpus, jobs, util):
             if part and not line.add("  " + part):
                 break
         if advice:
             line.add("  " + advice, self._style("cluster-table--warn"))
-        if note:
-            line.add("  ")
-            line.add_cut(note, self._style("cluster-table--note"), self.ascii_mode)
         return line.strip()
 
     def _gpu_strip(self, row: _Row) -> Strip:
@@ -447,6 +459,8 @@ class ClusterTable(ScrollView, can_focus=True):
             return self._header_strip()
         index = int(self.scroll_offset.y) + y - 1
         if not 0 <= index < len(self._rows):
+            if index == 0:
+                return self._empty_strip()
             return Strip.blank(self._width, self._style(""))
         strip = self._row_strip(self._rows[index])
         if index == self._cursor:

@@ -33,6 +33,9 @@ MAX_HOSTS_NAMED = 6
 POWER_FLOOR_WATTS = 100.0
 """Least top of a power chart's scale."""
 
+STALE_SLACK_SECONDS = 1.0
+"""The poll age is shown once the data on screen is older than the interval plus this."""
+
 PCIE_FLOOR = 1e6
 """Least top of a PCIe chart's scale, in bytes per second."""
 
@@ -116,15 +119,18 @@ def missing_panels_line(frame: ClusterFrame) -> str | None:
 
 
 def poll_line(frame: ClusterFrame | None, seconds: float | None, interval: float, shown_at: float | None) -> str:
-    """When the screen's data is from and what it cost: ``last poll 3 s ago · queries 0.41 s``.
+    """When the screen's data is from and what it cost: ``last poll 14:03:07 · queries 0.41 s``.
 
-    ``seconds`` is how long the poll took, ``shown_at`` the wall-clock time it finished; a poll slower
-    than ``interval`` is named, since polls then follow each other at its pace.
+    ``seconds`` is how long the poll took and ``shown_at`` the wall-clock time it was shown; the age is
+    named once the data is older than the interval (a poll is overdue), and a poll slower than ``interval`` is named, since
+    polls then follow each other at its pace.
     """
     if frame is None or shown_at is None:
         return f"waiting for the first poll of {safe_text(None if frame is None else frame.url, 80) or 'the server'}"
-    age = max(0.0, time.time() - shown_at)
-    parts = [f"last poll {age:.0f} s ago"]
+    parts = [f"last poll {time.strftime('%H:%M:%S', time.localtime(frame.timestamp))}"]
+    age = time.time() - shown_at
+    if age > interval + STALE_SLACK_SECONDS:
+        parts[0] += f" ({age:.0f} s ago)"
     if frame.query_seconds is not None:
         parts.append(f"queries {frame.query_seconds:.2f} s")
     if seconds is not None and seconds > interval:

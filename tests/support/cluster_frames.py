@@ -23,7 +23,7 @@ URL = "http://prometheus.test:9090"
 """The URL the frames name."""
 
 T0 = 1_700_000_000.0
-"""Timestamp of the frames (14:13:20 UTC)."""
+"""Timestamp of the frames (22:13:20 UTC)."""
 
 GIB = 1024**3
 """Bytes in a GiB."""
