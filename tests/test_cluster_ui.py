@@ -12,6 +12,7 @@ import io
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
 
 import pytest
 from rich.console import Console
@@ -20,6 +21,7 @@ from textual.pilot import Pilot
 from textual.widgets import Static
 
 from gputop.cluster.frame import ClusterFrame, ClusterNode
+from gputop.ui.cluster_actions import CLUSTER_ACTIONS, cluster_help_rows
 from gputop.ui.cluster_app import ClusterApp
 from gputop.ui.cluster_host import ClusterHostScreen
 from gputop.ui.cluster_poll import ClusterPoller, PolledFrame
@@ -28,6 +30,7 @@ from gputop.ui.help_screen import HelpScreen
 from support.cluster_frames import URL, fleet, host_name, small_cluster, unreachable
 
 SIZES = [(80, 24), (160, 45)]
+REPO = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(autouse=True)
@@ -410,3 +413,22 @@ def test_snapshot_800_gpus(snap_compare) -> None:
 
 def test_snapshot_unreachable(snap_compare) -> None:
     assert snap_compare(ClusterApp(Player(unreachable()), URL, interval=3600), terminal_size=(80, 24), run_before=settle)
+
+
+# -- the actions table ----------------------------------------------------------------------
+
+
+def test_every_cluster_action_has_its_method_and_one_set_of_keys() -> None:
+    keys = [key for entry in CLUSTER_ACTIONS for key in entry.keys.split(",")]
+    assert len(keys) == len(set(keys))
+    for entry in CLUSTER_ACTIONS:
+        assert callable(getattr(ClusterApp, f"action_{entry.name}", None)), entry.name
+
+
+def test_docs_list_every_key_as_the_help_screen_does() -> None:
+    docs = REPO / "docs" / "cluster.md"
+    if not docs.exists() or "## Keys and screens" not in docs.read_text(encoding="utf-8"):
+        docs = REPO / "docs" / "cluster-ui-section.md"
+    text = docs.read_text(encoding="utf-8")
+    for keys, description in cluster_help_rows():
+        assert f"| {keys} | {description} |" in text

@@ -287,7 +287,7 @@ class ClusterTable(ScrollView, can_focus=True):
         if not self.is_mounted:
             return
         self.virtual_size = Size(self._width, len(self._rows) + 1)
-        if header or [row.key for row in old] != [row.key for row in self._rows]:
+        if self._fit_width() or header or [row.key for row in old] != [row.key for row in self._rows]:
             live = {row.key for row in self._rows}
             self._strips = {key: value for key, value in self._strips.items() if key in live}
             self.refresh()
@@ -377,11 +377,20 @@ class ClusterTable(ScrollView, can_focus=True):
 
     def on_resize(self, event: events.Resize) -> None:
         """Fit the columns and sparklines to the new width."""
-        self._width = max(1, self.scrollable_content_region.width)
-        self._columns, self._spark_util, self._spark_mem = _layout(self._width)
-        self._strips.clear()
-        self.virtual_size = Size(self._width, len(self._rows) + 1)
+        self._fit_width()
         self.refresh()
+
+    def _fit_width(self) -> bool:
+        """Fit the columns to the width left beside the scroll bar (which comes and goes without a resize);
+        True when it changed."""
+        width = max(1, self.scrollable_content_region.width)
+        if width == self._width:
+            return False
+        self._width = width
+        self._columns, self._spark_util, self._spark_mem = _layout(width)
+        self._strips.clear()
+        self.virtual_size = Size(width, len(self._rows) + 1)
+        return True
 
     def _header_strip(self) -> Strip:
         style = self._style("cluster-table--header")
@@ -455,6 +464,8 @@ class ClusterTable(ScrollView, can_focus=True):
 
     def render_line(self, y: int) -> Strip:
         """The column header on top, then the rows from the scroll position."""
+        if self._fit_width():
+            self.refresh()
         if y == 0:
             return self._header_strip()
         index = int(self.scroll_offset.y) + y - 1
