@@ -27,9 +27,6 @@ FREE_UTIL_PERCENT = 5.0
 FREE_MEMORY_BYTES = 1024 * MIB
 """A GPU holding more memory than this is not free."""
 
-MAX_HOSTS_NAMED = 6
-"""Hosts named in one line before the rest are counted."""
-
 POWER_FLOOR_WATTS = 100.0
 """Least top of a power chart's scale."""
 
@@ -96,26 +93,11 @@ def host_text(host: str, width: int = 40) -> str:
     return safe_text(host, width) or NA
 
 
-def name_hosts(hosts: Sequence[str]) -> str:
-    """``a, b, c`` for a few hosts; ``a, b, ... and 12 more`` for many."""
-    named = ", ".join(host_text(host, 32) for host in hosts[:MAX_HOSTS_NAMED])
-    extra = len(hosts) - MAX_HOSTS_NAMED
-    return f"{named} and {extra} more" if extra > 0 else named
-
-
-def dcgm_only_hosts(frame: ClusterFrame) -> list[str]:
-    """Hosts that only dcgm-exporter reports for (no processes, jobs or advice there)."""
-    return [node.host for node in frame.nodes if node.exporter != "gputop"]
-
-
 def missing_panels_line(frame: ClusterFrame) -> str | None:
-    """``processes and advice need gputop --serve on: host-a, host-b``; None when nothing is missing."""
+    """The frame's lines on panels that need ``gputop --serve`` (and where), joined into one; None when none."""
     if not frame.missing_panels:
         return None
-    panels = " and ".join(safe_text(panel, 30) for panel in frame.missing_panels)
-    hosts = dcgm_only_hosts(frame)
-    where = f" on: {name_hosts(hosts)}" if hosts else ""
-    return f"{panels} need gputop --serve{where}"
+    return "; ".join(safe_text(line, 200) for line in frame.missing_panels)
 
 
 def poll_line(frame: ClusterFrame | None, seconds: float | None, interval: float, shown_at: float | None) -> str:

@@ -143,7 +143,7 @@ def small_cluster() -> ClusterFrame:
         fleet_advice=fleet_advice,
         history=histories([1, 2, 3, 4], 8),
         problems=("node-003 stopped reporting: 3 scrapes missed",),
-        missing_panels=("processes", "advice"),
+        missing_panels=("processes, jobs, advice, host CPU: none from 1 node without gputop --serve (node-004)",),
         query_seconds=0.21,
     )
 
