@@ -56,7 +56,7 @@ def _tree(root: psutil.Process) -> list[psutil.Process]:
         return []
 
 
-def _tree_cpu(root: psutil.Process) -> float:
+def tree_cpu(root: psutil.Process) -> float:
     """CPU seconds of ``root``, its live descendants and its reaped children."""
     total = 0.0
     for index, proc in enumerate(_tree(root)):
@@ -121,10 +121,10 @@ def run_in_pty(
         while (now := time.monotonic()) < end_at and terminal.proc.poll() is None:
             peak_rss = max(peak_rss, _tree_rss(root))
             if cpu_at_warm is None and now >= warm_at:
-                cpu_at_warm = _tree_cpu(root)
+                cpu_at_warm = tree_cpu(root)
                 warm_at = now
             time.sleep(min(SAMPLE_PERIOD_S, max(0.0, end_at - now)))
-        cpu_end = _tree_cpu(root)
+        cpu_end = tree_cpu(root)
         elapsed = time.monotonic() - warm_at
         peak_rss = max(peak_rss, _tree_rss(root))
         status = terminal.quit(grace=QUIT_GRACE_S)

@@ -23,6 +23,7 @@ from gputop.collect.sampler import DEFAULT_INTERVAL, MIN_INTERVAL, Sampler
 from gputop.collect.serialize import snapshot_to_json
 from gputop.collect.source import SnapshotSource
 from gputop.collect.timegrid import TimeGrid
+from gputop.exporter import command as exporter
 
 if TYPE_CHECKING:
     from gputop.check import CheckPlan
@@ -215,6 +216,7 @@ def build_parser() -> GputopParser:
         help="print the version and whether partial output (only changed cells are sent; "
         "GPUTOP_PARTIAL_OUTPUT=0 turns it off) is active, and exit",
     )
+    exporter.add_arguments(parser)
     return parser
 
 
@@ -235,6 +237,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--loop needs --replay")
     if args.check:
         _check_check_args(parser, args)
+    exporter.check_arguments(parser, args)
     try:
         if args.json_schema:
             from gputop.collect.schema import json_schema
@@ -337,6 +340,8 @@ def _run(args: argparse.Namespace) -> int:
             _check_gpu_selection(sampler)
         if plan is not None:
             return _run_check(sampler, args, plan)
+        if args.serve is not None:
+            return exporter.serve(sampler, args)
         if args.once or args.json or args.duration is not None or args.export is not None:
             return _run_once(sampler, args)
         if not tty:

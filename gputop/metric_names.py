@@ -83,6 +83,8 @@ LABEL_CORE = "core"
 """A CPU core's number."""
 LABEL_VERSION = "version"
 """gputop's version."""
+LABEL_SOURCE = "source"
+"""Where the served data comes from: ``nvml`` (live), ``demo`` (simulated) or ``replay`` (a recording)."""
 
 # -- dcgm-exporter's device metrics -------------------------------------------------------------------------------
 
@@ -92,8 +94,11 @@ FB_USED = MetricName("DCGM_FI_DEV_FB_USED", "gauge", "Framebuffer memory used (i
 FB_FREE = MetricName("DCGM_FI_DEV_FB_FREE", "gauge", "Framebuffer memory free (in MiB).")
 FB_RESERVED = MetricName("DCGM_FI_DEV_FB_RESERVED", "gauge", "Framebuffer memory reserved (in MiB).")
 POWER_USAGE = MetricName("DCGM_FI_DEV_POWER_USAGE", "gauge", "Power draw (in W).")
-ENERGY = MetricName("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "counter",
-                    "Total energy consumption since boot (in mJ).")
+ENERGY = MetricName("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "gauge",
+                    "Total energy consumption since boot (in mJ); a counter served as a gauge to keep its name.")
+"""dcgm-exporter types it ``counter`` but writes no ``_total``; prometheus_client's text format always appends
+``_total`` to a counter, which would rename the series, so gputop serves it as a gauge under the same name
+(``rate()``/``increase()`` work on it alike; docs/exporter.md)."""
 GPU_TEMP = MetricName("DCGM_FI_DEV_GPU_TEMP", "gauge", "GPU temperature (in C).")
 SM_CLOCK = MetricName("DCGM_FI_DEV_SM_CLOCK", "gauge", "SM clock frequency (in MHz).")
 MEM_CLOCK = MetricName("DCGM_FI_DEV_MEM_CLOCK", "gauge", "Memory clock frequency (in MHz).")
@@ -157,9 +162,14 @@ SNAPSHOT_TIME = MetricName("gputop_snapshot_timestamp_seconds", "gauge",
                            "When the snapshot served was taken (Unix time).")
 SNAPSHOT_AGE = MetricName("gputop_snapshot_age_seconds", "gauge",
                           "How old the snapshot served was at scrape time: grows while NVML hangs.")
-BUILD_INFO = MetricName("gputop_build_info", "gauge", "1, labelled with gputop's version.", (LABEL_VERSION,))
+BUILD_INFO = MetricName("gputop_build_info", "gauge",
+                        "1, labelled with gputop's version and its data source (demo data is simulated).",
+                        (LABEL_VERSION, LABEL_SOURCE))
+SERIES_DROPPED = MetricName("gputop_series_dropped", "gauge",
+                            "GPU processes left out of the per-process series by the cap (the smallest in memory).")
 
 GPUTOP_METRICS = (GPU_LOST, ADVICE, JOB_INFO, JOB_PROCESSES, JOB_WORLD_SIZE, JOB_MEMORY, PROCESS_INFO,
                   PROCESS_MEMORY, PROCESS_SM, PROCESS_CPU, WORKERS, WORKERS_CPU, INPUT_WAIT, HOST_CPU, HOST_CORE_CPU,
-                  HOST_IOWAIT, HOST_MEMORY_USED, HOST_MEMORY_TOTAL, SNAPSHOT_TIME, SNAPSHOT_AGE, BUILD_INFO)
+                  HOST_IOWAIT, HOST_MEMORY_USED, HOST_MEMORY_TOTAL, SNAPSHOT_TIME, SNAPSHOT_AGE, BUILD_INFO,
+                  SERIES_DROPPED)
 """Every ``gputop_`` metric, each series labelled with ``HOST_LABELS`` and then its own labels."""

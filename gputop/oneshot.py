@@ -1,6 +1,7 @@
-"""The one-shot text report printed by ``gputop --once``: devices, processes with their workers and jobs, advice.
+"""The one-shot text report printed by ``gputop --once``: devices, processes with their workers, containers and jobs,
+advice.
 
-Jobs are written as the process table writes them (:mod:`gputop.ui.job_text`, which loads no UI library).
+Jobs and containers are written as the process table writes them (:mod:`gputop.ui.job_text`, which loads no UI library).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from gputop import __version__
 from gputop.collect.gpu_selection import gpu_number
 from gputop.collect.model import DeviceSample, JobSample, ProcessRole, ProcessSample, Snapshot
 from gputop.textsafe import safe_text
-from gputop.ui.job_text import job_facts, job_label, jobs_by_id, scope_label
+from gputop.ui.job_text import container_labels, job_facts, job_label, jobs_by_id, scope_label
 from gputop.units import (
     NA,
     fmt_bytes,
@@ -24,6 +25,8 @@ from gputop.units import (
 
 MIN_WIDTH = 60
 """Narrowest layout; command lines are cut to fit the width given."""
+_CONTAINER_WIDTH = 24
+"""Longest container label (a pod's name can be long); longer ones are cut."""
 
 
 def render_once(snapshot: Snapshot, width: int | None = 120, filters: str | None = None) -> str:
@@ -45,6 +48,8 @@ def render_once(snapshot: Snapshot, width: int | None = 120, filters: str | None
         lines += ["", "JOBS"]
         for job in snapshot.jobs:
             lines.append(f"  job {job.id}: {job_facts(job)}")
+            if job.cluster_key:
+                lines.append(f"      across nodes: {safe_text(job.cluster_key)}")
             lines.append(f"      evidence: {safe_text(job.evidence, None if width is None else max(10, width - 16))}")
     if snapshot.advice:
         lines += ["", "ADVICE"]
@@ -114,13 +119,19 @@ def _host_line(snapshot: Snapshot) -> str:
 
 
 def _process_lines(processes: tuple[ProcessSample, ...], jobs: dict[int, JobSample], width: int | None) -> list[str]:
-    """The process table; its JOB column is there when the snapshot has jobs, as wide as its longest entry."""
+    """The process table; its JOB column is there when the snapshot has jobs, its CONTAINER column when some GPU
+    process runs in a container, pod, Slurm job or PID namespace; each as wide as its longest entry."""
     if not processes:
         return ["No GPU processes."]
     labels = {p.pid: job_label(p, jobs) for p in processes if p.role == ProcessRole.GPU}
     job_width = max([3, *map(len, labels.values())]) + 1 if jobs else 0
     job_header = f"{'JOB':<{job_width}}" if job_width else ""
-    fixed = f"{'GPU':<4}{'PID':>8} {'USER':<10}{job_header}{'GPU MEM':>9}{'SM':>5}{'CPU':>6}{'RSS':>9}{'ELAPSED':>11}  "
+    places = {p.pid: safe_text(container_labels(p.container)[0], _CONTAINER_WIDTH)
+              for p in processes if p.role == ProcessRole.GPU and p.container is not None}
+    place_width = max([9, *map(len, places.values())]) + 1 if places else 0
+    place_header = f"{'CONTAINER':<{place_width}}" if place_width else ""
+    fixed = (f"{'GPU':<4}{'PID':>8} {'USER':<10}{place_header}{job_header}{'GPU MEM':>9}{'SM':>5}{'CPU':>6}{'RSS':>9}"
+             f"{'ELAPSED':>11}  ")
     room = None if width is None else max(10, width - len(fixed))
     lines = [fixed + "COMMAND"]
     for p in processes:
@@ -142,8 +153,9 @@ def _process_lines(processes: tuple[ProcessSample, ...], jobs: dict[int, JobSamp
         gpu_mem = "" if worker else fmt_bytes(p.gpu_memory_bytes)
         sm = "" if worker else fmt_percent(p.sm_percent)
         job = f"{'' if worker else labels.get(p.pid, ''):<{job_width}}" if job_width else ""
+        place = f"{'' if worker else places.get(p.pid, ''):<{place_width}}" if place_width else ""
         lines.append(
-            f"{gpu:<4}{pid:>8} {user:<10}{job}{gpu_mem:>9}{sm:>5}{fmt_percent(p.cpu_percent):>6}"
+            f"{gpu:<4}{pid:>8} {user:<10}{place}{job}{gpu_mem:>9}{sm:>5}{fmt_percent(p.cpu_percent):>6}"
             f"{fmt_bytes(p.rss_bytes):>9}{fmt_duration(p.elapsed_seconds):>11}  {safe_text(command, room)}"
         )
     return lines

@@ -13,7 +13,7 @@ from datetime import datetime
 from gputop.collect.history import DEVICE_METRICS, HOST_METRICS, History
 from gputop.collect.model import DeviceSample, JobSample, ProcessRole, ProcessSample, Snapshot
 from gputop.textsafe import safe_text
-from gputop.ui.job_text import gpu_list, job_label, job_processes, jobs_by_id, scope_label
+from gputop.ui.job_text import container_labels, gpu_list, job_label, job_processes, jobs_by_id, scope_label
 from gputop.units import (
     NA,
     fmt_bytes,
@@ -90,22 +90,31 @@ def _worker_count(process: ProcessSample, processes: tuple[ProcessSample, ...]) 
     return sum(1 for p in processes if p.role == ProcessRole.DATALOADER_WORKER and p.trainer_pid == process.pid)
 
 
-def _process_rows(snapshot: Snapshot) -> list[list[str]]:
-    """The top GPU processes; with a Job cell after the user when the snapshot has jobs."""
-    jobs = jobs_by_id(snapshot)
+def _top_processes(snapshot: Snapshot) -> list[ProcessSample]:
+    """The GPU processes the report lists: the most GPU memory first."""
     gpu = [p for p in snapshot.processes if p.role == ProcessRole.GPU]
     gpu.sort(key=lambda p: (p.gpu_memory_bytes is None, -(p.gpu_memory_bytes or 0), p.pid))
+    return gpu[:TOP_PROCESSES]
+
+
+def _process_rows(snapshot: Snapshot, top: list[ProcessSample]) -> list[list[str]]:
+    """The rows of the ``top`` processes; with a Container cell after the user when one of them runs in a
+    container, and a Job cell when the snapshot has jobs."""
+    jobs = jobs_by_id(snapshot)
+    contained = any(p.container is not None for p in top)
     rows = []
-    for p in gpu[:TOP_PROCESSES]:
+    for p in top:
         command = md_escape(p.cmdline or p.name, 80) or NA
         if p.note:
             command += f" ({md_escape(p.note, 60)})"
         job = [md_escape(job_label(p, jobs)) or NA] if jobs else []
+        place = [md_escape(container_labels(p.container)[0], 64) if p.container else ""] if contained else []
         rows.append(
             [
                 NA if p.device_index is None else str(p.device_index),
                 str(p.pid),
                 md_escape(p.user, 32) or NA,
+                *place,
                 *job,
                 fmt_bytes(p.gpu_memory_bytes),
                 fmt_percent(p.sm_percent),
@@ -118,13 +127,15 @@ def _process_rows(snapshot: Snapshot) -> list[list[str]]:
     return rows
 
 
-def _job_row(job: JobSample) -> list[str]:
+def _job_row(job: JobSample, keyed: bool) -> list[str]:
+    """A job's row; with its cluster key (``slurm:4242``) before the evidence when some job has one (``keyed``)."""
     pids = ", ".join(str(pid) for pid in job.pids[:JOB_PIDS]) + (", …" if len(job.pids) > JOB_PIDS else "")
     return [
         str(job.id),
         md_escape(job.kind, 20),
         gpu_list(job.devices),
         f"{job_processes(job)}: {pids}" if pids else job_processes(job),
+        *([md_escape(job.cluster_key, 80) or ""] if keyed else []),
         md_escape(job.evidence, 300) or NA,
     ]
 
@@ -180,16 +191,19 @@ def render_report(snapshot: Snapshot, history: History) -> str:
     else:
         lines.append("No GPU found.")
     lines += ["", "## Top processes by GPU memory", ""]
-    processes = _process_rows(snapshot)
-    if processes:
+    top = _top_processes(snapshot)
+    if top:
         job = ["Job"] if snapshot.jobs else []
-        header = ["GPU", "PID", "User", *job, "GPU mem", "SM %", "CPU %", "Elapsed", "Workers", "Command"]
-        lines += _table(header, processes)
+        place = ["Container"] if any(p.container is not None for p in top) else []
+        header = ["GPU", "PID", "User", *place, *job, "GPU mem", "SM %", "CPU %", "Elapsed", "Workers", "Command"]
+        lines += _table(header, _process_rows(snapshot, top))
     else:
         lines.append("No GPU processes.")
     lines += ["", "## Jobs", ""]
     if snapshot.jobs:
-        lines += _table(["Job", "Kind", "GPUs", "Processes", "Evidence"], [_job_row(job) for job in snapshot.jobs])
+        keyed = any(job.cluster_key for job in snapshot.jobs)
+        header = ["Job", "Kind", "GPUs", "Processes", *(["Across nodes"] if keyed else []), "Evidence"]
+        lines += _table(header, [_job_row(job, keyed) for job in snapshot.jobs])
     else:
         lines.append("None known.")
     lines += ["", "## Advice", ""]

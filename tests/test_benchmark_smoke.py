@@ -137,3 +137,26 @@ def test_benchmark_runs_briefly_and_writes_its_report(tmp_path):
     rows = [line for line in result.stdout.splitlines() if line.startswith("| ")]
     assert len(rows) == 5, "a header and one row per size and interval point"
     assert all(row in text.splitlines() for row in rows), "the README table differs from RESULTS.md's"
+
+
+@pytest.mark.timeout(180)
+def test_exporter_benchmark_runs_briefly_and_puts_its_section_into_a_report(tmp_path):
+    report = tmp_path / "RESULTS.md"
+    report.write_text("# results\n\n## Targets\n\nkept\n")
+    raw = tmp_path / "exporter.json"
+    command = [sys.executable, str(REPO / "benchmarks" / "exporter_cpu.py"), "--runs", "2", "--warmup", "1.5",
+               "--measure", "2.5", "--results", str(report), "--json", str(raw)]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=170, cwd=tmp_path, check=False)
+    assert result.returncode == 0, result.stderr[-3000:]
+    runs = json.loads(raw.read_text())
+    assert len(runs) == 2
+    for serve, record in runs:
+        assert (serve["mode"], record["mode"]) == ("serve", "record")
+        assert serve["cpu_ms_per_s"] > 0 and record["cpu_ms_per_s"] > 0
+        assert serve["scrapes"] >= 2, "the exporter was not scraped while measured"
+        assert serve["body_bytes"] > 20_000 and 0 < serve["gzip_bytes"] < serve["body_bytes"]
+    text = report.read_text()
+    assert text.startswith("# results\n\n## Targets\n\nkept\n") and text.count("## Exporter") == 1
+    assert "| 2 | record |" in text and "Median serve ÷ record" in text
+    result = subprocess.run(command, capture_output=True, text=True, timeout=170, cwd=tmp_path, check=False)
+    assert result.returncode == 0 and report.read_text().count("## Exporter") == 1, "the section was not replaced"

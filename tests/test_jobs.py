@@ -1,13 +1,17 @@
 """Job grouping and workload kinds from evidence: command lines matched by program, hints, ids, filters, the demo."""
 
+import hashlib
+
 import pytest
 
 from gputop.collect.demo import DemoSource
 from gputop.collect.filters import UserFilter
 from gputop.collect.gpu_selection import GpuSelection, SelectedGpu, select_gpus
-from gputop.collect.jobs import JobTracker, ProcessHints, group_jobs, trim_jobs
+from gputop.collect.jobs import JobTracker, ProcessHints, cluster_key, group_jobs, trim_jobs
 from gputop.collect.model import (
     Advice,
+    ContainerRuntime,
+    ContainerSample,
     DeviceSample,
     ProcessSample,
     Severity,
@@ -225,3 +229,45 @@ def test_json_and_recordings_carry_the_jobs_and_replay_keeps_them(tmp_path):
     processes = json.loads(replayed.stdout)["processes"]
     rows = [(p["device_index"], p["job"], p["rank"]) for p in processes if p["role"] == "gpu"]
     assert rows == [(0, 1, None), (1, 2, 0), (2, 2, 1)]
+
+
+POD_CONTAINER = ContainerSample(ContainerRuntime.CONTAINERD, "a" * 64, name="train-0",
+                                pod_uid="1b2c3d4e-5f6a-4b8c-9d0e-1f2a3b4c5d6e",
+                                pod_namespace="ml")
+
+
+def test_cluster_key_prefers_slurm_then_the_pod_then_the_rendezvous_hash():
+    rendezvous = ProcessHints(env=rank_env(0))
+    expected_hash = "rdzv:" + hashlib.sha256(b"10.0.0.1:29500:r1").hexdigest()[:12]
+    assert cluster_key([rendezvous]) == expected_hash
+    assert cluster_key([ProcessHints(env={"MASTER_ADDR": "h", "MASTER_PORT": "1"})]) == \
+        "rdzv:" + hashlib.sha256(b"h:1").hexdigest()[:12]
+    in_pod = ProcessHints(env=rank_env(0), container=POD_CONTAINER)
+    assert cluster_key([rendezvous, in_pod]) == "pod:ml/train-0"
+    slurm_env = ProcessHints(env={**rank_env(1), "SLURM_JOB_ID": "812"})
+    assert cluster_key([in_pod, slurm_env]) == "slurm:812"
+    slurm_cgroup = ProcessHints(container=ContainerSample(ContainerRuntime.SLURM, slurm_job_id="813"))
+    assert cluster_key([slurm_cgroup]) == "slurm:813"
+    unnamed_pod = ProcessHints(container=ContainerSample(ContainerRuntime.CRIO, "b" * 64, pod_uid="u"))
+    assert cluster_key([unnamed_pod, SHELL]) is None
+    assert cluster_key([ProcessHints(env={"SLURM_JOB_ID": "x; reboot"})]) is None
+
+
+def test_jobs_carry_their_cluster_key():
+    rows = [gpu(11, 0, ppid=5), gpu(12, 1, ppid=5)]
+    hints = {11: ProcessHints(env=rank_env(0)), 12: ProcessHints(env=rank_env(1))}
+    [job] = group_jobs(rows, hints, JobTracker()).jobs
+    assert job.cluster_key == "rdzv:" + hashlib.sha256(b"10.0.0.1:29500:r1").hexdigest()[:12]
+
+
+def test_children_of_one_parent_in_different_containers_or_slurm_jobs_are_different_jobs():
+    spawner = ProcessHints(parent_name="python", parent_argv=("python", "train.py"))
+    rows = [gpu(11, 0, ppid=8), gpu(12, 1, ppid=8), gpu(13, 2, ppid=8), gpu(14, 3, ppid=8)]
+    job_a = ContainerSample(ContainerRuntime.SLURM, slurm_job_id="1")
+    job_b = ContainerSample(ContainerRuntime.SLURM, slurm_job_id="2")
+    hints = {11: ProcessHints(parent_name="python", parent_argv=("python", "train.py"), container=job_a),
+             12: ProcessHints(parent_name="python", parent_argv=("python", "train.py"), container=job_a),
+             13: ProcessHints(parent_name="python", parent_argv=("python", "train.py"), container=job_b),
+             14: spawner}
+    jobs = group_jobs(rows, hints, JobTracker()).jobs
+    assert [(job.pids, job.cluster_key) for job in jobs] == [((11, 12), "slurm:1"), ((13,), "slurm:2"), ((14,), None)]

@@ -73,7 +73,7 @@ def children():
 
 
 def test_scenario_values_come_out_exactly_in_gputop_units(nvml_scenario, make_nvml_source):
-    gpu = FakeGpu(name="NVIDIA H100 80GB HBM3", uuid="GPU-abc", util_gpu=87, util_mem=31, mem_total=81559 * MIB,
+    gpu = FakeGpu(name="NVIDIA H100 80GB HBM3", uuid="GPU-abc", pci_bus_id="00000000:3B:00.0", minor=5, util_gpu=87, util_mem=31, mem_total=81559 * MIB,
                   mem_used=40000 * MIB, mem_reserved=555 * MIB, power_mw=312_345, power_limit_mw=700_000, temp=67,
                   fan=42, clock_sm=1755, clock_mem=2619, pstate=2, energy_mj=9_876_543, ecc_mode=1,
                   ecc_uncorrected=3, mig_mode=1, compute_capability=(9, 0))
@@ -87,7 +87,8 @@ def test_scenario_values_come_out_exactly_in_gputop_units(nvml_scenario, make_nv
     assert reading.driver == DriverInfo("550.54.15", "12.4", "12.550.54.15")
     assert reading.errors == ()
     assert reading.devices == (DeviceSample(
-        index=0, name="NVIDIA H100 80GB HBM3", uuid="GPU-abc", utilization_gpu_percent=87.0,
+        index=0, name="NVIDIA H100 80GB HBM3", uuid="GPU-abc", pci_bus_id="00000000:3B:00.0", minor_number=5,
+        utilization_gpu_percent=87.0,
         utilization_memory_percent=31.0, memory_used_bytes=40000 * MIB, memory_total_bytes=81559 * MIB,
         memory_reserved_bytes=555 * MIB, power_watts=312.345, power_limit_watts=700.0, temperature_celsius=67.0,
         fan_percent=42.0, clock_sm_mhz=1755, clock_memory_mhz=2619, pstate=2, energy_joules=9876.543,
@@ -106,7 +107,8 @@ def test_values_follow_the_scenario_between_polls(nvml_scenario, make_nvml_sourc
 
 
 def test_unsupported_calls_read_none_and_are_not_repeated(nvml_scenario, make_nvml_source):
-    gpu = FakeGpu(fan=None, mig_mode=None, errors={"pstate": NOT_SUPPORTED, "power": FUNCTION_NOT_FOUND})
+    gpu = FakeGpu(fan=None, mig_mode=None, errors={"pstate": NOT_SUPPORTED, "power": FUNCTION_NOT_FOUND,
+                                                   "pci_info": NOT_SUPPORTED, "minor": NOT_SUPPORTED})
     nvml_scenario.write(FakeScenario(gpus=[gpu]))
     source = make_nvml_source()
 
@@ -114,10 +116,11 @@ def test_unsupported_calls_read_none_and_are_not_repeated(nvml_scenario, make_nv
 
     device = readings[-1].devices[0]
     assert (device.fan_percent, device.pstate, device.power_watts, device.mig_mode) == (None, None, None, None)
+    assert (device.pci_bus_id, device.minor_number) == (None, None)
     assert device.temperature_celsius == 45.0
     assert all(r.errors == () for r in readings)
     for symbol in ("nvmlDeviceGetFanSpeed", "nvmlDeviceGetPerformanceState", "nvmlDeviceGetPowerUsage",
-                   "nvmlDeviceGetMigMode"):
+                   "nvmlDeviceGetMigMode", "nvmlDeviceGetPciInfo_v3", "nvmlDeviceGetMinorNumber"):
         assert nvml_scenario.count(symbol) == 1, symbol
     assert nvml_scenario.count("nvmlDeviceGetUtilizationRates") == 3
 
@@ -129,7 +132,8 @@ def test_static_values_are_read_once(nvml_scenario, make_nvml_source):
     for _ in range(3):
         source.poll()
 
-    for symbol in ("nvmlDeviceGetName", "nvmlDeviceGetUUID", "nvmlDeviceGetEnforcedPowerLimit",
+    for symbol in ("nvmlDeviceGetName", "nvmlDeviceGetUUID", "nvmlDeviceGetPciInfo_v3", "nvmlDeviceGetMinorNumber",
+                   "nvmlDeviceGetEnforcedPowerLimit",
                    "nvmlDeviceGetCudaComputeCapability", "nvmlDeviceGetEccMode", "nvmlSystemGetDriverVersion",
                    "nvmlDeviceGetHandleByIndex_v2"):
         assert nvml_scenario.count(symbol) == 1, symbol

@@ -34,6 +34,10 @@ from support.fake_nvml import (
 )
 from support.procs import proc_state, sleeper, wait_until
 
+OTHER_NAMESPACE = ("in another PID namespace (a host PID): run gputop on the host, or with --pid=host / hostPID: true, "
+                   "to see it")
+"""The note on a GPU process NVML reports that this PID namespace does not hold (written out, not imported)."""
+
 NVML_NOT_FOUND = 6
 """NVML_ERROR_NOT_FOUND: what nvmlDeviceGetProcessUtilization answers when there is no new sample."""
 
@@ -150,8 +154,8 @@ def test_gpu_processes_that_exit_are_zombies_or_foreign_are_labelled_truthfully(
         alive.pid: None,
         leaving.pid: "exited",
         zombie.pid: "zombie",
-        absent: "not in this PID namespace",
-        pid_max + 5: "not in this PID namespace",
+        absent: OTHER_NAMESPACE,
+        pid_max + 5: OTHER_NAMESPACE,
     }
 
 

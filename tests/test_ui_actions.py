@@ -183,7 +183,8 @@ CHECKS: dict[str, Check] = {
     "chart_metric": check_chart_metric,
     "toggle_mine": check_toggle_mine,
     "help": check_help,
-    **{f"sort('{key}')": check_sort(key) for key in ("memory", "cpu", "sm", "pid", "gpu", "elapsed", "user", "job")},
+    **{f"sort('{key}')": check_sort(key) for key in ("memory", "cpu", "sm", "pid", "gpu", "elapsed", "user", "job",
+                                                               "container")},
 }
 """How to see that each action ran; ``quit`` and ``interrupt`` (Ctrl+C) are checked on their own apps below."""
 

@@ -255,6 +255,8 @@ class DemoSource:
             index=gpu.index,
             name=H100_NAME,
             uuid=gpu.uuid,
+            pci_bus_id=f"00000000:{0x18 + 0x10 * gpu.index:02X}:00.0",  # as an 8-GPU HGX board numbers its buses
+            minor_number=gpu.index,
             utilization_gpu_percent=float(util),
             utilization_memory_percent=float(round(util * w.memory_util_share * gpm)),
             memory_used_bytes=sum(self._gpu_memory(p, t) for p in self._trainers[gpu.index]),

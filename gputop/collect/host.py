@@ -131,7 +131,8 @@ class HostSource:
 
         The result lists GPU processes in (device, pid) order, each followed by its DataLoader
         workers in pid order; a process on several devices has its workers after its first row.
-        GPU rows carry their job and rank, and the reading the jobs.
+        GPU rows carry their job, rank and container (:mod:`gputop.collect.containers`; workers carry none), and
+        the reading the jobs.
         """
         errors: list[ErrorNote] = []
         host = self._host(errors)
@@ -272,6 +273,7 @@ class _Details:
             mine = self.workers.get(sample.pid, [])
             known = info.found and info.note != NOTE_ACCESS_DENIED
             place = places.get(sample.pid)
+            hints = self.hints.get(sample.pid)
             result.append(
                 dataclasses.replace(
                     sample,
@@ -280,6 +282,7 @@ class _Details:
                     num_workers=len(mine) if known else None,
                     job=place[0] if place is not None else None,
                     rank=place[1] if place is not None else None,
+                    container=hints.container if hints is not None else None,
                 )
             )
             if sample.pid in listed:

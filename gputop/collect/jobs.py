@@ -7,11 +7,13 @@ Every GPU process belongs to exactly one job. Strongest evidence first:
 2. a launcher parent (torchrun, deepspeed, accelerate launch, mpirun, srun, ...): its GPU children;
 3. a shared parent that is not a shell, terminal or session manager (``torch.multiprocessing.spawn``
    children of ``python train.py``), the parent itself included when it uses a GPU too; but Python runs
-   a driver started with different command lines (``train.py --lr 1e-3``, ``--lr 3e-4``) are a sweep;
+   a driver started with different command lines (``train.py --lr 1e-3``, ``--lr 3e-4``) are a sweep,
+   and children in different containers or Slurm jobs are different jobs;
 4. anything else is a job of one; one process on several GPUs is DataParallel.
 
 The user name is never evidence: a sweep of one user's runs stays separate jobs. Ids come from a
-:class:`JobTracker`, stable while a job runs and never reused. The module is pure: hints are read
+:class:`JobTracker`, stable while a job runs and never reused. Each job also gets the key that names it on
+every node it spans (:func:`cluster_key`: its Slurm job, its pod, or a hash of its rendezvous). The module is pure: hints are read
 elsewhere (:mod:`gputop.collect.procenv`, or made up by the demo).
 """
 
@@ -19,10 +21,12 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import hashlib
+import re
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from gputop.collect.model import JobSample, ProcessRole, ProcessSample
+from gputop.collect.model import ContainerSample, JobSample, ProcessRole, ProcessSample
 from gputop.collect.workload import (
     UNDECIDED,
     Command,
@@ -39,6 +43,8 @@ ENV_KEYS = frozenset({
     "GROUP_RANK", "SLURM_JOB_ID", "SLURM_STEP_ID", "SLURM_PROCID", "JPY_PARENT_PID",
 })
 """The only environment variables ever kept from a process: the ones that tell its job and rank."""
+_SLURM_JOB_ID = re.compile(r"[0-9]{1,20}")
+"""``SLURM_JOB_ID`` as Slurm sets it: a number."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +63,8 @@ class ProcessHints:
     """True when the process publishes a ``gputop.torch`` status record."""
     listen_port: int | None = None
     """A TCP port it listens on, when probed and found; None otherwise."""
+    container: ContainerSample | None = None
+    """The container, pod or Slurm job it runs in (:func:`gputop.collect.containers.read_container`); None on the host."""
 
 
 NO_HINTS = ProcessHints()
@@ -198,18 +206,18 @@ def _groups(members: Mapping[int, _Member]) -> list[_Group]:
         groups.append(_Group(env_key, evidence, found, launcher[0] if launcher is not None else None))
         for member in found:
             del left[member.pid]
-    by_parent: dict[int, list[_Member]] = {}
+    by_parent: dict[tuple[int, Hashable], list[_Member]] = {}
     for member in left.values():
         if member.ppid is not None and member.ppid > 1 and member.parent is not None:
-            by_parent.setdefault(member.ppid, []).append(member)
-    for ppid, siblings in by_parent.items():
+            by_parent.setdefault((member.ppid, _isolation(member.hints.container)), []).append(member)
+    for (ppid, isolation), siblings in by_parent.items():
         found = [m for m in siblings if m.pid in left]
         if not found:
             continue
         first = found[0]
         assert first.parent is not None
         sign = find_sign(first.parent)
-        identity = ("parent", ppid, first.hints.parent_start)
+        identity = ("parent", ppid, first.hints.parent_start, isolation)
         if sign is not None and sign.launcher:
             groups.append(_Group(identity, _launched((ppid, sign.label), found), found, ppid))
         elif not is_session(first.hints.parent_name, first.parent):
@@ -231,6 +239,11 @@ def _groups(members: Mapping[int, _Member]) -> list[_Group]:
             evidence = f"DataParallel: PID {member.pid} uses GPUs {_span(member.devices)}"
         groups.append(_Group(("pid", member.pid, member.create_time), evidence, [member]))
     return groups
+
+
+def _isolation(container: ContainerSample | None) -> Hashable:
+    """What sets a process apart from its siblings: its container and Slurm job (None on the host)."""
+    return None if container is None else (container.runtime, container.id, container.slurm_job_id)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -272,7 +285,39 @@ def _job(number: int, group: _Group) -> JobSample:
     return JobSample(
         id=number, kind=verdict.kind, evidence="; ".join(parts), pids=tuple(m.pid for m in members),
         devices=tuple(devices), world_size=world, launcher_pid=group.launcher_pid,
+        cluster_key=cluster_key([m.hints for m in members]),
     )
+
+
+def slurm_job_of(env: Mapping[str, str] | None) -> str | None:
+    """``SLURM_JOB_ID`` of a whitelisted environment when it is a job id (a number); None otherwise."""
+    value = env.get("SLURM_JOB_ID") if env else None
+    return value if value is not None and _SLURM_JOB_ID.fullmatch(value) else None
+
+
+def cluster_key(hints: Sequence[ProcessHints]) -> str | None:
+    """What names the job of processes with ``hints`` on every node it spans (``JobSample.cluster_key``).
+
+    The first that some process tells, in this order: its Slurm job (``slurm:12345``, from its cgroup or
+    ``SLURM_JOB_ID``), its Kubernetes pod (``pod:NAMESPACE/NAME``, both read from the container), or its
+    rendezvous (``rdzv:`` and 12 hex digits of the SHA-256 of ``MASTER_ADDR:MASTER_PORT``, with
+    ``:TORCHELASTIC_RUN_ID`` when set: the same on every node, without the address itself); None when none does.
+    """
+    for hint in hints:
+        job = hint.container.slurm_job_id if hint.container is not None else None
+        job = job or slurm_job_of(hint.env)
+        if job is not None:
+            return f"slurm:{job}"
+    for hint in hints:
+        container = hint.container
+        if container is not None and container.pod_uid and container.pod_namespace and container.name:
+            return f"pod:{container.pod_namespace}/{container.name}"
+    for hint in hints:
+        key = _env_key(hint.env)
+        if key is not None and key[0] == "env":
+            rendezvous = f"{key[1]}:{key[2]}" + (f":{key[3]}" if key[3] else "")
+            return "rdzv:" + hashlib.sha256(rendezvous.encode("utf-8", "surrogateescape")).hexdigest()[:12]
+    return None
 
 
 def _parent_command(hints: ProcessHints) -> Command | None:

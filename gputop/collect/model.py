@@ -258,7 +258,8 @@ class ProcessSample:
     num_workers: int | None = None
     """For a GPU process, how many DataLoader workers were found under it."""
     note: str | None = None
-    """Why details are missing, e.g. ``"access denied"`` or ``"not in this PID namespace"``."""
+    """Why details are missing, e.g. ``"access denied"``, ``"exited"``, or that it is a host PID outside this PID
+    namespace (gputop in a container)."""
     input_wait_percent: float | None = None
     """Measured inside the training loop (``gputop.torch``): percent of recent step time spent waiting for data."""
     steps_per_second: float | None = None

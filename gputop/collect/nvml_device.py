@@ -110,6 +110,8 @@ class DeviceReader:
             index=self.index,
             name=self._once("name", _device_name, h),
             uuid=self._once("uuid", _device_uuid, h),
+            pci_bus_id=self._once("pci_bus_id", _pci_bus_id, h),
+            minor_number=self._once("minor_number", pynvml.nvmlDeviceGetMinorNumber, h),
             utilization_gpu_percent=None if utilization is None else float(utilization.gpu),
             utilization_memory_percent=None if utilization is None else float(utilization.memory),
             memory_used_bytes=used,
@@ -283,6 +285,12 @@ class DeviceReader:
             rate = self._rates[field_id].update(int(value), stamp, width)
             rates.append(None if rate is None else rate * unit_bytes)
         return rates[0], rates[1]
+
+
+def _pci_bus_id(handle: object) -> str:
+    """The GPU's PCI bus id (``busId`` of ``nvmlDeviceGetPciInfo_v3``), invalid UTF-8 replaced."""
+    raw = pynvml.nvmlDeviceGetPciInfo_v3(handle).busId
+    return raw.decode("utf-8", errors="replace") if isinstance(raw, bytes) else str(raw)
 
 
 def _as_float(value: Any) -> float | None:

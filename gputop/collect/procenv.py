@@ -1,10 +1,10 @@
-"""Reading the hints that group GPU processes into jobs: whitelisted environment, parent, listening ports.
+"""Reading the hints that group GPU processes into jobs: whitelisted environment, parent, container, listening ports.
 
 A process's environment holds secrets (tokens, passwords), so only the keys of
 :data:`gputop.collect.jobs.ENV_KEYS` are ever kept from ``/proc/PID/environ``; every other value is
-dropped as the file is parsed and never stored or logged. The environment and the parent's name and
-command line are read once per process (pid and start time; the parent once per pid and start
-ticks) and cached. Where the environment may not be read (another user's process) the process simply
+dropped as the file is parsed and never stored or logged. The environment, the container, pod or
+Slurm job (:mod:`gputop.collect.containers`) and the parent's name and command line are read once per
+process (pid and start time; the parent once per pid and start ticks) and cached. Where the environment may not be read (another user's process) the process simply
 has no environment hints: that is not an error. The listening-socket probe (``/proc/PID/net/tcp``
 and ``tcp6`` LISTEN entries matched against the process's ``/proc/PID/fd`` socket links) runs only
 when asked, for processes whose kind nothing else tells, at most every ``probe_seconds`` per process;
@@ -19,6 +19,7 @@ import os
 import time
 from collections.abc import Callable
 
+from gputop.collect.containers import read_container
 from gputop.collect.jobs import ENV_KEYS, ProcessHints
 from gputop.collect.proctree import clean_text, read_proc_file
 
@@ -145,9 +146,10 @@ class HintReader:
                 if parent is None:
                     parent = self._parents[ppid, parent_start] = _read_parent(ppid)
                 parent_name, parent_argv = parent
+            env = read_env(pid)
             hints = self._hints[key] = ProcessHints(
-                env=read_env(pid), parent_name=parent_name, parent_argv=parent_argv,
-                parent_start=None if parent_start is None else float(parent_start),
+                env=env, parent_name=parent_name, parent_argv=parent_argv,
+                parent_start=None if parent_start is None else float(parent_start), container=read_container(pid, env),
             )
         if hints.has_status != has_status:
             hints = dataclasses.replace(hints, has_status=has_status)

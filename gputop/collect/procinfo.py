@@ -35,8 +35,9 @@ NOTE_EXITED = "exited"
 """Note for a process that ended while or before it was read."""
 NOTE_ZOMBIE = "zombie"
 """Note for a process that ended but was not yet reaped by its parent."""
-NOTE_OTHER_NAMESPACE = "not in this PID namespace"
-"""Note for a PID never seen here, e.g. a host PID reported by NVML inside a container."""
+NOTE_OTHER_NAMESPACE = "in another PID namespace (a host PID): run gputop on the host, or with --pid=host / hostPID: true, to see it"
+"""Note for a PID never seen here: NVML reports host PIDs, and gputop runs in a container or a PID namespace of its
+own that does not hold them. Its GPU memory and SM figures are still shown; what the host knows is not."""
 
 _STATES = {
     b"R": "running",

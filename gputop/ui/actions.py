@@ -78,7 +78,7 @@ ACTIONS: tuple[Action, ...] = (
     Action(action="export", keys="s", key_display="s", label="Export", title="Export snapshot",
            help="export a snapshot (JSON, Markdown, SVG) into {export_dir}/"),
     Action(action="filter", keys="slash", key_display="/", label="Filter", title="Filter processes",
-           help="filter processes by pid, user, name, command line or job (job 3)"),
+           help="filter processes by pid, user, name, command line, job (job 3) or container (docker, pod, namespace)"),
     Action(action="clear_filter", keys="escape", key_display="Esc", label="Clear filter", title="Clear process filter",
            help="clear and close the process filter; also closes screens and dialogs", footer=False),
     Action(action="toggle_workers", keys="t", key_display="t", label="Workers", title="Toggle workers",
@@ -106,6 +106,7 @@ ACTIONS: tuple[Action, ...] = (
     _sort("e", "elapsed", "elapsed time"),
     _sort("n", "user", "user"),
     _sort("j", "job", "job"),
+    _sort("C", "container", "container"),
 )
 """The main screen's actions in help-screen order."""
 

@@ -44,7 +44,7 @@ from gputop.ui.gpu_panel import GpuArea, GpuPanel, choose_layout
 from gputop.ui.header import HeaderBar
 from gputop.ui.help_screen import HelpScreen
 from gputop.ui.host_panel import HostPanel
-from gputop.ui.job_text import job_facts, job_label, jobs_by_id
+from gputop.ui.job_text import container_facts, job_facts, job_label, jobs_by_id
 from gputop.ui.messages import FrameReady, TerminalLost
 from gputop.ui.partial_output import activate as activate_partial_output
 from gputop.ui.process_table import ProcessTable
@@ -429,7 +429,7 @@ class GputopApp(App[None]):
             self.screen.show(self.frame, choice)
 
     def on_process_table_process_selected(self, event: ProcessTable.ProcessSelected) -> None:
-        """Enter on a process: show its full (escaped) command line."""
+        """Enter on a process: show its full (escaped) command line, container and job."""
         process = event.process
         jobs = {} if self.snapshot is None else jobs_by_id(self.snapshot)
         summary = process_summary(process, jobs, self.ascii_mode)
@@ -488,7 +488,7 @@ def _has_advice(snapshot: Snapshot) -> bool:
 
 
 def process_summary(process: ProcessSample, jobs: Mapping[int, JobSample], ascii_mode: bool) -> str:
-    """A few lines about a process for the Enter notification, its job (from ``jobs``) included.
+    """A few lines about a process for the Enter notification, its container and job (from ``jobs``) included.
 
     All text is escaped and bounded; ``ascii_mode`` writes the job with ASCII only.
     """
@@ -504,8 +504,12 @@ def process_summary(process: ProcessSample, jobs: Mapping[int, JobSample], ascii
         lines.insert(2, f"CPU {fmt_percent(process.cpu_percent)}, waiting for a CPU {fmt_percent(process.cpu_wait_percent)}")
     if process.note:
         lines.append(safe_text(process.note, 120))
+    if process.container is not None:
+        lines.append(f"in {safe_text(container_facts(process.container), 240)}")
     job = None if process.job is None else jobs.get(process.job)
     if job is not None:
         lines.append(f"{job_label(process, jobs, ascii_mode=ascii_mode)}: {job_facts(job)}")
+        if job.cluster_key:
+            lines.append(f"across nodes: {safe_text(job.cluster_key, 80)}")
         lines.append(f"evidence: {safe_text(job.evidence, 200)}")
     return "\n".join(lines)

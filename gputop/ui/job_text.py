@@ -1,15 +1,24 @@
-"""How jobs are written: a process's job (``job 3 · rank 5/8``), a job's facts and a job-scoped advice scope.
+"""How jobs and containers are written: a process's job (``job 3 · rank 5/8``), a job's facts, a job-scoped advice
+scope, and the container, pod or Slurm job a process runs in (``docker 3f2a9c1b4d5e``).
 
-The process table, ``gputop --once`` and the Markdown report all write jobs with these functions, so
-they agree. Pure text: this module imports neither Textual nor Rich (``--once`` stays light). The
-evidence of a job is untrusted; callers escape what they show of it.
+The process table, ``gputop --once``, the Enter popup and the Markdown report all write them with these
+functions, so they agree. Pure text: this module imports neither Textual nor Rich (``--once`` stays light). The
+evidence of a job and a container's name (its host name) are untrusted; callers escape what they show of them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from gputop.collect.model import JobSample, ProcessSample, ScopeKind, Snapshot, WorkloadKind
+from gputop.collect.model import (
+    ContainerRuntime,
+    ContainerSample,
+    JobSample,
+    ProcessSample,
+    ScopeKind,
+    Snapshot,
+    WorkloadKind,
+)
 
 KIND_MARKS: dict[WorkloadKind, tuple[str, str]] = {
     WorkloadKind.INFERENCE: ("serving", "srv"),
@@ -104,3 +113,46 @@ def scope_label(scope: str, jobs: Mapping[int, JobSample]) -> str:
     if job is None or not job.devices:
         return scope
     return f"{scope} on {job_gpus(job)}"
+
+
+def container_labels(container: ContainerSample) -> tuple[str, ...]:
+    """Ways to write where a process runs, longest first; a column shows the first that fits.
+
+    A Kubernetes pod by its name (``trainer-worker-0``; ``pod 1b2c3d4e`` when unreadable), another container by
+    runtime and short id (``docker 3f2a9c1b4d5e``, then ``3f2a9c1b4d5e``), a Slurm job as ``slurm 4242``, a bare
+    PID namespace as ``pidns``. A pod's name is the container's host name: untrusted, and cut by the caller.
+    """
+    runtime = container.runtime
+    if runtime is ContainerRuntime.NAMESPACE:
+        return ("pidns",)
+    if runtime is ContainerRuntime.SLURM:
+        job = container.slurm_job_id or "?"
+        return (f"slurm {job}", job)
+    if container.pod_uid is not None:
+        return (container.name,) if container.name else (f"pod {container.pod_uid[:8]}", container.pod_uid[:8])
+    short = (container.id or "?")[:12]
+    return (f"{runtime.value} {short}", f"{runtime.value} {short[:8]}", short, short[:8])
+
+
+def container_facts(container: ContainerSample) -> str:
+    """Everything known of where a process runs, on one line (untrusted: the caller escapes it).
+
+    E.g. ``"containerd 3f2a9c1b4d5e..., pod ml-team/trainer-0 (UID 1b2c...), pid 7 inside"``.
+    """
+    runtime = container.runtime
+    if runtime is ContainerRuntime.NAMESPACE:
+        parts = ["own PID namespace"]
+    elif runtime is ContainerRuntime.SLURM:
+        parts = [f"Slurm job {container.slurm_job_id or '?'}"]
+    else:
+        parts = [f"{runtime.value} container {container.id or '?'}"]
+        if container.pod_uid is not None:
+            pod = f"{container.pod_namespace or '?'}/{container.name or '?'}"
+            parts.append(f"pod {pod} (UID {container.pod_uid})")
+        elif container.name:
+            parts.append(f"host name {container.name}")
+        if container.slurm_job_id is not None:
+            parts.append(f"Slurm job {container.slurm_job_id}")
+    if container.pid_in_container is not None:
+        parts.append(f"PID {container.pid_in_container} inside")
+    return ", ".join(parts)

@@ -8,7 +8,10 @@ placed in plain-text segments that are never parsed as markup, so ``[red]`` is s
 The WAIT % and STEP/S columns (input-wait share and step rate measured inside the training loop by
 ``gputop.torch``) appear only while some process reports them, blank for the others. The JOB column
 (``job 3 · rank 5/8``, see :mod:`gputop.ui.job_text`) appears while the snapshot has jobs (recordings
-made before jobs have none); narrow terminals get its compact form (``3·5/8``).
+made before jobs have none); narrow terminals get its compact form (``3·5/8``). The CONTAINER column (the
+container, pod or Slurm job a GPU process runs in, ``docker 3f2a9c1b4d5e``, see
+:func:`~gputop.ui.job_text.container_labels`) appears while some process runs in one; on narrow terminals it
+stays longer than USER and JOB, in a compact form (``3f2a9c1b4d5e``).
 """
 
 from __future__ import annotations
@@ -31,14 +34,14 @@ from textual.scrollbar import ScrollBarRender
 from textual.strip import Strip
 from textual.timer import Timer
 
-from gputop.collect.model import JobSample, ProcessRole, ProcessSample, Snapshot
+from gputop.collect.model import ContainerSample, JobSample, ProcessRole, ProcessSample, Snapshot
 from gputop.textsafe import safe_text
 from gputop.ui.format import ASCII_ELLIPSIS, fit_cell
-from gputop.ui.job_text import job_label, jobs_by_id
+from gputop.ui.job_text import container_labels, job_label, jobs_by_id
 from gputop.ui.line_diff import line_regions, refresh_regions
 from gputop.units import NA, fmt_bytes, fmt_duration, fmt_percent
 
-SORT_KEYS = ("gpu", "pid", "user", "job", "memory", "sm", "cpu", "elapsed")
+SORT_KEYS = ("gpu", "pid", "user", "container", "job", "memory", "sm", "cpu", "elapsed")
 """Keys accepted by :meth:`ProcessTable.sort_by`."""
 
 DESCENDING_FIRST = frozenset({"memory", "sm", "cpu", "elapsed"})
@@ -58,12 +61,16 @@ class _Column:
     """Shown only while some process reports values measured inside its training loop (``gputop.torch``)."""
     job: bool = False
     """Shown only while the snapshot has jobs."""
+    container: bool = False
+    """Shown only while some process runs in a container, pod, Slurm job or PID namespace of its own."""
 
 
 _COLUMNS = (
     _Column("GPU", 3, True, "gpu"),
     _Column("PID", 10, False, "pid"),
     _Column("USER", 10, False, "user"),
+    _Column("CONTAINER", 19, False, "container", container=True),
+    _Column("CONTAINER", 12, False, "container", container=True),
     _Column("JOB", 16, False, "job", job=True),
     _Column("JOB", 8, False, "job", job=True),
     _Column("GPU MEM", 8, True, "memory"),
@@ -76,37 +83,49 @@ _COLUMNS = (
 )
 _JOB, _JOB_COMPACT = (i for i, c in enumerate(_COLUMNS) if c.job)
 """The JOB column in full (``job 3 · rank 5/8``) and compact (``3·5/8``) form; one of them at most is shown."""
+_CONTAINER, _CONTAINER_COMPACT = (i for i, c in enumerate(_COLUMNS) if c.container)
+"""The CONTAINER column in full (``docker 3f2a9c1b4d5e``) and compact (``3f2a9c1b4d5e``) form; one at most is shown."""
+_USER = next(i for i, c in enumerate(_COLUMNS) if c.label == "USER")
 _MIN_COMMAND_WIDTH = 10
 _WANTED_COMMAND_WIDTH = 30
 """Narrow terminals drop columns (in ``_DROP_ORDER``) until the command column gets this many cells."""
-_DROP_ORDER = tuple(
-    next(i for i, c in enumerate(_COLUMNS) if c.label == label)
-    for label in ("HOST MEM", "ELAPSED", "STEP/S", "JOB", "USER")
+_DROP_ORDER = (
+    *(next(i for i, c in enumerate(_COLUMNS) if c.label == label) for label in ("HOST MEM", "ELAPSED", "STEP/S")),
+    _JOB, _USER, _CONTAINER, _JOB_COMPACT,
 )
-"""Columns given up first when the table is narrow, least useful first; the full JOB gives way to the compact one."""
+"""Columns given up first when the table is narrow, least useful first; the full JOB and CONTAINER give way to
+their compact forms, and the compact JOB goes last, only while the CONTAINER column is shown (see
+``_columns_for``)."""
 
 
-def _wanted_columns(measured: bool, jobs: bool) -> tuple[int, ...]:
-    """Every column worth showing when there is room: the measured ones and the full JOB only while they have values."""
+def _wanted_columns(measured: bool, jobs: bool, containers: bool) -> tuple[int, ...]:
+    """Every column worth showing when there is room: the measured ones, the full JOB and the full CONTAINER only
+    while they have values."""
     return tuple(
-        i for i, c in enumerate(_COLUMNS) if (measured or not c.measured) and (jobs or not c.job) and i != _JOB_COMPACT
+        i for i, c in enumerate(_COLUMNS)
+        if (measured or not c.measured) and (jobs or not c.job) and (containers or not c.container)
+        and i not in (_JOB_COMPACT, _CONTAINER_COMPACT)
     )
 
 
-def _columns_for(width: int, measured: bool, jobs: bool, grouped: bool) -> tuple[int, ...]:
+def _columns_for(width: int, measured: bool, jobs: bool, grouped: bool, containers: bool) -> tuple[int, ...]:
     """The columns to show at ``width`` cells: all that fit while leaving the command column room.
 
     The full JOB column gives way to the compact one only while some job has several processes or ranks
     (``grouped``: ranks are worth a column); lone processes' jobs tell nothing USER does not, so the column
-    goes and USER stays.
+    goes and USER stays. Where processes run in containers (``containers``), the container matters more than
+    the user (often root for all) and the job: USER goes first, then the full CONTAINER gives way to its compact
+    form, and at last the compact JOB goes, so that 80 columns show GPU, PID, CONTAINER, GPU MEM, SM % and CPU %.
     """
-    columns = list(_wanted_columns(measured, jobs))
-    for index in _DROP_ORDER:
+    columns = list(_wanted_columns(measured, jobs, containers))
+    compact = {_JOB: _JOB_COMPACT if grouped else None, _CONTAINER: _CONTAINER_COMPACT}
+    for index in _DROP_ORDER if containers else _DROP_ORDER[:-1]:
         if _fixed_width(tuple(columns)) + _WANTED_COMMAND_WIDTH <= width:
             break
         if index in columns:
             position = columns.index(index)
-            columns[position : position + 1] = [_JOB_COMPACT] if index == _JOB and grouped else []
+            replacement = compact.get(index)
+            columns[position : position + 1] = [] if replacement is None else [replacement]
     return tuple(columns)
 
 
@@ -176,6 +195,8 @@ def _sort_value(process: ProcessSample, key: str) -> object:
         return None if process.user is None else process.user.lower()
     if key == "job":
         return None if process.job is None else (process.job, -1 if process.rank is None else process.rank)
+    if key == "container":
+        return _container_order(process.container)
     if key == "memory":
         return process.gpu_memory_bytes
     if key == "sm":
@@ -203,13 +224,31 @@ _JOB_NEEDLE = re.compile(r"job ?([0-9]+)")
 """A filter naming a job, ``job 3`` or ``job3``: it keeps that job's processes (with their workers)."""
 
 
+def _container_order(container: ContainerSample | None) -> tuple[str, ...] | None:
+    """Where a container sorts: by runtime, then pod namespace and name, container id or Slurm job; None on the host."""
+    if container is None:
+        return None
+    named = container.name if container.pod_uid is not None else None
+    return (container.runtime.value, container.pod_namespace or "", named or container.id or "",
+            container.slurm_job_id or "")
+
+
+def _container_texts(container: ContainerSample | None) -> tuple[str | None, ...]:
+    """The texts of a container a filter looks at: its label, id, name, pod namespace and Slurm job."""
+    if container is None:
+        return ()
+    return (container_labels(container)[0], container.id, container.name, container.pod_namespace,
+            container.slurm_job_id)
+
+
 def _matches(process: ProcessSample, needle: str) -> bool:
     job = _JOB_NEEDLE.fullmatch(needle)
     if job is not None and process.job == int(job.group(1)):
         return True
     if needle in str(process.pid):
         return True
-    return any(needle in value.lower() for value in (process.user, process.name, process.cmdline) if value)
+    texts = (process.user, process.name, process.cmdline, *_container_texts(process.container))
+    return any(needle in value.lower() for value in texts if value)
 
 
 def filter_groups(groups: list[_Group], text: str) -> list[_Group]:
@@ -314,9 +353,10 @@ class ProcessTable(ScrollView, can_focus=True):
         self._strips: dict[RowKey, tuple[tuple[str, ...], Strip]] = {}
         self._base_style: Style | None = None
         self._jobs: dict[int, JobSample] = {}
-        self._optional_shown = (False, False, False)
-        """Whether the measured columns and the JOB column are among the wanted ones, and whether a job has several processes."""
-        self._shown = _wanted_columns(False, False)
+        self._optional_shown = (False, False, False, False)
+        """Whether the measured columns and the JOB column are among the wanted ones, whether a job has several
+        processes, and whether the CONTAINER column is wanted."""
+        self._shown = _wanted_columns(False, False, False)
         self._fixed_width = _fixed_width(self._shown)
         self._command_width = _MIN_COMMAND_WIDTH
         self._line_width = self._fixed_width + _MIN_COMMAND_WIDTH
@@ -369,9 +409,10 @@ class ProcessTable(ScrollView, can_focus=True):
             self.refresh()  # the header's sort marker moved even when the row order did not
 
     def set_filter(self, text: str) -> None:
-        """Show only rows whose pid, user, name or command line contains ``text`` (case-insensitive).
+        """Show only rows whose pid, user, name, command line or container contains ``text`` (case-insensitive).
 
-        A job's name, ``job 3`` (or ``job3``), shows the processes of job 3, each with its workers.
+        A job's name, ``job 3`` (or ``job3``), shows the processes of job 3, each with its workers. A container
+        matches by its label, id, host name, pod namespace or Slurm job (``docker``, ``ml-team``, ``4242``).
         """
         self._filter = text
         self._apply()
@@ -411,7 +452,9 @@ class ProcessTable(ScrollView, can_focus=True):
         if self._snapshot is not None:
             self._jobs = jobs_by_id(self._snapshot)
             grouped = any(len(job.pids) > 1 or (job.world_size or 1) > 1 for job in self._jobs.values())
-            self._show_optional(any(_is_measured(p) for p in self._snapshot.processes), bool(self._jobs), grouped)
+            processes = self._snapshot.processes
+            self._show_optional(any(_is_measured(p) for p in processes), bool(self._jobs), grouped,
+                                any(p.container is not None for p in processes))
         self._rows = self._build_rows()
         self._place_cursor()
         if not self.is_mounted:
@@ -433,16 +476,17 @@ class ProcessTable(ScrollView, can_focus=True):
                 y = index - top + 1
                 refresh_regions(self, line_regions(y, None if before is None else before[1], after, self._line_width))
 
-    def _show_optional(self, measured: bool, jobs: bool, grouped: bool) -> None:
-        """Show or hide the WAIT % and STEP/S columns and the JOB column (compact on narrow terminals only while a
-        job has several processes, see ``_columns_for``); the command column takes up the difference."""
-        if (measured, jobs, grouped) == self._optional_shown:
+    def _show_optional(self, measured: bool, jobs: bool, grouped: bool, containers: bool) -> None:
+        """Show or hide the WAIT % and STEP/S columns, the JOB column (compact on narrow terminals only while a
+        job has several processes, see ``_columns_for``) and the CONTAINER column; the command column takes up
+        the difference."""
+        if (measured, jobs, grouped, containers) == self._optional_shown:
             return
-        self._optional_shown = (measured, jobs, grouped)
+        self._optional_shown = (measured, jobs, grouped, containers)
         if self.is_mounted:
             self._fit_columns(self.scrollable_content_region.width)
         else:
-            self._shown = _wanted_columns(measured, jobs)
+            self._shown = _wanted_columns(measured, jobs, containers)
             self._fixed_width = _fixed_width(self._shown)
         self._strips.clear()
         self.refresh()
@@ -491,7 +535,7 @@ class ProcessTable(ScrollView, can_focus=True):
         return cut
 
     def _note(self, process: ProcessSample) -> str:
-        return f" ({safe_text(process.note, 60)})" if process.note else ""
+        return f" ({safe_text(process.note, 120)})" if process.note else ""
 
     def _leader_cells(self, p: ProcessSample, workers: int) -> tuple[str, ...]:
         suffix = f" [{workers} worker{'s' if workers != 1 else ''}]" if workers else ""
@@ -508,7 +552,8 @@ class ProcessTable(ScrollView, can_focus=True):
         return (
             NA if p.device_index is None else str(p.device_index),
             str(p.pid),
-            self._cut(p.user, _COLUMNS[2].width) or NA,
+            self._cut(p.user, _COLUMNS[_USER].width) or NA,
+            *self._container_cells(p),
             *self._job_cells(p),
             fmt_bytes(p.gpu_memory_bytes),
             fmt_percent(p.sm_percent),
@@ -533,12 +578,22 @@ class ProcessTable(ScrollView, can_focus=True):
             _first_fitting((compact, bare), _COLUMNS[_JOB_COMPACT].width),
         )
 
+    def _container_cells(self, p: ProcessSample) -> tuple[str, str]:
+        """The full and the compact CONTAINER cell: the longest label that fits, else the shortest, cut and escaped."""
+        if p.container is None:
+            return "", ""
+        labels = container_labels(p.container)
+        full, compact = (_COLUMNS[i].width for i in (_CONTAINER, _CONTAINER_COMPACT))
+        return self._cut(_first_fitting(labels, full), full), self._cut(_first_fitting(labels, compact), compact)
+
     def _worker_cells(self, p: ProcessSample, glyph: str) -> tuple[str, ...]:
         state = f" ({safe_text(p.status, 20)})" if p.status else ""
         return (
             "",
             glyph + str(p.pid),
-            self._cut(p.user, _COLUMNS[2].width) or NA,
+            self._cut(p.user, _COLUMNS[_USER].width) or NA,
+            "",
+            "",
             "",
             "",
             "",

@@ -33,6 +33,9 @@
  *   Per-device keys: "device <index> <key> <value...>". A key that is never given makes the matching
  *   call answer NVML_ERROR_NOT_SUPPORTED.
  *     name <text...> | uuid <text>
+ *     pci_bus_id <text>                                   nvmlDeviceGetPciInfo_v3 busId (domain, bus and device
+ *                                                         parsed from it when it reads DDDDDDDD:BB:DD.F)
+ *     minor <n>                                           nvmlDeviceGetMinorNumber
  *     util_gpu | util_mem <percent>                       nvmlDeviceGetUtilizationRates
  *     mem_total | mem_used | mem_reserved <bytes>         nvmlDeviceGetMemoryInfo(_v2); v1 "used"
  *                                                         includes reserved, v2 reports it apart
@@ -66,7 +69,8 @@
  *   CALL NAMES for "error": handle name uuid utilization memory memory_v2 power power_limit
  *     temperature temperature_v fan clock pstate energy energy_field throttle clocks_event_reasons
  *     pcie_throughput field_values pcie_counters ecc_mode ecc_errors mig_mode compute_capability
- *     compute_procs graphics_procs process_utilization gpm_support gpm_sample gpm_metrics nvlink_counters.
+ *     compute_procs graphics_procs process_utilization gpm_support gpm_sample gpm_metrics nvlink_counters
+ *     pci_info minor.
  *   "memory" also fails memory_v2, "temperature" also temperature_v, "throttle" also
  *   clocks_event_reasons; pcie_counters, nvlink_counters and energy_field are per-field returns inside
  *   field values.
@@ -160,6 +164,11 @@ typedef struct {
 #define FI_NVLINK_TX_KIB 138 /* NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX: cumulative KiB; scopeId = link or UINT_MAX */
 #define FI_NVLINK_RX_KIB 139
 #define ALL_LINKS 0xFFFFFFFFu
+typedef struct {
+    char busIdLegacy[16];
+    unsigned int domain, bus, device, pciDeviceId, pciSubSystemId;
+    char busId[32];
+} nvmlPciInfo_t;
 typedef struct { unsigned int version, isSupportedDevice; } nvmlGpmSupport_t;
 typedef struct { const char *shortName, *longName, *unit; } nvmlGpmMetricInfo_t;
 typedef struct {
@@ -182,14 +191,14 @@ enum key_id {
     K_FAN, K_CLOCK_SM, K_CLOCK_MEM, K_PSTATE, K_ENERGY, K_THROTTLE, K_PCIE_TX_BYTES, K_PCIE_RX_BYTES,
     K_PCIE_TIME, K_PCIE_TX_KBPS, K_PCIE_RX_KBPS, K_ECC_MODE, K_ECC_UNCORRECTED, K_MIG_MODE,
     K_GPM_SUPPORTED, K_LOST, K_PCIE_TX_RATE, K_PCIE_RX_RATE, K_NVLINK_TX_KIB, K_NVLINK_RX_KIB,
-    K_NVLINK_TX_RATE, K_NVLINK_RX_RATE, K_COUNT
+    K_NVLINK_TX_RATE, K_NVLINK_RX_RATE, K_MINOR, K_COUNT
 };
 static const char *const KEY_NAMES[K_COUNT] = {
     "util_gpu", "util_mem", "mem_total", "mem_used", "mem_reserved", "power_mw", "power_limit_mw", "temp",
     "fan", "clock_sm", "clock_mem", "pstate", "energy_mj", "throttle", "pcie_tx_bytes", "pcie_rx_bytes",
     "pcie_counter_time_us", "pcie_tx_kbps", "pcie_rx_kbps", "ecc_mode", "ecc_uncorrected", "mig_mode",
     "gpm_supported", "lost", "pcie_tx_rate", "pcie_rx_rate", "nvlink_tx_kib", "nvlink_rx_kib",
-    "nvlink_tx_rate", "nvlink_rx_rate",
+    "nvlink_tx_rate", "nvlink_rx_rate", "minor",
 };
 
 /* A value that may change with the wall clock (see "Values that change with time" above). */
@@ -207,8 +216,8 @@ typedef struct { unsigned int pid, mem; fake_wave sm; } fake_live_util;
 typedef struct { char call[32]; int code; } fake_error;
 
 typedef struct {
-    char name[TEXT_LEN], uuid[TEXT_LEN];
-    int has_name, has_uuid, has_cc;
+    char name[TEXT_LEN], uuid[TEXT_LEN], pci_bus_id[TEXT_LEN];
+    int has_name, has_uuid, has_cc, has_pci_bus_id;
     int cc_major, cc_minor;
     fake_wave wave[K_COUNT];
     int has[K_COUNT];
@@ -372,6 +381,9 @@ static void parse_device_line(fake_scenario *s, long index, const char *key, cha
     if (strcmp(key, "uuid") == 0) {
         copy_text(d->uuid, a);
         d->has_uuid = 1;
+    } else if (strcmp(key, "pci_bus_id") == 0) {
+        copy_text(d->pci_bus_id, a);
+        d->has_pci_bus_id = 1;
     } else if (strcmp(key, "compute_capability") == 0 && b) {
         d->cc_major = atoi(a);
         d->cc_minor = atoi(b);
@@ -673,6 +685,29 @@ nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char *uuid, unsigned int len
     if (r) return r;
     if (!d->has_uuid) return finish(NVML_ERROR_NOT_SUPPORTED);
     return finish(copy_string(uuid, length, d->uuid));
+}
+
+nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInfo_t *pci) {
+    fake_device *d;
+    nvmlReturn_t r = begin(device, "nvmlDeviceGetPciInfo_v3", "pci_info", NULL, &d);
+    if (r) return r;
+    if (!d->has_pci_bus_id) return finish(NVML_ERROR_NOT_SUPPORTED);
+    memset(pci, 0, sizeof *pci);
+    snprintf(pci->busId, sizeof pci->busId, "%s", d->pci_bus_id);
+    snprintf(pci->busIdLegacy, sizeof pci->busIdLegacy, "%s", d->pci_bus_id);
+    unsigned int slot = 0;
+    sscanf(d->pci_bus_id, "%x:%x:%x", &pci->domain, &pci->bus, &slot);
+    pci->device = slot;
+    return finish(NVML_SUCCESS);
+}
+
+nvmlReturn_t nvmlDeviceGetMinorNumber(nvmlDevice_t device, unsigned int *minor) {
+    fake_device *d;
+    nvmlReturn_t r = begin(device, "nvmlDeviceGetMinorNumber", "minor", NULL, &d);
+    if (r) return r;
+    NEED(d, K_MINOR);
+    *minor = (unsigned int)VAL(d, K_MINOR);
+    return finish(NVML_SUCCESS);
 }
 
 nvmlReturn_t nvmlDeviceGetCudaComputeCapability(nvmlDevice_t device, int *major, int *minor) {

@@ -14,6 +14,8 @@ Scenario format (the C file's header is the reference), one statement per line::
     pcie_delay_ms 20                  # nvmlDeviceGetPcieThroughput sleeps this long
     call_delay_ms 2000                # every per-device call sleeps this long (a hung driver)
     device 0 name NVIDIA H100 80GB HBM3
+    device 0 pci_bus_id 00000000:3B:00.0   # nvmlDeviceGetPciInfo_v3
+    device 0 minor 0                  # nvmlDeviceGetMinorNumber
     device 0 util_gpu 87              # any per-device key left out -> NVML_ERROR_NOT_SUPPORTED
     device 0 error fan 3              # that call returns code 3
     device 0 compute_proc 1234 1073741824
@@ -178,6 +180,11 @@ class FakeGpu:
     """Marketing name."""
     uuid: str | None = None
     """UUID; None derives ``GPU-00000000-0000-0000-0000-0000000000NN`` from the index."""
+    pci_bus_id: str | None = None
+    """PCI bus id (nvmlDeviceGetPciInfo_v3); None derives ``00000000:NN:00.0`` (NN = index + 1, hex) from the index
+    (``errors={"pci_info": 3}`` makes it unsupported)."""
+    minor: int | None = None
+    """Minor number (``/dev/nvidiaN``); None means the index (``errors={"minor": 3}`` makes it unsupported)."""
     util_gpu: int | Wave | None = 50
     """Percent of time a kernel ran."""
     util_mem: int | Wave | None = 20
@@ -263,7 +270,9 @@ class FakeGpu:
         """The scenario lines describing this GPU as device ``index``."""
         prefix = f"device {index}"
         uuid = self.uuid if self.uuid is not None else f"GPU-00000000-0000-0000-0000-{index:012d}"
-        out = [f"{prefix} uuid {uuid}"]
+        bus_id = self.pci_bus_id if self.pci_bus_id is not None else f"00000000:{index + 1:02X}:00.0"
+        minor = self.minor if self.minor is not None else index
+        out = [f"{prefix} uuid {uuid}", f"{prefix} pci_bus_id {bus_id}", f"{prefix} minor {minor}"]
         if self.name is not None:
             out.append(f"{prefix} name {self.name}")
         out += [f"{prefix} {key} {scenario_value(getattr(self, key))}"

@@ -1,0 +1,106 @@
+"""Run a real ``gputop --serve`` child process and scrape it (for the exporter and cluster tests).
+
+``serving([...])`` starts ``python -m gputop --serve 127.0.0.1:0 ...`` (port 0: the kernel picks a free one),
+reads the address it announces on stderr, and stops it with SIGTERM afterwards.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import select
+import signal
+import ssl
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+ANNOUNCE = re.compile(r"serving (https?://\S+)/metrics")
+"""The line ``gputop --serve`` writes to stderr once it listens."""
+
+
+@dataclass
+class RunningExporter:
+    """A ``gputop --serve`` child and where it serves."""
+
+    proc: subprocess.Popen[bytes]
+    """The child process."""
+    url: str
+    """``http://127.0.0.1:PORT`` (no trailing slash)."""
+
+    def get(self, path: str = "/metrics", headers: Mapping[str, str] | None = None,
+            context: ssl.SSLContext | None = None, timeout: float = 10.0) -> tuple[int, dict[str, str], bytes]:
+        """GET ``path``: (status, headers, body); HTTP errors are returned, not raised."""
+        request = urllib.request.Request(self.url + path, headers=dict(headers or {}))
+        try:
+            with urllib.request.urlopen(request, timeout=timeout, context=context) as response:
+                return response.status, dict(response.headers), response.read()
+        except urllib.error.HTTPError as error:
+            return error.code, dict(error.headers), error.read()
+
+    def scrape(self, context: ssl.SSLContext | None = None, headers: Mapping[str, str] | None = None) -> str:
+        """The text of ``/metrics``; fails the test on any status but 200."""
+        status, _, body = self.get("/metrics", headers, context)
+        assert status == 200, body[:500]
+        return body.decode("utf-8")
+
+    def wait_for(self, needle: str, timeout: float = 30.0) -> str:
+        """Scrape until the text contains ``needle``; returns that scrape."""
+        deadline = time.monotonic() + timeout
+        while True:
+            text = self.scrape()
+            if needle in text:
+                return text
+            assert time.monotonic() < deadline, f"{needle!r} not served within {timeout} s:\n{text[:2000]}"
+            time.sleep(0.2)
+
+
+def gputop_serve_argv(*extra: str, listen: str = "127.0.0.1:0") -> list[str]:
+    """``python -m gputop --serve LISTEN EXTRA...``."""
+    return [sys.executable, "-m", "gputop", "--serve", listen, *extra]
+
+
+def read_announcement(proc: subprocess.Popen[bytes], timeout: float = 60.0) -> str:
+    """Read the child's stderr until it says where it serves; fails with what it wrote if it exits or is slow."""
+    assert proc.stderr is not None
+    seen = b""
+    deadline = time.monotonic() + timeout
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise AssertionError(f"gputop --serve did not announce itself in {timeout} s: {seen!r}")
+        ready, _, _ = select.select([proc.stderr], [], [], min(remaining, 0.5))
+        if not ready:
+            continue
+        chunk = os.read(proc.stderr.fileno(), 65536)
+        seen += chunk
+        found = ANNOUNCE.search(seen.decode("utf-8", "replace"))
+        if found:
+            return found.group(1)
+        if not chunk:
+            raise AssertionError(f"gputop --serve exited ({proc.wait()}): {seen.decode('utf-8', 'replace')}")
+
+
+@contextmanager
+def serving(extra: Sequence[str] = (), env: Mapping[str, str] | None = None,
+            listen: str = "127.0.0.1:0") -> Iterator[RunningExporter]:
+    """A running ``gputop --serve``, stopped with SIGTERM (then killed) afterwards."""
+    proc = subprocess.Popen(gputop_serve_argv(*extra, listen=listen), env=None if env is None else dict(env),
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        yield RunningExporter(proc, read_announcement(proc))
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        if proc.stderr is not None:
+            proc.stderr.close()
