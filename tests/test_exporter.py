@@ -208,3 +208,26 @@ def test_a_scrape_never_waits_for_nvml_and_the_snapshot_age_grows(tmp_path: Path
             time.sleep(1.0)
     assert ages[0] >= 0.5
     assert ages[2] - ages[0] >= 1.5
+
+
+def test_a_gpu_that_falls_off_the_bus_flips_its_lost_series_and_loses_its_device_series(
+        tmp_path: Path, fake_nvml_lib: Path) -> None:
+    scenario = FakeScenario(gpus=[FakeGpu(), FakeGpu()])
+    path = scenario.write(tmp_path / "scenario.txt")
+    with serving(["--interval", "0.2"], fake_nvml_env(fake_nvml_lib, path)) as running:
+        before = _families(running.wait_for(names.GPU_UTIL.name))
+        scenario.gpus[1].lost = True
+        scenario.write(path)
+        deadline = time.monotonic() + 30
+        while True:
+            after = _families(running.scrape())
+            if _by_gpu(after[names.GPU_LOST.name]).get("1") == 1.0:
+                break
+            assert time.monotonic() < deadline, "GPU 1 was never reported lost"
+            time.sleep(0.2)
+    lost = {s.labels[names.LABEL_GPU]: s.labels for s in after[names.GPU_LOST.name]}
+    assert lost == {s.labels[names.LABEL_GPU]: s.labels for s in before[names.GPU_LOST.name]}  # the same series
+    assert lost["1"][names.LABEL_UUID] == "GPU-00000000-0000-0000-0000-000000000001"
+    assert set(_by_gpu(before[names.GPU_UTIL.name])) == {"0", "1"}
+    for metric in names.DEVICE_METRICS:
+        assert "1" not in _by_gpu(after.get(metric.name, [])), metric.name

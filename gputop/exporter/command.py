@@ -42,8 +42,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--serve-tls-cert", type=Path, metavar="FILE", help="with --serve: serve HTTPS with this certificate (PEM)")
     group.add_argument("--serve-tls-key", type=Path, metavar="FILE", help="with --serve: the certificate's private key (PEM)")
     group.add_argument("--serve-basic-auth", type=Path, metavar="FILE",
-                       help="with --serve: require HTTP basic auth; FILE holds user:password lines and must not be "
-                       "readable by group or others")
+                       help="with --serve: require HTTP basic auth; FILE holds user:password lines and must be open to "
+                       "its owner only (chmod 600)")
 
 
 def check_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:

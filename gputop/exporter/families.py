@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 from prometheus_client.core import GaugeMetricFamily
@@ -50,8 +50,11 @@ def host_families(snapshot: Snapshot, host: list[str]) -> Iterator[GaugeMetricFa
     yield _gauge(names.HOST_MEMORY_TOTAL, host, None if memory[1] is None else float(memory[1]))
 
 
-def advice_families(snapshot: Snapshot, host: list[str]) -> Iterator[GaugeMetricFamily]:
-    """gputop_advice: 1 per piece of advice standing; gputop_gpu_lost: 0 or 1 per GPU."""
+def advice_families(snapshot: Snapshot, host: list[str], uuids: Mapping[int, str]) -> Iterator[GaugeMetricFamily]:
+    """gputop_advice: 1 per piece of advice standing; gputop_gpu_lost: 0 or 1 per GPU.
+
+    A lost GPU reports no UUID; ``uuids`` (index -> UUID seen before) keeps its series the one that read 0.
+    """
     advice = _gauge(names.ADVICE, host)
     for item in snapshot.advice:
         rule = item.id.split(":", 1)[0]
@@ -60,12 +63,15 @@ def advice_families(snapshot: Snapshot, host: list[str]) -> Iterator[GaugeMetric
     yield advice
     lost = _gauge(names.GPU_LOST, host)
     for device in snapshot.devices:
-        lost.add_metric(host + [str(device.index), label_value(device.uuid)], 1.0 if device.lost else 0.0)
+        uuid = device.uuid if device.uuid is not None else uuids.get(device.index)
+        lost.add_metric(host + [str(device.index), label_value(uuid)], 1.0 if device.lost else 0.0)
     yield lost
 
 
-def scrape_families(snapshot: Snapshot | None, now: float, options: ExportOptions) -> Iterable[GaugeMetricFamily]:
-    """The families of a scrape at wall time ``now`` serving ``snapshot`` (None before the first poll)."""
+def scrape_families(snapshot: Snapshot | None, now: float, options: ExportOptions,
+                    uuids: Mapping[int, str] | None = None) -> Iterable[GaugeMetricFamily]:
+    """The families of a scrape at wall time ``now`` serving ``snapshot`` (None before the first poll); ``uuids``
+    names GPUs by index as earlier snapshots did."""
     host = [options.hostname, options.hostname]
     source = "" if snapshot is None else str(snapshot.source)
     yield _gauge(names.BUILD_INFO, host + [__version__, source], 1.0)
@@ -74,7 +80,7 @@ def scrape_families(snapshot: Snapshot | None, now: float, options: ExportOption
     yield _gauge(names.SNAPSHOT_TIME, host, snapshot.timestamp)
     yield _gauge(names.SNAPSHOT_AGE, host, max(0.0, now - snapshot.timestamp))
     yield from device_families(snapshot, options.hostname)
-    yield from advice_families(snapshot, host)
+    yield from advice_families(snapshot, host, uuids or {})
     yield from job_families(snapshot, host)
     rows, dropped = process_rows(snapshot, options.max_process_series)
     yield from process_families(rows, host, options.cmdline)
@@ -93,7 +99,11 @@ class SnapshotCollector(Collector):
         self._latest = latest
         self._options = options
         self._clock = clock
+        self._uuids: dict[int, str] = {}
 
     def collect(self) -> Iterable[GaugeMetricFamily]:
         """The families of one scrape that have a series (an unknown value is absent, never 0)."""
-        return [f for f in scrape_families(self._latest(), self._clock(), self._options) if f.samples]
+        snapshot = self._latest()
+        if snapshot is not None:
+            self._uuids.update((d.index, d.uuid) for d in snapshot.devices if d.uuid is not None)
+        return [f for f in scrape_families(snapshot, self._clock(), self._options, self._uuids) if f.samples]

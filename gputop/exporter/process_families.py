@@ -46,8 +46,7 @@ def process_rows(snapshot: Snapshot, limit: int = MAX_PROCESS_SERIES) -> tuple[l
             workers.setdefault(p.trainer_pid, []).append(p)
     places = {pid: place for job in snapshot.jobs for place, pid in enumerate(job.pids)}
     gpu_processes = [p for p in snapshot.processes if p.role is ProcessRole.GPU]
-    loose = {p.pid: place for place, p in enumerate(sorted({p.pid: p for p in gpu_processes if p.job is None}.values(),
-                                                           key=lambda p: p.pid))}
+    loose = {pid: place for place, pid in enumerate(sorted({p.pid for p in gpu_processes if p.job is None}))}
     ordered = sorted(gpu_processes, key=lambda p: -(p.gpu_memory_bytes or 0))
     rows: list[ProcessRow] = []
     seen: set[tuple[str, ...]] = set()
