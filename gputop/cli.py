@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
 from gputop import __version__
+from gputop.cluster.command import add_arguments as add_cluster_arguments
 from gputop.collect.chart_settings import ChartSettings
 from gputop.collect.filters import Filters
 from gputop.collect.history import History
@@ -211,6 +212,7 @@ def build_parser() -> GputopParser:
         "--json-schema", action="store_true",
         help="print the JSON Schema of --json output and recording lines, and exit",
     )
+    add_cluster_arguments(parser)
     parser.add_argument(
         "--version", action=VersionAction,
         help="print the version and whether partial output (only changed cells are sent; "
@@ -239,6 +241,8 @@ def main(argv: list[str] | None = None) -> int:
         _check_check_args(parser, args)
     exporter.check_arguments(parser, args)
     try:
+        if args.cluster is not None:
+            return _run_cluster(parser, args)
         if args.json_schema:
             from gputop.collect.schema import json_schema
 
@@ -251,6 +255,14 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return _reader_gone()
+
+
+def _run_cluster(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    """``--cluster URL``: the fleet view (see gputop.cluster.command)."""
+    from gputop.cluster import command
+
+    command.check_arguments(parser, args)
+    return command.run_once(args)
 
 
 def _check_check_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:

@@ -118,6 +118,10 @@ class ClusterNode:
     """Unix time of its newest sample, when known."""
     note: str | None = None
     """One line on its state when something is wrong, e.g. ``"down since 12:03:04 (3 scrapes missed)"``."""
+    cpu_percent: float | None = None
+    """``gputop_host_cpu_percent`` (only nodes running ``gputop --serve``)."""
+    iowait_percent: float | None = None
+    """``gputop_host_iowait_percent`` (only nodes running ``gputop --serve``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,7 +135,8 @@ class ClusterHistory:
     step: float
     """Seconds between points."""
     series: dict[tuple[str, int], tuple[float | None, ...]] = field(default_factory=dict)
-    """(host, gpu index) -> one value per step from ``start``; None where no sample was there."""
+    """(host, gpu index) -> one value per step from ``start``, in the metric's own unit (FB_USED in MiB, the
+    ``DCGM_FI_PROF_*`` ratios 0-1); None where no sample was there."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,116 @@
+"""End to end: a real Prometheus scrapes THREE ``gputop --serve`` exporters, each on the fake NVML with its own
+scenario and ``--hostname``; ``gputop --cluster URL --once/--json`` shows all three with GPUs, jobs and advice.
+
+The nodes share this machine's processes; each scenario says which of them are on its GPUs. One torchrun-like job
+of four ranks spans node-a (ranks 0, 1) and node-b (ranks 2, 3): every rank carries the same rendezvous, so both
+exporters give it the same ``cluster_job``. Rank 3 runs at a third of the others' SM: a straggler. On node-c an
+idle process holds 20 GiB of a GPU that does nothing, and two GPUs are free.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack
+from pathlib import Path
+
+import pytest
+
+from gputop.cluster.source import ClusterSource
+from support.exporter import serving
+from support.fake_nvml import FakeGpu, FakeScenario, fake_nvml_env
+from support.prometheus import PrometheusServer, Target, require_prometheus
+from support.workloads import torchrun_job
+
+REPO = Path(__file__).resolve().parents[1]
+HISTORY = "20"
+"""Seconds of history: 1 s steps and a 10 s advice window, so fleet advice stands within about 10 s."""
+
+ADVICE_AT_ONCE = "[advice]\nwindow_s = 1\nhold_s = 0\nthrottle_hold_s = 0\nidle_hold_s = 0\n"
+"""Lets each node's own advice stand after its first polls."""
+
+
+def busy(pid: int, sm: int, util: int = 95) -> FakeGpu:
+    return FakeGpu(util_gpu=util, mem_used=60 << 30, compute_processes=[(pid, 58 << 30)],
+                   live_process_samples=[(pid, 40, sm)])
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory, fake_nvml_lib: Path) -> Iterator[str]:
+    require_prometheus()
+    tmp = tmp_path_factory.mktemp("cluster")
+    config = tmp / "config.toml"
+    config.write_text(ADVICE_AT_ONCE)
+    idle = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    try:
+        with torchrun_job(tmp, nproc=4) as job, ExitStack() as stack:
+            ranks = job.ranks
+            scenarios = {
+                "node-a": [busy(ranks[0], 90), busy(ranks[1], 88), FakeGpu(util_gpu=0, mem_used=0)],
+                "node-b": [busy(ranks[2], 91), busy(ranks[3], 30, util=40), FakeGpu(util_gpu=0, mem_used=0)],
+                "node-c": [FakeGpu(util_gpu=0, mem_used=21 << 30, compute_processes=[(idle.pid, 20 << 30)]),
+                           FakeGpu(util_gpu=0, mem_used=0), FakeGpu(util_gpu=0, mem_used=0)],
+            }
+            targets = []
+            for host, gpus in scenarios.items():
+                scenario = FakeScenario(gpus=gpus).write(tmp / f"{host}.txt")
+                env = {**fake_nvml_env(fake_nvml_lib, scenario), "PYTHONPATH": str(REPO)}
+                exporter = stack.enter_context(serving(["--hostname", host, "--config", str(config),
+                                                        "--interval", "0.5"], env=env))
+                targets.append(Target(exporter.url.split("://", 1)[1], instance=f"{host}:9401"))
+            prometheus = stack.enter_context(PrometheusServer(targets))
+            yield prometheus.url
+    finally:
+        idle.kill()
+        idle.wait()
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.run([sys.executable, "-m", "gputop", *args], capture_output=True, text=True, env=env,
+                          timeout=60, check=False)
+
+
+def wait_for_fleet_advice(url: str) -> None:
+    source = ClusterSource(url, history_seconds=float(HISTORY))
+    deadline = time.monotonic() + 60
+    wanted = ("fleet_straggler:", "fleet_idle_holding:node-c/gpu0", "fleet_free_gpus")
+    while time.monotonic() < deadline:
+        ids = [a.id for a in source.poll().fleet_advice]
+        if all(any(i.startswith(w) for i in ids) for w in wanted):
+            return
+        time.sleep(1)
+    raise AssertionError(f"fleet advice never complete: {ids}")
+
+
+def test_three_exporters_once_and_json(cluster):
+    wait_for_fleet_advice(cluster)
+    document = json.loads(run_cli("--cluster", cluster, "--json", "--cluster-history", HISTORY).stdout)
+    nodes = {n["host"]: n for n in document["nodes"]}
+    assert sorted(nodes) == ["node-a", "node-b", "node-c"]
+    for node in nodes.values():
+        assert node["up"] and node["exporter"] == "gputop" and len(node["gpus"]) == 3
+        assert node["cpu_percent"] is not None
+    assert nodes["node-b"]["gpus"][1]["utilization_percent"] == 40
+    spanning = {j["cluster_job"] for j in document["jobs"] if j["host"] in ("node-a", "node-b")}
+    assert len(spanning) == 1 and next(iter(spanning)).startswith("rdzv:")
+    ranks = sorted((p["host"], p["rank"], p["gpu"]) for p in document["processes"] if p["host"] != "node-c")
+    assert ranks == [("node-a", "0", 0), ("node-a", "1", 1), ("node-b", "2", 0), ("node-b", "3", 1)]
+    advice = {a["id"]: a for a in document["fleet_advice"]}
+    straggler = next(a for i, a in advice.items() if i.startswith("fleet_straggler:rdzv:"))
+    assert "rank 3 on node-b GPU 1" in straggler["evidence"]
+    assert "fleet_idle_holding:node-c/gpu0" in advice
+    assert advice["fleet_free_gpus"]["evidence"].startswith("node-c: 2, node-a: 1, node-b: 1")
+    assert document["node_advice"], "the nodes' own advice (gputop_advice) is missing"
+    assert document["missing_panels"] == [] and document["problems"] == []
+
+    table = run_cli("--cluster", cluster, "--once", "--cluster-history", HISTORY)
+    assert table.returncode == 0, table.stderr
+    for host in ("node-a", "node-b", "node-c"):
+        assert f"{host}  up  gputop --serve  CPU " in table.stdout
+    assert "Straggler in rdzv:" in table.stdout and "idle while holding" in table.stdout
+    assert "Advice raised on the nodes (gputop --serve)" in table.stdout
