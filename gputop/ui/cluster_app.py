@@ -100,7 +100,7 @@ class ClusterApp(App[None]):
         super().__init__()
         activate_partial_output()
         self.url = url
-        """The Prometheus server's URL (as given)."""
+        """The Prometheus server's URL (shown: give it without credentials)."""
         self.ascii_mode = ascii_mode
         """Draw with ASCII only."""
         self.poller = ClusterPoller(poll, url, interval, self._deliver)
@@ -326,13 +326,13 @@ class ClusterApp(App[None]):
             self._filter.value = ""
             self._filter.display = False
             self._table.set_filter("")
-            self._table.focus()
+            self.set_focus(self._table)
         self.refresh_bindings()
 
     def action_filter(self) -> None:
         """Open the host filter."""
         self._filter.display = True
-        self._filter.focus()
+        self.set_focus(self._filter)  # at once: the keys typed right after / go to the filter, not to the actions
         self.refresh_bindings()
 
     def on_input_changed(self, event: Input.Changed) -> None:
@@ -344,7 +344,7 @@ class ClusterApp(App[None]):
         """Enter keeps the filter and returns to the table (an empty filter closes)."""
         if event.input is self._filter:
             if event.value:
-                self._table.focus()
+                self.set_focus(self._table)
             else:
                 self.action_leave()
 
@@ -394,11 +394,11 @@ class ClusterApp(App[None]):
 
 def run_tui(args: argparse.Namespace) -> int:
     """``gputop --cluster URL`` on a terminal: run the cluster view until the user quits; returns the exit status."""
-    from gputop.cluster.source import ClusterSource
+    from gputop.cluster.command import source_from_args
 
-    source = ClusterSource(args.cluster)
+    source = source_from_args(args)
     interval = args.interval if args.interval is not None else DEFAULT_CLUSTER_INTERVAL
-    app = ClusterApp(source.poll, args.cluster, interval=interval, ascii_mode=args.ascii)
+    app = ClusterApp(source.poll, source.url, interval=interval, ascii_mode=args.ascii)  # the URL without credentials
     app.run()
     stats_path = os.environ.get(STATS_FILE_ENV)
     if stats_path:
