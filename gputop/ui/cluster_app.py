@@ -38,7 +38,7 @@ from gputop.ui.cluster_advice import AdviceText, fleet_lead
 from gputop.ui.cluster_host import ClusterHostScreen
 from gputop.ui.cluster_poll import ClusterPoller, Poll, PolledFrame
 from gputop.ui.cluster_table import ClusterTable
-from gputop.ui.cluster_text import free_count, missing_panels_line, poll_line
+from gputop.ui.cluster_text import busy_gpus, free_count, missing_panels_line, poll_line
 from gputop.ui.help_screen import HelpScreen
 from gputop.ui.partial_output import activate as activate_partial_output
 from gputop.ui.watchdog import HANGUP_EXIT_STATUS, TerminalWatchdog, force_exit_later
@@ -245,7 +245,8 @@ class ClusterApp(App[None]):
         if frame is not None:
             down = sum(1 for node in frame.nodes if not node.up)
             gpus = sum(len(node.gpus) for node in frame.nodes)
-            free = sum(free_count(node) for node in frame.nodes)
+            busy = busy_gpus(frame)
+            free = sum(free_count(node, busy) for node in frame.nodes)
             text.append(f" │ {len(frame.nodes)} nodes")
             if down:
                 text.append(f" ({down} down)", style="bold red")

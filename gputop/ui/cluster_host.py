@@ -272,7 +272,10 @@ def node_title(node: ClusterNode | None, host: str) -> Text:
         return text
     text.append("  up" if node.up else "  DOWN", style="bold green" if node.up else "bold red")
     exporter = "gputop --serve" if node.exporter == "gputop" else "dcgm-exporter only"
-    text.append(f"  {exporter}  {len(node.gpus)} GPUs  targets: {', '.join(safe_text(i, 40) for i in node.instances) or NA}")
+    text.append(f"  {exporter}  {len(node.gpus)} GPUs")
+    if node.cpu_percent is not None:
+        text.append(f"  CPU {fmt_percent(node.cpu_percent)}, iowait {fmt_percent(node.iowait_percent)}")
+    text.append(f"  targets: {', '.join(safe_text(i, 40) for i in node.instances) or NA}")
     if node.note:
         text.append(f"  {safe_text(node.note, 120)}", style="italic yellow")
     return text

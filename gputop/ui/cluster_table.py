@@ -28,6 +28,7 @@ from gputop.ui.cluster_text import (
     MEMORY,
     MIB,
     UTIL,
+    busy_gpus,
     free_count,
     history_by_metric,
     host_text,
@@ -69,7 +70,7 @@ _COLUMNS = (
     _Column("GPU", 5, True),
     _Column("MODEL", 14, False),
     _Column("UTIL", 5, True),
-    _Column("MEMORY", 12, True),
+    _Column("MEMORY", 14, True),
     _Column("POWER", 5, True),
     _Column("TEMP", 4, True),
     _Column("SM", 4, True),
@@ -113,23 +114,26 @@ def _fixed_width(columns: Iterable[int]) -> int:
     return sum(_COLUMNS[i].width + 1 for i in columns)
 
 
-def _sort_value(node: ClusterNode, key: str) -> object:
+def _sort_value(node: ClusterNode, key: str, busy: frozenset[tuple[str, int | None]]) -> object:
     if key == "util":
         return mean(gpu.utilization_percent for gpu in node.gpus)
     if key == "memory":
         used = [gpu.memory_used_bytes for gpu in node.gpus if gpu.memory_used_bytes is not None]
         return sum(used) if used else None
     if key == "free":
-        return free_count(node)
+        return free_count(node, busy)
     return node.host.lower()
 
 
-def sort_nodes(nodes: Iterable[ClusterNode], key: str, reverse: bool) -> list[ClusterNode]:
-    """``nodes`` ordered by ``key``; unknown values go last, ties by host name."""
-    known = [node for node in nodes if _sort_value(node, key) is not None]
-    unknown = [node for node in nodes if _sort_value(node, key) is None]
+def sort_nodes(
+    nodes: Iterable[ClusterNode], key: str, reverse: bool, busy: frozenset[tuple[str, int | None]] = frozenset()
+) -> list[ClusterNode]:
+    """``nodes`` ordered by ``key`` (``busy``: the GPUs processes use, for ``free``); unknown values go last,
+    ties by host name."""
+    known = [node for node in nodes if _sort_value(node, key, busy) is not None]
+    unknown = [node for node in nodes if _sort_value(node, key, busy) is None]
     known.sort(key=lambda node: node.host)
-    known.sort(key=lambda node: _sort_value(node, key), reverse=reverse)  # type: ignore[arg-type,return-value]
+    known.sort(key=lambda node: _sort_value(node, key, busy), reverse=reverse)  # type: ignore[arg-type,return-value]
     return known + sorted(unknown, key=lambda node: node.host)
 
 
@@ -165,7 +169,7 @@ class ClusterTable(ScrollView, can_focus=True):
     ClusterTable > .cluster-table--header { text-style: bold; color: $text-muted; }
     ClusterTable > .cluster-table--host { text-style: bold; background: $primary 15%; }
     ClusterTable > .cluster-table--up { color: $success; }
-    ClusterTable > .cluster-table--down { color: $error; text-style: bold reverse; }
+    ClusterTable > .cluster-table--down { background: $error; color: $text; text-style: bold; }
     ClusterTable > .cluster-table--note { color: $warning; text-style: italic; }
     ClusterTable > .cluster-table--dim { color: $text-muted; text-style: dim; }
     ClusterTable > .cluster-table--warn { color: $warning; text-style: bold; }
@@ -318,10 +322,12 @@ class ClusterTable(ScrollView, can_focus=True):
         for host, item in frame.node_advice:
             advice.setdefault(host, []).append(item.severity)
         rows: list[_Row] = []
-        nodes = sort_nodes(filter_nodes(frame.nodes, self._filter), self._sort_key, self._sort_reverse)
+        busy = busy_gpus(frame)
+        nodes = sort_nodes(filter_nodes(frame.nodes, self._filter), self._sort_key, self._sort_reverse, busy)
         for node in nodes:
             collapsed = node.host in self._collapsed
-            rows.append(_Row((node.host, HOST_ROW), self._host_cells(node, collapsed, jobs, advice), not node.up))
+            cells = self._host_cells(node, collapsed, jobs, advice, free_count(node, busy))
+            rows.append(_Row((node.host, HOST_ROW), cells, not node.up))
             if collapsed:
                 continue
             for gpu in node.gpus:
@@ -331,16 +337,20 @@ class ClusterTable(ScrollView, can_focus=True):
         return rows
 
     def _host_cells(
-        self, node: ClusterNode, collapsed: bool, jobs: dict[str, int], advice: dict[str, list[object]]
+        self, node: ClusterNode, collapsed: bool, jobs: dict[str, int], advice: dict[str, list[object]], free: int
     ) -> tuple[object, ...]:
         arrow = (">" if collapsed else "v") if self.ascii_mode else ("▸" if collapsed else "▾")
         count = len(node.gpus)
-        gpus = f"{count} GPU{'s' if count != 1 else ''}, {free_count(node)} free" if node.up else f"{count} GPUs"
+        gpus = f"{count} GPU{'s' if count != 1 else ''}, {free} free" if node.up else f"{count} GPUs"
         exporter = "gputop" if node.exporter == "gputop" else "dcgm only"
         job_count = jobs.get(node.host, 0)
         job_text = f"{job_count} job{'s' if job_count != 1 else ''}" if node.exporter == "gputop" else ""
         util = mean(gpu.utilization_percent for gpu in node.gpus)
         util_text = f"util {fmt_percent(util)}" if node.up and node.gpus else ""
+        if node.up and node.cpu_percent is not None:
+            util_text += f"  cpu {fmt_percent(node.cpu_percent)}"
+            if node.iowait_percent is not None:
+                util_text += f" (iowait {fmt_percent(node.iowait_percent)})"
         counts = severity_counts(advice.get(node.host, ()))  # type: ignore[arg-type]
         advice_text = ("advice " + " ".join(f"{n} {s.value.upper()}" for s, n in counts)) if counts else ""
         state = "up" if node.up else "DOWN"
@@ -361,12 +371,16 @@ class ClusterTable(ScrollView, can_focus=True):
 
     # -- rendering --------------------------------------------------------------------------
 
-    def _style(self, name: str) -> Style:
-        style = self._styles.get(name)
+    def _style(self, *names: str) -> Style:
+        """The widget's style with the component classes ``names`` laid over it, in order (cached)."""
+        key = "+".join(names)
+        style = self._styles.get(key)
         if style is None:
-            style = self._styles[name] = (
-                self.rich_style if not name else self.rich_style + self.get_component_rich_style(name, partial=True)
-            )
+            style = self.rich_style
+            for name in names:
+                if name:
+                    style += self.get_component_rich_style(name, partial=True)
+            self._styles[key] = style
         return style
 
     def notify_style_update(self) -> None:
@@ -432,15 +446,14 @@ class ClusterTable(ScrollView, can_focus=True):
         line.add(f"{arrow} ")
         line.add_cut(name, host, self.ascii_mode)
         line.add("  ")
-        line.add(f" {state} " if row.down else state, self._style("cluster-table--down" if row.down else "cluster-table--up"))
+        state_style = "cluster-table--down" if row.down else "cluster-table--up"
+        line.add(f" {state} " if row.down else state, self._style("cluster-table--host", state_style))
         if note:  # what is wrong comes before the counts, which a narrow terminal drops
             line.add("  ")
-            line.add_cut(note, self._style("cluster-table--note"), self.ascii_mode)
-        for part in (exporter, gpus, jobs, util):
-            if part and not line.add("  " + part):
+            line.add_cut(note, self._style("cluster-table--host", "cluster-table--note"), self.ascii_mode)
+        for part, style in ((exporter, ""), (gpus, ""), (advice, "cluster-table--warn"), (jobs, ""), (util, "")):
+            if part and not line.add("  " + part, self._style("cluster-table--host", style)):
                 break
-        if advice:
-            line.add("  " + advice, self._style("cluster-table--warn"))
         return line.strip()
 
     def _gpu_strip(self, row: _Row) -> Strip:

@@ -10,6 +10,7 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from gputop.cluster.fleet_advice import FleetThresholds
 from gputop.cluster.frame import ClusterFrame, ClusterGpu, ClusterHistory, ClusterNode, ClusterProcess
 from gputop.collect.model import Severity
 from gputop.metric_names import FB_USED, GPU_TEMP, GPU_UTIL, PCIE_RX, PCIE_TX, POWER_USAGE
@@ -21,11 +22,9 @@ from gputop.units import NA
 MIB = 1024 * 1024
 """Bytes in a MiB (dcgm-exporter's framebuffer unit)."""
 
-FREE_UTIL_PERCENT = 5.0
-"""A GPU busier than this is not free."""
-
-FREE_MEMORY_BYTES = 1024 * MIB
-"""A GPU holding more memory than this is not free."""
+FREE = FleetThresholds()
+"""The fleet advice's default thresholds: a GPU at most ``idle_util_percent`` busy, holding at most
+``free_memory_mib`` and running no process is free (the advice judges a window, the table this instant)."""
 
 POWER_FLOOR_WATTS = 100.0
 """Least top of a power chart's scale."""
@@ -66,20 +65,27 @@ HOST_CHARTS = (UTIL, MEMORY, POWER, TEMPERATURE, PCIE_RX_CHART, PCIE_TX_CHART)
 """The drill-in screen's charts, most useful first."""
 
 
-def is_free(gpu: ClusterGpu) -> bool:
-    """True when ``gpu`` is known to be idle and to hold (almost) no memory; unknown values never count as free."""
+def busy_gpus(frame: ClusterFrame) -> frozenset[tuple[str, int | None]]:
+    """(host, GPU index) of every GPU some reported process uses."""
+    return frozenset((process.host, process.gpu) for process in frame.processes)
+
+
+def is_free(gpu: ClusterGpu, busy: frozenset[tuple[str, int | None]]) -> bool:
+    """True when ``gpu`` is known to be idle, to hold (almost) no memory and to run no process (see FREE);
+    unknown values never count as free."""
     return (
         not gpu.lost
+        and (gpu.host, gpu.index) not in busy
         and gpu.utilization_percent is not None
-        and gpu.utilization_percent < FREE_UTIL_PERCENT
+        and gpu.utilization_percent <= FREE.idle_util_percent
         and gpu.memory_used_bytes is not None
-        and gpu.memory_used_bytes <= FREE_MEMORY_BYTES
+        and gpu.memory_used_bytes <= FREE.free_memory_mib * MIB
     )
 
 
-def free_count(node: ClusterNode) -> int:
+def free_count(node: ClusterNode, busy: frozenset[tuple[str, int | None]]) -> int:
     """How many of ``node``'s GPUs are free (none while the node is down: its values are old)."""
-    return sum(1 for gpu in node.gpus if is_free(gpu)) if node.up else 0
+    return sum(1 for gpu in node.gpus if is_free(gpu, busy)) if node.up else 0
 
 
 def mean(values: Iterable[float | None]) -> float | None:

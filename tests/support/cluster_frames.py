@@ -91,7 +91,7 @@ def small_cluster() -> ClusterFrame:
     """Three gputop nodes (one down), one dcgm-only node, 8 GPUs each, with jobs, processes and advice."""
     nodes = [
         ClusterNode(host=host_name(1), instances=("10.0.0.1:9400",), up=True, exporter="gputop",
-                    gpus=tuple(gpu(1, i) for i in range(8)), last_seen=T0),
+                    gpus=tuple(gpu(1, i) for i in range(8)), last_seen=T0, cpu_percent=45.0, iowait_percent=3.0),
         ClusterNode(host=host_name(2), instances=("10.0.0.2:9400",), up=True, exporter="gputop",
                     gpus=tuple(gpu(2, i) for i in range(8)), last_seen=T0),
         ClusterNode(host=host_name(3), instances=("10.0.0.3:9400",), up=False, exporter="gputop",
