@@ -4,8 +4,9 @@ Two sources of frames:
 
 - ``sim`` (always): the cluster view's app in a pty, its ``poll`` handing out moving 100-node frames built
   in code (``tests/support/cluster_frames.fleet``): the UI's own cost, with no server in the way.
-- ``--url URL``: ``python -m gputop --cluster URL`` itself, e.g. against the fleet simulator's Prometheus
-  (``benchmarks/fleet_sim.py``): the UI with real queries.
+- ``--fleet-sim`` (or ``--url URL``): ``python -m gputop --cluster URL`` itself against the fleet simulator's
+  Prometheus (``benchmarks/fleet_sim.py``, 100 nodes of which 20 serve dcgm-exporter's series only, run in a
+  process of its own) or any server: the UI with real queries.
 
 Measured after a warm-up, at 160x45 and 80x24:
 
@@ -16,7 +17,7 @@ Measured after a warm-up, at 160x45 and 80x24:
   ``GPUTOP_STATS_FILE`` on exit);
 - CPU milliseconds per second of the process and terminal bytes per second while it polls.
 
-Usage: ``python benchmarks/cluster_tui.py [--url URL] [--rounds 10] [--write-results]``.
+Usage: ``python benchmarks/cluster_tui.py [--fleet-sim | --url URL] [--rounds 10] [--write-results]``.
 It is not a test and gates nothing.
 """
 
@@ -163,7 +164,8 @@ def main() -> int:
     """Measure and print (and optionally store) the report."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--inner-sim", type=int, metavar="NODES", help=argparse.SUPPRESS)
-    parser.add_argument("--url", help="also measure `gputop --cluster URL` (e.g. the fleet simulator's Prometheus)")
+    parser.add_argument("--url", help="also measure `gputop --cluster URL`")
+    parser.add_argument("--fleet-sim", action="store_true", help="also measure `gputop --cluster` on the fleet simulator")
     parser.add_argument("--nodes", type=int, default=100, help="nodes of the sim source (default 100)")
     parser.add_argument("--interval", type=float, default=2.0, help="poll interval in seconds (default 2)")
     parser.add_argument("--rounds", type=int, default=10, help="times each key is typed (default 10)")
@@ -175,6 +177,26 @@ def main() -> int:
         return inner_sim(args.inner_sim, args.interval)
     runs = []
     sizes = [tuple(int(n) for n in size.split("x")) for size in args.sizes.split(",")]
+    simulator = None
+    if args.fleet_sim:
+        from fleet_sim import spawn_fleet
+
+        simulator, args.url = spawn_fleet(args.nodes, kill_after=None)
+    try:
+        _measure_all(args, sizes, runs)
+    finally:
+        if simulator is not None:
+            simulator.terminate()
+            simulator.wait(30)
+    section = report(runs, args.nodes, args.interval, args.rounds)
+    print(section)
+    if args.write_results:
+        write_results(section, REPO / "benchmarks" / "RESULTS.md")
+    return 0
+
+
+def _measure_all(args: argparse.Namespace, sizes: list[tuple[int, ...]], runs: list[Run]) -> None:
+    """Measure the sim source and, when a URL is known, ``gputop --cluster URL`` at every size."""
     with tempfile.TemporaryDirectory() as tmp:
         stats = Path(tmp) / "stats.json"
         for size in sizes:
@@ -182,12 +204,8 @@ def main() -> int:
             runs.append(measure(sim, "sim", size, args.rounds, args.settle, stats))  # type: ignore[arg-type]
             if args.url:
                 argv = gputop_argv("--cluster", args.url, "--interval", str(args.interval))
-                runs.append(measure(argv, args.url, size, args.rounds, args.settle, stats))  # type: ignore[arg-type]
-    section = report(runs, args.nodes, args.interval, args.rounds)
-    print(section)
-    if args.write_results:
-        write_results(section, REPO / "benchmarks" / "RESULTS.md")
-    return 0
+                source = "fleet simulator via Prometheus" if args.fleet_sim else args.url
+                runs.append(measure(argv, source, size, args.rounds, args.settle, stats))  # type: ignore[arg-type]
 
 
 if __name__ == "__main__":
