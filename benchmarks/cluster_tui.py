@@ -11,7 +11,7 @@ Two sources of frames:
 Measured after a warm-up, at 160x45 and 80x24:
 
 - key to screen: for each key, the time from writing it to the pty until the first output byte and until
-  the marker its screen draws (Enter: the host screen's ``History``; Esc: the fleet table's header;
+  the marker its screen draws (Enter: the host screen's ``History``; Esc: the fleet status line;
   ``?``: the help screen's title; ``p``: ``PAUSED``); medians and maxima over the rounds;
 - poll to screen: from each poll's return to the refresh that showed it (the app's own figure, written to
   ``GPUTOP_STATS_FILE`` on exit);
@@ -41,9 +41,9 @@ from support.terminal import PtyTerminal, gputop_argv  # noqa: E402
 
 KEYS = (
     ("Enter", b"\r", b"History (range"),
-    ("Esc", b"\x1b", b"hosts by"),
+    ("Esc", b"\x1b", b"last poll"),
     ("?", b"?", b"gputop keys"),
-    ("Esc", b"\x1b", b"hosts by"),
+    ("Esc", b"\x1b", b"last poll"),
     ("p", b"p", b"PAUSED"),
     ("p", b"p", None),
 )
@@ -94,7 +94,7 @@ def measure(argv: list[str], source: str, size: tuple[int, int], rounds: int, se
     first: dict[str, list[float]] = {}
     marker: dict[str, list[float]] = {}
     with PtyTerminal(argv, size, env=env, cwd=REPO) as term:
-        term.wait_for(lambda: b"hosts by" in term.output and b"node-" in term.output, "the first fleet frame", 60)
+        term.wait_for(lambda: b"last poll" in term.output and b"node-" in term.output, "the first fleet frame", 180)
         time.sleep(settle)
         proc = psutil.Process(term.proc.pid)
         cpu0, bytes0, t0 = sum(proc.cpu_times()[:2]), term.received, time.monotonic()
@@ -177,35 +177,30 @@ def main() -> int:
         return inner_sim(args.inner_sim, args.interval)
     runs = []
     sizes = [tuple(int(n) for n in size.split("x")) for size in args.sizes.split(",")]
-    simulator = None
-    if args.fleet_sim:
-        from fleet_sim import spawn_fleet
+    with tempfile.TemporaryDirectory() as tmp:
+        stats = Path(tmp) / "stats.json"
+        for size in sizes:  # first, with nothing else running
+            sim = [sys.executable, str(Path(__file__).resolve()), "--inner-sim", str(args.nodes), "--interval", str(args.interval)]
+            runs.append(measure(sim, "sim", size, args.rounds, args.settle, stats))  # type: ignore[arg-type]
+        simulator = None
+        if args.fleet_sim:
+            from fleet_sim import spawn_fleet
 
-        simulator, args.url = spawn_fleet(args.nodes, kill_after=None)
-    try:
-        _measure_all(args, sizes, runs)
-    finally:
-        if simulator is not None:
-            simulator.terminate()
-            simulator.wait(30)
+            simulator, args.url = spawn_fleet(args.nodes, kill_after=None)
+        try:
+            for size in sizes if args.url else ():
+                argv = gputop_argv("--cluster", args.url, "--interval", str(args.interval))
+                source = "fleet simulator via Prometheus" if args.fleet_sim else args.url
+                runs.append(measure(argv, source, size, args.rounds, args.settle, stats))  # type: ignore[arg-type]
+        finally:
+            if simulator is not None:
+                simulator.terminate()
+                simulator.wait(30)
     section = report(runs, args.nodes, args.interval, args.rounds)
     print(section)
     if args.write_results:
         write_results(section, REPO / "benchmarks" / "RESULTS.md")
     return 0
-
-
-def _measure_all(args: argparse.Namespace, sizes: list[tuple[int, ...]], runs: list[Run]) -> None:
-    """Measure the sim source and, when a URL is known, ``gputop --cluster URL`` at every size."""
-    with tempfile.TemporaryDirectory() as tmp:
-        stats = Path(tmp) / "stats.json"
-        for size in sizes:
-            sim = [sys.executable, str(Path(__file__).resolve()), "--inner-sim", str(args.nodes), "--interval", str(args.interval)]
-            runs.append(measure(sim, "sim", size, args.rounds, args.settle, stats))  # type: ignore[arg-type]
-            if args.url:
-                argv = gputop_argv("--cluster", args.url, "--interval", str(args.interval))
-                source = "fleet simulator via Prometheus" if args.fleet_sim else args.url
-                runs.append(measure(argv, source, size, args.rounds, args.settle, stats))  # type: ignore[arg-type]
 
 
 if __name__ == "__main__":

@@ -232,7 +232,7 @@ def test_pause_stops_polling_and_says_so() -> None:
     async def body(app: ClusterApp, pilot: Pilot) -> None:
         await pilot.press("p")
         await pilot.pause()
-        assert app.poller.paused and "PAUSED" in screen_text(app)
+        assert app.poller.paused and "PAUSED" in screen_text(app).split("\n", 1)[0]
         polls = app.poller.polls
         await pilot.pause(0.3)
         assert app.poller.polls <= polls + 1  # at most the poll under way when p was pressed
@@ -240,7 +240,7 @@ def test_pause_stops_polling_and_says_so() -> None:
         await pilot.pause()
         assert not app.poller.paused and "PAUSED" not in screen_text(app)
 
-    run(ClusterApp(Player(small_cluster()), URL, interval=0.05), (160, 45), body)
+    run(ClusterApp(Player(small_cluster()), URL, interval=0.05), (80, 24), body)
 
 
 def test_filter_fold_and_sort() -> None:
@@ -432,3 +432,13 @@ def test_docs_list_every_key_as_the_help_screen_does() -> None:
     text = docs.read_text(encoding="utf-8")
     for keys, description in cluster_help_rows():
         assert f"| {keys} | {description} |" in text
+
+
+def test_ascii_mode_draws_no_box_or_block_characters() -> None:
+    async def body(app: ClusterApp, pilot: Pilot) -> None:
+        text = screen_text(app)
+        for glyph in ("│", "·", "▾", "▸", "█", "▁"):
+            assert glyph not in text.split("\n", 1)[0] + table_text(app), glyph
+        assert "|" in text and "v node-001" in text
+
+    run(ClusterApp(Player(small_cluster()), URL, interval=3600, ascii_mode=True), (160, 45), body)

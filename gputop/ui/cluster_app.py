@@ -239,31 +239,30 @@ class ClusterApp(App[None]):
 
     def _show_header(self) -> None:
         frame = self.frame
-        text = Text(no_wrap=True, overflow="ellipsis")
+        bar, dot = (" | ", " - ") if self.ascii_mode else (" │ ", " · ")
+        text = Text()
         text.append(" gputop cluster ", style="bold reverse")
+        if self.poller.paused:  # first, so a narrow terminal never cuts it off
+            text.append(" PAUSED ", style="bold reverse red")
         text.append(f" {safe_text(self.url, 60)}")
         if frame is not None:
             down = sum(1 for node in frame.nodes if not node.up)
             gpus = sum(len(node.gpus) for node in frame.nodes)
             busy = busy_gpus(frame)
             free = sum(free_count(node, busy) for node in frame.nodes)
-            text.append(f" │ {len(frame.nodes)} nodes")
+            text.append(f"{bar}{len(frame.nodes)} nodes")
             if down:
                 text.append(f" ({down} down)", style="bold red")
-            text.append(f" · {gpus} GPUs · {free} free")
-            text.append(f" │ every {self.poller.interval:g}s │ {time.strftime('%H:%M:%S', time.localtime(frame.timestamp))}")
+            text.append(f"{dot}{gpus} GPUs{dot}{free} free")
+            text.append(f"{bar}every {self.poller.interval:g}s{bar}{time.strftime('%H:%M:%S', time.localtime(frame.timestamp))}")
         else:
-            text.append(f" │ every {self.poller.interval:g}s")
-        if self.poller.paused:
-            text.append("  PAUSED ", style="bold reverse red")
-        if self.ascii_mode:
-            text = Text(text.plain.replace("│", "|").replace("·", "-"), no_wrap=True, overflow="ellipsis")
+            text.append(f"{bar}every {self.poller.interval:g}s")
         self._header.update(text)
 
     def _show_status(self) -> None:
         """The problems, the panels that need gputop --serve, and the poll's age and cost."""
         frame = self.frame
-        text = Text(no_wrap=True, overflow="ellipsis")
+        text = Text()
         problems = () if frame is None else frame.problems
         for problem in problems[:STATUS_MAX_PROBLEMS]:
             text.append("! ", style="bold red")
