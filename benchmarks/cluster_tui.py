@@ -145,6 +145,14 @@ def report(runs: list[Run], nodes: int, interval: float, rounds: int) -> str:
             f"| {_ms(run.marker['Esc'])} | {_ms(run.marker['?'])} | {_ms(run.marker['p'])} | {_ms(run.poll_to_screen)} "
             f"| {run.cpu_ms_per_s:.0f} | {run.bytes_per_s / 1024:.1f} | {run.polls} |"
         )
+    lines += [
+        "",
+        "Conditions: 2 shared cores; with the fleet simulator, Prometheus (scraping every node each second) and the "
+        "simulator ran on the same cores as the measured gputop. CPU is the gputop process's alone. Poll to screen is "
+        "the app's own figure (poll returned -> the refresh that showed it); the poll itself (the queries) runs on a "
+        "thread of its own and never blocks a key. The fleet table re-renders only the rows on screen whose values "
+        "changed (tests/test_cluster_ui.py checks this with 900 rows).",
+    ]
     return "\n".join(lines) + "\n"
 
 
