@@ -314,10 +314,10 @@ class ClusterHostScreen(Screen[None]):
         """Title line; GPUs, charts, processes, jobs and advice in one scrolling column; footer."""
         yield self._title
         with VerticalScroll(id="host-body"):
+            yield self._missing
             yield self._gpus
             yield Static("History (range queries; Esc back)", classes="host-section")
             yield self._charts
-            yield self._missing
             yield Static("Processes", classes="host-section gputop-only")
             yield self._processes
             yield Static("Jobs", classes="host-section gputop-only")
