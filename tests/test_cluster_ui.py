@@ -426,10 +426,7 @@ def test_every_cluster_action_has_its_method_and_one_set_of_keys() -> None:
 
 
 def test_docs_list_every_key_as_the_help_screen_does() -> None:
-    docs = REPO / "docs" / "cluster.md"
-    if not docs.exists() or "## Keys and screens" not in docs.read_text(encoding="utf-8"):
-        docs = REPO / "docs" / "cluster-ui-section.md"
-    text = docs.read_text(encoding="utf-8")
+    text = (REPO / "docs" / "cluster.md").read_text(encoding="utf-8")
     for keys, description in cluster_help_rows():
         assert f"| {keys} | {description} |" in text
 
