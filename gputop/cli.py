@@ -262,6 +262,10 @@ def _run_cluster(parser: argparse.ArgumentParser, args: argparse.Namespace) -> i
     from gputop.cluster import command
 
     command.check_arguments(parser, args)
+    if not (args.once or args.json) and sys.stdout.isatty():
+        from gputop.ui.cluster_app import run_tui
+
+        return run_tui(args)
     return command.run_once(args)
 
 

@@ -162,6 +162,8 @@ class ClusterFrame:
     problems: tuple[str, ...] = ()
     """One clear line per problem with the server or the data: unreachable, slow, metrics missing."""
     missing_panels: tuple[str, ...] = ()
-    """Panels that need the gputop exporter and have no data, e.g. ``"processes"``, ``"advice"``."""
+    """Lines naming the panels that need the gputop exporter and have no data, and where, e.g.
+    ``"processes, jobs, advice, host CPU: none from 2 nodes without gputop --serve (node-7, node-9)"``; the
+    cluster view shows them as they come."""
     query_seconds: float | None = None
     """How long this poll's queries took in all."""

@@ -115,6 +115,15 @@ def fit(text: str, width: int, ascii_mode: bool = False) -> str:
     return set_cell_size(text, width - 1) + (ASCII_ELLIPSIS if ascii_mode else "…")
 
 
+def fit_cell(value: str, width: int, right: bool) -> str:
+    """``value`` padded or cropped to exactly ``width`` cells, aligned right or left."""
+    length = cell_len(value)
+    if length >= width:
+        return set_cell_size(value, width)
+    padding = " " * (width - length)
+    return padding + value if right else value + padding
+
+
 def severity_rank(severity: Severity) -> int:
     """Sort key of an advice severity (unknown severities sort last)."""
     return SEVERITY_ORDER.get(severity, len(SEVERITY_ORDER))

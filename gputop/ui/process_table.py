@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar
 
-from rich.cells import cell_len, set_cell_size
+from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style
 from textual import events
@@ -36,7 +36,7 @@ from textual.timer import Timer
 
 from gputop.collect.model import ContainerSample, JobSample, ProcessRole, ProcessSample, Snapshot
 from gputop.textsafe import safe_text
-from gputop.ui.format import ASCII_ELLIPSIS
+from gputop.ui.format import ASCII_ELLIPSIS, fit_cell
 from gputop.ui.job_text import container_labels, job_label, jobs_by_id
 from gputop.ui.line_diff import line_regions, refresh_regions
 from gputop.units import NA, fmt_bytes, fmt_duration, fmt_percent
@@ -644,7 +644,7 @@ class ProcessTable(ScrollView, can_focus=True):
         parts = []
         for column in (_COLUMNS[i] for i in self._shown):
             label = column.label + (arrow if column.sort_key == self._sort_key else "")
-            parts.append(_fit(label, column.width, column.right) + " ")
+            parts.append(fit_cell(label, column.width, column.right) + " ")
         parts.append("COMMAND")
         return _line([Segment("".join(parts), style)], self._line_width, base)
 
@@ -655,7 +655,7 @@ class ProcessTable(ScrollView, can_focus=True):
         style = base
         if row.worker:
             style = base + self.get_component_rich_style("process-table--worker", partial=True)
-        fixed = "".join(_fit(row.cells[i], _COLUMNS[i].width, _COLUMNS[i].right) + " " for i in self._shown)
+        fixed = "".join(fit_cell(row.cells[i], _COLUMNS[i].width, _COLUMNS[i].right) + " " for i in self._shown)
         command, note = row.cells[len(_COLUMNS)], row.cells[len(_COLUMNS) + 1]
         segments = [Segment(fixed + command, style)]
         if note:
@@ -784,11 +784,3 @@ def _first_fitting(texts: tuple[str, ...], width: int) -> str:
     """The first of ``texts`` that fits in ``width`` cells, else the last one."""
     return next((text for text in texts if cell_len(text) <= width), texts[-1])
 
-
-def _fit(value: str, width: int, right: bool) -> str:
-    """``value`` padded or cropped to exactly ``width`` cells, aligned right or left."""
-    length = cell_len(value)
-    if length >= width:
-        return set_cell_size(value, width)
-    padding = " " * (width - length)
-    return padding + value if right else value + padding
