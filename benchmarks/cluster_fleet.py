@@ -4,7 +4,7 @@ Polls ``ClusterSource`` like the cluster view does (every 2 s, with a focus host
 (p50/p95/max), the bytes fetched and the queries sent per poll, and Prometheus's own evaluation time
 (``stats=all``); it also checks that the frame shows what the fleet holds (every node and GPU, the straggler,
 the idle node, the dead node). ``--results`` writes the section "Cluster view: a simulated fleet" of
-benchmarks/RESULTS.md (run.py does not rewrite it).
+benchmarks/RESULTS-cluster.md.
 
     python benchmarks/cluster_fleet.py --warmup 70 --polls 30
 """
@@ -76,7 +76,7 @@ def measure(nodes: int, warmup: float, polls: int, interval: float) -> dict[str,
 
 
 def report(figures: dict[str, object]) -> str:
-    """The RESULTS.md section."""
+    """The RESULTS-cluster.md section."""
     times = [t * 1000 for t in figures["times"]]  # type: ignore[union-attr]
     sizes = figures["sizes"]
     server = [s * 1000 for s in figures["server"]]  # type: ignore[union-attr]
@@ -133,12 +133,12 @@ def main() -> None:
     parser.add_argument("--warmup", type=float, default=70.0, help="seconds of data before the first poll")
     parser.add_argument("--polls", type=int, default=30)
     parser.add_argument("--interval", type=float, default=2.0)
-    parser.add_argument("--results", action="store_true", help="write the section into benchmarks/RESULTS.md")
+    parser.add_argument("--results", action="store_true", help="write the section into benchmarks/RESULTS-cluster.md")
     args = parser.parse_args()
     section = report(measure(args.nodes, args.warmup, args.polls, args.interval))
     print(section)
     if args.results:
-        write_section(REPO / "benchmarks" / "RESULTS.md", section)
+        write_section(REPO / "benchmarks" / "RESULTS-cluster.md", section)
 
 
 if __name__ == "__main__":

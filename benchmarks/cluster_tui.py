@@ -125,7 +125,7 @@ def _ms(values: list[float]) -> str:
 
 
 def report(runs: list[Run], nodes: int, interval: float, rounds: int) -> str:
-    """The Markdown section for RESULTS.md."""
+    """The Markdown section for RESULTS-cluster.md."""
     lines = [
         "## Cluster view (`gputop --cluster`) with 100 nodes",
         "",
@@ -179,7 +179,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=10, help="times each key is typed (default 10)")
     parser.add_argument("--settle", type=float, default=4.0, help="seconds of polling before CPU is measured, and measured")
     parser.add_argument("--sizes", default="160x45,80x24")
-    parser.add_argument("--write-results", action="store_true", help="store the section in benchmarks/RESULTS.md")
+    parser.add_argument("--write-results", action="store_true", help="store the section in benchmarks/RESULTS-cluster.md")
     args = parser.parse_args()
     if args.inner_sim is not None:
         return inner_sim(args.inner_sim, args.interval)
@@ -207,7 +207,7 @@ def main() -> int:
     section = report(runs, args.nodes, args.interval, args.rounds)
     print(section)
     if args.write_results:
-        write_results(section, REPO / "benchmarks" / "RESULTS.md")
+        write_results(section, REPO / "benchmarks" / "RESULTS-cluster.md")
     return 0
 
 

@@ -7,7 +7,7 @@ Prometheus would, with ``Accept-Encoding: gzip``); the scraper's own CPU is not 
 tree's is. The ratio serve / record is taken within each run. Prints a Markdown report; ``--results FILE`` also
 puts it into FILE as its "Exporter" section (replacing an older one)::
 
-    python benchmarks/exporter_cpu.py [--runs 3] [--warmup 5] [--measure 20] [--results benchmarks/RESULTS.md]
+    python benchmarks/exporter_cpu.py [--runs 3] [--warmup 5] [--measure 20] [--results benchmarks/RESULTS-cluster.md]
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ sys.path.insert(0, str(REPO / "tests"))
 from support.exporter import gputop_serve_argv, read_announcement  # noqa: E402
 
 SECTION = "## Exporter: `gputop --serve` against `gputop --record`"
-"""Heading of the section this script owns in RESULTS.md."""
+"""Heading of the section this script owns in RESULTS-cluster.md."""
 
 
 @dataclass

@@ -10,15 +10,17 @@ import socket
 import ssl
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from base64 import b64encode
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from gputop import metric_names as names
-from gputop.exporter.server import LISTEN_BACKLOG
+from gputop.exporter.server import LISTEN_BACKLOG, ExporterServer, ListenAddress
 from support.exporter import gputop_serve_argv, read_announcement, serving
 from support.fake_nvml import FakeGpu, FakeScenario, fake_nvml_env
 
@@ -199,3 +201,32 @@ def test_a_signal_stops_it_cleanly(env, sig: signal.Signals) -> None:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def _connection_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "gputop-exporter-connection"]
+
+
+def test_connection_threads_are_reused_and_a_stalled_client_gets_its_own() -> None:
+    def app(environ: dict[str, object], start_response: Callable[..., object]) -> list[bytes]:
+        start_response("200 OK", [("Content-Type", "text/plain")])
+        return [b"ok\n"]
+
+    before = set(_connection_threads())
+    server = ExporterServer(ListenAddress("127.0.0.1", 0), app)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        for _ in range(5):
+            with urllib.request.urlopen(server.url + "/", timeout=10) as response:
+                assert response.read() == b"ok\n"
+            time.sleep(0.05)  # the thread is back to waiting for the next connection
+        assert len(set(_connection_threads()) - before) == 1
+        with socket.create_connection(("127.0.0.1", server.server_port)) as stalled:  # sends nothing
+            time.sleep(0.2)
+            with urllib.request.urlopen(server.url + "/", timeout=5) as response:
+                assert response.read() == b"ok\n"
+            assert len(set(_connection_threads()) - before) == 2
+            stalled.close()
+    finally:
+        server.shutdown()
+        server.server_close()

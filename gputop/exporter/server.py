@@ -3,6 +3,8 @@
 Unlike ``prometheus_client.start_http_server`` (socketserver's listen backlog of 5, no idle timeout), it
 keeps a long listen backlog, serves each connection on a daemon thread with a read timeout, does the TLS
 handshake on that thread (a slow client never holds up the accept loop) and drops broken clients quietly.
+Connection threads are kept a while after their connection ends and reused: starting a thread for every scrape
+cost 0.2-0.3 ms CPU a scrape, about half as much again as the HTTP handling.
 """
 
 from __future__ import annotations
@@ -12,9 +14,11 @@ import binascii
 import gzip
 import hmac
 import os
+import queue
 import socket
 import ssl
 import stat
+import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +43,9 @@ DEFAULT_HOST = "127.0.0.1"
 LANDING_PAGE = (b"<!doctype html><html><head><title>gputop exporter</title></head><body><h1>gputop exporter</h1>"
                 b"<p><a href=\"/metrics\">/metrics</a></p></body></html>\n")
 """What ``/`` answers."""
+
+THREAD_IDLE_S = 300.0
+"""How long a connection thread waits for the next connection before it ends (Prometheus scrapes every 15 s to 1 min)."""
 
 GZIP_LEVEL = 1
 """Compression level of a gzip-encoded scrape: prometheus_client's own (9) costs ten times the CPU
@@ -180,10 +187,45 @@ class _QuietHandler(WSGIRequestHandler):
         """Requests are not logged: a scrape a second would fill the journal."""
 
 
-class ExporterServer(ThreadingMixIn, WSGIServer):
-    """A threaded WSGI server: long backlog, daemon threads, optional TLS."""
+class _Workers:
+    """Daemon threads that serve one connection at a time: an idle one takes the next connection, else a new one
+    starts, so a connection never waits for another; a thread idle for ``THREAD_IDLE_S`` ends."""
 
-    daemon_threads = True
+    def __init__(self, serve: Callable[[Any, Any], None]) -> None:
+        self._serve = serve
+        self._connections: queue.SimpleQueue[tuple[Any, Any]] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._idle = 0
+
+    def submit(self, request: Any, client_address: Any) -> None:
+        """Serve ``request`` on an idle thread or a new one; returns at once."""
+        with self._lock:
+            start = self._idle == 0
+            if not start:
+                self._idle -= 1  # that thread is taken: a connection queued now is its
+        self._connections.put((request, client_address))
+        if start:
+            threading.Thread(target=self._run, name="gputop-exporter-connection", daemon=True).start()
+
+    def _run(self) -> None:
+        while True:
+            try:
+                request, client_address = self._connections.get(timeout=THREAD_IDLE_S)
+            except queue.Empty:
+                with self._lock:
+                    if self._idle > 0:  # else a submit took this thread just now: its connection is queued
+                        self._idle -= 1
+                        return
+                continue
+            self._serve(request, client_address)
+            with self._lock:
+                self._idle += 1
+
+
+class ExporterServer(ThreadingMixIn, WSGIServer):
+    """A threaded WSGI server: long backlog, reused daemon threads, optional TLS."""
+
+    block_on_close = False  # server_close does not wait for connection threads
     request_queue_size = LISTEN_BACKLOG
     allow_reuse_address = True
 
@@ -203,7 +245,12 @@ class ExporterServer(ThreadingMixIn, WSGIServer):
             self.socket = tls.wrap_socket(self.socket, server_side=True, do_handshake_on_connect=False)
         self.tls = tls is not None
         """True when it serves HTTPS."""
+        self._workers = _Workers(self.process_request_thread)
         self.set_app(app)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        """Hand the connection to a connection thread (``ThreadingMixIn.process_request_thread`` serves it)."""
+        self._workers.submit(request, client_address)
 
     def server_bind(self) -> None:
         """Bind without the reverse DNS lookup ``HTTPServer`` makes for its server name."""
