@@ -5,12 +5,16 @@ The nodes share this machine's processes; each scenario says which of them are o
 of four ranks spans node-a (ranks 0, 1) and node-b (ranks 2, 3): every rank carries the same rendezvous, so both
 exporters give it the same ``cluster_job``. Rank 3 runs at a third of the others' SM: a straggler. On node-c an
 idle process holds 20 GiB of a GPU that does nothing, and two GPUs are free.
+
+The same fleet is then driven in ``gputop --cluster`` in a real pty at 160x45 and 80x24, and one exporter is
+stopped: its node must show DOWN within a few scrapes.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -21,9 +25,10 @@ from pathlib import Path
 import pytest
 
 from gputop.cluster.source import ClusterSource
-from support.exporter import serving
+from support.exporter import RunningExporter, serving
 from support.fake_nvml import FakeGpu, FakeScenario, fake_nvml_env
 from support.prometheus import PrometheusServer, Target, require_prometheus
+from support.terminal import PtyTerminal, gputop_argv
 from support.workloads import torchrun_job
 
 REPO = Path(__file__).resolve().parents[1]
@@ -39,8 +44,14 @@ def busy(pid: int, sm: int, util: int = 95) -> FakeGpu:
                    live_process_samples=[(pid, 40, sm)])
 
 
+class Cluster(str):
+    """The Prometheus URL, with the running exporters by host (to stop one)."""
+
+    exporters: dict[str, RunningExporter]
+
+
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory, fake_nvml_lib: Path) -> Iterator[str]:
+def cluster(tmp_path_factory: pytest.TempPathFactory, fake_nvml_lib: Path) -> Iterator[Cluster]:
     require_prometheus()
     tmp = tmp_path_factory.mktemp("cluster")
     config = tmp / "config.toml"
@@ -57,14 +68,18 @@ def cluster(tmp_path_factory: pytest.TempPathFactory, fake_nvml_lib: Path) -> It
                            FakeGpu(util_gpu=0, mem_used=0), FakeGpu(util_gpu=0, mem_used=0)],
             }
             targets = []
+            exporters = {}
             for host, gpus in scenarios.items():
                 scenario = FakeScenario(gpus=gpus).write(tmp / f"{host}.txt")
                 env = {**fake_nvml_env(fake_nvml_lib, scenario), "PYTHONPATH": str(REPO)}
                 exporter = stack.enter_context(serving(["--hostname", host, "--config", str(config),
                                                         "--interval", "0.5"], env=env))
+                exporters[host] = exporter
                 targets.append(Target(exporter.url.split("://", 1)[1], instance=f"{host}:9401"))
             prometheus = stack.enter_context(PrometheusServer(targets))
-            yield prometheus.url
+            url = Cluster(prometheus.url)
+            url.exporters = exporters
+            yield url
     finally:
         idle.kill()
         idle.wait()
@@ -115,3 +130,53 @@ def test_three_exporters_once_and_json(cluster):
         assert f"{host}  up  gputop --serve  CPU " in table.stdout
     assert "Straggler in rdzv:" in table.stdout and "idle while holding" in table.stdout
     assert "Advice raised on the nodes (gputop --serve)" in table.stdout
+
+
+def visible(output: bytes) -> str:
+    """The terminal output with its escape sequences removed (enough to find the words the screen drew)."""
+    return re.sub(rb"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][A-Z0-9]|\x1b[=>]", b" ", output).decode("utf-8", "replace")
+
+
+def open_cluster_view(cluster: str, size: tuple[int, int]) -> PtyTerminal:
+    """``gputop --cluster URL`` in a real pty (whole changed lines, so words can be read out of the bytes)."""
+    argv = gputop_argv("--cluster", cluster, "--interval", "1", "--cluster-history", HISTORY)
+    return PtyTerminal(argv, size, env={**os.environ, "PYTHONPATH": str(REPO), "GPUTOP_PARTIAL_OUTPUT": "0"})
+
+
+@pytest.mark.parametrize("size", [(160, 45), (80, 24)])
+def test_three_exporters_in_the_cluster_view(cluster, size):
+    wait_for_fleet_advice(cluster)
+    with open_cluster_view(cluster, size) as term:
+        screen = lambda: visible(bytes(term.output))  # noqa: E731 - read again on every check
+        term.wait_for(lambda: all(re.search(rf"{host}\s+up\b", screen()) for host in ("node-a", "node-b", "node-c")),
+                      "three nodes up", 60)
+        term.wait_for(lambda: "Straggler" in screen(), "the straggler across node-a and node-b", 60)
+        mark = len(term.output)
+        for key in b"/node-b\r":  # typed one by one: a burst would read as a paste
+            term.send(bytes([key]))
+            time.sleep(0.15)
+        time.sleep(0.5)
+        term.send(b"\r")
+        drilled = lambda: visible(bytes(term.output[mark:]))  # noqa: E731
+        term.wait_for(lambda: "History (range" in drilled() and "util 0-100%" in drilled(), "node-b's charts", 30)
+        if size[0] >= 120:
+            term.wait_for(lambda: "Processes" in drilled() and "python" in drilled(), "node-b's processes", 30)
+        mark = len(term.output)
+        term.send(b"\x1b")
+        term.send(b"\x1b")  # closes the filter
+        term.wait_for(lambda: "node-a" in visible(bytes(term.output[mark:])), "back on the fleet", 30)
+        time.sleep(0.5)  # q straight after Esc would read as Alt+q
+        assert "Traceback" not in screen()
+        assert term.quit() == 0
+
+
+def test_a_stopped_exporter_shows_its_node_down(cluster):
+    """Last in this file: it stops node-c's exporter for good."""
+    with open_cluster_view(cluster, (80, 24)) as term:
+        term.wait_for(lambda: re.search(r"node-c\s+up\b", visible(bytes(term.output))) is not None, "node-c up", 60)
+        mark = len(term.output)
+        stopped = time.monotonic()
+        cluster.exporters["node-c"].proc.terminate()
+        term.wait_for(lambda: "DOWN" in visible(bytes(term.output[mark:])), "node-c shown down", 30)
+        print(f"node-c shown DOWN {time.monotonic() - stopped:.1f} s after its exporter stopped")
+        assert term.quit() == 0
