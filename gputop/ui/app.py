@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import ClassVar
 
 from textual import work
-from textual.actions import SkipAction
 from textual.app import ComposeResult, SystemCommand
 from textual.binding import BindingType
 from textual.containers import Horizontal, Vertical
@@ -269,13 +268,6 @@ class GputopApp(TerminalGuardedApp):
         if action == "clear_filter":
             return self._filter.display or None
         return True
-
-    def action_interrupt(self) -> None:
-        """Ctrl+C: quit from any screen or dialog, unless text is selected (Textual's copy then takes the key)."""
-        focused = self.focused
-        if (isinstance(focused, Input) and focused.selected_text) or self.screen.get_selected_text():
-            raise SkipAction()
-        self.exit()
 
     def action_pause(self) -> None:
         """Pause or resume polling."""

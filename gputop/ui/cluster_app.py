@@ -21,7 +21,6 @@ from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
-from textual.actions import SkipAction
 from textual.app import ComposeResult, SystemCommand
 from textual.binding import BindingType
 from textual.containers import Horizontal, VerticalScroll
@@ -262,13 +261,6 @@ class ClusterApp(TerminalGuardedApp):
         if action == "leave":
             return not on_fleet or self._filter.display
         return True
-
-    def action_interrupt(self) -> None:
-        """Ctrl+C: quit, unless text is selected (Textual's copy then takes the key)."""
-        focused = self.focused
-        if (isinstance(focused, Input) and focused.selected_text) or self.screen.get_selected_text():
-            raise SkipAction()
-        self.exit()
 
     def action_pause(self) -> None:
         """Pause or resume polling."""

@@ -1,9 +1,10 @@
-"""Leaving cleanly when the terminal goes: the shared base of the monitor and the cluster view.
+"""Leaving cleanly when the terminal goes, or on Ctrl+C: the shared base of the monitor and the cluster view.
 
 SIGHUP and SIGTERM make the app exit with 128 + the signal's number, and a
 :class:`~gputop.ui.watchdog.TerminalWatchdog` posts :class:`~gputop.ui.messages.TerminalLost` when the
 terminal hangs up or stdin reaches end of file. Either way the process ends anyway should the exit stall
-(:func:`~gputop.ui.watchdog.force_exit_later`).
+(:func:`~gputop.ui.watchdog.force_exit_later`). Ctrl+C (the ``interrupt`` action) quits unless text is
+selected, which Textual's copy then takes.
 """
 
 from __future__ import annotations
@@ -11,7 +12,9 @@ from __future__ import annotations
 import asyncio
 import signal
 
+from textual.actions import SkipAction
 from textual.app import App
+from textual.widgets import Input
 
 from gputop.ui.messages import TerminalLost
 from gputop.ui.watchdog import HANGUP_EXIT_STATUS, TerminalWatchdog, force_exit_later
@@ -21,7 +24,7 @@ TERMINATE_EXIT_STATUS = 143
 
 
 class TerminalGuardedApp(App[None]):
-    """An app that exits on SIGHUP, SIGTERM or a lost terminal once :meth:`_install_terminal_guards` ran.
+    """An app that exits on Ctrl+C, and on SIGHUP, SIGTERM or a lost terminal once :meth:`_install_terminal_guards` ran.
 
     Subclasses call :meth:`_install_terminal_guards` on mount and :meth:`_remove_terminal_guards` on unmount.
     """
@@ -56,3 +59,10 @@ class TerminalGuardedApp(App[None]):
     def on_terminal_lost(self, message: TerminalLost) -> None:
         """The watchdog found the terminal gone: leave (it ends the process if this stalls)."""
         self.exit(return_code=HANGUP_EXIT_STATUS)
+
+    def action_interrupt(self) -> None:
+        """Ctrl+C: quit from any screen or dialog, unless text is selected (Textual's copy then takes the key)."""
+        focused = self.focused
+        if (isinstance(focused, Input) and focused.selected_text) or self.screen.get_selected_text():
+            raise SkipAction()
+        self.exit()
