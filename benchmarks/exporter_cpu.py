@@ -16,7 +16,6 @@ import argparse
 import gzip
 import json
 import platform
-import signal
 import statistics
 import subprocess
 import sys
@@ -35,7 +34,7 @@ from run import base_env, gputop_env, precompile
 from scenario import REPO
 
 sys.path.insert(0, str(REPO / "tests"))
-from support.exporter import gputop_serve_argv, read_announcement  # noqa: E402
+from support.exporter import gputop_serve_argv, read_announcement, terminate  # noqa: E402
 
 SECTION = "## Exporter: `gputop --serve` against `gputop --record`"
 """Heading of the section this script owns in RESULTS-cluster.md."""
@@ -118,15 +117,6 @@ def _measure(proc: subprocess.Popen[bytes], warmup: float, seconds: float, scrap
     return 1000.0 * (tree_cpu(root) - cpu) / (time.monotonic() - wall)
 
 
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    proc.send_signal(signal.SIGTERM)
-    try:
-        proc.wait(15)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-
-
 def run_serve(env: dict[str, str], args: argparse.Namespace) -> Sample:
     """Start ``gputop --serve``, scrape it, measure it."""
     proc = subprocess.Popen(gputop_serve_argv("--interval", "1"), env=env, stdin=subprocess.DEVNULL,
@@ -141,7 +131,7 @@ def run_serve(env: dict[str, str], args: argparse.Namespace) -> Sample:
         return Sample("serve", cpu, scraper.count, scraper.body_bytes, scraper.gzip_bytes,
                       1000.0 * statistics.median(scraper.durations) if scraper.durations else 0.0)
     finally:
-        _stop(proc)
+        terminate(proc, timeout=15.0)
 
 
 def run_record(env: dict[str, str], args: argparse.Namespace, path: Path) -> Sample:
@@ -151,7 +141,7 @@ def run_record(env: dict[str, str], args: argparse.Namespace, path: Path) -> Sam
     try:
         return Sample("record", _measure(proc, args.warmup, args.measure, None))
     finally:
-        _stop(proc)
+        terminate(proc, timeout=15.0)
 
 
 def report(samples: list[tuple[Sample, Sample]], args: argparse.Namespace) -> str:

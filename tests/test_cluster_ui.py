@@ -11,7 +11,7 @@ import dataclasses
 import io
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
@@ -28,18 +28,10 @@ from gputop.ui.cluster_poll import ClusterPoller, PolledFrame
 from gputop.ui.cluster_table import HOST_ROW, ClusterTable
 from gputop.ui.help_screen import HelpScreen
 from support.cluster_frames import URL, fleet, host_name, small_cluster, unreachable
+from support.timezone import utc  # noqa: F401  (autouse: every test here runs in UTC)
 
 SIZES = [(80, 24), (160, 45)]
 REPO = Path(__file__).resolve().parent.parent
-
-
-@pytest.fixture(autouse=True)
-def utc(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setenv("TZ", "UTC")
-    time.tzset()
-    yield
-    monkeypatch.undo()
-    time.tzset()
 
 
 class Player:

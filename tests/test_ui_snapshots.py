@@ -9,9 +9,6 @@ SVGs (``tests/__snapshots__/test_ui_snapshots/``) before committing them.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Iterator
-
 import pytest
 from test_ui_app import EditedSource
 from textual.pilot import Pilot
@@ -22,15 +19,7 @@ from gputop.ui.app import GputopApp
 from gputop.ui.gpu_panel import GpuPanel
 from gputop.ui.process_table import ProcessTable
 from support.jobs import with_jobs
-
-
-@pytest.fixture(autouse=True)
-def utc(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setenv("TZ", "UTC")
-    time.tzset()
-    yield
-    monkeypatch.undo()
-    time.tzset()
+from support.timezone import utc  # noqa: F401  (autouse: every test here runs in UTC)
 
 
 def frozen_app(scenario: str, **kwargs: object) -> GputopApp:

@@ -11,9 +11,7 @@ line on narrow terminals.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
-import signal
 import time
 from collections.abc import Iterable, Mapping
 from functools import partial
@@ -21,8 +19,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from textual import work
-from textual.actions import SkipAction
-from textual.app import App, ComposeResult, SystemCommand
+from textual.app import ComposeResult, SystemCommand
 from textual.binding import BindingType
 from textual.containers import Horizontal, Vertical
 from textual.geometry import Size
@@ -45,10 +42,10 @@ from gputop.ui.header import HeaderBar
 from gputop.ui.help_screen import HelpScreen
 from gputop.ui.host_panel import HostPanel
 from gputop.ui.job_text import container_facts, job_facts, job_label, jobs_by_id
-from gputop.ui.messages import FrameReady, TerminalLost
+from gputop.ui.messages import FrameReady
 from gputop.ui.partial_output import activate as activate_partial_output
 from gputop.ui.process_table import ProcessTable
-from gputop.ui.watchdog import HANGUP_EXIT_STATUS, TerminalWatchdog, force_exit_later
+from gputop.ui.terminal_guard import TerminalGuardedApp
 from gputop.units import fmt_bytes, fmt_percent
 
 WIDE_MIN_COLUMNS = 120
@@ -66,8 +63,6 @@ ADVICE_BELOW_MAX_LINES = 8
 MAX_INTERVAL = 60.0
 """Longest polling period the ``+`` key goes to, in seconds."""
 
-TERMINATE_EXIT_STATUS = 143
-"""Exit status after SIGTERM (128 + 15)."""
 
 class Body(Horizontal):
     """The area between the header and the footer; posts :class:`BodyResized` when its size changes."""
@@ -81,7 +76,7 @@ class BodyResized(Message):
     """The body changed size, usually because the terminal did."""
 
 
-class GputopApp(App[None]):
+class GputopApp(TerminalGuardedApp):
     """The live monitor. Runs ``sampler`` while mounted and stops it on exit."""
 
     CSS_PATH = "gputop.tcss"
@@ -123,7 +118,6 @@ class GputopApp(App[None]):
         self._has_advice = False
         self._laid_out_for = Size(0, 0)
         self._advice_shown = False
-        self._watchdog: TerminalWatchdog | None = None
         self._core_count = -1
         self._header = HeaderBar(ascii_mode=ascii_mode, id="header")
         self._gpus = GpuArea(ascii_mode=ascii_mode, id="gpus")
@@ -167,33 +161,11 @@ class GputopApp(App[None]):
         if self.live:
             self.sampler.subscribe(self._on_sampler_snapshot)
             self.sampler.start()
-        if not self.is_headless:
-            self._install_terminal_guards()
-
-    def _install_terminal_guards(self) -> None:
-        """Exit cleanly on SIGHUP/SIGTERM and when the terminal disappears."""
-        loop = asyncio.get_running_loop()
-        loop.add_signal_handler(signal.SIGHUP, self._on_hangup_signal, HANGUP_EXIT_STATUS)
-        loop.add_signal_handler(signal.SIGTERM, self._on_hangup_signal, TERMINATE_EXIT_STATUS)
-        self._watchdog = TerminalWatchdog(self._report_terminal_lost)
-        self._watchdog.start()
-
-    def _report_terminal_lost(self) -> None:
-        """Watchdog-thread callback: tell the UI thread the terminal is gone."""
-        self.post_message(TerminalLost())
-
-    def _on_hangup_signal(self, status: int) -> None:
-        self.exit(return_code=status)
-        force_exit_later(status=status)
-
-    def on_terminal_lost(self, message: TerminalLost) -> None:
-        """The watchdog found the terminal gone: leave (it ends the process if this stalls)."""
-        self.exit(return_code=HANGUP_EXIT_STATUS)
+        self._install_terminal_guards()
 
     def on_unmount(self) -> None:
         """Stop polling and the watchdog."""
-        if self._watchdog is not None:
-            self._watchdog.stop()
+        self._remove_terminal_guards()
         if self.live:
             self.sampler.stop()
 
@@ -296,13 +268,6 @@ class GputopApp(App[None]):
         if action == "clear_filter":
             return self._filter.display or None
         return True
-
-    def action_interrupt(self) -> None:
-        """Ctrl+C: quit from any screen or dialog, unless text is selected (Textual's copy then takes the key)."""
-        focused = self.focused
-        if (isinstance(focused, Input) and focused.selected_text) or self.screen.get_selected_text():
-            raise SkipAction()
-        self.exit()
 
     def action_pause(self) -> None:
         """Pause or resume polling."""

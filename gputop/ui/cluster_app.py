@@ -12,10 +12,8 @@ fetch that host's histories.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
-import signal
 import time
 from collections.abc import Iterable
 from functools import partial
@@ -23,8 +21,7 @@ from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
-from textual.actions import SkipAction
-from textual.app import App, ComposeResult, SystemCommand
+from textual.app import ComposeResult, SystemCommand
 from textual.binding import BindingType
 from textual.containers import Horizontal, VerticalScroll
 from textual.message import Message
@@ -41,7 +38,7 @@ from gputop.ui.cluster_table import ClusterTable
 from gputop.ui.cluster_text import busy_gpus, free_count, missing_panels_line, poll_line
 from gputop.ui.help_screen import HelpScreen
 from gputop.ui.partial_output import activate as activate_partial_output
-from gputop.ui.watchdog import HANGUP_EXIT_STATUS, TerminalWatchdog, force_exit_later
+from gputop.ui.terminal_guard import TerminalGuardedApp
 
 if TYPE_CHECKING:
     import argparse
@@ -67,9 +64,6 @@ STATS_FILE_ENV = "GPUTOP_STATS_FILE"
 LATENCIES_KEPT = 1000
 """Poll-to-screen times kept for the statistics."""
 
-TERMINATE_EXIT_STATUS = 143
-"""Exit status after SIGTERM (128 + 15)."""
-
 
 class ClusterFrameReady(Message):
     """A poll finished; a newer one replaces a stale one still waiting in the queue."""
@@ -84,11 +78,7 @@ class ClusterFrameReady(Message):
         return isinstance(message, ClusterFrameReady)
 
 
-class TerminalGone(Message):
-    """The controlling terminal hung up: the app should exit."""
-
-
-class ClusterApp(App[None]):
+class ClusterApp(TerminalGuardedApp):
     """The cluster view over ``poll`` (see :data:`gputop.ui.cluster_poll.Poll`), polled every ``interval`` seconds."""
 
     CSS_PATH: ClassVar[list[str | PurePath]] = ["gputop.tcss", "cluster.tcss"]
@@ -115,7 +105,6 @@ class ClusterApp(App[None]):
         """Seconds from each poll's return to the screen refresh that showed it (the newest LATENCIES_KEPT)."""
         self._shown_at: float | None = None
         self._advice_open: bool | None = None
-        self._watchdog: TerminalWatchdog | None = None
         self._header = Static(Text(""), id="header")
         self._table = ClusterTable(ascii_mode=ascii_mode, id="fleet")
         self._advice = AdviceText(ascii_mode=ascii_mode, id="fleet-advice")
@@ -149,30 +138,12 @@ class ClusterApp(App[None]):
         self._table.focus()
         self.poller.start()
         self.set_interval(1.0, self._show_status)
-        if not self.is_headless:
-            loop = asyncio.get_running_loop()
-            loop.add_signal_handler(signal.SIGHUP, self._on_signal, HANGUP_EXIT_STATUS)
-            loop.add_signal_handler(signal.SIGTERM, self._on_signal, TERMINATE_EXIT_STATUS)
-            self._watchdog = TerminalWatchdog(self._report_terminal_gone)
-            self._watchdog.start()
-
-    def _report_terminal_gone(self) -> None:
-        """Watchdog-thread callback: tell the UI thread the terminal is gone."""
-        self.post_message(TerminalGone())
-
-    def _on_signal(self, status: int) -> None:
-        self.exit(return_code=status)
-        force_exit_later(status=status)
-
-    def on_terminal_gone(self, message: TerminalGone) -> None:
-        """The terminal is gone: leave (the watchdog ends the process if this stalls)."""
-        self.exit(return_code=HANGUP_EXIT_STATUS)
+        self._install_terminal_guards()
 
     def on_unmount(self) -> None:
         """Stop polling and watching the terminal."""
         self.poller.stop()
-        if self._watchdog is not None:
-            self._watchdog.stop()
+        self._remove_terminal_guards()
 
     def on_resize(self) -> None:
         """Re-place the advice for the new width."""
@@ -290,13 +261,6 @@ class ClusterApp(App[None]):
         if action == "leave":
             return not on_fleet or self._filter.display
         return True
-
-    def action_interrupt(self) -> None:
-        """Ctrl+C: quit, unless text is selected (Textual's copy then takes the key)."""
-        focused = self.focused
-        if (isinstance(focused, Input) and focused.selected_text) or self.screen.get_selected_text():
-            raise SkipAction()
-        self.exit()
 
     def action_pause(self) -> None:
         """Pause or resume polling."""

@@ -16,9 +16,7 @@ from typing import ClassVar
 from rich.segment import Segment
 from rich.style import Style
 from textual import events
-from textual.binding import Binding, BindingType
-from textual.geometry import Region, Size
-from textual.scroll_view import ScrollView
+from textual.geometry import Size
 from textual.strip import Strip
 
 from gputop.cluster.frame import ClusterFrame, ClusterGpu, ClusterNode
@@ -38,6 +36,7 @@ from gputop.ui.cluster_text import (
 )
 from gputop.ui.format import LineBuilder, fit, fit_cell, memory_pair, short_gpu_name
 from gputop.ui.line_diff import line_regions, refresh_regions
+from gputop.ui.row_cursor import RowCursorView
 from gputop.units import NA, fmt_celsius, fmt_percent, fmt_watts
 
 SORT_KEYS = ("name", "util", "memory", "free")
@@ -148,8 +147,12 @@ def filter_nodes(nodes: Iterable[ClusterNode], text: str) -> list[ClusterNode]:
     ]
 
 
-class ClusterTable(ScrollView, can_focus=True):
-    """Hosts and their GPUs, with a cursor; feed it frames with :meth:`show`."""
+class ClusterTable(RowCursorView[RowKey], can_focus=True):
+    """Hosts and their GPUs, with a cursor (keys from :class:`~gputop.ui.row_cursor.RowCursorView`); feed it frames
+    with :meth:`show`."""
+
+    CURSOR_COMPONENT: ClassVar[str] = "cluster-table--cursor"
+    """The component class that styles the cursor row."""
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {
         "cluster-table--header",
@@ -179,15 +182,6 @@ class ClusterTable(ScrollView, can_focus=True):
     ClusterTable > .cluster-table--mem { color: $secondary-lighten-2; }
     """
 
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("up", "cursor_up", "Up", show=False),
-        Binding("down", "cursor_down", "Down", show=False),
-        Binding("pageup", "page_up", "Page up", show=False),
-        Binding("pagedown", "page_down", "Page down", show=False),
-        Binding("home", "cursor_first", "First", show=False),
-        Binding("end", "cursor_last", "Last", show=False),
-    ]
-
     def __init__(self, *, ascii_mode: bool = False, id: str | None = None) -> None:
         super().__init__(id=id)
         self.ascii_mode = ascii_mode
@@ -202,8 +196,8 @@ class ClusterTable(ScrollView, can_focus=True):
         self._sort_reverse = False
         self._strips: dict[RowKey, tuple[tuple[object, ...], Strip]] = {}
         self._styles: dict[str, Style] = {}
-        self._width = 80
-        self._columns, self._spark_util, self._spark_mem = _layout(self._width)
+        self._line_width = 80
+        self._columns, self._spark_util, self._spark_mem = _layout(self._line_width)
         self.rows_rendered = 0
         """Row lines rendered since start (a measure of the work a poll causes)."""
 
@@ -290,7 +284,7 @@ class ClusterTable(ScrollView, can_focus=True):
         self._place_cursor()
         if not self.is_mounted:
             return
-        self.virtual_size = Size(self._width, len(self._rows) + 1)
+        self.virtual_size = Size(self._line_width, len(self._rows) + 1)
         if self._fit_width() or header or [row.key for row in old] != [row.key for row in self._rows]:
             live = {row.key for row in self._rows}
             self._strips = {key: value for key, value in self._strips.items() if key in live}
@@ -306,9 +300,9 @@ class ClusterTable(ScrollView, can_focus=True):
             after = self._row_strip(row)
             y = index - top + 1
             if index == self._cursor:
-                self.refresh(Region(0, y, self._width, 1))
+                self._refresh_row(index)
             else:
-                refresh_regions(self, line_regions(y, None if cached is None else cached[1], after, self._width))
+                refresh_regions(self, line_regions(y, None if cached is None else cached[1], after, self._line_width))
 
     def _build_rows(self) -> list[_Row]:
         frame = self._frame
@@ -357,17 +351,9 @@ class ClusterTable(ScrollView, can_focus=True):
         note = safe_text(node.note, 120)
         return (arrow, host_text(node.host), state, exporter, gpus, job_text, util_text, advice_text, note)
 
-    def _place_cursor(self) -> None:
-        index = None
-        if self._cursor_key is not None:
-            index = next((i for i, row in enumerate(self._rows) if row.key == self._cursor_key), None)
-            if index is None:  # its GPU row is gone (host collapsed or filtered): stay on the host
-                host = (self._cursor_key[0], HOST_ROW)
-                index = next((i for i, row in enumerate(self._rows) if row.key == host), None)
-        if index is None:
-            index = min(self._cursor, max(0, len(self._rows) - 1))
-        self._cursor = index
-        self._cursor_key = self._rows[index].key if self._rows else None
+    def _cursor_fallback(self, key: RowKey) -> RowKey:
+        """A GPU row that is gone (its host collapsed or filtered) leaves the cursor on its host's row."""
+        return (key[0], HOST_ROW)
 
     # -- rendering --------------------------------------------------------------------------
 
@@ -398,9 +384,9 @@ class ClusterTable(ScrollView, can_focus=True):
         """Fit the columns to the width left beside the scroll bar (which comes and goes without a resize);
         True when it changed."""
         width = max(1, self.scrollable_content_region.width)
-        if width == self._width:
+        if width == self._line_width:
             return False
-        self._width = width
+        self._line_width = width
         self._columns, self._spark_util, self._spark_mem = _layout(width)
         self._strips.clear()
         self.virtual_size = Size(width, len(self._rows) + 1)
@@ -413,7 +399,7 @@ class ClusterTable(ScrollView, can_focus=True):
         for caption, short, width in (("util history", "util", self._spark_util), ("memory history", "mem", self._spark_mem)):
             if width:
                 text += fit_cell(caption if width > len(caption) else short, width, False) + " "
-        line = LineBuilder(self._width, self._style(""))
+        line = LineBuilder(self._line_width, self._style(""))
         line.add_cut(text.rstrip(), style, self.ascii_mode)
         line.add_cut(f"  hosts by {self._sort_key}{arrow}", style, self.ascii_mode)
         return line.strip()
@@ -426,7 +412,7 @@ class ClusterTable(ScrollView, can_focus=True):
             text = f"No host matches the filter {safe_text(self._filter, 40)!r} (Esc clears it)."
         else:
             text = "No GPU nodes found: see the lines below."
-        line = LineBuilder(self._width, self._style(""))
+        line = LineBuilder(self._line_width, self._style(""))
         line.add_cut(text, self._style("cluster-table--note"), self.ascii_mode)
         return line.strip()
 
@@ -442,7 +428,7 @@ class ClusterTable(ScrollView, can_focus=True):
     def _host_strip(self, row: _Row) -> Strip:
         arrow, name, state, exporter, gpus, jobs, util, advice, note = (str(cell) for cell in row.cells)
         host = self._style("cluster-table--host")
-        line = LineBuilder(self._width, host)
+        line = LineBuilder(self._line_width, host)
         line.add(f"{arrow} ")
         line.add_cut(name, host, self.ascii_mode)
         line.add("  ")
@@ -473,7 +459,7 @@ class ClusterTable(ScrollView, can_focus=True):
             segments.extend(chart)
             segments.append(Segment(" ", base))
             width += spark + 1
-        return Strip(segments, width).adjust_cell_length(self._width, base)
+        return Strip(segments, width).adjust_cell_length(self._line_width, base)
 
     def render_line(self, y: int) -> Strip:
         """The column header on top, then the rows from the scroll position."""
@@ -485,62 +471,10 @@ class ClusterTable(ScrollView, can_focus=True):
         if not 0 <= index < len(self._rows):
             if index == 0:
                 return self._empty_strip()
-            return Strip.blank(self._width, self._style(""))
-        strip = self._row_strip(self._rows[index])
-        if index == self._cursor:
-            cursor = self.get_component_rich_style("cluster-table--cursor", partial=True)
-            strip = Strip(list(Segment.apply_style(iter(strip), None, cursor)), strip.cell_length)
-        return strip
+            return Strip.blank(self._line_width, self._style(""))
+        return self._cursor_strip(index, self._row_strip(self._rows[index]))
 
-    # -- cursor -----------------------------------------------------------------------------
-
-    def _refresh_row(self, index: int) -> None:
-        top = int(self.scroll_offset.y)
-        if top <= index:
-            self.refresh(Region(0, index - top + 1, self._width, 1))
-
-    def move_cursor(self, index: int) -> None:
-        """Put the cursor on row ``index`` (clamped) and scroll it into view."""
-        if not self._rows:
-            return
-        index = max(0, min(index, len(self._rows) - 1))
-        self._refresh_row(self._cursor)
-        self._cursor = index
-        self._cursor_key = self._rows[index].key
-        visible = max(1, self.scrollable_content_region.height - 1)
-        top = int(self.scroll_offset.y)
-        if index < top:
-            self.scroll_to(y=index, animate=False, immediate=True)
-        elif index >= top + visible:
-            self.scroll_to(y=index - visible + 1, animate=False, immediate=True)
-        self._refresh_row(index)
-
-    def _page(self) -> int:
-        return max(1, self.scrollable_content_region.height - 2)
-
-    def action_cursor_up(self) -> None:
-        """One row up."""
-        self.move_cursor(self._cursor - 1)
-
-    def action_cursor_down(self) -> None:
-        """One row down."""
-        self.move_cursor(self._cursor + 1)
-
-    def action_page_up(self) -> None:
-        """One page up."""
-        self.move_cursor(self._cursor - self._page())
-
-    def action_page_down(self) -> None:
-        """One page down."""
-        self.move_cursor(self._cursor + self._page())
-
-    def action_cursor_first(self) -> None:
-        """To the first row."""
-        self.move_cursor(0)
-
-    def action_cursor_last(self) -> None:
-        """To the last row."""
-        self.move_cursor(len(self._rows) - 1)
+    # -- clicks -----------------------------------------------------------------------------
 
     def on_click(self, event: events.Click) -> None:
         """A click on a row moves the cursor there."""

@@ -27,9 +27,8 @@ from rich.segment import Segment
 from rich.style import Style
 from textual import events
 from textual.binding import Binding, BindingType
-from textual.geometry import Region, Size
+from textual.geometry import Size
 from textual.message import Message
-from textual.scroll_view import ScrollView
 from textual.scrollbar import ScrollBarRender
 from textual.strip import Strip
 from textual.timer import Timer
@@ -39,6 +38,7 @@ from gputop.textsafe import safe_text
 from gputop.ui.format import ASCII_ELLIPSIS, fit_cell
 from gputop.ui.job_text import container_labels, job_label, jobs_by_id
 from gputop.ui.line_diff import line_regions, refresh_regions
+from gputop.ui.row_cursor import RowCursorView
 from gputop.units import NA, fmt_bytes, fmt_duration, fmt_percent
 
 SORT_KEYS = ("gpu", "pid", "user", "container", "job", "memory", "sm", "cpu", "elapsed")
@@ -277,7 +277,7 @@ class _BlanksScrollBarRender(ScrollBarRender):
     HORIZONTAL_BARS: ClassVar[list[str]] = [" "] * 8
 
 
-class ProcessTable(ScrollView, can_focus=True):
+class ProcessTable(RowCursorView[RowKey], can_focus=True):
     """GPU processes, each followed by its DataLoader workers, with sort, filter and a collapse toggle.
 
     Feed it with :meth:`update_snapshot` every tick; it applies the newest snapshot once per
@@ -286,6 +286,9 @@ class ProcessTable(ScrollView, can_focus=True):
     :meth:`toggle_workers`. Enter on a row posts :class:`ProcessTable.ProcessSelected`. Clicking a
     column header sorts by that column.
     """
+
+    CURSOR_COMPONENT: ClassVar[str] = "process-table--cursor"
+    """The component class that styles the cursor row."""
 
     APPLY_INTERVAL = 1.0
     """Seconds between two applied snapshots (half of it at least, when aligning to the clock)."""
@@ -314,15 +317,8 @@ class ProcessTable(ScrollView, can_focus=True):
     ProcessTable > .process-table--note { text-style: dim italic; }
     """
 
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("up", "cursor_up", "Up", show=False),
-        Binding("down", "cursor_down", "Down", show=False),
-        Binding("pageup", "page_up", "Page up", show=False),
-        Binding("pagedown", "page_down", "Page down", show=False),
-        Binding("home", "cursor_first", "First", show=False),
-        Binding("end", "cursor_last", "Last", show=False),
-        Binding("enter", "select", "Details", show=False),
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("enter", "select", "Details", show=False)]
+    """Enter selects; the cursor keys come from :class:`~gputop.ui.row_cursor.RowCursorView`."""
 
     class ProcessSelected(Message):
         """Enter was pressed on a row."""
@@ -497,19 +493,6 @@ class ProcessTable(ScrollView, can_focus=True):
         self._fixed_width = _fixed_width(self._shown)
         self._command_width = max(_MIN_COMMAND_WIDTH, width - self._fixed_width)
 
-    def _place_cursor(self) -> None:
-        """Keep the cursor on the same process when it is still shown, else clamp it."""
-        index = None
-        if self._cursor_key is not None:
-            for i, row in enumerate(self._rows):
-                if row.key == self._cursor_key:
-                    index = i
-                    break
-        if index is None:
-            index = min(self._cursor, max(0, len(self._rows) - 1))
-        self._cursor = index
-        self._cursor_key = self._rows[index].key if self._rows else None
-
     def _build_rows(self) -> list[_Row]:
         if self._snapshot is None:
             return []
@@ -675,60 +658,9 @@ class ProcessTable(ScrollView, can_focus=True):
         index = int(self.scroll_offset.y) + y - 1
         if not 0 <= index < len(self._rows):
             return Strip.blank(self._line_width, base)
-        strip = self._row_strip(self._rows[index], base)
-        if index == self._cursor:
-            cursor = self.get_component_rich_style("process-table--cursor", partial=True)
-            strip = Strip(list(Segment.apply_style(iter(strip), None, cursor)), strip.cell_length)
-        return strip
+        return self._cursor_strip(index, self._row_strip(self._rows[index], base))
 
-    # -- cursor and selection -----------------------------------------------------------------
-
-    def _refresh_row(self, index: int) -> None:
-        top = int(self.scroll_offset.y)
-        if top <= index:
-            self.refresh(Region(0, index - top + 1, self._line_width, 1))
-
-    def _move_cursor(self, index: int) -> None:
-        if not self._rows:
-            return
-        index = max(0, min(index, len(self._rows) - 1))
-        self._refresh_row(self._cursor)
-        self._cursor = index
-        self._cursor_key = self._rows[index].key
-        visible = max(1, self.scrollable_content_region.height - 1)
-        top = int(self.scroll_offset.y)
-        if index < top:
-            self.scroll_to(y=index, animate=False, immediate=True)
-        elif index >= top + visible:
-            self.scroll_to(y=index - visible + 1, animate=False, immediate=True)
-        self._refresh_row(index)
-
-    def _page(self) -> int:
-        return max(1, self.scrollable_content_region.height - 2)
-
-    def action_cursor_up(self) -> None:
-        """Move the cursor one row up."""
-        self._move_cursor(self._cursor - 1)
-
-    def action_cursor_down(self) -> None:
-        """Move the cursor one row down."""
-        self._move_cursor(self._cursor + 1)
-
-    def action_page_up(self) -> None:
-        """Move the cursor one page up."""
-        self._move_cursor(self._cursor - self._page())
-
-    def action_page_down(self) -> None:
-        """Move the cursor one page down."""
-        self._move_cursor(self._cursor + self._page())
-
-    def action_cursor_first(self) -> None:
-        """Move the cursor to the first row."""
-        self._move_cursor(0)
-
-    def action_cursor_last(self) -> None:
-        """Move the cursor to the last row."""
-        self._move_cursor(len(self._rows) - 1)
+    # -- selection ----------------------------------------------------------------------------
 
     def action_select(self) -> None:
         """Post :class:`ProcessSelected` for the cursor row."""
@@ -750,7 +682,7 @@ class ProcessTable(ScrollView, can_focus=True):
                     return
                 x += column.width + 1
             return
-        self._move_cursor(int(self.scroll_offset.y) + offset.y - 1)
+        self.move_cursor(int(self.scroll_offset.y) + offset.y - 1)
 
 
 def _is_measured(process: ProcessSample) -> bool:

@@ -86,6 +86,16 @@ def read_announcement(proc: subprocess.Popen[bytes], timeout: float = 60.0) -> s
             raise AssertionError(f"gputop --serve exited ({proc.wait()}): {seen.decode('utf-8', 'replace')}")
 
 
+def terminate(proc: subprocess.Popen[bytes], timeout: float = 10.0) -> None:
+    """End ``proc`` with SIGTERM (nothing if it has exited), killing it after ``timeout`` seconds; reaps it."""
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 @contextmanager
 def serving(extra: Sequence[str] = (), env: Mapping[str, str] | None = None,
             listen: str = "127.0.0.1:0") -> Iterator[RunningExporter]:
@@ -95,12 +105,6 @@ def serving(extra: Sequence[str] = (), env: Mapping[str, str] | None = None,
     try:
         yield RunningExporter(proc, read_announcement(proc))
     finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        terminate(proc)
         if proc.stderr is not None:
             proc.stderr.close()
