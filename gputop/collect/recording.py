@@ -18,7 +18,17 @@ from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
 
+from gputop.collect.compact import CompactRecording, CompactWriter, read_compact
+from gputop.collect.jsonl_seek import JsonlRecording
 from gputop.collect.model import Snapshot
+from gputop.collect.recording_format import (
+    COMPACT_MAGIC,
+    RecordingFormat,
+    RecordingProblem,
+    SeekableRecording,
+    format_for_name,
+    sniff_format,
+)
 from gputop.collect.serialize import (
     SnapshotFormatError,
     snapshot_from_dict,
@@ -40,8 +50,27 @@ class RecordingError(OSError):
     """A recording cannot be opened or written; ``str()`` is a one-line message for the user."""
 
 
+def open_recorder(path: str | os.PathLike[str]) -> CompactWriter | Recorder:
+    """The writer for a recording at ``path``: JSON lines for ``.jsonl``/``.jsonl.gz`` names, else the compact format.
+
+    Raises :class:`RecordingError` (one line for the user) when the file cannot be opened for writing.
+    """
+    if format_for_name(path) is RecordingFormat.COMPACT:
+        return CompactWriter(path)
+    return Recorder(path)
+
+
+def open_seekable(path: str | os.PathLike[str]) -> SeekableRecording:
+    """Open any recording for random access, its format told by its first bytes; raises ``OSError`` when unreadable."""
+    with _open_regular_file(path) as file:
+        head = file.read(len(COMPACT_MAGIC))
+    if sniff_format(head) is RecordingFormat.COMPACT:
+        return CompactRecording(path)
+    return JsonlRecording(path)
+
+
 class Recorder:
-    """Appends snapshots to a recording; gzip-compressed when the path ends in ``.gz``."""
+    """Appends snapshots to a JSON-lines recording; gzip-compressed when the path ends in ``.gz``."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = os.fspath(path)
@@ -91,19 +120,6 @@ def _end_partial_line(file: BinaryIO, path: str) -> None:
 
 
 @dataclass(frozen=True, slots=True)
-class RecordingProblem:
-    """A part of a recording that could not be read and was skipped."""
-
-    line: int
-    """1-based line number (in the decompressed text) where the problem is."""
-    message: str
-    """What was wrong, e.g. ``"not valid JSON"``."""
-
-    def __str__(self) -> str:
-        return f"line {self.line}: {self.message}"
-
-
-@dataclass(frozen=True, slots=True)
 class _Damage:
     """A break in the decompressed byte stream: the bytes around it are lost."""
 
@@ -115,7 +131,7 @@ def read_recording(path: str | os.PathLike[str]) -> Generator[Snapshot | Recordi
 
     The file is opened at once, so a missing or unreadable file raises ``OSError`` here, and so does
     anything but a regular file (after symlinks): a FIFO or a device such as ``/dev/zero`` could block
-    or never end. Gzip data is recognised by its content, not its name. Never raises while iterating:
+    or never end. The format (compact, JSON lines, gzip) is told by the content, not the name. Never raises while iterating:
     a read error ends the stream with a problem. Closing the iterator closes the file.
     """
     return _records(_open_regular_file(path))
@@ -151,6 +167,9 @@ _JSON_WHITE_SPACE = b" \t\r\n"
 
 def _records(file: BinaryIO) -> Generator[Snapshot | RecordingProblem, None, None]:
     with file:
+        if _starts_compact(file):
+            yield from read_compact(file)
+            return
         for number, line, damage in _lines(_chunks(file)):
             if damage is not None:
                 yield RecordingProblem(number, damage)
@@ -158,6 +177,16 @@ def _records(file: BinaryIO) -> Generator[Snapshot | RecordingProblem, None, Non
                 text = line.strip(_JSON_WHITE_SPACE)
                 if text:
                     yield _parse(number, text)
+
+
+def _starts_compact(file: BinaryIO) -> bool:
+    """True when the file is a compact recording; either way it is left at its start."""
+    try:
+        head = file.read(len(COMPACT_MAGIC))
+        file.seek(0)
+    except OSError:
+        return False
+    return sniff_format(head) is RecordingFormat.COMPACT
 
 
 def _parse(number: int, line: bytes) -> Snapshot | RecordingProblem:

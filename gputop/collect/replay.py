@@ -19,7 +19,8 @@ from collections.abc import Generator
 from pathlib import Path
 
 from gputop.collect.model import ErrorNote, Snapshot, SourceKind
-from gputop.collect.recording import RecordingProblem, read_recording
+from gputop.collect.recording import read_recording
+from gputop.collect.recording_format import RecordingProblem
 
 MAX_SHOWN_PROBLEMS = 5
 """Damaged lines listed one by one; beyond this they are only counted."""
