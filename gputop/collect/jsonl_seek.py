@@ -86,13 +86,13 @@ class JsonlRecording:
         raised.update(advice)
 
     def read_from(self, timestamp: float | None = None) -> Iterator[Snapshot | RecordingProblem]:
-        """See ``SeekableRecording.read_from``; damage before the starting snapshot is not reported."""
+        """See ``SeekableRecording.read_from``; from a timestamp, damage before its snapshot is not reported."""
         from gputop.collect.recording import _open_regular_file, jsonl_lines, line_records, read_recording
 
-        if not self._times:
+        if timestamp is None or not self._times:
             yield from read_recording(self.path)
             return
-        entry = 0 if timestamp is None else max(0, bisect_right(self._times, timestamp) - 1)
+        entry = max(0, bisect_right(self._times, timestamp) - 1)
         first = self._numbers[entry]
         with _open_regular_file(self.path) as file:
             file.seek(self._anchors[entry])
@@ -145,7 +145,13 @@ def _fast_fields(text: bytes) -> tuple[float, dict[str, tuple[Severity, str]]] |
 
 def _fields(timestamp: object, advice: object) -> tuple[float, dict[str, tuple[Severity, str]]] | None:
     """Checked timestamp and advice of a snapshot; None when they are not what a snapshot holds."""
-    if isinstance(timestamp, bool) or not isinstance(timestamp, (int, float)) or not math.isfinite(timestamp):
+    if isinstance(timestamp, bool) or not isinstance(timestamp, (int, float)):
+        return None
+    try:
+        when = float(timestamp)
+    except OverflowError:
+        return None
+    if not math.isfinite(when):
         return None
     if not isinstance(advice, list):
         return None
@@ -156,4 +162,4 @@ def _fields(timestamp: object, advice: object) -> tuple[float, dict[str, tuple[S
         advice_id, severity, title = item.get("id"), item.get("severity"), item.get("title")
         if isinstance(advice_id, str) and isinstance(title, str) and severity in Severity.__members__.values():
             found[advice_id] = (Severity(severity), title)
-    return float(timestamp), found
+    return when, found
