@@ -298,7 +298,8 @@ class Sampler:
             now = time.monotonic()
             deadline = max(deadline + self._interval, now)
             self._wake.clear()
-            if not self._stop.is_set():  # a stop between the poll and the clear must not wait a whole period
+            # A stop or a poll_soon between the poll and the clear must not wait a whole period.
+            if not self._stop.is_set() and not self._poll_now:
                 self._wake.wait(deadline - now)
 
 
