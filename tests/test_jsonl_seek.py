@@ -6,12 +6,12 @@ import gzip
 from pathlib import Path
 
 import pytest
-from support.recordings import DAY_START, write_demo_recording
 
 from gputop.collect.jsonl_seek import JsonlRecording
 from gputop.collect.model import Snapshot
 from gputop.collect.recording import open_seekable, read_recording
 from gputop.collect.recording_format import RecordingProblem
+from support.recordings import DAY_START, write_demo_recording
 
 SECONDS = 1200
 """Length of the shared recording: four 300 s segments, so advice is raised and cleared."""

@@ -13,8 +13,6 @@ import threading
 from pathlib import Path
 
 import pytest
-from support.recordings import DAY_START, write_demo_recording
-from support.timezone import utc  # noqa: F401 - autouse: local time is UTC here
 
 from gputop.advice.engine import AdviceEngine
 from gputop.collect.frame import Frame
@@ -32,6 +30,8 @@ from gputop.collect.playback import (
 )
 from gputop.collect.replay import ReplaySource
 from gputop.collect.sampler import Sampler
+from support.recordings import DAY_START, write_demo_recording
+from support.timezone import utc  # noqa: F401 - autouse: local time is UTC here
 
 SECONDS = 1200
 

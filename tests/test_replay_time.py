@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from support.timezone import utc  # noqa: F401 - autouse: local time is UTC here
 
 from gputop.collect.replay_time import parse_when, span_text
+from support.timezone import utc  # noqa: F401 - autouse: local time is UTC here
 
 START = 1_763_856_000.0 + 30.5  # 2025-11-23 00:00:30.5 UTC
 DAY_END = START + 2 * 86400  # runs into 2025-11-25
