@@ -16,10 +16,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support.recordings import DAY_START, write_demo_recording
 from test_ui_e2e_tmux import Tmux, alive, wait_until
 
 from gputop.collect.recording import open_seekable
+from support.recordings import DAY_START, write_demo_recording
 
 pytestmark = pytest.mark.skipif(__import__("shutil").which("tmux") is None, reason="needs tmux")
 
