@@ -4,12 +4,18 @@ A number cell is one unsigned varint ``u`` coded against the cell's previous val
 ``docs/recording.md``):
 
 - ``u == 0``: unchanged (the same value, None included);
-- ``u & 3 == 0``: the quantised value changed by ``unzigzag(u >> 2)`` quanta;
+- ``u & 3 == 0``: the quantised value changed by ``unzigzag(u >> 2) << shift`` quanta;
 - ``u == 1``: None;
-- ``u & 3 == 2``: the quantised value is ``unzigzag(u >> 2)`` (after None or an escape);
+- ``u & 3 == 2``: the quantised value is ``unzigzag(u >> 2) << shift`` (after None or an escape);
 - ``u & 3 == 3``: an exact float whose IEEE-754 bits differ by ``unzigzag(u >> 2)`` from the previous
   value's bits (0 when that was not a float): any float, NaN and -0.0 included, that the quantum
   cannot hold.
+
+``shift`` is given once per column and snapshot (the trailing zero bits every change in the column
+shares, such as 12 for memory that moves in 4 KiB pages); it is 0 for the items of vector columns. A
+column's header byte may also say the column is *second order* for this snapshot: its changes are
+then coded as differences from each cell's previous change (smooth curves cost less), see
+:func:`column_tokens`.
 """
 
 from __future__ import annotations
@@ -95,16 +101,22 @@ def _same(value: Any, previous: Any) -> bool:
     return bool(value) or math.copysign(1.0, value) == math.copysign(1.0, previous)
 
 
-def encode_cell(value: Any, previous: Any, previous_q: int | None, divisor: int, is_float: bool) -> tuple[int, Any, int | None]:
-    """(token, decoded value, quantised value) of ``value`` coded against the cell's previous state.
+SAME, DELTA, NONE, ABSOLUTE, ESCAPE = -1, 0, 1, 2, 3
+"""Cell tags: unchanged, a change in quanta, None, an absolute quantised value, an exact float."""
 
-    The decoded value is what a reader gets back (an int in a float column comes back as a float, as
-    from JSON); it becomes the cell's previous value.
+
+def quantise_cell(value: Any, previous: Any, previous_q: int | None, divisor: int,
+                  is_float: bool) -> tuple[int, int, Any, int | None]:
+    """(tag, payload, decoded value, quantised value) of ``value`` coded against the cell's previous state.
+
+    The payload is the change or the absolute value in quanta, or the difference of the float bits. The
+    decoded value is what a reader gets back (an int in a float column comes back as a float, as from
+    JSON); it becomes the cell's previous value.
     """
     if value is None:
-        return (0 if previous is None else 1), None, None
+        return (SAME if previous is None else NONE), 0, None, None
     if _same(value, previous):
-        return 0, previous, previous_q
+        return SAME, 0, previous, previous_q
     if not is_float and type(value) is int:
         q: int = value
         decoded: Any = value
@@ -121,25 +133,89 @@ def encode_cell(value: Any, previous: Any, previous_q: int | None, divisor: int,
         if not is_float:
             decoded = q = int(value)
     if previous_q is None:
-        return zigzag(q) << 2 | 2, decoded, q
-    return zigzag(q - previous_q) << 2, decoded, q
+        return ABSOLUTE, q, decoded, q
+    return DELTA, q - previous_q, decoded, q
 
 
-def _escape(value: Any, previous: Any) -> tuple[int, Any, int | None]:
+def _escape(value: Any, previous: Any) -> tuple[int, int, Any, int | None]:
     exact = float(value)
     base = float_bits(previous) if type(previous) is float else 0
-    return zigzag(float_bits(exact) - base) << 2 | 3, exact, None
+    return ESCAPE, float_bits(exact) - base, exact, None
 
 
-def decode_cell(token: int, previous: Any, previous_q: int | None, divisor: int, is_float: bool) -> tuple[Any, int | None]:
-    """(value, quantised value) of cell ``token`` given the cell's previous state (see the module docstring)."""
+def cell_token(tag: int, payload: int, shift: int, second_order: bool = False) -> int:
+    """The varint of a quantised cell; changes and absolute values are divided by ``2**shift`` (exactly).
+
+    In a second-order column a change is coded as its difference from the cell's previous change
+    (plus one, so that no change of slope is not confused with no change)."""
+    if tag == SAME:
+        return 0
+    if tag == NONE:
+        return 1
+    if tag == ESCAPE:
+        return zigzag(payload) << 2 | 3
+    if second_order and tag == DELTA:
+        return (zigzag(payload >> shift) + 1) << 2
+    return zigzag(payload >> shift) << 2 | tag
+
+
+SECOND_ORDER = 0x80
+"""Flag in a column's header byte: its changes are coded as changes of slope; the low bits are the shift."""
+
+
+def column_tokens(tags: list[int], first: list[int], second: list[int]) -> tuple[int, list[int]]:
+    """The header byte and cell tokens of a scalar column, first or second order, whichever is shorter.
+
+    ``first`` holds each cell's payload (see :func:`quantise_cell`), ``second`` the same with each change
+    minus the cell's previous change.
+    """
+    quantised = [i for i, tag in enumerate(tags) if tag == DELTA or tag == ABSOLUTE]
+    shift = common_shift([first[i] for i in quantised])
+    tokens = [cell_token(tag, payload, shift) for tag, payload in zip(tags, first, strict=True)]
+    if not quantised or first == second:
+        return shift, tokens
+    shift2 = common_shift([second[i] for i in quantised])
+    tokens2 = [cell_token(tag, payload, shift2, True) for tag, payload in zip(tags, second, strict=True)]
+    if sum(t.bit_length() for t in tokens2) < sum(t.bit_length() for t in tokens):
+        return SECOND_ORDER | shift2, tokens2
+    return shift, tokens
+
+
+MAX_SHIFT = 63
+"""Largest shift a column header may give."""
+
+
+def common_shift(payloads: list[int]) -> int:
+    """The number of trailing zero bits all non-zero ``payloads`` share (e.g. 20 for changes in whole MiB)."""
+    bits = 0
+    for payload in payloads:
+        bits |= payload
+    if not bits:
+        return 0
+    return min(MAX_SHIFT, (bits & -bits).bit_length() - 1)
+
+
+def encode_cell(value: Any, previous: Any, previous_q: int | None, divisor: int, is_float: bool) -> tuple[int, Any, int | None]:
+    """(token, decoded value, quantised value) of one cell with no shift (the items of a vector column)."""
+    tag, payload, decoded, q = quantise_cell(value, previous, previous_q, divisor, is_float)
+    return cell_token(tag, payload, 0), decoded, q
+
+
+def decode_cell(token: int, previous: Any, previous_q: int | None, divisor: int, is_float: bool,
+                shift: int = 0, slope: int | None = None) -> tuple[Any, int | None]:
+    """(value, quantised value) of cell ``token`` given the cell's previous state (see the module docstring).
+
+    ``slope`` is given in a second-order column: the cell's previous change (0 when unknown)."""
     tag = token & 3
     if tag == 0:
         if previous_q is None:
             raise CodecError("change to a cell without a quantised value")
-        q = previous_q + unzigzag(token >> 2)
+        if slope is None:
+            q = previous_q + (unzigzag(token >> 2) << shift)
+        else:
+            q = previous_q + slope + (unzigzag((token >> 2) - 1) << shift)
     elif tag == 2:
-        q = unzigzag(token >> 2)
+        q = unzigzag(token >> 2) << shift
     elif tag == 1:
         return None, None
     else:

@@ -7,10 +7,11 @@ not decode raises :class:`CodecError`, and the caller skips the rest of its bloc
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
-from gputop.collect.compact.codec import CodecError, decode_cell, decode_static, get_varint
+from gputop.collect.compact.codec import MAX_SHIFT, SECOND_ORDER, CodecError, decode_cell, decode_static, get_varint
 from gputop.collect.compact.encoder import Cells
 from gputop.collect.compact.layout import NumberColumn, Table, field_names
 from gputop.collect.model import Snapshot
@@ -19,12 +20,12 @@ from gputop.collect.serialize import SnapshotFormatError, record_from_dict
 
 
 class _Entry:
-    """A static dictionary entry: the row's static keyword arguments and its identity."""
+    """A static dictionary entry: the row's dataclass arguments with its static values set, and its identity."""
 
-    __slots__ = ("identity", "kwargs")
+    __slots__ = ("args", "identity")
 
-    def __init__(self, kwargs: dict[str, Any], identity: tuple[Any, ...]) -> None:
-        self.kwargs = kwargs
+    def __init__(self, args: list[Any], identity: tuple[Any, ...]) -> None:
+        self.args = args
         self.identity = identity
 
 
@@ -38,7 +39,15 @@ class _TableDecoder:
             f.name: [] if f.name in vectors else 0
             for f in record_shape(table.cls).fields if f.required and f.name not in table.static
         }
-        self.columns = [(c, column.name in known) for c, column in enumerate(table.numbers)]
+        fields = dataclasses.fields(table.cls)
+        self.position = {f.name: i for i, f in enumerate(fields)}
+        """Each field's position among the dataclass's arguments."""
+        self.defaults = [
+            f.default if f.default is not dataclasses.MISSING
+            else f.default_factory() if f.default_factory is not dataclasses.MISSING else None
+            for f in fields
+        ]
+        self.number_slots = [(c, self.position[column.name]) for c, column in enumerate(table.numbers) if column.name in known]
         self.entries: list[_Entry] = []
         self.ids: list[int] = []
         self.cells: dict[tuple[Any, ...], Cells] = {}
@@ -55,9 +64,13 @@ class _TableDecoder:
             record: Any = record_from_dict(table.cls, given)
         except SnapshotFormatError as exc:
             raise CodecError(str(exc)) from None
-        kwargs = {name: getattr(record, name) for _, name in self.static_kept}
-        identity = tuple([kwargs.get(table.static[i], repr(values[i])) for i in table.identity])
-        return _Entry(kwargs, identity)
+        args = list(self.defaults)
+        for _, name in self.static_kept:
+            args[self.position[name]] = getattr(record, name)
+        identity = tuple([
+            getattr(record, table.static[i]) if table.static[i] in self.position else repr(values[i]) for i in table.identity
+        ])
+        return _Entry(args, identity)
 
     def decode(self, data: bytes, pos: int) -> int:
         count, pos = get_varint(data, pos)
@@ -99,37 +112,59 @@ class _TableDecoder:
                     pos = _decode_vector(data, pos, cell, c, column)
                 continue
             divisor, is_float, nullable = column.divisor, column.kind == "float", column.nullable
+            header = data[pos]
+            pos += 1
+            second_order, shift = header & SECOND_ORDER, header & ~SECOND_ORDER
+            if shift > MAX_SHIFT:
+                raise CodecError("column shift out of range")
             for cell in cells:
-                byte = data[pos] if pos < len(data) else -1
-                if 0 <= byte < 0x80:
-                    token, pos = byte, pos + 1
+                token = data[pos]
+                if token < 0x80:
+                    pos += 1
                 else:
                     token, pos = get_varint(data, pos)
+                qs = cell.qs
+                q1 = qs[c]
                 if token:
-                    values, qs = cell.values, cell.qs
-                    values[c], qs[c] = decode_cell(token, values[c], qs[c], divisor, is_float)
-                    if values[c] is None and not nullable:
-                        raise CodecError(f"{column.name} is missing")
+                    if not token & 3 and q1 is not None:  # a change: the common case, inline
+                        z = token >> 2
+                        if second_order:
+                            z -= 1
+                            q2 = cell.q2s[c]
+                            q = q1 + (0 if q2 is None else q1 - q2) + (((z >> 1) ^ -(z & 1)) << shift)
+                        else:
+                            q = q1 + (((z >> 1) ^ -(z & 1)) << shift)
+                        qs[c] = q
+                        cell.values[c] = q / divisor if is_float else q
+                    else:
+                        values = cell.values
+                        slope = None
+                        if second_order:
+                            q2 = cell.q2s[c]
+                            slope = 0 if q1 is None or q2 is None else q1 - q2
+                        values[c], qs[c] = decode_cell(token, values[c], q1, divisor, is_float, shift, slope)
+                        if values[c] is None and not nullable:
+                            raise CodecError(f"{column.name} is missing")
+                cell.q2s[c] = q1
         return pos
 
-    def row_kwargs(self) -> list[dict[str, Any]]:
-        """The keyword arguments of each current row's dataclass."""
-        numbers = self.table.numbers
+    def row_args(self) -> list[list[Any]]:
+        """The arguments of each current row's dataclass, in field order."""
+        slots = self.number_slots
         built = []
         for entry, cell in self.rows:
-            kwargs = dict(entry.kwargs)
+            args = entry.args.copy()
             if cell is not None:
                 values = cell.values
-                for c, kept in self.columns:
-                    if kept:
-                        kwargs[numbers[c].name] = values[c]
-            built.append(kwargs)
+                for c, position in slots:
+                    args[position] = values[c]
+            built.append(args)
         return built
 
     def build(self) -> list[Any]:
         """The current rows as dataclasses."""
         cls = self.table.cls
-        return [cls(**kwargs) for kwargs in self.row_kwargs()]
+        return [cls(*args) for args in self.row_args()]
 
 
 def _decode_vector(data: bytes, pos: int, cell: Cells, c: int, column: NumberColumn) -> int:
@@ -203,35 +238,36 @@ class SnapshotDecoder:
         for c, column in enumerate(root.table.numbers):
             if column.vector:
                 return None
-            token, pos = get_varint(record, pos)
+            header = record[pos]
+            token, pos = get_varint(record, pos + 1)
             if c == self._timestamp_column:
                 if not token:
                     value: float = cell.values[c]
                     return value
-                decoded, _ = decode_cell(token, cell.values[c], cell.qs[c], column.divisor, column.kind == "float")
+                q1, q2 = cell.qs[c], cell.q2s[c]
+                slope = (0 if q1 is None or q2 is None else q1 - q2) if header & SECOND_ORDER else None
+                decoded, _ = decode_cell(token, cell.values[c], q1, column.divisor, column.kind == "float",
+                                         header & ~SECOND_ORDER, slope)
                 return decoded if isinstance(decoded, float) else None
         return None
 
     def build(self) -> Snapshot:
         """The snapshot of the last record taken in; raises :class:`CodecError` when it is not a valid snapshot."""
-        root: list[dict[str, Any]] = []
-        parts: dict[str, Any] = {}
-        for table, (field, arity) in zip(self._tables, self._fields, strict=True):
-            if not field:
-                root = table.row_kwargs()
-                continue
+        root_table = self._tables[0]
+        root = root_table.row_args()
+        if len(root) != 1:
+            raise CodecError("snapshot row missing")
+        args = root[0]
+        position = root_table.position
+        for table, (field, arity) in zip(self._tables[1:], self._fields[1:], strict=True):
             rows = table.build()
             if arity == "many":
-                parts[field] = tuple(rows)
+                args[position[field]] = tuple(rows)
             elif len(rows) > 1 or (arity == "one" and not rows):
                 raise CodecError(f"{field} has {len(rows)} rows")
             else:
-                parts[field] = rows[0] if rows else None
-        if len(root) != 1:
-            raise CodecError("snapshot row missing")
-        kwargs = root[0]
-        timestamp = kwargs.get("timestamp")
+                args[position[field]] = rows[0] if rows else None
+        timestamp = args[position["timestamp"]]
         if type(timestamp) is not float or not 0.0 <= timestamp <= MAX_TIMESTAMP:
             raise CodecError(f"timestamp {timestamp!r} out of range")
-        kwargs.update(parts)
-        return Snapshot(**kwargs)
+        return Snapshot(*args)

@@ -4,8 +4,8 @@ A record is the tables of :func:`gputop.collect.compact.layout.model_layout` in 
 starts with its row list: ``0`` when the rows are the same dictionary entries as in the previous
 snapshot, else the row count plus one followed by one entry number per row (a number one past the
 last known entry is followed by that new entry: a varint length and its JSON). Then come the number
-columns, one after another, with one cell (see :mod:`gputop.collect.compact.codec`) per row; a
-vector column has per row a varint (0 for None, else its length plus one) and then one cell per item.
+columns, one after another: a scalar column is its shift byte and one cell (see
+:mod:`gputop.collect.compact.codec`) per row; a vector column has per row a varint (0 for None, else its length plus one) and then one cell per item.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from gputop.collect.compact.codec import encode_cell, encode_static, put_varint
+from gputop.collect.compact.codec import DELTA, column_tokens, encode_cell, encode_static, put_varint, quantise_cell
 from gputop.collect.compact.layout import Table
 from gputop.collect.model import Snapshot
 
@@ -21,13 +21,15 @@ from gputop.collect.model import Snapshot
 class Cells:
     """A row's previous number values, as a reader decoded them, and their quantised integers."""
 
-    __slots__ = ("qs", "values")
+    __slots__ = ("q2s", "qs", "values")
 
     def __init__(self, width: int) -> None:
         self.values: list[Any] = [None] * width
         """Previous value per number column (a tuple or None for a vector column)."""
         self.qs: list[Any] = [None] * width
         """Quantised previous value per column (for a vector column, a list with one per item), None if none."""
+        self.q2s: list[int | None] = [None] * width
+        """Quantised value before the previous one, per scalar column (for second-order changes)."""
 
 
 def static_getter(names: Sequence[str]) -> Callable[[Any], tuple[Any, ...]]:
@@ -98,8 +100,19 @@ class _TableEncoder:
                 for row, cell in zip(rows, cells, strict=True):
                     _encode_vector(out, getattr(row, name), cell, c, divisor, is_float)
                 continue
+            tags: list[int] = []
+            first: list[int] = []
+            second: list[int] = []
             for row, cell in zip(rows, cells, strict=True):
-                token, cell.values[c], cell.qs[c] = encode_cell(getattr(row, name), cell.values[c], cell.qs[c], divisor, is_float)
+                q1, q2 = cell.qs[c], cell.q2s[c]
+                tag, payload, cell.values[c], cell.qs[c] = quantise_cell(getattr(row, name), cell.values[c], q1, divisor, is_float)
+                cell.q2s[c] = q1
+                tags.append(tag)
+                first.append(payload)
+                second.append(payload - (q1 - q2) if tag == DELTA and q1 is not None and q2 is not None else payload)
+            header, tokens = column_tokens(tags, first, second)
+            out.append(header)
+            for token in tokens:
                 if token < 0x80:
                     out.append(token)
                 else:
