@@ -85,8 +85,6 @@ STATIC_NUMBERS: frozenset[tuple[type, str]] = frozenset({
     (ProcessSample, "job"),
     (ProcessSample, "rank"),
     (JobSample, "id"),
-    (JobSample, "pids"),
-    (JobSample, "devices"),
     (JobSample, "world_size"),
     (JobSample, "launcher_pid"),
     (ContainerSample, "pid_in_container"),
@@ -96,6 +94,7 @@ STATIC_NUMBERS: frozenset[tuple[type, str]] = frozenset({
 IDENTITY: dict[type, tuple[str, ...]] = {
     DeviceSample: ("index",),
     ProcessSample: ("pid", "role", "device_index", "create_time"),
+    JobSample: ("id",),
 }
 """Fields that say a row is the same thing as in the previous snapshot, so its numbers are coded as changes.
 

@@ -53,8 +53,8 @@ CHUNK_SNAPSHOTS = 1000
 CHUNK_BYTES = 4 * 1024 * 1024
 """Uncompressed record bytes after which a chunk is written."""
 
-COMPRESSION_LEVEL = 6
-"""zlib level: 6 costs about a third of the CPU of 9 for nearly the same size on these records."""
+COMPRESSION_LEVEL = 9
+"""zlib level: 9 saves about 1 % over 6 on these records for about 0.1 ms more CPU per snapshot."""
 
 
 def segment_description(tables: tuple[Table, ...]) -> dict[str, Any]:
