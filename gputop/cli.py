@@ -157,7 +157,8 @@ def build_parser() -> GputopParser:
     replay_command.add_arguments(parser)
     parser.add_argument(
         "--record", type=path_arg, metavar="FILE",
-        help="append every snapshot to FILE as JSON lines (gzip-compressed when FILE ends in .gz); "
+        help="append every snapshot to FILE in the compact format (docs/recording.md), or as JSON lines when FILE "
+        "ends in .jsonl (.jsonl.gz: gzip-compressed); "
         "without a terminal and without --once/--duration, records until interrupted",
     )
     parser.add_argument("--once", action="store_true", help="print one snapshot as a table and exit (implied when stdout is not a terminal)")
@@ -470,10 +471,10 @@ def _make_sampler(args: argparse.Namespace, demo_clock: DemoClock | None) -> tup
     for warning in warnings + problems:
         sampler.add_standing_error(ErrorNote("config", warning))
     if args.record is not None:
-        from gputop.collect.recording import Recorder, RecordingError
+        from gputop.collect.recording import RecordingError, open_recorder
 
         try:
-            sampler.recorder = Recorder(args.record)
+            sampler.recorder = open_recorder(args.record)
         except RecordingError as exc:
             sampler.stop()
             raise CliError(str(exc)) from exc
