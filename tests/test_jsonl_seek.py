@@ -10,7 +10,7 @@ import pytest
 from gputop.collect.jsonl_seek import JsonlRecording
 from gputop.collect.model import Snapshot
 from gputop.collect.recording import open_seekable, read_recording
-from gputop.collect.recording_format import RecordingProblem
+from gputop.collect.recording_format import RecordingError, RecordingProblem
 from support.recordings import DAY_START, write_demo_recording
 
 SECONDS = 1200
@@ -104,12 +104,11 @@ def test_damaged_gzip_members_are_skipped_and_later_ones_found(tmp_path: Path, p
     assert stamps(before)[-1] == DAY_START + 29
 
 
-def test_a_file_without_snapshots_opens_empty_and_reads_its_problems(tmp_path: Path):
+def test_a_file_without_snapshots_cannot_be_opened_for_seeking(tmp_path: Path):
     path = tmp_path / "junk.jsonl"
     path.write_bytes(b"garbage\n[1, 2]\n")
-    seekable = JsonlRecording(path)
-    assert len(seekable) == 0 and seekable.advice_events() == []
-    assert [p.line for p in seekable.read_from(12.0) if isinstance(p, RecordingProblem)] == [1, 2]
+    with pytest.raises(RecordingError, match="no readable snapshots"):
+        JsonlRecording(path)
 
 
 def test_lines_in_another_key_order_are_parsed_whole(tmp_path: Path, plain: Path):

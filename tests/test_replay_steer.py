@@ -36,10 +36,10 @@ from support.timezone import utc  # noqa: F401 - autouse: local time is UTC here
 SECONDS = 1200
 
 
-@pytest.fixture(scope="module")
-def recording(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """20 minutes at 1 Hz from 00:00 UTC; the advice changes every 5 minutes."""
-    path = tmp_path_factory.mktemp("steer") / "run.jsonl.gz"
+@pytest.fixture(scope="module", params=["run.gputop", "run.jsonl.gz"], ids=["compact", "jsonl.gz"])
+def recording(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """20 minutes at 1 Hz from 00:00 UTC, the advice changing every 5 minutes, in each format."""
+    path = tmp_path_factory.mktemp("steer") / request.param
     return write_demo_recording(path, SECONDS, scenarios=("healthy", "input-bound"), segment_s=300)
 
 

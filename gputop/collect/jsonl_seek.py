@@ -20,7 +20,7 @@ from bisect import bisect_right
 from collections.abc import Iterator, Sequence
 
 from gputop.collect.model import Severity, Snapshot
-from gputop.collect.recording_format import AdviceEvent, RecordingProblem
+from gputop.collect.recording_format import AdviceEvent, RecordingError, RecordingProblem
 
 _TIMESTAMP_KEY = b'{"timestamp":'
 _ADVICE_KEY = b'"advice":['
@@ -29,8 +29,8 @@ _ADVICE_KEY = b'"advice":['
 class JsonlRecording:
     """A JSON-lines recording opened for random access (implements ``SeekableRecording``).
 
-    A file without any snapshot opens with NaN timestamps and no events; ``read_from`` then yields
-    its problems only. Raises ``OSError`` when the file cannot be read.
+    Raises ``OSError`` when the file cannot be read, a :class:`RecordingError` when it holds no snapshot
+    (as the compact format's ``CompactRecording`` does).
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
@@ -42,10 +42,12 @@ class JsonlRecording:
         self._numbers = array("q")  # the entry's own line number
         self._events: list[AdviceEvent] = []
         self._scan()
-        self.first_timestamp = self._times[0] if self._times else math.nan
-        """Timestamp of the first readable snapshot (NaN when there is none)."""
-        self.last_timestamp = self._times[-1] if self._times else math.nan
-        """Timestamp of the last readable snapshot when opened (NaN when there is none)."""
+        if not self._times:
+            raise RecordingError(f"{self.path}: no readable snapshots in this recording")
+        self.first_timestamp = self._times[0]
+        """Timestamp of the first readable snapshot."""
+        self.last_timestamp = self._times[-1]
+        """Timestamp of the last readable snapshot when opened."""
 
     def __len__(self) -> int:
         return len(self._times)
@@ -89,7 +91,7 @@ class JsonlRecording:
         """See ``SeekableRecording.read_from``; from a timestamp, damage before its snapshot is not reported."""
         from gputop.collect.recording import _open_regular_file, jsonl_lines, line_records, read_recording
 
-        if timestamp is None or not self._times:
+        if timestamp is None:
             yield from read_recording(self.path)
             return
         entry = max(0, bisect_right(self._times, timestamp) - 1)
