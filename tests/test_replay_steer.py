@@ -214,3 +214,18 @@ def test_at_outside_the_recording_is_one_line_naming_its_span(recording: Path):
     assert done.stderr == "gputop: --at 03:10 is outside the recording (2025-11-23 00:00:00 to 00:19:59)\n"
     done = run_cli("--at", "03:10", "--once")
     assert done.returncode == 2 and "--at needs --replay" in done.stderr
+
+
+def test_when_the_index_cannot_be_built_seeks_are_dropped_and_the_reason_shown(tmp_path: Path, recording: Path):
+    path = tmp_path / recording.name
+    path.write_bytes(recording.read_bytes())
+    source = ReplaySource(path)  # plays from the open file
+    path.unlink()  # and the index cannot open it any more
+    sampler = Sampler(source, 1.0)
+    source.steer(SeekTo(at(600)))
+    assert source.wait_indexed(30) and source.index_error is not None
+    frame = poll(sampler)
+    assert frame.snapshot.timestamp == at(0) and frame.playback.end is None
+    assert f"cannot seek in {path.name}" in [note.message for note in frame.snapshot.errors][-1]
+    assert poll(sampler).snapshot.timestamp == at(1)
+    source.close()
