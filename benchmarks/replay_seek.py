@@ -174,7 +174,8 @@ def write_report(args: argparse.Namespace, rows, legacy, notes, fast: float) -> 
         "|---|---:|---:|---:|---:|---|---|",
     ]
     for name, size, written, playing, indexed, seek, worst in rows:
-        lines.append(f"| {name} | {size / 1e6:.0f} MB | {written:.0f} s | {playing * 1000:.0f} ms | {indexed:.1f} s "
+        index = f"{indexed * 1000:.0f} ms" if indexed < 1 else f"{indexed:.1f} s"
+        lines.append(f"| {name} | {size / 1e6:.0f} MB | {written:.0f} s | {playing * 1000:.0f} ms | {index} "
                      f"| {seek} | {'yes' if worst < 1.0 else 'NO'} |")
     lines += [
         "",
