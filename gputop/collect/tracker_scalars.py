@@ -7,8 +7,10 @@ known (None) gives no scalar at all, never 0. ``docs/trackers.md`` lists the tag
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Iterator
+from operator import attrgetter
+from typing import Any
 
 from gputop.collect.model import DeviceSample, HostSample, ProcessSample, Snapshot
 
@@ -44,52 +46,67 @@ PROCESS_SCALARS: tuple[tuple[str, str, float], ...] = (
 """Per-process scalars the trainer measures itself (``gputop.torch``): (name after ``pidN/``, field, factor)."""
 
 
+HOST_SCALARS: tuple[tuple[str, str, float], ...] = (
+    ("cpu_percent", "cpu_percent_per_core", 1.0),
+    ("iowait_percent", "iowait_percent", 1.0),
+    ("memory_used_gib", "memory_used_bytes", 1.0 / GIB),
+    ("swap_used_gib", "swap_used_bytes", 1.0 / GIB),
+    ("load_1m", "load_average", 1.0),
+)
+"""Host scalars: (name after ``host/``, :class:`HostSample` field, factor); CPU is the mean over the cores and load
+the 1-minute average."""
+
+
 def snapshot_scalars(snapshot: Snapshot) -> list[tuple[str, float]]:
     """Every known value of ``snapshot`` as (tag, value): each GPU's, the host's, and each trainer's input wait."""
     scalars = [scalar for device in snapshot.devices for scalar in device_scalars(device)]
     scalars += host_scalars(snapshot.host)
     for process in snapshot.processes:
-        scalars += process_scalars(process)
+        if process.input_wait_percent is not None or process.steps_per_second is not None:
+            scalars += process_scalars(process)
     return scalars
 
 
-def device_scalars(device: DeviceSample, prefix: str = "") -> Iterator[tuple[str, float]]:
+def device_scalars(device: DeviceSample, prefix: str = "") -> list[tuple[str, float]]:
     """A GPU's known values as (``{prefix}gpu{index}/{name}``, value); none for a lost GPU."""
     if device.lost:
-        return
-    head = f"{prefix}gpu{device.index}/"
-    for name, field, factor in DEVICE_SCALARS:
-        value = _finite(getattr(device, field))
-        if value is not None:
-            yield head + name, value * factor
+        return []
+    return _known(_tags(f"{prefix}gpu{device.index}/", "gpu"), _DEVICE_FACTORS, _device_values(device))
 
 
 def host_scalars(host: HostSample, prefix: str = "") -> list[tuple[str, float]]:
     """The host's known values: mean CPU busy %, iowait %, memory and swap used (GiB), 1-minute load."""
     cores = host.cpu_percent_per_core
     values = (
-        ("cpu_percent", sum(cores) / len(cores) if cores else None),
-        ("iowait_percent", host.iowait_percent),
-        ("memory_used_gib", None if host.memory_used_bytes is None else host.memory_used_bytes / GIB),
-        ("swap_used_gib", None if host.swap_used_bytes is None else host.swap_used_bytes / GIB),
-        ("load_1m", None if host.load_average is None else host.load_average[0]),
+        sum(cores) / len(cores) if cores else None,
+        host.iowait_percent,
+        host.memory_used_bytes,
+        host.swap_used_bytes,
+        None if host.load_average is None else host.load_average[0],
     )
-    return [(f"{prefix}host/{name}", known) for name, value in values if (known := _finite(value)) is not None]
+    return _known(_tags(f"{prefix}host/", "host"), _HOST_FACTORS, values)
 
 
 def process_scalars(process: ProcessSample, prefix: str = "") -> list[tuple[str, float]]:
     """A trainer's own measurements (input wait, steps per second) as ``{prefix}pid{pid}/...``; none for others."""
-    found = []
-    for name, field, factor in PROCESS_SCALARS:
-        value = _finite(getattr(process, field))
-        if value is not None:
-            found.append((f"{prefix}pid{process.pid}/{name}", value * factor))
-    return found
+    return _known(_tags(f"{prefix}pid{process.pid}/", "pid"), _PROCESS_FACTORS, _process_values(process))
 
 
-def _finite(value: object) -> float | None:
-    """``value`` as a float when it is a finite number (not a bool), else None."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    number = float(value)
-    return number if math.isfinite(number) else None
+_device_values = attrgetter(*(field for _, field, _ in DEVICE_SCALARS))
+_process_values = attrgetter(*(field for _, field, _ in PROCESS_SCALARS))
+_DEVICE_FACTORS = tuple(factor for _, _, factor in DEVICE_SCALARS)
+_HOST_FACTORS = tuple(factor for _, _, factor in HOST_SCALARS)
+_PROCESS_FACTORS = tuple(factor for _, _, factor in PROCESS_SCALARS)
+_TABLES = {"gpu": DEVICE_SCALARS, "host": HOST_SCALARS, "pid": PROCESS_SCALARS}
+
+
+@functools.lru_cache(maxsize=4096)
+def _tags(head: str, kind: str) -> tuple[str, ...]:
+    """The tags of the ``kind`` (gpu, host, pid) scalars under ``head`` (cached: the same heads come back every snapshot)."""
+    return tuple(head + name for name, _, _ in _TABLES[kind])
+
+
+def _known(tags: tuple[str, ...], factors: tuple[float, ...], values: tuple[Any, ...]) -> list[tuple[str, float]]:
+    """(tag, value x factor) for each value that is a finite number; None and non-finite values are left out."""
+    return [(tag, value * factor) for tag, factor, value in zip(tags, factors, values, strict=True)
+            if value is not None and not isinstance(value, bool) and math.isfinite(value)]
