@@ -150,6 +150,18 @@ def test_bad_input_is_one_line_and_status_1(tmp_path, content, message):
     assert sorted(p.name for p in tmp_path.iterdir()) == ([] if content is None else ["in.jsonl"])
 
 
+@pytest.mark.parametrize("target", ["/dev/null", "directory"])
+def test_out_must_be_a_regular_file_even_with_force(tmp_path, snapshots, target):
+    source = record(tmp_path / "in.jsonl", snapshots[:2])
+    if target == "directory":
+        target = str(tmp_path / "sub")
+        Path(target).mkdir()
+    out = gputop("--convert", str(source), target, "--force")
+    assert out.returncode == 1
+    assert out.stderr == f"gputop: {target} is not a regular file (write to stdout with -)\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["in.jsonl"] + (["sub"] if "sub" in target else []))
+
+
 def test_a_directory_as_input_is_refused(tmp_path):
     out = gputop("--convert", str(tmp_path), str(tmp_path / "out.jsonl"))
     assert out.returncode == 1

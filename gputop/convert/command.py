@@ -175,13 +175,13 @@ def _convert_to_file(source: Path, target: Path, *, force: bool) -> tuple[Tally,
 
 
 def _check_target(source: Path, target: Path, *, force: bool) -> None:
-    """Refuse to write over the input, over a directory, or over an existing file without ``--force``."""
+    """Refuse to write over the input, over anything but a regular file, or over an existing file without ``--force``."""
     if not target.exists():
         return
     if source.exists() and os.path.samefile(source, target):
         raise ConvertError(f"{target} is the recording being converted; choose another OUT")
-    if target.is_dir():
-        raise ConvertError(f"{target} is a directory")
+    if not target.is_file():
+        raise ConvertError(f"{target} is not a regular file (write to stdout with -)")
     if not force:
         raise ConvertError(f"{target} exists; add --force to replace it")
 
