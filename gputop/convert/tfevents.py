@@ -2,10 +2,10 @@
 
 Written by hand rather than through the ``tensorboard`` package: the layout is small and stable
 (``Event`` fields 1 wall_time, 2 step, 3 file_version, 5 summary; ``Summary.Value`` fields 1 tag,
-2 simple_value), it needs no dependency on the machine that records, and it is faster: per snapshot
-of 75 scalars, the package's protobufs and pure-Python CRC cost about 255 µs, this about 90 µs
-(a day at 1 Hz: 22 s against 8 s; figures in ``docs/trackers.md``). TensorBoard's own loader reads
-the files back in the tests, checking every CRC.
+2 simple_value), it needs no dependency on the machine that converts, and it is faster: for an 8-GPU snapshot (109
+scalars) the package's protobufs and pure-Python CRC take about 435 µs, this about 280 µs, most of it
+the CRC (a day at 1 Hz: 38 s against 24 s on a loaded 2-vCPU VM; ``benchmarks/RESULTS-convert.md``).
+TensorBoard's own loader reads the files back in the tests, checking every CRC.
 """
 
 from __future__ import annotations
