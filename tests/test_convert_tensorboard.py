@@ -174,3 +174,19 @@ def _wait_for(probe, what, server, timeout=90.0):
         assert server.poll() is None, f"tensorboard exited ({server.returncode}) before {what}"
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
         time.sleep(0.2)
+
+
+def test_the_day_benchmark_runs_briefly_and_writes_its_table(tmp_path):
+    output = tmp_path / "results.md"
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "convert_day.py"
+    out = subprocess.run([sys.executable, str(script), "--snapshots", "300", "--compare", "100", "--sample", "50",
+                          "--output", str(output)], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    rows = [line.split(" | ") for line in output.read_text().splitlines() if line.startswith("| ") and "---" not in line]
+    assert [(row[0], row[1]) for row in rows[1:3]] == [
+        ("| gputop's event writer (scalars + TFRecord + CRC-32C)", "300"),
+        ("| tensorboard package's protobufs + RecordWriter", "100"),
+    ]
+    assert [re.sub(r" \(.*\)", "", row[0]) for row in rows[3:]] == [
+        "| reading day.jsonl", "| whole conversion of day.jsonl", "| reading day.jsonl.gz", "| whole conversion of day.jsonl.gz"]
+    assert all(row[1] == "50" for row in rows[3:])
