@@ -158,7 +158,8 @@ def build_parser() -> GputopParser:
     parser.add_argument("--loop", action="store_true", help="with --replay: start again at the end")
     parser.add_argument(
         "--record", type=path_arg, metavar="FILE",
-        help="append every snapshot to FILE as JSON lines (gzip-compressed when FILE ends in .gz); "
+        help="append every snapshot to FILE in the compact format (docs/recording.md), or as JSON lines when FILE "
+        "ends in .jsonl (.jsonl.gz: gzip-compressed); "
         "without a terminal and without --once/--duration, records until interrupted (SIGINT, SIGTERM or SIGHUP "
         "closes the file cleanly). FILE '-' streams JSON lines to stdout, flushed per snapshot, with no screen",
     )
@@ -476,10 +477,10 @@ def _make_sampler(args: argparse.Namespace, demo_clock: DemoClock | None) -> tup
     if names_stdout(args.record):
         sampler.recorder = JsonLinesStream(sys.stdout, flush_each=True)
     elif args.record is not None:
-        from gputop.collect.recording import Recorder, RecordingError
+        from gputop.collect.recording import RecordingError, open_recorder
 
         try:
-            sampler.recorder = Recorder(args.record)
+            sampler.recorder = open_recorder(args.record)
         except RecordingError as exc:
             sampler.stop()
             raise CliError(str(exc)) from exc
