@@ -9,9 +9,9 @@ Three figures:
 * **the tensorboard package's writer** for comparison: the same events built as ``Event``/``Summary`` protobufs
   and framed by ``tensorboard.summary.writer.record_writer.RecordWriter`` (its pure-Python CRC-32C), on the first
   ``--compare`` snapshots, per snapshot and scaled to a day. Skipped without the ``tensorboard`` package.
-* **the whole conversion**, reading included: ``--sample`` snapshots recorded as JSON lines (and gzip) by the
-  real recorder, then converted by the real command path; per snapshot and scaled to a day. Reading and
-  validating the JSON dominates.
+* **the whole conversion**, reading included: ``--sample`` snapshots recorded as JSON lines, gzip-compressed JSON
+  lines and the compact format by the real writers, then converted by the real command path; per snapshot and
+  scaled to a day.
 
 Usage: ``python benchmarks/convert_day.py [--snapshots 86400] [--compare 5000] [--sample 3000] [--output FILE]``.
 """
@@ -27,7 +27,7 @@ from pathlib import Path
 
 from gputop.collect.demo import DemoSource
 from gputop.collect.model import Snapshot
-from gputop.collect.recording import Recorder
+from gputop.collect.recording import open_recorder
 from gputop.collect.tracker_scalars import snapshot_scalars
 from gputop.convert.command import copy_snapshots
 from gputop.convert.tensorboard import convert_to_tensorboard
@@ -87,7 +87,7 @@ def package_writer(snapshots: list[Snapshot], directory: Path) -> float | None:
 def whole_conversion(snapshots: list[Snapshot], directory: Path, name: str) -> dict[str, float]:
     """Record ``snapshots`` to ``name`` with the real recorder, then time reading alone and the whole conversion."""
     source = directory / name
-    recorder = Recorder(source)
+    recorder = open_recorder(source)
     for snapshot in snapshots:
         recorder.write(snapshot)
     recorder.close()
@@ -113,7 +113,7 @@ def main() -> None:
         directory = Path(temporary)
         own = own_writer(snapshots[: args.snapshots], directory)
         package = package_writer(snapshots[: args.compare], directory)
-        whole = {name: whole_conversion(snapshots[: args.sample], directory, name) for name in ("day.jsonl", "day.jsonl.gz")}
+        whole = {name: whole_conversion(snapshots[: args.sample], directory, name) for name in ("day.jsonl", "day.jsonl.gz", "day.gtr")}
     per_own = own["seconds"] / args.snapshots
     lines = [
         "# gputop --convert --to tensorboard: results",

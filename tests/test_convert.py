@@ -11,7 +11,8 @@ import pytest
 
 from gputop.collect.demo import DemoSource
 from gputop.collect.model import Snapshot
-from gputop.collect.recording import Recorder, RecordingProblem, read_recording
+from gputop.collect.recording import RecordingProblem, open_recorder, read_recording
+from gputop.collect.recording_format import COMPACT_MAGIC, GZIP_MAGIC
 from gputop.collect.serialize import snapshot_to_dict
 
 GPUTOP = [sys.executable, "-m", "gputop"]
@@ -35,7 +36,7 @@ def demo_snapshots(count: int, scenario: str = "mixed") -> list[Snapshot]:
 
 def record(path: Path, snapshots: list[Snapshot]) -> Path:
     """Write ``snapshots`` to ``path`` with the real recorder (its name picks the format)."""
-    recorder = Recorder(path)
+    recorder = open_recorder(path)
     for snapshot in snapshots:
         recorder.write(snapshot)
     recorder.close()
@@ -55,7 +56,12 @@ def snapshots() -> list[Snapshot]:
     return demo_snapshots(40)
 
 
-@pytest.mark.parametrize(("first", "second"), [("a.jsonl", "b.jsonl.gz"), ("a.jsonl.gz", "b.jsonl")])
+FORMAT_OF = {"a.jsonl": "jsonl", "a.jsonl.gz": "jsonl.gz", "a.gtr": "compact"}
+"""The format each intermediate file name asks for."""
+
+
+@pytest.mark.parametrize(("first", "second"), [("a.jsonl", "b.jsonl.gz"), ("a.jsonl.gz", "b.jsonl"), ("a.gtr", "b.jsonl"),
+                                               ("a.gtr", "b.jsonl.gz")])
 def test_a_round_trip_keeps_every_snapshot(tmp_path, snapshots, first, second):
     source = record(tmp_path / "in.jsonl", snapshots)
     there = gputop("--convert", str(source), str(tmp_path / first))
@@ -63,14 +69,13 @@ def test_a_round_trip_keeps_every_snapshot(tmp_path, snapshots, first, second):
     back = gputop("--convert", str(tmp_path / first), str(tmp_path / second))
     assert back.returncode == 0, back.stderr
     assert read_back(tmp_path / second) == ([snapshot_to_dict(s) for s in snapshots], [])
-    assert (tmp_path / "a.jsonl.gz").exists() == first.endswith(".gz")
-    if first.endswith(".gz"):
-        assert (tmp_path / first).read_bytes()[:2] == b"\x1f\x8b"
+    magic = {"jsonl": b"{", "jsonl.gz": GZIP_MAGIC, "compact": COMPACT_MAGIC}[FORMAT_OF[first]]
+    assert (tmp_path / first).read_bytes().startswith(magic)
     summary = back.stderr.strip().splitlines()
     assert len(summary) == 1
     assert summary[0].startswith(f"gputop: converted 40 snapshots from {tmp_path / first} (")
     assert re.search(r" [0-9.]+ [kM]B\); 0 damaged parts skipped$", summary[0])
-    assert f"({'jsonl.gz' if first.endswith('.gz') else 'jsonl'}, " in summary[0]
+    assert f"from {tmp_path / first} ({FORMAT_OF[first]}, " in summary[0]
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted({"in.jsonl", first, second})  # no temporary left
 
 
@@ -87,6 +92,26 @@ def test_damaged_parts_are_skipped_and_reported(tmp_path, snapshots):
     assert err[5] == f"gputop: {source}: ... and 4 more damaged parts"
     assert "converted 10 snapshots" in err[6] and "9 damaged parts skipped" in err[6]
     assert read_back(tmp_path / "clean.jsonl") == ([snapshot_to_dict(s) for s in snapshots[:10]], [])
+
+
+def test_a_damaged_compact_block_is_skipped_and_later_blocks_still_convert(tmp_path):
+    snapshots = demo_snapshots(700, "input-bound")  # a block holds 300 s: three blocks
+    source = record(tmp_path / "in.gtr", snapshots)
+    data = bytearray(source.read_bytes())
+    middle = len(data) // 2
+    data[middle:middle + 64] = bytes(64)  # a damaged stretch in the middle of the file
+    source.write_bytes(bytes(data))
+    out = gputop("--convert", str(source), str(tmp_path / "out.jsonl"))
+    assert out.returncode == 0, out.stderr
+    err = out.stderr.strip().splitlines()
+    assert err[0].startswith(f"gputop: {source}: block ") and err[0].endswith(" (skipped)")
+    kept, problems = read_back(tmp_path / "out.jsonl")
+    assert problems == []
+    originals = [snapshot_to_dict(s) for s in snapshots]
+    assert 0 < len(kept) < len(originals)
+    assert kept[0] == originals[0] and kept[-1] == originals[-1]  # blocks before and after the damage
+    assert all(snapshot in originals for snapshot in kept)
+    assert f"converted {len(kept)} snapshots from {source} (compact, " in err[-1]
 
 
 def test_an_existing_out_is_replaced_only_with_force(tmp_path, snapshots):

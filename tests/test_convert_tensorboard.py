@@ -17,7 +17,7 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import masked_crc32c as tensorboard_masked_crc32c
 
 from gputop.collect.model import DeviceSample, HostSample, ProcessSample, Snapshot, SourceKind
-from gputop.collect.recording import Recorder
+from gputop.collect.recording import open_recorder
 from gputop.collect.tracker_scalars import GIB
 from gputop.convert.tfevents import crc32c, masked_crc32c
 
@@ -45,11 +45,11 @@ def snapshot(number: int) -> Snapshot:
                     devices=(gpu0, DeviceSample(index=1, lost=True)), processes=(trainer, other))
 
 
-@pytest.fixture
-def recording(tmp_path) -> Path:
-    """Three snapshots in a JSON-lines recording."""
-    path = tmp_path / "run.jsonl.gz"
-    recorder = Recorder(path)
+@pytest.fixture(params=["run.jsonl.gz", "run.gtr"])
+def recording(tmp_path, request) -> Path:
+    """Three snapshots in a recording: gzip-compressed JSON lines, or the compact format."""
+    path = tmp_path / request.param
+    recorder = open_recorder(path)
     for number in range(3):
         recorder.write(snapshot(number))
     recorder.close()
@@ -80,7 +80,7 @@ def test_crc32c_matches_the_standard_check_value_and_tensorboards_own():
 def test_tensorboard_reads_every_scalar_with_time_and_step(tmp_path, recording):
     out = convert(recording, tmp_path / "tb")
     assert out.returncode == 0, out.stderr
-    assert re.fullmatch(rf"gputop: converted 3 snapshots from {re.escape(str(recording))} \(jsonl\.gz, [0-9.]+ k?B\) to "
+    assert re.fullmatch(rf"gputop: converted 3 snapshots from {re.escape(str(recording))} \((jsonl\.gz|compact), [0-9.]+ k?B\) to "
                         rf"{re.escape(str(tmp_path / 'tb'))}/events\.out\.tfevents\.\d+\..+\.gputop \(tensorboard, [0-9.]+ k?B\); "
                         r"0 damaged parts skipped\n", out.stderr)
     accumulator = load(tmp_path / "tb")
@@ -188,5 +188,6 @@ def test_the_day_benchmark_runs_briefly_and_writes_its_table(tmp_path):
         ("| tensorboard package's protobufs + RecordWriter", "100"),
     ]
     assert [re.sub(r" \(.*\)", "", row[0]) for row in rows[3:]] == [
-        "| reading day.jsonl", "| whole conversion of day.jsonl", "| reading day.jsonl.gz", "| whole conversion of day.jsonl.gz"]
+        "| reading day.jsonl", "| whole conversion of day.jsonl", "| reading day.jsonl.gz", "| whole conversion of day.jsonl.gz",
+        "| reading day.gtr", "| whole conversion of day.gtr"]
     assert all(row[1] == "50" for row in rows[3:])

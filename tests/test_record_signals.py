@@ -14,7 +14,7 @@ from gputop.collect.recording import RecordingProblem, read_recording
 DEADLINE = 30.0
 """Seconds a recorder gets to start and write its first snapshots."""
 
-FORMATS = ["run.jsonl", "run.jsonl.gz"]
+FORMATS = ["run.jsonl", "run.jsonl.gz", "run.gtr"]
 """Recording names, one per written format."""
 
 
