@@ -20,6 +20,7 @@ from pathlib import Path
 from gputop.collect.model import Snapshot
 from gputop.collect.recording_format import RecordingProblem, format_for_name, sniff_format
 from gputop.convert.stream import JsonLinesStream, names_stdout
+from gputop.textsafe import safe_text
 
 SHOWN_PROBLEMS = 5
 """How many damaged parts are listed one by one before the rest are only counted."""
@@ -106,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
         else:
             tally, summary = _convert_to_file(source, Path(args.convert[1]), force=args.force)
     except ConvertError as exc:
-        print(f"gputop: {exc}", file=sys.stderr)
+        print(f"gputop: {safe_text(str(exc))}", file=sys.stderr)
         return 1
     _report(source, tally, summary)
     return 0
@@ -189,7 +190,7 @@ def _check_target(source: Path, target: Path, *, force: bool) -> None:
 def _report(source: Path, tally: Tally, written: str) -> None:
     """The damaged parts (the first few, then a count) and a one-line summary, on stderr."""
     for problem in tally.first_problems:
-        print(f"gputop: {source}: {problem} (skipped)", file=sys.stderr)
+        print(f"gputop: {source}: {safe_text(str(problem))} (skipped)", file=sys.stderr)
     if tally.problems > len(tally.first_problems):
         print(f"gputop: {source}: ... and {tally.problems - len(tally.first_problems)} more damaged parts", file=sys.stderr)
     read = f"{source} ({_format_of(source)}, {size_text(source.stat().st_size)})"

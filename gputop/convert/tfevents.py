@@ -3,8 +3,8 @@
 Written by hand rather than through the ``tensorboard`` package: the layout is small and stable
 (``Event`` fields 1 wall_time, 2 step, 3 file_version, 5 summary; ``Summary.Value`` fields 1 tag,
 2 simple_value), it needs no dependency on the machine that converts, and it is faster: for an 8-GPU snapshot (109
-scalars) the package's protobufs and pure-Python CRC take about 435 µs, this about 280 µs, most of it
-the CRC (a day at 1 Hz: 38 s against 24 s on a loaded 2-vCPU VM; ``benchmarks/RESULTS-convert.md``).
+scalars) the package's protobufs and pure-Python CRC take about 420 µs, this about 250 µs, most of it
+the CRC (a day at 1 Hz: 37 s against 21 s on a loaded 2-vCPU VM; ``benchmarks/RESULTS-convert.md``).
 TensorBoard's own loader reads the files back in the tests, checking every CRC.
 """
 
