@@ -26,6 +26,8 @@ import argparse
 import gzip
 import os
 import platform
+import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -172,8 +174,8 @@ class Machine:
                       for core in range(CORES))
         return HostSample(
             hostname="dgx-h100-01", cpu_percent_per_core=cores, iowait_percent=round(2 + 1.5 * wave(t, 0, "temp"), 1),
-            load_average=(round(40 + 8 * wave(t, 1, "temp"), 2), round(40 + 4 * wave(t / 5, 1, "temp"), 2),
-                          round(40 + 2 * wave(t / 15, 1, "temp"), 2)),
+            load_average=tuple(round((40 + amplitude * wave(t / slow, 1, "temp")) * 2048) / 2048  # kernel fixed point
+                               for amplitude, slow in ((8, 1), (4, 5), (2, 15))),
             memory_used_bytes=(900 * GIB + round(60 * GIB * wave(t, 2, "mem_used"))) // 4096 * 4096,
             memory_total_bytes=2_163_352_322_048, swap_used_bytes=0, swap_total_bytes=0,
         )
@@ -242,6 +244,36 @@ def jsonl_sizes(seconds: int) -> tuple[int, int]:
     return plain, packed
 
 
+def live_recordings(workdir: Path, seconds: float) -> dict[str, dict[str, float]]:
+    """Record with the real app for ``seconds`` at 1 Hz, side by side: the benchmark machine (fake NVML, 64 real
+    processes, the mover) and ``--demo mixed``; bytes per snapshot of each, stopped with SIGTERM."""
+    from mover import bench_machine
+
+    base = dict(os.environ, PYTHONPATH=str(REPO))
+    found: dict[str, dict[str, float]] = {}
+    with bench_machine(workdir / "machine") as machine:
+        runs = {
+            "fake NVML (benchmark machine)": ([], machine.env(base)),
+            "--demo mixed": (["--demo", "mixed"], base),
+        }
+        procs = {}
+        for name, (extra, env) in runs.items():
+            path = workdir / f"live-{len(procs)}.gtr"
+            procs[name] = (path, subprocess.Popen([sys.executable, "-m", "gputop", *extra, "--record", str(path),
+                                                   "--interval", "1"], env=env, stdin=subprocess.DEVNULL,
+                                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE))
+        time.sleep(seconds)
+        for name, (path, proc) in procs.items():
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(30)
+            items = list(read_recording(path))
+            snapshots = [i for i in items if isinstance(i, Snapshot)]
+            found[name] = {"snapshots": float(len(snapshots)), "bytes": float(path.stat().st_size),
+                           "problems": float(len(items) - len(snapshots)),
+                           "processes": float(max((len(s.processes) for s in snapshots), default=0))}
+    return found
+
+
 def seek_times(path: Path, seconds: int) -> dict[str, float]:
     """Open + span + advice events + first snapshot of read_from at a few moments; the worst and the mean."""
     times = []
@@ -274,6 +306,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--hours", type=float, default=24.0, help="simulated hours to write (default 24: a full day)")
     parser.add_argument("--json-hours", type=float, default=1.0, help="hours written as JSON lines for the ratio")
+    parser.add_argument("--live-seconds", type=float, default=120.0,
+                        help="seconds of real recording with the app, fake NVML and demo (default 120; 0: none)")
     parser.add_argument("--no-results", action="store_true", help="print only; do not write RESULTS-recording.md")
     args = parser.parse_args()
     seconds = max(60, round(args.hours * 3600))
@@ -295,6 +329,10 @@ def main() -> int:
         hopper = write_day(Path(workdir) / "hopper.gtr", constant_seconds, True, hopper=True)
         print(f"benchmark: {json_seconds} snapshots as JSON lines and .jsonl.gz", file=sys.stderr)
         plain, packed = jsonl_sizes(json_seconds)
+        live = {}
+        if args.live_seconds > 0:
+            print(f"benchmark: recording {args.live_seconds:g} s with the real app (fake NVML, demo)", file=sys.stderr)
+            live = live_recordings(Path(workdir), args.live_seconds)
     per_snapshot = moving["bytes"] / seconds
     day_mb = moving["bytes"] * scale / 1e6
     rows = [
@@ -319,6 +357,12 @@ def main() -> int:
          "counters, as today's collectors give them; stored as exact float escapes)",
          f"{hopper['bytes'] / constant_seconds * DAY_S / 1e6:.1f} MB/day, {hopper['cpu_ms']:.2f} ms CPU per snapshot", "", None),
     ]
+    for name, figures in live.items():
+        per = figures["bytes"] / max(1.0, figures["snapshots"])
+        rows.append((f"Extra row: the real app, `gputop --record` at 1 Hz for {args.live_seconds:g} s, {name}",
+                     f"{figures['snapshots']:.0f} snapshots of up to {figures['processes']:.0f} processes, {per:.0f} B/snapshot "
+                     f"= {per * DAY_S / 1e6:.1f} MB/day (keyframe and header included), {figures['problems']:.0f} problems",
+                     "", None))
     lines = [
         "# Compact recording format: a day at 1 Hz", "",
         f"`python benchmarks/recording_day.py{'' if seconds == DAY_S else f' --hours {args.hours:g}'}` on {platform.node() or 'this machine'} "
