@@ -5,7 +5,7 @@ moving (sine waves with periods of 7-60 s; GPU 2 stalls 4 s in every 8, GPU 5 bu
 10 s), one of the 64 processes replaced every 5 s by a new one with a new command line, four jobs
 whose membership follows, advice raised and cleared, a 64-core host whose every core moves. Values
 carry the precision their sources give (NVML: whole percents and degrees, milliwatts, millijoules,
-bytes, KB/s; psutil: CPU percent to 0.1, bytes; process ages and rates from counters as full doubles).
+bytes, KB/s; psutil: CPU percent to 0.1, bytes; process ages to 0.01 s; the kernel's load average in 1/2048).
 Snapshots are built with the model classes and fed to :class:`CompactWriter` with timestamps 1 s apart
 (1 Hz), as fast as it takes them.
 
@@ -80,7 +80,7 @@ class Machine:
     def __init__(self, moving: bool, hopper: bool = False) -> None:
         self.moving = moving
         self.hopper = hopper
-        """Also GPM, NVLink and gputop.torch figures, as full doubles (rates computed from counters)."""
+        """Also GPM, NVLink and gputop.torch figures (a Hopper machine with a watched trainer)."""
         self.slots = [self._process_identity(slot, 0) for slot in range(PROCESS_COUNT)]
         self.energy_mj = [1_000_000_000 + gpu * 7_777_777 for gpu in range(GPU_COUNT)]
         self.driver = DriverInfo("550.90.07", "12.4", "12.550.90.07")
@@ -135,11 +135,11 @@ class Machine:
     @staticmethod
     def _hopper_device(gpu: int, t: float, util: float, busy: bool) -> dict[str, float]:
         gpm = util * (0.8 + 0.1 * wave(t, gpu, "proc_share"))
-        return {
-            "sm_active_percent": gpm * 0.97, "sm_occupancy_percent": gpm * 0.41, "tensor_active_percent": gpm * 0.63,
-            "dram_active_percent": gpm * 0.52,
-            "nvlink_tx_bytes_per_s": (120e9 + 40e9 * wave(t, gpu, "pcie_tx")) / 3.0 if busy else 0.0,
-            "nvlink_rx_bytes_per_s": (118e9 + 40e9 * wave(t, gpu, "pcie_rx")) / 3.0 if busy else 0.0,
+        return {  # at the collectors' precision: GPM to 0.01, counter rates in whole bytes per second
+            "sm_active_percent": round(gpm * 0.97, 2), "sm_occupancy_percent": round(gpm * 0.41, 2),
+            "tensor_active_percent": round(gpm * 0.63, 2), "dram_active_percent": round(gpm * 0.52, 2),
+            "nvlink_tx_bytes_per_s": float(round((120e9 + 40e9 * wave(t, gpu, "pcie_tx")) / 3.0)) if busy else 0.0,
+            "nvlink_rx_bytes_per_s": float(round((118e9 + 40e9 * wave(t, gpu, "pcie_rx")) / 3.0)) if busy else 0.0,
         }
 
     def _process(self, slot: int, t: float, timestamp: float, device: DeviceSample) -> ProcessSample:
@@ -157,8 +157,8 @@ class Machine:
             rss_bytes=8 * GIB + 4096 * round(3000 * (1 + wave(t / 10 + slot, gpu, "mem_used"))),
             elapsed_seconds=round(max(0.0, timestamp + self._read_delay(slot, t) - created), 2), create_time=created,
             status="running" if util or not self.moving else "sleeping", num_workers=4,
-            input_wait_percent=(0.4 + 0.3 * wave(t, gpu, "pcie_rx")) * 100 / 3 if watched else None,
-            steps_per_second=(3.1 + wave(t, gpu, "power")) / 1.7 if watched else None,
+            input_wait_percent=round((0.4 + 0.3 * wave(t, gpu, "pcie_rx")) * 100 / 3, 1) if watched else None,
+            steps_per_second=round((3.1 + wave(t, gpu, "power")) / 1.7, 2) if watched else None,
             loader_num_workers=4 if watched else None, loader_batch_size=32 if watched else None,
             job=1 + gpu // 2, rank=rank + 8 * (gpu % 2),
             cpu_wait_percent=round(abs(3 * wave(t + slot, gpu, "temp")), 1) if self.moving else 0.0,
@@ -353,8 +353,8 @@ def main() -> int:
          f"compact is {packed / json_seconds / per_snapshot:.1f}x smaller", "", None),
         ("Extra row: constant data (nothing moves)",
          f"{constant['bytes'] / constant_seconds * DAY_S / 1e6:.2f} MB/day, {constant['cpu_ms']:.2f} ms CPU per snapshot", "", None),
-        ("Extra row: moving, plus GPM (4 metrics), NVLink and gputop.torch figures as full doubles (rates computed from "
-         "counters, as today's collectors give them; stored as exact float escapes)",
+        ("Extra row: moving, plus GPM (4 metrics), NVLink and gputop.torch figures (a Hopper machine with watched "
+         "trainers; first hour)",
          f"{hopper['bytes'] / constant_seconds * DAY_S / 1e6:.1f} MB/day, {hopper['cpu_ms']:.2f} ms CPU per snapshot", "", None),
     ]
     for name, figures in live.items():
