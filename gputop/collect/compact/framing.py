@@ -10,7 +10,9 @@ integers are little-endian. See ``docs/recording.md``.
 
 from __future__ import annotations
 
+import io
 import json
+import os
 import struct
 import zlib
 from dataclasses import dataclass
@@ -221,8 +223,19 @@ class FrameReader:
         chunk = parse_chunk(head, offset)
         return "bad" if chunk is None else chunk
 
+    def size(self) -> int:
+        """The file's current size (it may grow while a recording is being written)."""
+        try:
+            return os.fstat(self.file.fileno()).st_size
+        except (OSError, AttributeError, ValueError, io.UnsupportedOperation):
+            return self.file.seek(0, os.SEEK_END)
+
     def payload(self, chunk: Chunk) -> bytes | str:
-        """The chunk's payload; ``"cut"`` when the file ends inside it, ``"bad"`` when its checksum fails."""
+        """The chunk's payload; ``"cut"`` when the file ends inside it, ``"bad"`` when its checksum fails.
+
+        Nothing is read when the file is too short for it, so a damaged length never allocates."""
+        if chunk.end > self.size():
+            return "cut"
         data = self.read(chunk.payload_offset, chunk.size)
         if len(data) < chunk.size:
             return "cut"

@@ -143,9 +143,10 @@ class CompactStream:
         elif self._decoder is None:
             return chunk.end  # the rest of a block whose start is damaged or missing (already reported)
         payload = self.frames.payload(chunk)
-        if payload == "cut":
+        if payload == "cut":  # the file ends inside it, or its length is damage: look for more all the same
             yield from self._end_block(interrupted=True)
-            return chunk.end
+            found = self._resync(chunk.offset)
+            return chunk.end if found is None else found
         if isinstance(payload, str):
             self._decoder = None
             yield self._problem("damaged (checksum mismatch): the rest of the block is skipped")

@@ -158,6 +158,13 @@ class CompactWriter:
         """Store one snapshot (flushed to the OS within about a second; raises OSError on a write failure)."""
         if self._fd is None:
             raise RecordingError(f"recording {self.path} is closed")
+        try:
+            self._write_snapshot(snapshot)
+        except OSError:
+            self._abandon()
+            raise
+
+    def _write_snapshot(self, snapshot: Snapshot) -> None:
         if self._syncer.error is not None:
             raise RecordingError(f"cannot write recording {self.path}: {self._syncer.error.strerror or self._syncer.error}")
         timestamp = snapshot.timestamp
@@ -245,6 +252,13 @@ class CompactWriter:
                 view = view[written:]
         except OSError as exc:
             raise RecordingError(f"cannot write recording {self.path}: {exc.strerror or exc}") from exc
+
+    def _abandon(self) -> None:
+        """After a write failure: release the file and the sync thread without writing more (later writes raise)."""
+        fd, self._fd = self._fd, None
+        self._syncer.stop()
+        if fd is not None:
+            os.close(fd)
 
     def close(self) -> None:
         """Flush everything, end the block, sync and close the file; later writes raise."""
