@@ -374,6 +374,13 @@ def main() -> int:
     ]
     for name, value, target, met in rows:
         lines.append(f"| {name} | {value} | {target} | {'' if met is None else ('yes' if met else 'NO')} |")
+    if live:
+        lines += [
+            "", "The real-app rows include one keyframe per 120 s (a day's blocks have one per 300 s). The fake NVML "
+            "reports GPU and process memory in arbitrary bytes, which costs about 300 B per snapshot here; real H100s "
+            "report process memory in whole MiB and device memory in 4 KiB pages (tests/data/real-h100), as the "
+            "simulated day does.",
+        ]
     text = "\n".join(lines) + "\n"
     print(text)
     if not args.no_results:

@@ -33,7 +33,7 @@ class _TableDecoder:
     def __init__(self, table: Table) -> None:
         self.table = table
         known = field_names(table.cls)
-        self.static_kept = [(i, name) for i, name in enumerate(table.static) if name in known]
+        self.static_kept = [name for name in table.static if name in known]
         vectors = {c.name for c in table.numbers if c.vector}
         self.required: dict[str, Any] = {  # placeholders for number fields, checked by type when decoded
             f.name: [] if f.name in vectors else 0
@@ -65,7 +65,7 @@ class _TableDecoder:
         except SnapshotFormatError as exc:
             raise CodecError(str(exc)) from None
         args = list(self.defaults)
-        for _, name in self.static_kept:
+        for name in self.static_kept:
             args[self.position[name]] = getattr(record, name)
         identity = tuple([
             getattr(record, table.static[i]) if table.static[i] in self.position else repr(values[i]) for i in table.identity
@@ -219,14 +219,6 @@ class SnapshotDecoder:
             raise CodecError("record cut short") from None
         if pos != len(record):
             raise CodecError("record longer than its tables")
-
-    def timestamp(self) -> float:
-        """The timestamp of the last record taken in."""
-        rows = self._tables[0].rows
-        if len(rows) != 1 or rows[0][1] is None:
-            raise CodecError("snapshot row missing")
-        value: float = rows[0][1].values[self._timestamp_column]
-        return value
 
     def peek_timestamp(self, record: bytes) -> float | None:
         """The timestamp of ``record``, the next record of the block, without taking it in; None when not cheap to tell."""
