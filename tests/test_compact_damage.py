@@ -153,6 +153,9 @@ def test_a_newer_format_version_is_refused_with_one_line(small, tmp_path):
     assert "newer" in problems[0].message and "\n" not in problems[0].message
     with pytest.raises(RecordingError, match="format version 2 is newer"):
         open_seekable(newer)
+    with pytest.raises(RecordingError, match="newer gputop"):
+        CompactWriter(newer)
+    assert newer.read_bytes() == whole
 
 
 def test_appending_after_a_cut_keeps_old_and_new_snapshots(small, tmp_path):

@@ -28,6 +28,7 @@ from gputop.collect.compact.framing import (
     FORMAT_VERSION,
     HEADER_SIZE,
     SEGMENT_END,
+    SEGMENT_PREFIX,
     chunk_header,
     encode_events,
     encode_summary,
@@ -147,11 +148,15 @@ class CompactWriter:
         assert self._fd is not None
         size = os.lseek(self._fd, 0, os.SEEK_END)
         if size:
-            head = os.pread(self._fd, len(COMPACT_MAGIC), 0)
+            head = os.pread(self._fd, SEGMENT_PREFIX, 0)
             if not COMPACT_MAGIC.startswith(head[: len(COMPACT_MAGIC)]):
                 raise RecordingError(
                     f"{self.path} exists and is not a compact recording (JSON lines?): not overwritten; "
                     f"record to a new name, append with a .jsonl name, or convert it with gputop --convert")
+            version = int.from_bytes(head[len(COMPACT_MAGIC) : len(COMPACT_MAGIC) + 2], "little")
+            if len(head) == SEGMENT_PREFIX and version > FORMAT_VERSION:
+                raise RecordingError(f"{self.path} was written by a newer gputop (format version {version}): "
+                                     f"not appended to; record to a new name")
         return size
 
     def write(self, snapshot: Snapshot) -> None:
