@@ -195,9 +195,25 @@ class FrameReader:
     def __init__(self, file: BinaryIO) -> None:
         self.file = file
         """The open recording."""
+        try:
+            self._fd: int | None = file.fileno()
+        except (OSError, AttributeError, io.UnsupportedOperation):
+            self._fd = None
 
     def read(self, offset: int, size: int) -> bytes:
-        """Up to ``size`` bytes at ``offset`` (fewer at the end of the file)."""
+        """Up to ``size`` bytes at ``offset`` (fewer at the end of the file).
+
+        With a real file this is ``pread``: readers in several threads share the file without a shared position."""
+        if self._fd is not None:
+            parts = []
+            while size > 0:
+                part = os.pread(self._fd, size, offset)
+                if not part:
+                    break
+                parts.append(part)
+                offset += len(part)
+                size -= len(part)
+            return b"".join(parts)
         self.file.seek(offset)
         data: bytes = self.file.read(size)
         return data
@@ -225,10 +241,9 @@ class FrameReader:
 
     def size(self) -> int:
         """The file's current size (it may grow while a recording is being written)."""
-        try:
-            return os.fstat(self.file.fileno()).st_size
-        except (OSError, AttributeError, ValueError, io.UnsupportedOperation):
-            return self.file.seek(0, os.SEEK_END)
+        if self._fd is not None:
+            return os.fstat(self._fd).st_size
+        return self.file.seek(0, os.SEEK_END)
 
     def payload(self, chunk: Chunk) -> bytes | str:
         """The chunk's payload; ``"cut"`` when the file ends inside it, ``"bad"`` when its checksum fails.
