@@ -224,9 +224,19 @@ class SnapshotDecoder:
         """The timestamp of ``record``, the next record of the block, without taking it in; None when not cheap to tell."""
         root = self._tables[0]
         count, pos = get_varint(record, 0)
-        if count or len(root.rows) != 1 or root.rows[0][1] is None:
-            return None
-        cell = root.rows[0][1]
+        if not count:
+            if len(root.rows) != 1 or root.rows[0][1] is None:
+                return None
+            cell = root.rows[0][1]
+        else:  # the snapshot's static values changed: a known dictionary entry, or a new one (whose row is new)
+            if count != 2:
+                return None
+            number, pos = get_varint(record, pos)
+            known = root.entries[number] if number < len(root.entries) else None
+            if known is None:
+                size, pos = get_varint(record, pos)
+                pos += size
+            cell = (root.cells.get(known.identity) if known is not None else None) or Cells(len(root.table.numbers))
         for c, column in enumerate(root.table.numbers):
             if column.vector:
                 return None
@@ -234,8 +244,8 @@ class SnapshotDecoder:
             token, pos = get_varint(record, pos + 1)
             if c == self._timestamp_column:
                 if not token:
-                    value: float = cell.values[c]
-                    return value
+                    value = cell.values[c]
+                    return value if isinstance(value, float) else None
                 q1, q2 = cell.qs[c], cell.q2s[c]
                 slope = (0 if q1 is None or q2 is None else q1 - q2) if header & SECOND_ORDER else None
                 decoded, _ = decode_cell(token, cell.values[c], q1, column.divisor, column.kind == "float",
