@@ -5,7 +5,7 @@ moving (sine waves with periods of 7-60 s; GPU 2 stalls 4 s in every 8, GPU 5 bu
 10 s), one of the 64 processes replaced every 5 s by a new one with a new command line, four jobs
 whose membership follows, advice raised and cleared, a 64-core host whose every core moves. Values
 carry the precision their sources give (NVML: whole percents and degrees, milliwatts, millijoules,
-bytes, KB/s; psutil: CPU percent to 0.1, bytes; process ages and rates from counters as full doubles).
+bytes, KB/s; psutil: CPU percent to 0.1, bytes; process ages to 0.01 s; the kernel's load average in 1/2048).
 Snapshots are built with the model classes and fed to :class:`CompactWriter` with timestamps 1 s apart
 (1 Hz), as fast as it takes them.
 
@@ -26,6 +26,8 @@ import argparse
 import gzip
 import os
 import platform
+import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -78,7 +80,7 @@ class Machine:
     def __init__(self, moving: bool, hopper: bool = False) -> None:
         self.moving = moving
         self.hopper = hopper
-        """Also GPM, NVLink and gputop.torch figures, as full doubles (rates computed from counters)."""
+        """Also GPM, NVLink and gputop.torch figures (a Hopper machine with a watched trainer)."""
         self.slots = [self._process_identity(slot, 0) for slot in range(PROCESS_COUNT)]
         self.energy_mj = [1_000_000_000 + gpu * 7_777_777 for gpu in range(GPU_COUNT)]
         self.driver = DriverInfo("550.90.07", "12.4", "12.550.90.07")
@@ -133,11 +135,11 @@ class Machine:
     @staticmethod
     def _hopper_device(gpu: int, t: float, util: float, busy: bool) -> dict[str, float]:
         gpm = util * (0.8 + 0.1 * wave(t, gpu, "proc_share"))
-        return {
-            "sm_active_percent": gpm * 0.97, "sm_occupancy_percent": gpm * 0.41, "tensor_active_percent": gpm * 0.63,
-            "dram_active_percent": gpm * 0.52,
-            "nvlink_tx_bytes_per_s": (120e9 + 40e9 * wave(t, gpu, "pcie_tx")) / 3.0 if busy else 0.0,
-            "nvlink_rx_bytes_per_s": (118e9 + 40e9 * wave(t, gpu, "pcie_rx")) / 3.0 if busy else 0.0,
+        return {  # at the collectors' precision: GPM to 0.01, counter rates in whole bytes per second
+            "sm_active_percent": round(gpm * 0.97, 2), "sm_occupancy_percent": round(gpm * 0.41, 2),
+            "tensor_active_percent": round(gpm * 0.63, 2), "dram_active_percent": round(gpm * 0.52, 2),
+            "nvlink_tx_bytes_per_s": float(round((120e9 + 40e9 * wave(t, gpu, "pcie_tx")) / 3.0)) if busy else 0.0,
+            "nvlink_rx_bytes_per_s": float(round((118e9 + 40e9 * wave(t, gpu, "pcie_rx")) / 3.0)) if busy else 0.0,
         }
 
     def _process(self, slot: int, t: float, timestamp: float, device: DeviceSample) -> ProcessSample:
@@ -155,8 +157,8 @@ class Machine:
             rss_bytes=8 * GIB + 4096 * round(3000 * (1 + wave(t / 10 + slot, gpu, "mem_used"))),
             elapsed_seconds=round(max(0.0, timestamp + self._read_delay(slot, t) - created), 2), create_time=created,
             status="running" if util or not self.moving else "sleeping", num_workers=4,
-            input_wait_percent=(0.4 + 0.3 * wave(t, gpu, "pcie_rx")) * 100 / 3 if watched else None,
-            steps_per_second=(3.1 + wave(t, gpu, "power")) / 1.7 if watched else None,
+            input_wait_percent=round((0.4 + 0.3 * wave(t, gpu, "pcie_rx")) * 100 / 3, 1) if watched else None,
+            steps_per_second=round((3.1 + wave(t, gpu, "power")) / 1.7, 2) if watched else None,
             loader_num_workers=4 if watched else None, loader_batch_size=32 if watched else None,
             job=1 + gpu // 2, rank=rank + 8 * (gpu % 2),
             cpu_wait_percent=round(abs(3 * wave(t + slot, gpu, "temp")), 1) if self.moving else 0.0,
@@ -172,8 +174,8 @@ class Machine:
                       for core in range(CORES))
         return HostSample(
             hostname="dgx-h100-01", cpu_percent_per_core=cores, iowait_percent=round(2 + 1.5 * wave(t, 0, "temp"), 1),
-            load_average=(round(40 + 8 * wave(t, 1, "temp"), 2), round(40 + 4 * wave(t / 5, 1, "temp"), 2),
-                          round(40 + 2 * wave(t / 15, 1, "temp"), 2)),
+            load_average=tuple(round((40 + amplitude * wave(t / slow, 1, "temp")) * 2048) / 2048  # kernel fixed point
+                               for amplitude, slow in ((8, 1), (4, 5), (2, 15))),
             memory_used_bytes=(900 * GIB + round(60 * GIB * wave(t, 2, "mem_used"))) // 4096 * 4096,
             memory_total_bytes=2_163_352_322_048, swap_used_bytes=0, swap_total_bytes=0,
         )
@@ -242,6 +244,36 @@ def jsonl_sizes(seconds: int) -> tuple[int, int]:
     return plain, packed
 
 
+def live_recordings(workdir: Path, seconds: float) -> dict[str, dict[str, float]]:
+    """Record with the real app for ``seconds`` at 1 Hz, side by side: the benchmark machine (fake NVML, 64 real
+    processes, the mover) and ``--demo mixed``; bytes per snapshot of each, stopped with SIGTERM."""
+    from mover import bench_machine
+
+    base = dict(os.environ, PYTHONPATH=str(REPO))
+    found: dict[str, dict[str, float]] = {}
+    with bench_machine(workdir / "machine") as machine:
+        runs = {
+            "fake NVML (benchmark machine)": ([], machine.env(base)),
+            "--demo mixed": (["--demo", "mixed"], base),
+        }
+        procs = {}
+        for name, (extra, env) in runs.items():
+            path = workdir / f"live-{len(procs)}.gtr"
+            procs[name] = (path, subprocess.Popen([sys.executable, "-m", "gputop", *extra, "--record", str(path),
+                                                   "--interval", "1"], env=env, stdin=subprocess.DEVNULL,
+                                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE))
+        time.sleep(seconds)
+        for name, (path, proc) in procs.items():
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(30)
+            items = list(read_recording(path))
+            snapshots = [i for i in items if isinstance(i, Snapshot)]
+            found[name] = {"snapshots": float(len(snapshots)), "bytes": float(path.stat().st_size),
+                           "problems": float(len(items) - len(snapshots)),
+                           "processes": float(max((len(s.processes) for s in snapshots), default=0))}
+    return found
+
+
 def seek_times(path: Path, seconds: int) -> dict[str, float]:
     """Open + span + advice events + first snapshot of read_from at a few moments; the worst and the mean."""
     times = []
@@ -274,6 +306,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--hours", type=float, default=24.0, help="simulated hours to write (default 24: a full day)")
     parser.add_argument("--json-hours", type=float, default=1.0, help="hours written as JSON lines for the ratio")
+    parser.add_argument("--live-seconds", type=float, default=120.0,
+                        help="seconds of real recording with the app, fake NVML and demo (default 120; 0: none)")
     parser.add_argument("--no-results", action="store_true", help="print only; do not write RESULTS-recording.md")
     args = parser.parse_args()
     seconds = max(60, round(args.hours * 3600))
@@ -295,6 +329,10 @@ def main() -> int:
         hopper = write_day(Path(workdir) / "hopper.gtr", constant_seconds, True, hopper=True)
         print(f"benchmark: {json_seconds} snapshots as JSON lines and .jsonl.gz", file=sys.stderr)
         plain, packed = jsonl_sizes(json_seconds)
+        live = {}
+        if args.live_seconds > 0:
+            print(f"benchmark: recording {args.live_seconds:g} s with the real app (fake NVML, demo)", file=sys.stderr)
+            live = live_recordings(Path(workdir), args.live_seconds)
     per_snapshot = moving["bytes"] / seconds
     day_mb = moving["bytes"] * scale / 1e6
     rows = [
@@ -315,10 +353,16 @@ def main() -> int:
          f"compact is {packed / json_seconds / per_snapshot:.1f}x smaller", "", None),
         ("Extra row: constant data (nothing moves)",
          f"{constant['bytes'] / constant_seconds * DAY_S / 1e6:.2f} MB/day, {constant['cpu_ms']:.2f} ms CPU per snapshot", "", None),
-        ("Extra row: moving, plus GPM (4 metrics), NVLink and gputop.torch figures as full doubles (rates computed from "
-         "counters, as today's collectors give them; stored as exact float escapes)",
+        ("Extra row: moving, plus GPM (4 metrics), NVLink and gputop.torch figures (a Hopper machine with watched "
+         "trainers; first hour)",
          f"{hopper['bytes'] / constant_seconds * DAY_S / 1e6:.1f} MB/day, {hopper['cpu_ms']:.2f} ms CPU per snapshot", "", None),
     ]
+    for name, figures in live.items():
+        per = figures["bytes"] / max(1.0, figures["snapshots"])
+        rows.append((f"Extra row: the real app, `gputop --record` at 1 Hz for {args.live_seconds:g} s, {name}",
+                     f"{figures['snapshots']:.0f} snapshots of up to {figures['processes']:.0f} processes, {per:.0f} B/snapshot "
+                     f"= {per * DAY_S / 1e6:.1f} MB/day (keyframe and header included), {figures['problems']:.0f} problems",
+                     "", None))
     lines = [
         "# Compact recording format: a day at 1 Hz", "",
         f"`python benchmarks/recording_day.py{'' if seconds == DAY_S else f' --hours {args.hours:g}'}` on {platform.node() or 'this machine'} "
@@ -330,6 +374,13 @@ def main() -> int:
     ]
     for name, value, target, met in rows:
         lines.append(f"| {name} | {value} | {target} | {'' if met is None else ('yes' if met else 'NO')} |")
+    if live:
+        lines += [
+            "", "The real-app rows include one keyframe per 120 s (a day's blocks have one per 300 s). The fake NVML "
+            "reports GPU and process memory in arbitrary bytes, which costs about 300 B per snapshot here; real H100s "
+            "report process memory in whole MiB and device memory in 4 KiB pages (tests/data/real-h100), as the "
+            "simulated day does.",
+        ]
     text = "\n".join(lines) + "\n"
     print(text)
     if not args.no_results:

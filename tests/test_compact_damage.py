@@ -111,6 +111,32 @@ def test_a_gigantic_length_field_allocates_nothing(small, tmp_path):
     assert problems and got[-1] == data[-1]
 
 
+def test_a_checksummed_header_with_a_gigantic_length_allocates_nothing(small, tmp_path):
+    import tracemalloc
+    import zlib
+
+    from gputop.collect.compact.framing import CHUNK_HEADER
+
+    path, data = small
+    whole = bytearray(path.read_bytes())
+    at = whole.find(CHUNK_MAGIC)
+    fields = list(CHUNK_HEADER.unpack_from(whole, at))
+    for size in (0xFFFFFFFF, 60 * 1024 * 1024):  # beyond the limit, and within it but beyond the end of the file
+        fields[2] = size
+        CHUNK_HEADER.pack_into(whole, at, *fields)
+        struct.pack_into("<I", whole, at + CHUNK_HEADER.size, zlib.crc32(whole[at : at + CHUNK_HEADER.size]))
+        damaged = tmp_path / "huge.gtr"
+        damaged.write_bytes(whole)
+        tracemalloc.start()
+        try:
+            got, problems = split(read_recording(damaged))
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert problems and got[-1] == data[-1]
+        assert peak < 8 * 1024 * 1024
+
+
 def test_a_newer_format_version_is_refused_with_one_line(small, tmp_path):
     path, _ = small
     whole = bytearray(path.read_bytes())
@@ -127,6 +153,9 @@ def test_a_newer_format_version_is_refused_with_one_line(small, tmp_path):
     assert "newer" in problems[0].message and "\n" not in problems[0].message
     with pytest.raises(RecordingError, match="format version 2 is newer"):
         open_seekable(newer)
+    with pytest.raises(RecordingError, match="newer gputop"):
+        CompactWriter(newer)
+    assert newer.read_bytes() == whole
 
 
 def test_appending_after_a_cut_keeps_old_and_new_snapshots(small, tmp_path):

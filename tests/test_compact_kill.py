@@ -45,6 +45,18 @@ def wait_for(path: Path, count: int, proc: subprocess.Popen[bytes]) -> None:
         time.sleep(0.1)
 
 
+def advice_changes(snapshots: list[Snapshot]) -> list[tuple[float, str, bool]]:
+    """(timestamp, advice id, raised) wherever an advice id appears or disappears from one snapshot to the next."""
+    changes: list[tuple[float, str, bool]] = []
+    before: set[str] = set()
+    for snapshot in snapshots:
+        now = {a.id for a in snapshot.advice}
+        changes += [(snapshot.timestamp, i, True) for i in sorted(now - before)]
+        changes += [(snapshot.timestamp, i, False) for i in sorted(before - now)]
+        before = now
+    return changes
+
+
 @pytest.mark.parametrize("scenario", ["mixed", "input-bound"])
 def test_sigkill_loses_at_most_the_last_two_seconds(tmp_path, scenario):
     path = tmp_path / "run"
@@ -68,7 +80,11 @@ def test_sigkill_loses_at_most_the_last_two_seconds(tmp_path, scenario):
     recording = CompactRecording(path)  # the index is rebuilt from the chunks: no summary was written
     try:
         assert recording.last_timestamp == snapshots[-1].timestamp
-        assert list(recording.read_from(snapshots[-3].timestamp))[:3] == snapshots[-3:]
+        assert list(recording.read_from(snapshots[-3].timestamp)) == [*snapshots[-3:], *problems]
+        assert list(recording.read_from(None)) == [*snapshots, *problems]
+        events = [(e.timestamp, e.advice_id, e.raised) for e in recording.advice_events()]
+        assert [e[0] for e in events] == sorted(e[0] for e in events)
+        assert sorted(events) == sorted(advice_changes(snapshots)) and events
     finally:
         recording.close()
 

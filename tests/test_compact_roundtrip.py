@@ -167,3 +167,26 @@ def test_names_without_jsonl_get_the_compact_format(tmp_path, name):
     writer = open_recorder(tmp_path / name)
     assert isinstance(writer, CompactWriter)
     writer.close()
+
+
+def test_readers_in_several_threads_share_one_recording(tmp_path, monkeypatch):
+    import threading
+
+    monkeypatch.setattr("gputop.collect.compact.writer.BLOCK_SNAPSHOTS", 10)
+    snapshots = every_field_snapshots(60)
+    path = tmp_path / "shared.gtr"
+    write(path, snapshots)
+    recording = CompactRecording(path)
+    results: dict[int, list] = {}
+
+    def read_all(slot):
+        results[slot] = [list(recording.read_from(s.timestamp)) for s in snapshots[::7]]
+
+    threads = [threading.Thread(target=read_all, args=(slot,)) for slot in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    recording.close()
+    expected = [snapshots[i:] for i in range(0, 60, 7)]
+    assert all(results[slot] == expected for slot in range(4))

@@ -79,8 +79,8 @@ def _status_fields(status: TrainerStatus | None) -> dict[str, Any]:
         return {}
     fraction = status.input_wait_fraction if status.active else None
     return {
-        "input_wait_percent": None if fraction is None else fraction * 100.0,
-        "steps_per_second": status.steps_per_second if status.active else None,
+        "input_wait_percent": None if fraction is None else round(fraction * 100.0, 1),
+        "steps_per_second": None if status.steps_per_second is None or not status.active else round(status.steps_per_second, 2),
         "loader_num_workers": status.loader_num_workers,
         "loader_pin_memory": status.loader_pin_memory,
         "loader_persistent_workers": status.loader_persistent_workers,

@@ -30,8 +30,9 @@ def _idle(times: Any) -> float:
 
 
 def _percent(part: float, whole: float) -> float:
-    """``part`` as a percent of ``whole``, clamped to 0..100 (counters can step backwards)."""
-    return min(100.0, max(0.0, part / whole * 100.0))
+    """``part`` as a percent of ``whole`` to 0.1 (as psutil's ``cpu_percent``: the counters tick in 10 ms), clamped
+    to 0..100 (counters can step backwards)."""
+    return min(100.0, max(0.0, round(part / whole * 100.0, 1)))
 
 
 class CpuMeter:

@@ -272,7 +272,7 @@ class DeviceReader:
 
     def _counter_rates(self, fields: dict[int, _Field], tx_field: int, rx_field: int,
                        unit_bytes: int = 1) -> tuple[float | None, float | None]:
-        """Bytes per second of a (TX, RX) pair of cumulative counters counting ``unit_bytes`` each; None where unread.
+        """Whole bytes per second of a (TX, RX) pair of cumulative counters counting ``unit_bytes`` each; None where unread.
 
         The counters are differenced in their own units, so a 32-bit counter still unwraps.
         """
@@ -283,7 +283,7 @@ class DeviceReader:
                 continue
             value, width, stamp = fields[field_id]
             rate = self._rates[field_id].update(int(value), stamp, width)
-            rates.append(None if rate is None else rate * unit_bytes)
+            rates.append(None if rate is None else float(round(rate * unit_bytes)))  # whole bytes per second
         return rates[0], rates[1]
 
 

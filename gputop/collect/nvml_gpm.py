@@ -131,7 +131,9 @@ class GpmReader:
         values: dict[int, float | None] = {}
         for slot, metric in enumerate(METRIC_IDS):
             entry = request.metrics[slot]
-            values[metric] = float(entry.value) if entry.nvmlReturn == pynvml.NVML_SUCCESS else None
+            # to 0.01 (percent) or 0.01 MiB/s: the counters' own noise is far above that; a recording stores such
+            # values in a few bits instead of an 8-byte float
+            values[metric] = round(float(entry.value), 2) if entry.nvmlReturn == pynvml.NVML_SUCCESS else None
         tx, rx = values[PCIE_TX], values[PCIE_RX]
         self.pcie_supported = tx is not None and rx is not None
         return GpmMetrics(
@@ -139,6 +141,6 @@ class GpmReader:
             sm_occupancy_percent=values[SM_OCCUPANCY],
             tensor_active_percent=values[ANY_TENSOR],
             dram_active_percent=values[DRAM_BANDWIDTH],
-            pcie_tx_bytes_per_s=None if tx is None else tx * MIB,
-            pcie_rx_bytes_per_s=None if rx is None else rx * MIB,
+            pcie_tx_bytes_per_s=None if tx is None else float(round(tx * MIB)),
+            pcie_rx_bytes_per_s=None if rx is None else float(round(rx * MIB)),
         )

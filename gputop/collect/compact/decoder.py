@@ -33,7 +33,7 @@ class _TableDecoder:
     def __init__(self, table: Table) -> None:
         self.table = table
         known = field_names(table.cls)
-        self.static_kept = [(i, name) for i, name in enumerate(table.static) if name in known]
+        self.static_kept = [name for name in table.static if name in known]
         vectors = {c.name for c in table.numbers if c.vector}
         self.required: dict[str, Any] = {  # placeholders for number fields, checked by type when decoded
             f.name: [] if f.name in vectors else 0
@@ -65,7 +65,7 @@ class _TableDecoder:
         except SnapshotFormatError as exc:
             raise CodecError(str(exc)) from None
         args = list(self.defaults)
-        for _, name in self.static_kept:
+        for name in self.static_kept:
             args[self.position[name]] = getattr(record, name)
         identity = tuple([
             getattr(record, table.static[i]) if table.static[i] in self.position else repr(values[i]) for i in table.identity
@@ -220,21 +220,23 @@ class SnapshotDecoder:
         if pos != len(record):
             raise CodecError("record longer than its tables")
 
-    def timestamp(self) -> float:
-        """The timestamp of the last record taken in."""
-        rows = self._tables[0].rows
-        if len(rows) != 1 or rows[0][1] is None:
-            raise CodecError("snapshot row missing")
-        value: float = rows[0][1].values[self._timestamp_column]
-        return value
-
     def peek_timestamp(self, record: bytes) -> float | None:
         """The timestamp of ``record``, the next record of the block, without taking it in; None when not cheap to tell."""
         root = self._tables[0]
         count, pos = get_varint(record, 0)
-        if count or len(root.rows) != 1 or root.rows[0][1] is None:
-            return None
-        cell = root.rows[0][1]
+        if not count:
+            if len(root.rows) != 1 or root.rows[0][1] is None:
+                return None
+            cell = root.rows[0][1]
+        else:  # the snapshot's static values changed: a known dictionary entry, or a new one (whose row is new)
+            if count != 2:
+                return None
+            number, pos = get_varint(record, pos)
+            known = root.entries[number] if number < len(root.entries) else None
+            if known is None:
+                size, pos = get_varint(record, pos)
+                pos += size
+            cell = (root.cells.get(known.identity) if known is not None else None) or Cells(len(root.table.numbers))
         for c, column in enumerate(root.table.numbers):
             if column.vector:
                 return None
@@ -242,8 +244,8 @@ class SnapshotDecoder:
             token, pos = get_varint(record, pos + 1)
             if c == self._timestamp_column:
                 if not token:
-                    value: float = cell.values[c]
-                    return value
+                    value = cell.values[c]
+                    return value if isinstance(value, float) else None
                 q1, q2 = cell.qs[c], cell.q2s[c]
                 slope = (0 if q1 is None or q2 is None else q1 - q2) if header & SECOND_ORDER else None
                 decoded, _ = decode_cell(token, cell.values[c], q1, column.divisor, column.kind == "float",

@@ -10,7 +10,9 @@ integers are little-endian. See ``docs/recording.md``.
 
 from __future__ import annotations
 
+import io
 import json
+import os
 import struct
 import zlib
 from dataclasses import dataclass
@@ -193,9 +195,25 @@ class FrameReader:
     def __init__(self, file: BinaryIO) -> None:
         self.file = file
         """The open recording."""
+        try:
+            self._fd: int | None = file.fileno()
+        except (OSError, AttributeError, io.UnsupportedOperation):
+            self._fd = None
 
     def read(self, offset: int, size: int) -> bytes:
-        """Up to ``size`` bytes at ``offset`` (fewer at the end of the file)."""
+        """Up to ``size`` bytes at ``offset`` (fewer at the end of the file).
+
+        With a real file this is ``pread``: readers in several threads share the file without a shared position."""
+        if self._fd is not None:
+            parts = []
+            while size > 0:
+                part = os.pread(self._fd, size, offset)
+                if not part:
+                    break
+                parts.append(part)
+                offset += len(part)
+                size -= len(part)
+            return b"".join(parts)
         self.file.seek(offset)
         data: bytes = self.file.read(size)
         return data
@@ -221,8 +239,18 @@ class FrameReader:
         chunk = parse_chunk(head, offset)
         return "bad" if chunk is None else chunk
 
+    def size(self) -> int:
+        """The file's current size (it may grow while a recording is being written)."""
+        if self._fd is not None:
+            return os.fstat(self._fd).st_size
+        return self.file.seek(0, os.SEEK_END)
+
     def payload(self, chunk: Chunk) -> bytes | str:
-        """The chunk's payload; ``"cut"`` when the file ends inside it, ``"bad"`` when its checksum fails."""
+        """The chunk's payload; ``"cut"`` when the file ends inside it, ``"bad"`` when its checksum fails.
+
+        Nothing is read when the file is too short for it, so a damaged length never allocates."""
+        if chunk.end > self.size():
+            return "cut"
         data = self.read(chunk.payload_offset, chunk.size)
         if len(data) < chunk.size:
             return "cut"

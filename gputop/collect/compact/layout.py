@@ -47,10 +47,10 @@ PRECISION: dict[tuple[type, str], int] = {
     (DeviceSample, "pcie_rx_bytes_per_s"): 1,
     (DeviceSample, "nvlink_tx_bytes_per_s"): 1,
     (DeviceSample, "nvlink_rx_bytes_per_s"): 1,
-    (DeviceSample, "sm_active_percent"): 10,
-    (DeviceSample, "sm_occupancy_percent"): 10,
-    (DeviceSample, "tensor_active_percent"): 10,
-    (DeviceSample, "dram_active_percent"): 10,
+    (DeviceSample, "sm_active_percent"): 100,
+    (DeviceSample, "sm_occupancy_percent"): 100,
+    (DeviceSample, "tensor_active_percent"): 100,
+    (DeviceSample, "dram_active_percent"): 100,
     (ProcessSample, "sm_percent"): 1,
     (ProcessSample, "gpu_memory_percent"): 1,
     (ProcessSample, "cpu_percent"): 10,
@@ -58,12 +58,13 @@ PRECISION: dict[tuple[type, str], int] = {
     (ProcessSample, "input_wait_percent"): 10,
     (HostSample, "cpu_percent_per_core"): 10,
     (HostSample, "iowait_percent"): 10,
-    (HostSample, "load_average"): 100,
+    (HostSample, "load_average"): 2048,
 }
 """Quantum of float fields as a divisor: a value ``v`` is stored as the integer ``q`` with ``q / divisor == v``.
 
 1000 is NVML's milliwatts and millijoules; 1 is NVML's whole percents and degrees and whole bytes per
-second (NVML's KB/s times 1024); 10 is psutil's percent to 0.1. Float fields not listed get
+second (NVML's KB/s times 1024); 10 is psutil's percent to 0.1; 2048 is the kernel's fixed-point load
+average (``os.getloadavg`` gives multiples of 1/2048). Float fields not listed get
 ``DEFAULT_PRECISION``. A value that does not fit (e.g. a rate computed from counters) is stored as an
 exact float escape, so precision is never lost, only bytes."""
 

@@ -81,7 +81,7 @@ class CompactStream:
         """When set, the first snapshot yielded is the last one at or before it (see ``read_from``)."""
         self._decoder: SnapshotDecoder | None = None
         self._decompressor: zlib._Decompress | None = None
-        self._open = start_time is not None or block_number > 0  # the segment read has not been closed by its writer
+        self._open = False  # the segment being read has not been closed by its writer (yet)
         self._seek_candidate = False  # while seeking: the decoder holds a snapshot at or before start_time
 
     def _problem(self, message: str, number: int | None = None) -> RecordingProblem:
@@ -89,6 +89,7 @@ class CompactStream:
 
     def run(self, offset: int) -> Iterator[Snapshot | RecordingProblem]:
         """Snapshots and problems from ``offset`` to the end of the file; never raises on bad data."""
+        self._open = offset > 0  # from a block: inside a segment whose header was read by the index
         try:
             yield from self._run(offset)
         except OSError as exc:
@@ -143,9 +144,10 @@ class CompactStream:
         elif self._decoder is None:
             return chunk.end  # the rest of a block whose start is damaged or missing (already reported)
         payload = self.frames.payload(chunk)
-        if payload == "cut":
+        if payload == "cut":  # the file ends inside it, or its length is damage: look for more all the same
             yield from self._end_block(interrupted=True)
-            return chunk.end
+            found = self._resync(chunk.offset)
+            return chunk.end if found is None else found
         if isinstance(payload, str):
             self._decoder = None
             yield self._problem("damaged (checksum mismatch): the rest of the block is skipped")

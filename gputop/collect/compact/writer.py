@@ -28,6 +28,7 @@ from gputop.collect.compact.framing import (
     FORMAT_VERSION,
     HEADER_SIZE,
     SEGMENT_END,
+    SEGMENT_PREFIX,
     chunk_header,
     encode_events,
     encode_summary,
@@ -147,17 +148,28 @@ class CompactWriter:
         assert self._fd is not None
         size = os.lseek(self._fd, 0, os.SEEK_END)
         if size:
-            head = os.pread(self._fd, len(COMPACT_MAGIC), 0)
+            head = os.pread(self._fd, SEGMENT_PREFIX, 0)
             if not COMPACT_MAGIC.startswith(head[: len(COMPACT_MAGIC)]):
                 raise RecordingError(
                     f"{self.path} exists and is not a compact recording (JSON lines?): not overwritten; "
                     f"record to a new name, append with a .jsonl name, or convert it with gputop --convert")
+            version = int.from_bytes(head[len(COMPACT_MAGIC) : len(COMPACT_MAGIC) + 2], "little")
+            if len(head) == SEGMENT_PREFIX and version > FORMAT_VERSION:
+                raise RecordingError(f"{self.path} was written by a newer gputop (format version {version}): "
+                                     f"not appended to; record to a new name")
         return size
 
     def write(self, snapshot: Snapshot) -> None:
         """Store one snapshot (flushed to the OS within about a second; raises OSError on a write failure)."""
         if self._fd is None:
             raise RecordingError(f"recording {self.path} is closed")
+        try:
+            self._write_snapshot(snapshot)
+        except OSError:
+            self._abandon()
+            raise
+
+    def _write_snapshot(self, snapshot: Snapshot) -> None:
         if self._syncer.error is not None:
             raise RecordingError(f"cannot write recording {self.path}: {self._syncer.error.strerror or self._syncer.error}")
         timestamp = snapshot.timestamp
@@ -245,6 +257,13 @@ class CompactWriter:
                 view = view[written:]
         except OSError as exc:
             raise RecordingError(f"cannot write recording {self.path}: {exc.strerror or exc}") from exc
+
+    def _abandon(self) -> None:
+        """After a write failure: release the file and the sync thread without writing more (later writes raise)."""
+        fd, self._fd = self._fd, None
+        self._syncer.stop()
+        if fd is not None:
+            os.close(fd)
 
     def close(self) -> None:
         """Flush everything, end the block, sync and close the file; later writes raise."""
