@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
-from gputop import __version__
+from gputop import __version__, replay_command
 from gputop.cluster.command import add_arguments as add_cluster_arguments
 from gputop.collect.chart_settings import ChartSettings
 from gputop.collect.filters import Filters
@@ -156,6 +156,7 @@ def build_parser() -> GputopParser:
     )
     source.add_argument("--replay", type=path_arg, metavar="FILE", help="play back a recording made with --record")
     parser.add_argument("--loop", action="store_true", help="with --replay: start again at the end")
+    replay_command.add_arguments(parser)
     parser.add_argument(
         "--record", type=path_arg, metavar="FILE",
         help="append every snapshot to FILE in the compact format (docs/recording.md), or as JSON lines when FILE "
@@ -242,6 +243,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--duration must be at most {MAX_DURATION_SECONDS:.0f} seconds (30 days)")
     if args.loop and args.replay is None:
         parser.error("--loop needs --replay")
+    replay_command.check_arguments(parser, args)
     if args.check:
         _check_check_args(parser, args)
     exporter.check_arguments(parser, args)
@@ -382,7 +384,7 @@ def _run(args: argparse.Namespace) -> int:
 
         app = GputopApp(
             sampler, readonly=args.readonly, ascii_mode=args.ascii, export_dir=args.export_dir,
-            paged_charts=charts.motion == "page",
+            paged_charts=charts.motion == "page", replay=_replay_of(sampler.source),
         )
         app.run()
         stats_path = os.environ.get(STATS_FILE_ENV)
@@ -452,6 +454,7 @@ def _make_sampler(args: argparse.Namespace, demo_clock: DemoClock | None) -> tup
 
         try:
             replay = ReplaySource(args.replay, loop=args.loop)
+            replay_command.start_at(replay, args.at)
         except ReplayError as exc:
             raise CliError(str(exc)) from exc
         if interval is None and replay.recorded_interval:
@@ -553,9 +556,12 @@ def _prefill_demo(sampler: Sampler, clock: DemoClock, scenario: str) -> None:
     sampler.max_gap = 0.0
 
 
-def _collect(sampler: Sampler, duration: float | None) -> Snapshot:
-    """Poll for ``duration`` seconds at the sampler's interval (or a short priming pair) and return the last snapshot."""
+def _collect(sampler: Sampler, duration: float | None, settle: bool = True) -> Snapshot:
+    """Poll for ``duration`` seconds at the sampler's interval (or a short priming pair, or once without ``settle``)
+    and return the last snapshot."""
     snapshot = sampler.poll_once()
+    if duration is None and not settle:
+        return snapshot
     if duration is None:
         time.sleep(ONCE_SETTLE_SECONDS)
         return sampler.poll_once()
@@ -569,7 +575,7 @@ def _collect(sampler: Sampler, duration: float | None) -> Snapshot:
 
 
 def _run_once(sampler: Sampler, args: argparse.Namespace) -> int:
-    snapshot = _collect(sampler, args.duration)
+    snapshot = _collect(sampler, args.duration, settle=args.at is None)  # a replay at a time shows that time
     if args.json:
         text = snapshot_to_json(snapshot, indent=2) + "\n"
     else:

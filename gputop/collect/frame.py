@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gputop.collect.model import Snapshot
+from gputop.collect.playback import PlaybackState
 from gputop.collect.timegrid import ChartView
 
 
@@ -16,3 +17,5 @@ class Frame:
     """Devices, processes, host, advice and errors of the poll."""
     charts: ChartView
     """Chart columns of every zoom level, including the ones this poll changed or appended."""
+    playback: PlaybackState | None = None
+    """Where a replay stands (drawn by the position bar); None for live and demo data."""

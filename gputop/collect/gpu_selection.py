@@ -15,7 +15,8 @@ from typing import Protocol, runtime_checkable
 
 from gputop.collect.jobs import trim_jobs
 from gputop.collect.model import DeviceSample, ErrorNote, ScopeKind, Snapshot
-from gputop.collect.source import SnapshotSource
+from gputop.collect.playback import LeadIn, PlaybackState
+from gputop.collect.source import SnapshotSource, SteerableSource
 
 CUDA_VISIBLE_DEVICES = "CUDA_VISIBLE_DEVICES"
 """The environment variable that tells CUDA programs which GPUs they see, and in which order."""
@@ -317,6 +318,18 @@ class GpuSelectingSource:
             identities = {d.index: GpuIdentity(d.index, d.uuid, d.name) for d in snapshot.devices}
             self._selection = resolve_gpus(self.request, identities, identities.__getitem__)
         return select_gpus(snapshot, self._selection)
+
+    def take_lead_in(self) -> LeadIn | None:
+        """The wrapped replay's lead-in with only the selected GPUs (see ``SteerableSource``)."""
+        lead_in = self.source.take_lead_in() if isinstance(self.source, SteerableSource) else None
+        if lead_in is None or self._selection is None:
+            return lead_in
+        selection = self._selection
+        return dataclasses.replace(lead_in, snapshots=tuple(select_gpus(s, selection) for s in lead_in.snapshots))
+
+    def playback_state(self) -> PlaybackState | None:
+        """The wrapped replay's playback state (see ``SteerableSource``)."""
+        return self.source.playback_state() if isinstance(self.source, SteerableSource) else None
 
     def close(self) -> None:
         """Close the wrapped source."""

@@ -140,6 +140,13 @@ class History:
         with self._lock:
             yield
 
+    def clear(self) -> None:
+        """Forget every sample (a replay jumped to another time); ``latest`` stays until the next append."""
+        with self._lock:
+            self._timestamps = RingBuffer(self.capacity)
+            self._devices = {}
+            self._host = {name: RingBuffer(self.capacity) for name in HOST_METRICS}
+
     def append(self, snapshot: Snapshot) -> None:
         """Record the device and host metrics of ``snapshot``."""
         with self._lock:

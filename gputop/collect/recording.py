@@ -125,6 +125,21 @@ class _Damage:
     message: str
 
 
+@dataclass(frozen=True, slots=True)
+class _Origin:
+    """Where the stream's next bytes come from in the file: reading can start again at ``offset``."""
+
+    offset: int
+    """File offset of the next byte (plain text) or of the gzip member that makes it."""
+    linear: bool
+    """True for plain text, where every later byte sits at ``offset`` plus its distance; False inside gzip."""
+
+
+Line = tuple[int, bytes, str | None, int | None]
+"""One line of a JSON-lines stream: its 1-based number, its bytes (empty when damaged), what is wrong with it
+(None when nothing), and the file offset reading can start at to get this line first (None when unknown)."""
+
+
 def read_recording(path: str | os.PathLike[str]) -> Generator[Snapshot | RecordingProblem, None, None]:
     """Stream a recording's snapshots in order, with a :class:`RecordingProblem` for each unreadable part.
 
@@ -169,13 +184,27 @@ def _records(file: BinaryIO) -> Generator[Snapshot | RecordingProblem, None, Non
         if _starts_compact(file):
             yield from read_compact(file)
             return
-        for number, line, damage in _lines(_chunks(file)):
-            if damage is not None:
-                yield RecordingProblem(number, damage)
-            else:
-                text = line.strip(_JSON_WHITE_SPACE)
-                if text:
-                    yield _parse(number, text)
+        yield from line_records(jsonl_lines(file))
+
+
+def jsonl_lines(file: BinaryIO, number: int = 1) -> Iterator[Line]:
+    """The numbered lines of a JSON-lines recording (plain or gzip) from ``file``'s position, ``number`` the first's.
+
+    The position must be the file's start or an offset given with an earlier line (the start of a
+    plain line or of a gzip member): see :data:`Line`.
+    """
+    return _lines(_chunks(file), number)
+
+
+def line_records(lines: Iterator[Line]) -> Iterator[Snapshot | RecordingProblem]:
+    """The snapshot on each non-blank line, or the :class:`RecordingProblem` with it."""
+    for number, line, damage, _anchor in lines:
+        if damage is not None:
+            yield RecordingProblem(number, damage)
+        else:
+            text = line.strip(_JSON_WHITE_SPACE)
+            if text:
+                yield _parse(number, text)
 
 
 def _starts_compact(file: BinaryIO) -> bool:
@@ -206,11 +235,14 @@ def _parse(number: int, line: bytes) -> Snapshot | RecordingProblem:
         return RecordingProblem(number, str(exc))
 
 
-def _chunks(file: BinaryIO) -> Iterator[bytes | _Damage]:
-    """The file's bytes, decompressed when it starts like gzip; a read error ends them with a damage mark."""
+def _chunks(file: BinaryIO) -> Iterator[bytes | _Damage | _Origin]:
+    """The file's bytes from its position, decompressed when they start like gzip; a read error ends them with a
+    damage mark. Origin marks say where reading could start again."""
     try:
+        start = file.tell()
         head = file.read(len(_GZIP_MAGIC))
         if head != _GZIP_MAGIC:
+            yield _Origin(start, linear=True)
             yield head
             while chunk := file.read(_READ_CHUNK):
                 yield chunk
@@ -220,8 +252,11 @@ def _chunks(file: BinaryIO) -> Iterator[bytes | _Damage]:
         yield _Damage(f"read error, rest of the recording skipped: {exc.strerror or exc}")
 
 
-def _gunzip(file: BinaryIO, head: bytes) -> Iterator[bytes | _Damage]:
+def _gunzip(file: BinaryIO, head: bytes) -> Iterator[bytes | _Damage | _Origin]:
     """Decompress consecutive gzip members; skip damaged ones up to the next intact member.
+
+    Each member that starts after a clean end (or at the start) is preceded by an origin mark: decompressing
+    from there later gives the same bytes.
 
     Output is produced in bounded pieces, so a member that inflates enormously is never held whole.
     The compressed bytes of the current member are kept (up to ``_MAX_MEMBER_KEPT``) so that, when
@@ -233,11 +268,15 @@ def _gunzip(file: BinaryIO, head: bytes) -> Iterator[bytes | _Damage]:
     member: bytearray | None = bytearray()  # compressed bytes of the current member consumed so far
     resyncing = False  # damage reported; quiet until a member decompresses whole
     drain = False  # the last call filled its output limit, so more output may be waiting
+    fresh = True  # a member starts with the next byte of pending, after a clean end
     while True:
         if not pending and not drain:
             pending = file.read(_READ_CHUNK)
             if not pending:
                 break
+        if fresh:
+            yield _Origin(file.tell() - len(pending), linear=False)
+            fresh = False
         try:
             out = decompressor.decompress(pending, _READ_CHUNK)
         except zlib.error as exc:
@@ -263,7 +302,7 @@ def _gunzip(file: BinaryIO, head: bytes) -> Iterator[bytes | _Damage]:
                     yield _Damage("damaged gzip data (a member was cut short), skipped to the next intact part")
                     pending = restart + rest
                     decompressor = zlib.decompressobj(_GZIP_WBITS)
-                    member, resyncing, drain = bytearray(), False, False
+                    member, resyncing, drain, fresh = bytearray(), False, False, True
                     continue
             if len(member) > _MAX_MEMBER_KEPT:
                 member = None
@@ -272,7 +311,7 @@ def _gunzip(file: BinaryIO, head: bytes) -> Iterator[bytes | _Damage]:
         if decompressor.eof:
             pending = decompressor.unused_data
             decompressor = zlib.decompressobj(_GZIP_WBITS)
-            member, resyncing, drain = bytearray(), False, False
+            member, resyncing, drain, fresh = bytearray(), False, False, True
         else:
             pending = decompressor.unconsumed_tail
             drain = not pending and len(out) == _READ_CHUNK
@@ -311,20 +350,33 @@ def _seek_member(file: BinaryIO, data: bytes, start: int) -> bytes:
         start = 0
 
 
-def _lines(chunks: Iterator[bytes | _Damage]) -> Iterator[tuple[int, bytes, str | None]]:
+def _lines(chunks: Iterator[bytes | _Damage | _Origin], number: int = 1) -> Iterator[Line]:
     """Split the stream into numbered lines; an oversized, cut-off or damaged line comes with a reason."""
-    number = 1
     parts: list[bytes] = []
     size = 0
     too_long = False
+    origin: _Origin | None = None
+    consumed = 0  # stream bytes since the origin
+    fresh = True  # the next byte starts a line
+    anchor: int | None = None  # where reading can start to get the line being built
     for chunk in chunks:
-        if isinstance(chunk, _Damage):
-            yield number, b"", chunk.message
-            number += 1
-            parts, size, too_long = [], 0, False
+        if isinstance(chunk, _Origin):
+            origin, consumed = chunk, 0
+            if fresh:
+                anchor = chunk.offset
             continue
+        if isinstance(chunk, _Damage):
+            yield number, b"", chunk.message, None
+            number += 1
+            parts, size, too_long, origin, fresh, anchor = [], 0, False, None, True, None
+            continue
+        base = consumed
+        consumed += len(chunk)
         start = 0
         while start < len(chunk):
+            if fresh and anchor is None and origin is not None and origin.linear:
+                anchor = origin.offset + base + start
+            fresh = False
             end = chunk.find(b"\n", start)
             piece = chunk[start:] if end < 0 else chunk[start:end]
             if not too_long:
@@ -336,13 +388,13 @@ def _lines(chunks: Iterator[bytes | _Damage]) -> Iterator[tuple[int, bytes, str 
             if end < 0:
                 break
             if too_long:
-                yield number, b"", f"longer than {MAX_LINE_BYTES // (1024 * 1024)} MiB, skipped"
+                yield number, b"", f"longer than {MAX_LINE_BYTES // (1024 * 1024)} MiB, skipped", anchor
             else:
-                yield number, b"".join(parts), None
+                yield number, b"".join(parts), None, anchor
             number += 1
-            parts, size, too_long = [], 0, False
+            parts, size, too_long, fresh, anchor = [], 0, False, True, None
             start = end + 1
     if too_long:
-        yield number, b"", f"longer than {MAX_LINE_BYTES // (1024 * 1024)} MiB, skipped"
+        yield number, b"", f"longer than {MAX_LINE_BYTES // (1024 * 1024)} MiB, skipped", anchor
     elif any(parts):
-        yield number, b"", "incomplete last line (recording interrupted)"
+        yield number, b"", "incomplete last line (recording interrupted)", anchor

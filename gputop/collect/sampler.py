@@ -12,7 +12,8 @@ from gputop.collect.filters import Filters
 from gputop.collect.frame import Frame
 from gputop.collect.history import History
 from gputop.collect.model import Advice, ErrorNote, Snapshot
-from gputop.collect.source import SnapshotSource
+from gputop.collect.playback import LeadIn, PlaybackState
+from gputop.collect.source import SnapshotSource, SteerableSource
 from gputop.collect.timegrid import ChartView, TimeGrid
 
 MIN_INTERVAL = 0.1
@@ -87,13 +88,15 @@ class Sampler:
         self._stop = threading.Event()
         self._first_shown = threading.Event()
         self._wake = threading.Event()
+        self._poll_now = False
+        self._last_appended: float | None = None
         self._paused = False
         self._thread: threading.Thread | None = None
         self._last_start: float | None = None
         self._standing_errors: list[ErrorNote] = []
         self._filters = filters if filters is not None else Filters()
         self._view_lock = threading.Lock()
-        self._unfiltered: tuple[Snapshot, ChartView] | None = None
+        self._unfiltered: tuple[Snapshot, ChartView, PlaybackState | None] | None = None
 
     @property
     def interval(self) -> float:
@@ -120,6 +123,14 @@ class Sampler:
         self._paused = False
         self._wake.set()
 
+    def poll_soon(self) -> None:
+        """Take the next poll at once, even while paused (a replay seek must not wait a whole interval).
+
+        The cadence carries on from that poll's planned time.
+        """
+        self._poll_now = True
+        self._wake.set()
+
     def subscribe(self, callback: Subscriber) -> None:
         """Call ``callback(frame)`` after every poll, on the sampler thread."""
         with self._lock:
@@ -139,8 +150,8 @@ class Sampler:
             self._filters = filters
             if self._unfiltered is None:
                 return None
-            snapshot, charts = self._unfiltered
-            return self._show(snapshot, charts, notify=True)
+            snapshot, charts, playback = self._unfiltered
+            return self._show(snapshot, charts, notify=True, playback=playback)
 
     def add_standing_error(self, note: ErrorNote) -> None:
         """Attach ``note`` to every snapshot from now on (e.g. a config warning, a failed recording)."""
@@ -157,21 +168,43 @@ class Sampler:
         self._last_start = started
         self.poll_count += 1
         snapshot = self._poll_source()
-        self.history.append(snapshot)
-        charts = self.grid.append(snapshot)
+        steerable = self.source if isinstance(self.source, SteerableSource) else None
+        lead_in = steerable.take_lead_in() if steerable is not None else None
+        if lead_in is not None:
+            self._take_in(lead_in)
+        if snapshot.timestamp == self._last_appended:  # a paused or ended replay shows the same snapshot again
+            charts = self.grid.view
+        else:
+            self._last_appended = snapshot.timestamp
+            self.history.append(snapshot)
+            charts = self.grid.append(snapshot)
         if self.advisor is not None:
             snapshot = dataclasses.replace(snapshot, advice=self.advisor(snapshot, self.history))
         self._record(snapshot)
         if self._standing_errors:
             snapshot = dataclasses.replace(snapshot, errors=snapshot.errors + tuple(self._standing_errors))
         self.last_poll_seconds = time.monotonic() - started
+        playback = steerable.playback_state() if steerable is not None else None
         with self._view_lock:  # so a set_filters never hands out its view before an older one
-            return self._show(snapshot, charts, notify)
+            return self._show(snapshot, charts, notify, playback)
 
-    def _show(self, snapshot: Snapshot, charts: ChartView, notify: bool) -> Frame:
+    def _take_in(self, lead_in: LeadIn) -> None:
+        """Put a replay's lead-in into the history, charts and advice state; after a seek, into fresh ones."""
+        if lead_in.reset:
+            self.history.clear()
+            self.grid.reset()
+            self._last_appended = None
+        for snapshot in lead_in.snapshots:
+            self._last_appended = snapshot.timestamp
+            self.history.append(snapshot)
+            self.grid.append(snapshot)
+            if self.advisor is not None:  # advice holds and clears as if the passed-over time had been shown
+                self.advisor(snapshot, self.history)
+
+    def _show(self, snapshot: Snapshot, charts: ChartView, notify: bool, playback: PlaybackState | None = None) -> Frame:
         """Make ``snapshot`` the newest one, filtered; called with the view lock held."""
-        self._unfiltered = (snapshot, charts)
-        frame = Frame(self._filters.apply(snapshot), charts)
+        self._unfiltered = (snapshot, charts, playback)
+        frame = Frame(self._filters.apply(snapshot), charts, playback)
         self.history.latest = frame.snapshot
         self.latest_frame = frame
         self._first_shown.set()
@@ -253,18 +286,20 @@ class Sampler:
     def _loop(self) -> None:
         deadline = time.monotonic()
         while not self._stop.is_set():
-            if self._paused:
+            if self._paused and not self._poll_now:
                 self._wake.wait()
                 self._wake.clear()
                 deadline = time.monotonic()
                 continue
+            self._poll_now = False
             self._poll(notify=True)
             if self._stop.is_set():
                 return
             now = time.monotonic()
             deadline = max(deadline + self._interval, now)
             self._wake.clear()
-            if not self._stop.is_set():  # a stop between the poll and the clear must not wait a whole period
+            # A stop or a poll_soon between the poll and the clear must not wait a whole period.
+            if not self._stop.is_set() and not self._poll_now:
                 self._wake.wait(deadline - now)
 
 

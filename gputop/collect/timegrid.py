@@ -202,6 +202,14 @@ class TimeGrid:
         """The newest view (empty before the first snapshot)."""
         return self._view
 
+    def reset(self) -> ChartView:
+        """Forget every column (a replay jumped to another time); views made earlier are unchanged. Returns the
+        empty view."""
+        for level in self._levels:
+            level.reset()
+        self._view = ChartView(tuple(level.view() for level in self._levels))
+        return self._view
+
     def append(self, snapshot: Snapshot) -> ChartView:
         """Fold ``snapshot``'s GPUs into every level; return the new view."""
         devices = tuple(device.index for device in snapshot.devices)

@@ -37,6 +37,8 @@ class Action:
     """Its keys act on every screen and dialog, before the focused widget sees them."""
     palette: bool = True
     """Offered in the command palette (False for a key-only variant of another action)."""
+    replay: bool = False
+    """Only while replaying a recording: inactive, and left out of the help screen and the palette, otherwise."""
 
     @property
     def name(self) -> str:
@@ -64,13 +66,19 @@ def _sort(key: str, sort_key: str, what: str) -> Action:
                   help=f"sort processes by {what} (again to reverse)", footer=False)
 
 
+def _replay(action: str, keys: str, key_display: str, title: str, help: str, *, palette: bool = True) -> Action:
+    """A replay-only action, out of the footer (the position bar shows where playback stands)."""
+    return Action(action=action, keys=keys, key_display=key_display, label=title, title=f"Replay: {title.lower()}",
+                  help=help, help_keys=f"{key_display} (replay)", footer=False, replay=True, palette=palette)
+
+
 ACTIONS: tuple[Action, ...] = (
     Action(action="quit", keys="q", key_display="q", label="Quit", title="Quit", help="quit"),
     Action(action="interrupt", keys="ctrl+c", key_display="Ctrl+C", label="Quit", title="Quit or copy",
            help="quit from any screen or dialog (copies instead while text is selected)",
            footer=False, priority=True, palette=False),
     Action(action="pause", keys="p", key_display="p", label="Pause", title="Pause / resume",
-           help="pause / resume polling (PAUSED in the header)"),
+           help="pause / resume polling (PAUSED in the header); in a replay, pause / resume playback"),
     Action(action="slower", keys="plus,equals_sign", key_display="+", label="Slower", title="Slower updates",
            help="double the polling interval (shown in the header)"),
     Action(action="faster", keys="minus", key_display="-", label="Faster", title="Faster updates",
@@ -107,6 +115,18 @@ ACTIONS: tuple[Action, ...] = (
     _sort("n", "user", "user"),
     _sort("j", "job", "job"),
     _sort("C", "container", "container"),
+    _replay("play_pause", "space", "Space", "Pause", "pause / resume playback (p too)", palette=False),
+    _replay("speed(1)", "greater_than_sign", ">", "Faster", "play faster: x1, 2, 5, 10, 20, 50, 100"),
+    _replay("speed(-1)", "less_than_sign", "<", "Slower", "play slower, down to the recorded pace (x1)"),
+    _replay("skip(10)", "right_square_bracket", "]", "Forward 10 s", "jump 10 s forward"),
+    _replay("skip(-10)", "left_square_bracket", "[", "Back 10 s", "jump 10 s back"),
+    _replay("skip(60)", "right_curly_bracket", "}", "Forward 1 min", "jump 1 minute forward"),
+    _replay("skip(-60)", "left_curly_bracket", "{", "Back 1 min", "jump 1 minute back"),
+    _replay("advice_event(1)", "full_stop", ".", "Next advice event",
+            "jump to the next time advice was raised or cleared (ticks on the position bar)"),
+    _replay("advice_event(-1)", "comma", ",", "Previous advice event",
+            "jump to the previous time advice was raised or cleared"),
+    _replay("go_to", "G", "G", "Go to time", "go to a time: 03:10, 03:10:30, 2026-11-23 03:10, +1h20m or 90s"),
 )
 """The main screen's actions in help-screen order."""
 
@@ -120,10 +140,12 @@ OTHER_KEYS: tuple[tuple[str, str], ...] = (
 """Keys and gestures the widgets and Textual handle, listed on the help screen after the actions."""
 
 
-def help_rows(*, readonly: bool, export_dir: str) -> list[tuple[str, str]]:
-    """(keys, description) of every action and of the other keys, for the help screen."""
+def help_rows(*, readonly: bool, export_dir: str, replay: bool = False) -> list[tuple[str, str]]:
+    """(keys, description) of every action (the replay ones only when ``replay``) and of the other keys."""
     rows = []
     for entry in ACTIONS:
+        if entry.replay and not replay:
+            continue
         description = entry.describe(export_dir)
         if readonly and entry.readonly_disabled:
             description += ": disabled (--readonly)"
@@ -131,9 +153,12 @@ def help_rows(*, readonly: bool, export_dir: str) -> list[tuple[str, str]]:
     return rows + list(OTHER_KEYS)
 
 
-def palette_actions(*, readonly: bool) -> list[Action]:
-    """The actions the command palette offers."""
-    return [entry for entry in ACTIONS if entry.palette and not (readonly and entry.readonly_disabled)]
+def palette_actions(*, readonly: bool, replay: bool = False) -> list[Action]:
+    """The actions the command palette offers (the replay ones only when ``replay``)."""
+    return [
+        entry for entry in ACTIONS
+        if entry.palette and not (readonly and entry.readonly_disabled) and (replay or not entry.replay)
+    ]
 
 
 def palette_help(entry: Action, export_dir: str) -> str:
@@ -144,3 +169,6 @@ def palette_help(entry: Action, export_dir: str) -> str:
 
 READONLY_DISABLED = frozenset(entry.name for entry in ACTIONS if entry.readonly_disabled)
 """Names of the actions ``--readonly`` disables."""
+
+REPLAY_ONLY = frozenset(entry.name for entry in ACTIONS if entry.replay)
+"""Names of the actions that only act on a replay."""

@@ -16,7 +16,7 @@ import time
 from collections.abc import Iterable, Mapping
 from functools import partial
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from textual import work
 from textual.app import ComposeResult, SystemCommand
@@ -31,11 +31,13 @@ from gputop.advice.rules.healthy import is_all_clear
 from gputop.collect.filters import current_user_filter
 from gputop.collect.frame import Frame
 from gputop.collect.model import JobSample, ProcessSample, Snapshot
+from gputop.collect.playback import ChangeSpeed, Command, SeekBy, SeekEvent, SeekTo, TogglePause
 from gputop.collect.sampler import Sampler
 from gputop.textsafe import safe_text
-from gputop.ui.actions import ACTIONS, READONLY_DISABLED, help_rows, palette_actions, palette_help
+from gputop.ui.actions import ACTIONS, READONLY_DISABLED, REPLAY_ONLY, help_rows, palette_actions, palette_help
 from gputop.ui.advice_panel import AdvicePanel, AdviceSummary
 from gputop.ui.chart_choice import ChartChoice
+from gputop.ui.goto_dialog import GoToDialog
 from gputop.ui.gpu_detail import GpuDetailScreen
 from gputop.ui.gpu_panel import GpuArea, GpuPanel, choose_layout
 from gputop.ui.header import HeaderBar
@@ -44,9 +46,13 @@ from gputop.ui.host_panel import HostPanel
 from gputop.ui.job_text import container_facts, job_facts, job_label, jobs_by_id
 from gputop.ui.messages import FrameReady
 from gputop.ui.partial_output import activate as activate_partial_output
+from gputop.ui.playback_bar import PlaybackBar
 from gputop.ui.process_table import ProcessTable
 from gputop.ui.terminal_guard import TerminalGuardedApp
 from gputop.units import fmt_bytes, fmt_percent
+
+if TYPE_CHECKING:
+    from gputop.collect.replay import ReplaySource
 
 WIDE_MIN_COLUMNS = 120
 """Terminals at least this wide show the advice panel beside the GPUs by default."""
@@ -95,6 +101,7 @@ class GputopApp(TerminalGuardedApp):
         export_dir: Path = Path("gputop-snapshots"),
         live: bool = True,
         paged_charts: bool = True,
+        replay: ReplaySource | None = None,
     ) -> None:
         super().__init__()
         activate_partial_output()
@@ -108,6 +115,8 @@ class GputopApp(TerminalGuardedApp):
         """Draw charts, bars and borders with ASCII only."""
         self.export_dir = export_dir
         """Where ``s`` writes snapshot exports."""
+        self.replay = replay
+        """The recording played (under the sampler's source), steered by the replay keys; None for live and demo."""
         self.frame: Frame | None = None
         """The frame on screen."""
         self.snapshots_applied = 0
@@ -127,6 +136,7 @@ class GputopApp(TerminalGuardedApp):
         self._processes = ProcessTable(ascii_mode=ascii_mode, id="processes")
         self._advice = AdvicePanel(ascii_mode=ascii_mode, id="advice")
         self._summary = AdviceSummary(id="advice-summary")
+        self._bar = PlaybackBar(ascii_mode=ascii_mode, id="playback")
         self._footer = Footer()
 
     # -- building and layout ------------------------------------------------------------------
@@ -142,6 +152,7 @@ class GputopApp(TerminalGuardedApp):
                 yield self._processes
             yield self._advice
         yield self._summary
+        yield self._bar
         self._footer.compact = self.size.width < WIDE_MIN_COLUMNS
         yield self._footer
 
@@ -149,6 +160,9 @@ class GputopApp(TerminalGuardedApp):
         """Apply styles, show the newest known snapshot, subscribe to the sampler and start it."""
         self.set_class(self.ascii_mode, "-ascii")
         self._filter.display = False
+        self._bar.display = self.replay is not None
+        if self.replay is not None:
+            self.replay.start_indexing()
         self._advice.border_title = "Advice"
         self._processes.border_title = "Processes"
         self._header.show_filters(self.sampler.filters.describe())
@@ -206,7 +220,7 @@ class GputopApp(TerminalGuardedApp):
         self._advice_shown = advice
         self._summary.display = not advice
         self._footer.compact = narrow
-        body = height - 2 - (0 if advice else 1) - (1 if self._filter.display else 0)
+        body = height - 2 - (0 if advice else 1) - (1 if self._filter.display else 0) - (1 if self._bar.display else 0)
         below = min(ADVICE_BELOW_MAX_LINES, max(4, body // 5)) if place == "below" else 0
         self._advice.styles.width = ADVICE_WIDTH if place == "beside" else "1fr"
         self._advice.styles.height = below if place == "below" else "1fr"
@@ -252,6 +266,7 @@ class GputopApp(TerminalGuardedApp):
         self._advice.show(snapshot)
         self._summary.show(snapshot)
         self._header.show(snapshot, self.sampler.interval, self.sampler.paused)
+        self._bar.show(frame.playback)
         if isinstance(self.screen, GpuDetailScreen):
             self.screen.show(frame, self._gpus.choice)
 
@@ -265,17 +280,57 @@ class GputopApp(TerminalGuardedApp):
         """Hide what ``--readonly`` disables; Esc clears the filter only while one is open."""
         if self.readonly and action in READONLY_DISABLED:
             return False
+        if action in REPLAY_ONLY and self.replay is None:
+            return False
         if action == "clear_filter":
             return self._filter.display or None
         return True
 
     def action_pause(self) -> None:
-        """Pause or resume polling."""
+        """Pause or resume polling; in a replay, playback (the bar shows it)."""
+        if self.replay is not None:
+            self._steer(TogglePause())
+            return
         if self.sampler.paused:
             self.sampler.resume()
         else:
             self.sampler.pause()
         self._header.show(self.snapshot, self.sampler.interval, self.sampler.paused)
+
+    def action_play_pause(self) -> None:
+        """Pause or resume playback (replay only)."""
+        self.action_pause()
+
+    def action_speed(self, steps: int) -> None:
+        """Play ``steps`` speed steps faster (negative: slower)."""
+        self._steer(ChangeSpeed(steps))
+
+    def action_skip(self, seconds: int) -> None:
+        """Jump ``seconds`` of recorded time (negative: back)."""
+        self._steer(SeekBy(seconds))
+
+    def action_advice_event(self, direction: int) -> None:
+        """Jump to the next (1) or previous (-1) advice event."""
+        self._steer(SeekEvent(forward=direction > 0))
+
+    def action_go_to(self) -> None:
+        """Ask for a time and jump there."""
+        state = self.frame.playback if self.frame is not None else None
+        if state is None or state.end is None:
+            self.notify("The recording is still being indexed; try again in a moment.", severity="warning")
+            return
+
+        def done(target: float | None) -> None:
+            if target is not None:
+                self._steer(SeekTo(target))
+
+        self.push_screen(GoToDialog(state.start, state.end), done)
+
+    def _steer(self, command: Command) -> None:
+        """Hand ``command`` to the replay and have the sampler poll at once, so the screen answers now."""
+        if self.replay is not None:
+            self.replay.steer(command)
+            self.sampler.poll_soon()
 
     def action_slower(self) -> None:
         """Double the polling interval."""
@@ -346,7 +401,8 @@ class GputopApp(TerminalGuardedApp):
     def action_help(self) -> None:
         """Show every key."""
         if not isinstance(self.screen, HelpScreen):
-            self.push_screen(HelpScreen(help_rows(readonly=self.readonly, export_dir=safe_text(str(self.export_dir)))))
+            self.push_screen(HelpScreen(help_rows(readonly=self.readonly, export_dir=safe_text(str(self.export_dir)),
+                                                  replay=self.replay is not None)))
 
     def action_gpu_detail(self, device_index: int | None = None) -> None:
         """Open the detail screen of GPU ``device_index``, else of the focused GPU (the first when none is)."""
@@ -440,7 +496,7 @@ class GputopApp(TerminalGuardedApp):
     def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
         """The command palette: every gputop action once, then Textual's commands that none of them replaces."""
         export_dir = safe_text(str(self.export_dir))
-        ours = palette_actions(readonly=self.readonly)
+        ours = palette_actions(readonly=self.readonly, replay=self.replay is not None)
         for entry in ours:
             yield SystemCommand(entry.title, palette_help(entry, export_dir), partial(self.run_action, entry.action))
         titles = {entry.title for entry in ours}
