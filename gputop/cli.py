@@ -25,6 +25,7 @@ from gputop.collect.serialize import snapshot_to_json
 from gputop.collect.source import SnapshotSource
 from gputop.collect.timegrid import TimeGrid
 from gputop.exporter import command as exporter
+from gputop.run_report import command as run_report
 
 if TYPE_CHECKING:
     from gputop.check import CheckPlan
@@ -219,6 +220,7 @@ def build_parser() -> GputopParser:
         "GPUTOP_PARTIAL_OUTPUT=0 turns it off) is active, and exit",
     )
     exporter.add_arguments(parser)
+    run_report.add_arguments(parser)
     return parser
 
 
@@ -240,7 +242,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.check:
         _check_check_args(parser, args)
     exporter.check_arguments(parser, args)
+    run_report.check_arguments(parser, args)
     try:
+        if args.report is not None:
+            return run_report.run(args)
         if args.cluster is not None:
             return _run_cluster(parser, args)
         if args.json_schema:
