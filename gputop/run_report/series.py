@@ -67,13 +67,13 @@ class BucketSeries:
             high.append(max(self._max[a], self._max[b]))
         self._count, self._sum, self._min, self._max = count, total, low, high
 
-    def columns(self, size: int) -> tuple[list[float | None], list[float | None], list[float | None]]:
-        """(minimum, mean, maximum) per bucket for ``size`` buckets; None where a bucket has no value."""
+    def columns(self, rows: list[int | None]) -> tuple[list[float | None], list[float | None], list[float | None]]:
+        """(minimum, mean, maximum) for each bucket in ``rows``; None for a bucket without a value or a None row."""
         low: list[float | None] = []
         mean: list[float | None] = []
         high: list[float | None] = []
-        for i in range(size):
-            if i >= len(self._count) or self._count[i] == 0:
+        for i in rows:
+            if i is None or i >= len(self._count) or self._count[i] == 0:
                 low.append(None)
                 mean.append(None)
                 high.append(None)
@@ -82,6 +82,10 @@ class BucketSeries:
                 mean.append(self._sum[i] / self._count[i])
                 high.append(self._max[i])
         return low, mean, high
+
+    def filled(self) -> set[int]:
+        """The buckets that hold a value."""
+        return {i for i, count in enumerate(self._count) if count}
 
     @property
     def known(self) -> bool:
@@ -125,7 +129,25 @@ class BucketGrid:
         self.size = max(self.size, index + 1)
         return max(index, 0)
 
-    def times(self) -> list[float]:
-        """The middle of each bucket, in epoch seconds."""
+    def rows(self, gap_seconds: float) -> list[int | None]:
+        """The buckets any series has a value in, in order, with None between two that are more than ``gap_seconds``
+        apart: plotted, lines join neighbouring samples even when the buckets are finer than the polling period, and
+        break at a gap."""
+        filled: set[int] = set()
+        for series in self._series:
+            filled |= series.filled()
+        rows: list[int | None] = []
+        previous: int | None = None
+        for i in sorted(filled):
+            if previous is not None and (i - previous) * self.width > gap_seconds:
+                rows.append(None)
+            rows.append(i)
+            previous = i
+        return rows
+
+    def times(self, rows: list[int | None]) -> list[float]:
+        """The middle of each bucket in ``rows`` (epoch seconds); a None row gets the middle of its neighbours."""
         origin = self.origin or 0.0
-        return [origin + (i + 0.5) * self.width for i in range(self.size)]
+        middles = [None if i is None else origin + (i + 0.5) * self.width for i in rows]
+        return [m if m is not None else (middles[k - 1] + middles[k + 1]) / 2  # type: ignore[operator]
+                for k, m in enumerate(middles)]

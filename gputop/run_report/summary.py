@@ -643,13 +643,15 @@ class RunAccumulator:
         )
 
     def _series(self) -> SeriesSet:
-        size = self.grid.size
+        interval = self._interval()
+        gap = max(GAP_MIN_SECONDS, GAP_FACTOR * interval if interval else FIRST_GAP_SECONDS, 2.5 * self.grid.width)
+        rows = self.grid.rows(gap)
         devices = {
-            index: {m: s.columns(size) for m, s in gpu.series.items() if s.known}
+            index: {m: s.columns(rows) for m, s in gpu.series.items() if s.known}
             for index, gpu in sorted(self._gpus.items())
         }
-        host = {m: s.columns(size) for m, s in self._host_series.items() if s.known}
-        return SeriesSet(tuple(self.grid.times()), self.grid.width, devices, host)
+        host = {m: s.columns(rows) for m, s in self._host_series.items() if s.known}
+        return SeriesSet(tuple(self.grid.times(rows)), self.grid.width, devices, host)
 
 
 def _percentile(histogram: array, seconds: float, share: float) -> float | None:  # type: ignore[type-arg]

@@ -10,6 +10,15 @@
   var lanes = document.getElementById("lanes");
 
   function utc(ts) { return uPlot.tzDate(new Date(ts * 1000), "Etc/UTC"); }
+  var minutes = uPlot.fmtDate("{HH}:{mm}");
+  var seconds = uPlot.fmtDate("{HH}:{mm}:{ss}");
+  var days = uPlot.fmtDate("{MM}-{DD} {HH}:{mm}");
+
+  function timeLabels(u, splits) {
+    var step = splits.length > 1 ? splits[1] - splits[0] : 60;
+    var format = step < 60 ? seconds : (u.scales.x.max - u.scales.x.min > 2 * 86400 ? days : minutes);
+    return splits.map(function (ts) { return format(utc(ts)); });
+  }
 
   function setRange(min, max, from) {
     if (syncing) { return; }
@@ -52,12 +61,12 @@
       hidden.push(high, high + 2);
     });
     var plot = new uPlot({
-      width: Math.max(300, element.clientWidth),
+      width: Math.max(240, Math.floor(element.getBoundingClientRect().width)),
       height: 120,
       tzDate: utc,
       cursor: { sync: { key: "run", setSeries: false }, drag: { x: true, y: false } },
       scales: { x: { time: true }, y: chart.percent ? { range: [0, 100] } : { range: zeroBased } },
-      axes: [{ size: 26, font: "11px system-ui" }, { size: 44, font: "11px system-ui" }],
+      axes: [{ size: 26, font: "11px system-ui", values: timeLabels }, { size: 52, font: "11px system-ui" }],
       series: series,
       bands: bands,
       hooks: {
