@@ -54,7 +54,8 @@ _HOST_CHARTS: tuple[tuple[str, str, str, tuple[tuple[str, str, str], ...], float
 )
 
 
-def _asset(name: str) -> str:
+def asset(name: str) -> str:
+    """The text of a file in ``assets/`` (vendored uPlot, the page's script and style)."""
     return resources.files("gputop.run_report").joinpath("assets").joinpath(name).read_text(encoding="utf-8")
 
 
@@ -270,8 +271,8 @@ def render_html(summary: RunSummary, source: str) -> str:
 <meta http-equiv="Content-Security-Policy" content="{_CSP}">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>gputop run report: {esc(source)}</title>
-<style>{_asset("uPlot.min.css")}</style>
-<style>{_asset("report.css")}</style>
+<style>{asset("uPlot.min.css")}</style>
+<style>{asset("report.css")}</style>
 </head><body data-ready="false">
 <header><h1>gputop run report</h1>
 <p>{esc(source)}{" — " + esc(labels) if labels else ""}<br>{esc(span)}, {summary.snapshots} snapshots,
@@ -285,8 +286,8 @@ every {esc(f"{summary.interval_seconds:g}" if summary.interval_seconds else NA)}
 {_processes_section(summary)}
 {_problems_section(summary)}
 <script type="application/json" id="report-data">{script_json(data)}</script>
-<script>{_asset("errors.js")}</script>
-<script>{_asset("uPlot.iife.min.js")}</script>
-<script>{_asset("report.js")}</script>
+<script>{asset("errors.js")}</script>
+<script>{asset("uPlot.iife.min.js")}</script>
+<script>{asset("report.js")}</script>
 </body></html>
 """
