@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from gputop.collect.history import History
 from gputop.collect.model import (
     Advice,
     DeviceSample,
@@ -23,8 +24,10 @@ from gputop.collect.model import (
 )
 from gputop.collect.recording import Recorder, read_recording
 from gputop.collect.recording_format import RecordingProblem
+from gputop.report import md_escape, render_report
 from gputop.run_report.command import default_output
-from gputop.run_report.html import render_html, script_json
+from gputop.run_report.html import hours, render_html, script_json
+from gputop.run_report.session import summarize_history
 from gputop.run_report.summary import IDLE_UTIL_PERCENT, RunAccumulator, summarize
 from support.demo_run import Segment, record_demo_run
 
@@ -163,6 +166,26 @@ def test_problems_are_listed_and_streaming_reads_damage(tmp_path: Path) -> None:
     assert summary.snapshots == 20
     assert summary.problems == (RecordingProblem(21, "not valid JSON (truncated or corrupt)"),)
     assert "line 21: not valid JSON" in render_html(summary, path.name)
+
+
+def test_a_sessions_summary_from_its_history_has_the_recordings_numbers(tmp_path: Path) -> None:
+    history = History()
+    recording = tmp_path / "session.jsonl"
+    record_demo_run(recording, [Segment("throttling", 90), Segment("idle-holding", 90)], history=history)
+    session, recorded = summarize_history(history), summarize(read_recording(recording))
+    assert session.snapshots == recorded.snapshots == 180
+    for mine, theirs in zip(session.gpus, recorded.gpus, strict=True):
+        assert (mine.index, mine.p95_util, mine.idle_hours) == (theirs.index, theirs.p95_util, theirs.idle_hours)
+        assert mine.mean_util == pytest.approx(theirs.mean_util)
+    assert [(f.advice_id, f.seconds, f.episodes) for f in session.findings] == [
+        (f.advice_id, f.seconds, f.episodes) for f in recorded.findings]
+    assert len(session.findings) == 3
+    markdown = render_report(history.latest, history, session, "x.html")  # type: ignore[arg-type]
+    section = markdown.split("## Run summary", 1)[1]
+    assert "[x.html](x.html)" in section
+    assert f"Idle GPU-hours: {hours(recorded.idle_gpu_hours)}" in section
+    for number, finding in enumerate(recorded.findings, 1):
+        assert f"{number}. **{finding.severity}: {md_escape(finding.summary)}**" in section
 
 
 def test_default_output_name() -> None:

@@ -23,6 +23,7 @@ from gputop.run_report.summary import (
     RunSummary,
     SeriesSet,
 )
+from gputop.textsafe import safe_text
 from gputop.units import NA, fmt_bytes, fmt_duration, fmt_percent
 
 MAX_PROCESS_ROWS = 200
@@ -81,6 +82,11 @@ def when(timestamp: float | None) -> str:
 def hours(value: float) -> str:
     """GPU-hours with a precision that suits their size."""
     return f"{value:.2f}" if value >= 0.1 else f"{value:.3f}"
+
+
+def percentile_text(value: float | None) -> str:
+    """A percentile of utilization, to 0.1 %."""
+    return NA if value is None else f"{value:.1f}%"
 
 
 def _rounded(values: list[float | None], divisor: float, decimals: int) -> list[float | None]:
@@ -153,7 +159,7 @@ def _gpu_row(gpu: GpuSummary) -> str:
     if gpu.memory_total_bytes:
         memory += f" / {fmt_bytes(gpu.memory_total_bytes)}"
     lost = "" if gpu.lost_at is None else f"from {when(gpu.lost_at)} ({fmt_duration(gpu.lost_hours * 3600)})"
-    p95 = NA if gpu.p95_util is None else f"{gpu.p95_util:.1f}%"
+    p95 = percentile_text(gpu.p95_util)
     return (f"<tr><td>{gpu.index}</td><td>{esc(gpu.name) or NA}</td><td>{esc(fmt_percent(gpu.mean_util))}</td>"
             f"<td>{esc(p95)}</td><td>{esc(hours(gpu.idle_hours))}</td><td>{esc(hours(gpu.reported_hours))}</td>"
             f"<td>{sm}</td><td>{tensor}</td><td>{esc(memory)}</td>"
@@ -257,6 +263,7 @@ def _problems_section(summary: RunSummary) -> str:
 
 def render_html(summary: RunSummary, source: str) -> str:
     """The report of ``summary`` as one HTML document; ``source`` (a file name or "this session") is shown as text."""
+    source = safe_text(source, 200)
     origin = summary.first_timestamp or 0.0
     data = _chart_data(summary.series, origin)
     data["episodes"] = [

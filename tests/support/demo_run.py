@@ -59,12 +59,15 @@ class _Scenarios:
             self.current.close()
 
 
-def record_demo_run(path: Path, segments: list[Segment], interval: float = 1.0, start: float = 1_795_000_000.0) -> int:
-    """Write the run of ``segments`` to the recording ``path`` (format by its name); returns the snapshots written."""
+def record_demo_run(path: Path, segments: list[Segment], interval: float = 1.0, start: float = 1_795_000_000.0,
+                    history: History | None = None) -> int:
+    """Write the run of ``segments`` to the recording ``path`` (format by its name); returns the snapshots written.
+
+    ``history``, when given, is the sampler's history (to compare a session's summary with its recording's)."""
     clock = SimulatedClock(start)
     source = _Scenarios(clock)
     recorder = open_recorder(path)
-    sampler = Sampler(source, interval, History(), advisor=AdviceEngine(), recorder=recorder)
+    sampler = Sampler(source, interval, history if history is not None else History(), advisor=AdviceEngine(), recorder=recorder)
     written = 0
     try:
         for segment in segments:
