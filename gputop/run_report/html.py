@@ -211,7 +211,7 @@ def _advice_section(summary: RunSummary) -> str:
 
 def _episode_row(e: AdviceEpisode) -> str:
     cleared = "still standing at the end" if e.cleared is None else when(e.cleared)
-    return (f'<tr class="sev-{esc(e.severity)}"><td>{esc(e.severity)}</td><td>{esc(e.title)}</td>'
+    return (f'<tr class="sev-{esc(e.severity)}"><td>{esc(e.severity)}</td><td class="wrap">{esc(e.title)}</td>'
             f"<td>{esc(e.scope)}</td><td>{esc(when(e.raised))}</td><td>{esc(cleared)}</td>"
             f"<td>{esc(fmt_duration(e.seconds))}</td></tr>")
 
@@ -237,7 +237,7 @@ def _processes_section(summary: RunSummary) -> str:
         f"<tr><td>{j.id}</td><td>{esc(j.kind)}</td><td>{esc(','.join(map(str, j.devices)))}</td>"
         f"<td>{j.processes}</td><td>{esc(','.join(map(str, j.ranks)))}</td><td>{esc(hours(j.gpu_hours))}</td>"
         f"<td>{esc(fmt_bytes(j.peak_memory_bytes))}</td><td>{esc(when(j.first_seen))}</td>"
-        f"<td>{esc(when(j.last_seen))}</td><td>{esc(j.evidence)}</td></tr>"
+        f'<td>{esc(when(j.last_seen))}</td><td class="wrap">{esc(j.evidence)}</td></tr>'
         for j in summary.jobs
     )
     jobs = (f"<table><thead><tr><th>Job</th><th>Kind</th><th>GPUs</th><th>Processes</th><th>Ranks</th><th>GPU-h</th>"
