@@ -179,7 +179,8 @@ def build_parser() -> GputopParser:
     )
     parser.add_argument(
         "--export", type=path_arg, metavar="DIR",
-        help="with --once: also write the snapshot export (JSON with history, Markdown report, SVG screen) into DIR",
+        help="with --once: also write the snapshot export (JSON with history, Markdown report, HTML run report, SVG screen) "
+        "into DIR",
     )
     parser.add_argument(
         "--export-dir", type=path_arg, default=DEFAULT_EXPORT_DIR, metavar="DIR",
@@ -591,7 +592,7 @@ def _write_stdout(text: str) -> bool:
 
 
 def _export_once(directory: Path, snapshot: Snapshot, sampler: Sampler) -> None:
-    """Write the export set (SVG of the screen, JSON with history, Markdown report) for the newest snapshot."""
+    """Write the export set (SVG of the screen, JSON with history, Markdown and HTML reports) for the newest snapshot."""
     from gputop.export import ExportError, export_snapshot
     from gputop.ui.render import render_screen_svg
 
