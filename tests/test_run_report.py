@@ -188,6 +188,21 @@ def test_a_sessions_summary_from_its_history_has_the_recordings_numbers(tmp_path
         assert f"{number}. **{finding.severity}: {md_escape(finding.summary)}**" in section
 
 
+REAL_H100 = Path(__file__).parent / "data" / "real-h100"
+
+
+def test_report_of_a_real_h100_recording() -> None:
+    summary = summarize(read_recording(REAL_H100 / "input-bound.jsonl.gz"))
+    (gpu,) = summary.gpus
+    assert gpu.name == "NVIDIA H100 80GB HBM3"
+    assert gpu.mean_sm_active is not None and gpu.mean_tensor_active is not None  # GPM, reported by the real GPU
+    assert set(summary.series.devices[0]) >= {"sm_active_percent", "tensor_active_percent", "pcie_rx_bytes_per_s"}
+    assert summary.problems == () and summary.gaps == ()
+    assert summary.processes and summary.processes[0].peak_memory_bytes
+    assert summary.findings and summary.findings[0].summary
+    assert gpu.mean_util is not None and gpu.p95_util is not None and gpu.mean_util <= gpu.p95_util
+
+
 def test_default_output_name() -> None:
     assert default_output(Path("/r/run.jsonl")) == Path("/r/run.html")
     assert default_output(Path("run.jsonl.gz")) == Path("run.html")

@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from gputop.collect.model import Advice, DeviceSample, ProcessSample, Severity, Snapshot, SourceKind
+from gputop.collect.recording import Recorder
 from gputop.run_report.html import SECTIONS, asset
 
 CHROMIUM = shutil.which("chromium")
@@ -106,6 +108,26 @@ def test_every_section_and_chart_renders_without_script_errors(report: Path) -> 
     assert dom.count("<canvas") == charts
     assert int(re.search(r'data-lanes="(\d+)"', dom).group(1)) >= 1  # type: ignore[union-attr]
     assert 'class="bar warn"' in dom or 'class="bar info"' in dom
+
+
+def test_hostile_text_from_the_recording_stays_text(tmp_path: Path) -> None:
+    evil = '</script><img id="pwned" src=x onerror="document.title=1"><b id="bold">\u2028'
+    process = ProcessSample(pid=5, device_index=0, user=evil, cmdline=evil, name=evil, create_time=1.0)
+    advice = Advice("input_bound:gpu0", Severity.WARN, "gpu0", evil, evil, evil)
+    recording = tmp_path / "evil.jsonl"
+    recorder = Recorder(recording)
+    for i in range(30):
+        recorder.write(Snapshot(timestamp=1_795_000_000.0 + i, source=SourceKind.REPLAY, label=evil,
+                                devices=(DeviceSample(index=0, name=evil, utilization_gpu_percent=50.0),),
+                                processes=(process,), advice=(advice,)))
+    recorder.close()
+    subprocess.run([sys.executable, "-m", "gputop", "--report", str(recording)], check=True, capture_output=True,
+                   timeout=120)
+    dom = chromium(tmp_path / "evil.html", "--dump-dom").stdout
+    body = re.search(r"<body[^>]*>", dom)
+    assert body is not None and 'data-ready="true"' in body.group(0) and "data-error" not in body.group(0)
+    assert "<img id=" not in dom and "<b id=" not in dom  # no element was made from the text
+    assert '&lt;img id="pwned"' in dom  # it is shown as text
 
 
 def test_screenshot_is_not_blank(report: Path, tmp_path: Path) -> None:

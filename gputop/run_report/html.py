@@ -283,7 +283,7 @@ def render_html(summary: RunSummary, source: str) -> str:
 </head><body data-ready="false">
 <header><h1>gputop run report</h1>
 <p>{esc(source)}{" — " + esc(labels) if labels else ""}<br>{esc(span)}, {summary.snapshots} snapshots,
-every {esc(f"{summary.interval_seconds:g}" if summary.interval_seconds else NA)} s. Charts: buckets of
+every {esc(f"{summary.interval_seconds:.3g}" if summary.interval_seconds else NA)} s. Charts: buckets of
 {esc(f"{summary.series.bucket_seconds:g}")} s.</p></header>
 <pre id="js-errors" hidden></pre>
 {_summary_section(summary)}
