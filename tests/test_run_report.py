@@ -73,6 +73,14 @@ def test_a_gap_adds_no_gpu_hours_and_breaks_the_lines() -> None:
     assert mean.count(None) == 1
 
 
+def test_a_clock_stepping_back_skips_snapshots_and_says_so() -> None:
+    items = [snap(T0 + i, {0: 50.0}) for i in range(10)] + [snap(T0 + 5, {0: 0.0})] + [snap(T0 + 10, {0: 50.0})]
+    summary = summarize(items)
+    assert summary.snapshots == 11 and summary.out_of_order == 1
+    assert summary.gpus[0].idle_hours == 0.0
+    assert "1 snapshots not later than the one before them were skipped" in render_html(summary, "r")
+
+
 def test_gpu_appearing_mid_run_lost_gpu_and_unreported_gpm() -> None:
     items = [snap(T0 + i, {0: 90.0, **({1: 10.0} if i >= 50 else {})}, lost=frozenset({0}) if i >= 80 else frozenset())
              for i in range(100)]

@@ -257,6 +257,9 @@ def _problems_section(summary: RunSummary) -> str:
               for a, b in summary.gaps]
     if summary.gaps_omitted:
         items.append(f"<li>{summary.gaps_omitted} more gaps.</li>")
+    if summary.out_of_order:
+        items.append(f"<li>{summary.out_of_order} snapshots not later than the one before them were skipped "
+                     "(the clock stepped back).</li>")
     body = f"<ul>{''.join(items)}</ul>" if items else "<p>None: every part of the recording was read.</p>"
     return f'<section id="problems"><h2>Problems</h2>{body}</section>'
 

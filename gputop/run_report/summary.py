@@ -275,6 +275,8 @@ class RunSummary:
     """(last snapshot before, first after) for each gap."""
     gaps_omitted: int
     """Gaps past the limit."""
+    out_of_order: int
+    """Snapshots skipped because they were not later than the one before (a clock stepped back)."""
     series: SeriesSet
     """The plotted series."""
 
@@ -406,6 +408,7 @@ class RunAccumulator:
         self._problems_omitted = 0
         self._gaps: list[tuple[float, float]] = []
         self._gaps_omitted = 0
+        self._out_of_order = 0
 
     def add(self, item: Snapshot | RecordingProblem) -> None:
         """Take the next snapshot (or a problem met while reading)."""
@@ -416,8 +419,7 @@ class RunAccumulator:
         if previous is not None:
             delta = item.timestamp - previous.timestamp
             if delta <= 0:
-                self._problem(RecordingProblem(self._count + len(self._problems) + 1,
-                                               "snapshot not later than the one before it, skipped", "snapshot"))
+                self._out_of_order += 1
                 return
             if self._is_gap(delta):
                 self._commit(previous, self._interval() or 0.0)
@@ -624,6 +626,7 @@ class RunAccumulator:
             problems_omitted=self._problems_omitted,
             gaps=tuple(self._gaps),
             gaps_omitted=self._gaps_omitted,
+            out_of_order=self._out_of_order,
             series=self._series(),
         )
 
