@@ -35,6 +35,10 @@ SUFFIXES = (".svg", ".json", ".md", ".html")
 """Extensions of the files in one export set."""
 
 
+_NO_PROCESSES = ("A session's history keeps no process list: record the session (--record FILE) and run "
+                 "gputop --report FILE for its processes and jobs.")
+
+
 class ExportError(Exception):
     """An export failed; the message (one line) names the path and the reason."""
 
@@ -116,7 +120,7 @@ def export_snapshot(directory: Path, snapshot: Snapshot, history: History, svg: 
     contents.append((".json", json.dumps(document, separators=(",", ":"), allow_nan=False) + "\n"))
     contents.append((".md", report))
     session = f"gputop session ({snapshot.label or snapshot.source})"
-    contents.append((".html", render_html(summary, session)))
+    contents.append((".html", render_html(summary, session, _NO_PROCESSES)))
     try:
         directory.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

@@ -216,7 +216,7 @@ def _episode_row(e: AdviceEpisode) -> str:
             f"<td>{esc(fmt_duration(e.seconds))}</td></tr>")
 
 
-def _processes_section(summary: RunSummary) -> str:
+def _processes_section(summary: RunSummary, missing: str) -> str:
     rows = []
     for p in summary.processes[:MAX_PROCESS_ROWS]:
         sm = NA if p.sm_gpu_hours is None else hours(p.sm_gpu_hours)
@@ -232,7 +232,7 @@ def _processes_section(summary: RunSummary) -> str:
     processes = (f"<table><thead><tr><th>PID</th><th>User</th><th>GPUs</th><th>Job</th><th>Rank</th><th>GPU-h</th>"
                  f"<th>SM-weighted GPU-h</th><th>Peak GPU memory</th><th>First seen</th><th>Last seen</th>"
                  f"<th>Command</th></tr></thead><tbody>{''.join(rows)}</tbody></table>{note}"
-                 if rows else "<p>No GPU processes in this recording.</p>")
+                 if rows else f"<p>{esc(missing)}</p>")
     job_rows = "".join(
         f"<tr><td>{j.id}</td><td>{esc(j.kind)}</td><td>{esc(','.join(map(str, j.devices)))}</td>"
         f"<td>{j.processes}</td><td>{esc(','.join(map(str, j.ranks)))}</td><td>{esc(hours(j.gpu_hours))}</td>"
@@ -264,8 +264,9 @@ def _problems_section(summary: RunSummary) -> str:
     return f'<section id="problems"><h2>Problems</h2>{body}</section>'
 
 
-def render_html(summary: RunSummary, source: str) -> str:
-    """The report of ``summary`` as one HTML document; ``source`` (a file name or "this session") is shown as text."""
+def render_html(summary: RunSummary, source: str, no_processes: str = "No GPU processes in this recording.") -> str:
+    """The report of ``summary`` as one HTML document; ``source`` (a file name or a session) is shown as text,
+    ``no_processes`` where there is no process to list."""
     source = safe_text(source, 200)
     origin = summary.first_timestamp or 0.0
     data = _chart_data(summary.series, origin)
@@ -293,7 +294,7 @@ every {esc(f"{summary.interval_seconds:.3g}" if summary.interval_seconds else NA
 {_gpus_section(summary)}
 {_host_section(summary)}
 {_advice_section(summary)}
-{_processes_section(summary)}
+{_processes_section(summary, no_processes)}
 {_problems_section(summary)}
 <script type="application/json" id="report-data">{script_json(data)}</script>
 <script>{asset("errors.js")}</script>
