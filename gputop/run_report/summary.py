@@ -57,6 +57,9 @@ MAX_RANKS = 64
 TEXT_LENGTH = 300
 """Command lines, titles and evidence are cut to this many characters when taken in."""
 
+ACTION_LENGTH = 1000
+"""Advice actions (shown whole in the top findings) are cut to this many characters."""
+
 DEVICE_SERIES = (
     "utilization_gpu_percent",
     "sm_active_percent",
@@ -594,7 +597,7 @@ class RunAccumulator:
             total = self._totals[advice_id] = _AdviceTotal(episode.severity, title, "", safe_text(a.scope, 40))
         total.severity = _more_severe(total.severity, episode.severity)
         total.title = title
-        total.action = safe_text(a.action, TEXT_LENGTH)
+        total.action = safe_text(a.action, ACTION_LENGTH)
         total.seconds += episode.seconds
         total.episodes += 1
 
