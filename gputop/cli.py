@@ -24,6 +24,8 @@ from gputop.collect.sampler import DEFAULT_INTERVAL, MIN_INTERVAL, Sampler
 from gputop.collect.serialize import snapshot_to_json
 from gputop.collect.source import SnapshotSource
 from gputop.collect.timegrid import TimeGrid
+from gputop.convert import command as convert
+from gputop.convert.stream import JsonLinesStream, names_stdout
 from gputop.exporter import command as exporter
 from gputop.run_report import command as run_report
 
@@ -157,8 +159,10 @@ def build_parser() -> GputopParser:
     parser.add_argument("--loop", action="store_true", help="with --replay: start again at the end")
     parser.add_argument(
         "--record", type=path_arg, metavar="FILE",
-        help="append every snapshot to FILE as JSON lines (gzip-compressed when FILE ends in .gz); "
-        "without a terminal and without --once/--duration, records until interrupted",
+        help="append every snapshot to FILE in the compact format (docs/recording.md), or as JSON lines when FILE "
+        "ends in .jsonl (.jsonl.gz: gzip-compressed); "
+        "without a terminal and without --once/--duration, records until interrupted (SIGINT, SIGTERM or SIGHUP "
+        "closes the file cleanly). FILE '-' streams JSON lines to stdout, flushed per snapshot, with no screen",
     )
     parser.add_argument("--once", action="store_true", help="print one snapshot as a table and exit (implied when stdout is not a terminal)")
     parser.add_argument(
@@ -221,6 +225,7 @@ def build_parser() -> GputopParser:
         "GPUTOP_PARTIAL_OUTPUT=0 turns it off) is active, and exit",
     )
     exporter.add_arguments(parser)
+    convert.add_arguments(parser)
     run_report.add_arguments(parser)
     return parser
 
@@ -243,8 +248,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.check:
         _check_check_args(parser, args)
     exporter.check_arguments(parser, args)
+    convert.check_arguments(parser, args)
     run_report.check_arguments(parser, args)
     try:
+        if args.convert is not None:
+            return convert.run(args)
         if args.report is not None:
             return run_report.run(args)
         if args.cluster is not None:
@@ -366,7 +374,7 @@ def _run(args: argparse.Namespace) -> int:
             return exporter.serve(sampler, args)
         if args.once or args.json or args.duration is not None or args.export is not None:
             return _run_once(sampler, args)
-        if not tty:
+        if not tty or names_stdout(args.record):
             if args.record is not None:
                 return _record_headless(sampler, args)
             return _run_once(sampler, args)
@@ -472,11 +480,13 @@ def _make_sampler(args: argparse.Namespace, demo_clock: DemoClock | None) -> tup
         problems += _attach_advice(sampler, document, config)
     for warning in warnings + problems:
         sampler.add_standing_error(ErrorNote("config", warning))
-    if args.record is not None:
-        from gputop.collect.recording import Recorder, RecordingError
+    if names_stdout(args.record):
+        sampler.recorder = JsonLinesStream(sys.stdout, flush_each=True)
+    elif args.record is not None:
+        from gputop.collect.recording import RecordingError, open_recorder
 
         try:
-            sampler.recorder = Recorder(args.record)
+            sampler.recorder = open_recorder(args.record)
         except RecordingError as exc:
             sampler.stop()
             raise CliError(str(exc)) from exc
@@ -612,26 +622,30 @@ def _recording_failed(snapshot: Snapshot) -> int:
 
 
 def _record_headless(sampler: Sampler, args: argparse.Namespace) -> int:
-    """Record until SIGINT/SIGTERM/SIGHUP without a screen (e.g. under nohup)."""
+    """Record until SIGINT/SIGTERM/SIGHUP without a screen; a signal ignored on entry (SIGHUP under nohup) stays ignored."""
     stop = {"now": False}
 
     def request_stop(signum: int, frame: object) -> None:
         stop["now"] = True
 
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, request_stop)
-    print(f"gputop: recording to {args.record} every {sampler.interval:g} s; stop with Ctrl-C or SIGTERM", file=sys.stderr)
+        if signal.getsignal(sig) is not signal.SIG_IGN:
+            signal.signal(sig, request_stop)
+    recorder, target = sampler.recorder, "stdout" if names_stdout(args.record) else args.record
+    print(f"gputop: recording to {target} every {sampler.interval:g} s; stop with Ctrl-C or SIGTERM", file=sys.stderr)
     count = 0
     next_poll = time.monotonic()
     while not stop["now"]:
         snapshot = sampler.poll_once()
         if sampler.recorder is None:
+            if isinstance(recorder, JsonLinesStream) and recorder.reader_gone:
+                return _reader_gone()
             return _recording_failed(snapshot)
         count += 1
         next_poll = max(next_poll + sampler.interval, time.monotonic())
         while not stop["now"] and time.monotonic() < next_poll:
             time.sleep(min(0.1, max(0.0, next_poll - time.monotonic())))
-    print(f"gputop: recorded {count} snapshots to {args.record}", file=sys.stderr)
+    print(f"gputop: recorded {count} snapshots to {target}", file=sys.stderr)
     return 0
 
 

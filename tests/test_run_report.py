@@ -23,7 +23,7 @@ from gputop.collect.model import (
     WorkloadKind,
 )
 from gputop.collect.recording import Recorder, read_recording
-from gputop.collect.recording_format import RecordingProblem
+from gputop.collect.recording_format import COMPACT_MAGIC, RecordingProblem
 from gputop.report import md_escape, render_report
 from gputop.run_report.command import default_output
 from gputop.run_report.html import hours, render_html, script_json
@@ -234,6 +234,22 @@ def test_cli_writes_the_report_of_a_recorded_run_and_prints_its_path(tmp_path: P
     for section in ("summary", "gpus", "host", "advice", "processes", "problems"):
         assert f'<section id="{section}">' in page
     assert re.search(r"gap: no snapshot from .* \(0:3\d\)", page)
+
+
+def test_compact_and_jsonl_recordings_of_one_run_give_the_same_report_numbers(tmp_path: Path) -> None:
+    segments = [Segment("throttling", 60, pause=30), Segment("imbalance", 60)]
+    record_demo_run(tmp_path / "run.gtr", segments)  # the compact format, written by open_recorder
+    record_demo_run(tmp_path / "run.jsonl", segments)
+    with (tmp_path / "run.gtr").open("rb") as file:
+        assert file.read(len(COMPACT_MAGIC)) == COMPACT_MAGIC
+    compact, plain = summarize(read_recording(tmp_path / "run.gtr")), summarize(read_recording(tmp_path / "run.jsonl"))
+    assert compact.snapshots == plain.snapshots == 120 and compact.problems == ()
+    assert [(g.mean_util, g.p95_util, g.idle_hours) for g in compact.gpus] == [
+        (g.mean_util, g.p95_util, g.idle_hours) for g in plain.gpus]
+    assert [(f.advice_id, f.seconds) for f in compact.findings] == [(f.advice_id, f.seconds) for f in plain.findings]
+    assert [(p.pid, p.gpu_hours) for p in compact.processes] == [(p.pid, p.gpu_hours) for p in plain.processes]
+    result = _gputop("--report", tmp_path / "run.gtr", cwd=tmp_path)
+    assert result.returncode == 0 and result.stdout == f"{tmp_path / 'run.html'}\n"
 
 
 @pytest.mark.parametrize("content", [b"", b"not json at all\n"])

@@ -328,7 +328,8 @@ class ProcessDetailsReader:
         note: str | None = None
         if create_time is not None:
             values["create_time"] = create_time
-            values["elapsed_seconds"] = max(0.0, time.time() - create_time)
+            # to 0.01 s, the resolution of create_time (clock ticks): finer digits are only the moment of this read
+            values["elapsed_seconds"] = round(max(0.0, time.time() - create_time), 2)
         static = known.static
         if static is not None and (stat is None or stat.comm != known.comm or stat.state == b"Z"):
             static = None

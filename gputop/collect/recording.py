@@ -29,6 +29,9 @@ from gputop.collect.recording_format import (
     format_for_name,
     sniff_format,
 )
+from gputop.collect.recording_format import (
+    RecordingError as RecordingError,
+)
 from gputop.collect.serialize import (
     SnapshotFormatError,
     snapshot_from_dict,
@@ -44,10 +47,6 @@ _GZIP_WBITS = 16 + zlib.MAX_WBITS
 _MAX_MEMBER_KEPT = 16 * 1024 * 1024
 """Compressed bytes of one gzip member kept for resynchronising after damage; beyond it the search
 for the next member starts at the point of failure."""
-
-
-class RecordingError(OSError):
-    """A recording cannot be opened or written; ``str()`` is a one-line message for the user."""
 
 
 def open_recorder(path: str | os.PathLike[str]) -> CompactWriter | Recorder:

@@ -52,6 +52,10 @@ def sniff_format(head: bytes) -> RecordingFormat:
     return RecordingFormat.JSONL
 
 
+class RecordingError(OSError):
+    """A recording cannot be opened or written; ``str()`` is a one-line message for the user."""
+
+
 @dataclass(frozen=True, slots=True)
 class RecordingProblem:
     """A part of a recording that could not be read and was skipped."""

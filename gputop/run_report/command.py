@@ -12,7 +12,7 @@ from gputop.textsafe import safe_text
 
 _CONFLICTS = (("--demo", "demo"), ("--replay", "replay"), ("--record", "record"), ("--once", "once"),
               ("--json", "json"), ("--check", "check"), ("--duration", "duration"), ("--export", "export"),
-              ("--serve", "serve"), ("--cluster", "cluster"))
+              ("--serve", "serve"), ("--cluster", "cluster"), ("--convert", "convert"))
 
 _RECORDING_SUFFIXES = (".jsonl.gz", ".jsonl", ".gz")
 

@@ -19,6 +19,7 @@ from typing import Any, Generic, TypeVar
 
 from gputop.torch.probes import autocast_active, cuda_memory, loader_settings
 from gputop.torch.publisher import StatusPublisher
+from gputop.torch.system_metrics import ScalarWriter, SystemMetrics, check_target
 from gputop.torch.window import RollingWindow, WindowStats
 
 _T = TypeVar("_T")
@@ -47,6 +48,7 @@ class Watched(Generic[_T]):
         publish_interval: float = DEFAULT_PUBLISH_INTERVAL,
         publish: bool = True,
         directory: Path | None = None,
+        log_to: SystemMetrics | ScalarWriter | str | None = None,
     ) -> None:
         """Wrap ``loader``; see :func:`watch` for the arguments."""
         if publish_interval <= 0:
@@ -62,6 +64,12 @@ class Watched(Generic[_T]):
         self._autocast: bool | None = None
         self._probe_autocast = False
         self._hook = None
+        if not isinstance(log_to, SystemMetrics):
+            check_target(log_to)
+        self._log_to = None if isinstance(log_to, SystemMetrics) else log_to
+        self.metrics = log_to if isinstance(log_to, SystemMetrics) else None
+        """Where GPU metrics and the input wait are logged at the step rate (from ``log_to``; for a writer or
+        ``"mlflow"``, set up for each pass over the loader and closed at its end), or None."""
         if model is not None:
             self._hook = model.register_forward_pre_hook(self._on_forward)
 
@@ -77,6 +85,8 @@ class Watched(Generic[_T]):
     def __iter__(self) -> Iterator[_T]:
         """Yield the loader's batches, timing the wait for each."""
         clock = time.perf_counter
+        if self._log_to is not None and self.metrics is None:
+            self.metrics = SystemMetrics(self._log_to)
         iterator = iter(self.loader)
         start = last = clock()
         due = start  # publish on the first batch, so the record appears at once
@@ -104,14 +114,18 @@ class Watched(Generic[_T]):
             # On exhaustion the last step's body is known to have ended; after a break or an
             # error only the time up to the last batch is counted.
             self._active = False
-            self._bucket(last, last - start, wait, steps)
+            self._bucket(last, last - start, wait, steps, final=True)
 
     def stats(self) -> WindowStats:
         """Rolling statistics as of the latest bucket (at most ``publish_interval`` old while iterating)."""
         return self._window.stats()
 
     def close(self) -> None:
-        """Remove the status record and the model hook; iterating again publishes a new record."""
+        """Remove the status record and the model hook, and stop the logging ``watch`` set up for ``log_to``;
+        iterating again publishes a new record."""
+        if self._log_to is not None and self.metrics is not None:
+            self.metrics.close()
+            self.metrics = None
         if self._hook is not None:
             self._hook.remove()
             self._hook = None
@@ -134,10 +148,23 @@ class Watched(Generic[_T]):
             self._probe_autocast = False
             self._autocast = autocast_active()
 
-    def _bucket(self, end: float, elapsed: float, wait: float, steps: int) -> None:
-        """Add a bucket to the window and publish the record."""
+    def _bucket(self, end: float, elapsed: float, wait: float, steps: int, final: bool = False) -> None:
+        """Add a bucket to the window, publish the record and hand a point to the logging when one is due.
+
+        At the end of a pass (``final``) a last point is logged and written before the loop goes on, so it is
+        in the writer before the program closes it.
+        """
         if elapsed > 0.0 or steps:
             self._window.add(end, elapsed, wait, steps)
+        if self.metrics is not None:
+            taken = self._window.stats()
+            if taken.total_steps:
+                self.metrics.step(taken.total_steps - 1, taken, force=final)
+            if final and self._log_to is not None:
+                self.metrics.close()
+                self.metrics = None
+            elif final:
+                self.metrics.flush()
         if self._hook is not None:
             self._probe_autocast = True
         elif autocast_active():
@@ -173,6 +200,7 @@ def watch(
     publish_interval: float = DEFAULT_PUBLISH_INTERVAL,
     publish: bool = True,
     directory: Path | None = None,
+    log_to: SystemMetrics | ScalarWriter | str | None = None,
 ) -> Watched[_T]:
     """Wrap ``loader`` (a DataLoader or any iterable) so the loop's input wait is measured and published.
 
@@ -182,6 +210,11 @@ def watch(
     cover the last ``window_seconds`` of iteration; the record in ``directory`` (default
     ``$XDG_RUNTIME_DIR/gputop`` or ``<tempdir>/gputop-<uid>``) is rewritten at most every
     ``publish_interval`` seconds; ``publish=False`` only measures.
+
+    ``log_to`` also logs the GPUs' metrics and the input wait into the run's own tracker at the step
+    rate (a point a second by default, step = the number of the batch, counted from 0 across epochs):
+    a ``torch.utils.tensorboard.SummaryWriter``, ``"mlflow"`` (the active MLflow run), or a
+    :class:`~gputop.torch.system_metrics.SystemMetrics` for other settings. See docs/trackers.md.
     """
     return Watched(
         loader,
@@ -191,4 +224,5 @@ def watch(
         publish_interval=publish_interval,
         publish=publish,
         directory=directory,
+        log_to=log_to,
     )
