@@ -27,6 +27,7 @@ from gputop.collect.timegrid import TimeGrid
 from gputop.convert import command as convert
 from gputop.convert.stream import JsonLinesStream, names_stdout
 from gputop.exporter import command as exporter
+from gputop.run_report import command as run_report
 
 if TYPE_CHECKING:
     from gputop.check import CheckPlan
@@ -183,7 +184,8 @@ def build_parser() -> GputopParser:
     )
     parser.add_argument(
         "--export", type=path_arg, metavar="DIR",
-        help="with --once: also write the snapshot export (JSON with history, Markdown report, SVG screen) into DIR",
+        help="with --once: also write the snapshot export (JSON with history, Markdown report, HTML run report, SVG screen) "
+        "into DIR",
     )
     parser.add_argument(
         "--export-dir", type=path_arg, default=DEFAULT_EXPORT_DIR, metavar="DIR",
@@ -225,6 +227,7 @@ def build_parser() -> GputopParser:
     )
     exporter.add_arguments(parser)
     convert.add_arguments(parser)
+    run_report.add_arguments(parser)
     return parser
 
 
@@ -248,9 +251,12 @@ def main(argv: list[str] | None = None) -> int:
         _check_check_args(parser, args)
     exporter.check_arguments(parser, args)
     convert.check_arguments(parser, args)
+    run_report.check_arguments(parser, args)
     try:
         if args.convert is not None:
             return convert.run(args)
+        if args.report is not None:
+            return run_report.run(args)
         if args.cluster is not None:
             return _run_cluster(parser, args)
         if args.json_schema:
@@ -602,7 +608,7 @@ def _write_stdout(text: str) -> bool:
 
 
 def _export_once(directory: Path, snapshot: Snapshot, sampler: Sampler) -> None:
-    """Write the export set (SVG of the screen, JSON with history, Markdown report) for the newest snapshot."""
+    """Write the export set (SVG of the screen, JSON with history, Markdown and HTML reports) for the newest snapshot."""
     from gputop.export import ExportError, export_snapshot
     from gputop.ui.render import render_screen_svg
 

@@ -1,6 +1,7 @@
-"""Exporting what is on screen: an SVG screenshot, the snapshot plus chart history as JSON, and a Markdown report.
+"""Exporting what is on screen: an SVG screenshot, the snapshot plus chart history as JSON, a Markdown report, and
+the HTML run report of the session's history (the Markdown links it, and shows the same run summary).
 
-The three files share one stem, ``gputop-YYYYmmdd-HHMMSS`` (with ``-N`` added when any of its names
+The files share one stem, ``gputop-YYYYmmdd-HHMMSS`` (with ``-N`` added when any of its names
 is taken). Each is written to a temporary file in the target directory and flushed to disk, then
 linked to its final name, which fails rather than replace anything: exports running at the same
 moment, in threads or processes, get distinct names, and a file or symlink already at a name is left
@@ -16,6 +17,7 @@ import math
 import os
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,11 +26,17 @@ from gputop.collect.history import DEVICE_METRICS, HOST_METRICS, History
 from gputop.collect.model import Snapshot
 from gputop.collect.serialize import snapshot_to_dict
 from gputop.report import render_report
+from gputop.run_report.html import render_html
+from gputop.run_report.session import summarize_history
 
 __all__ = ["ExportError", "ExportResult", "export_snapshot", "history_to_dict", "render_report"]
 
-SUFFIXES = (".svg", ".json", ".md")
+SUFFIXES = (".svg", ".json", ".md", ".html")
 """Extensions of the files in one export set."""
+
+
+_NO_PROCESSES = ("A session's history keeps no process list: record the session (--record FILE) and run "
+                 "gputop --report FILE for its processes and jobs.")
 
 
 class ExportError(Exception):
@@ -40,7 +48,7 @@ class ExportResult:
     """The files an export wrote."""
 
     paths: tuple[Path, ...]
-    """Written files: the SVG (when a screenshot was given), the JSON and the Markdown report."""
+    """Written files: the SVG (when a screenshot was given), the JSON, the Markdown report and the HTML run report."""
 
 
 def _finite(values: list[float | None]) -> list[float | None]:
@@ -101,19 +109,22 @@ def export_snapshot(directory: Path, snapshot: Snapshot, history: History, svg: 
     """
     directory = Path(directory)
     document = snapshot_to_dict(snapshot)
-    with history.reading():  # the JSON and the report describe the same samples, however the sampler goes on
+    base = time.strftime("gputop-%Y%m%d-%H%M%S", time.localtime(time.time()))
+    with history.reading():  # the JSON and the reports describe the same samples, however the sampler goes on
         document["history"] = history_to_dict(history)
-        report = render_report(snapshot, history)
+        summary = summarize_history(history)
+        report = render_report(snapshot, history, summary, base + ".html")
     contents: list[tuple[str, str]] = []
     if svg is not None:
         contents.append((".svg", svg))
     contents.append((".json", json.dumps(document, separators=(",", ":"), allow_nan=False) + "\n"))
     contents.append((".md", report))
+    session = f"gputop session ({snapshot.label or snapshot.source})"
+    contents.append((".html", render_html(summary, session, _NO_PROCESSES)))
     try:
         directory.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ExportError(_describe(directory, exc)) from exc
-    base = time.strftime("gputop-%Y%m%d-%H%M%S", time.localtime(time.time()))
     temps: list[tuple[Path, str]] = []
     try:
         for suffix, text in contents:
@@ -121,7 +132,7 @@ def export_snapshot(directory: Path, snapshot: Snapshot, history: History, svg: 
                 temps.append((_write_temp(directory, base, text), suffix))
             except OSError as exc:
                 raise ExportError(_describe(directory / (base + suffix), exc)) from exc
-        paths = _place_exclusively(directory, base, temps)
+        paths = _place_exclusively(directory, base, temps, lambda stem: _relink(temps, report, base, stem))
     finally:
         for temp, _ in temps:
             temp.unlink(missing_ok=True)
@@ -129,13 +140,29 @@ def export_snapshot(directory: Path, snapshot: Snapshot, history: History, svg: 
     return ExportResult(paths)
 
 
-def _place_exclusively(directory: Path, base: str, temps: list[tuple[Path, str]]) -> tuple[Path, ...]:
+def _relink(temps: list[tuple[Path, str]], report: str, base: str, stem: str) -> None:
+    """Point the Markdown report's link to the HTML report at ``stem``'s name (the set moved off ``base``)."""
+    markdown = next(temp for temp, suffix in temps if suffix == ".md")
+    with markdown.open("w", encoding="utf-8") as handle:
+        handle.write(report.replace(f"]({base}.html)", f"]({stem}.html)").replace(f"[{base}.html]", f"[{stem}.html]"))
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def _place_exclusively(
+    directory: Path, base: str, temps: list[tuple[Path, str]], restem: Callable[[str], None]
+) -> tuple[Path, ...]:
     """Give each complete temporary file its final name, under the first stem (``base``, ``base-1``, ...)
-    whose names are all free. A name that exists in any form, a dangling symlink included, is never
-    replaced or followed."""
+    whose names are all free; ``restem(stem)`` is called before trying a stem other than ``base``. A name
+    that exists in any form, a dangling symlink included, is never replaced or followed."""
     by_link, n = True, 0
     while True:
         stem = f"{base}-{n}" if n else base
+        if n:
+            try:
+                restem(stem)
+            except OSError as exc:
+                raise ExportError(_describe(directory / (stem + ".md"), exc)) from exc
         finals = [directory / (stem + suffix) for _, suffix in temps]
         try:
             if _place_under(temps, finals, by_link):

@@ -12,6 +12,9 @@ from datetime import datetime
 
 from gputop.collect.history import DEVICE_METRICS, HOST_METRICS, History
 from gputop.collect.model import DeviceSample, JobSample, ProcessRole, ProcessSample, Snapshot
+from gputop.run_report.markdown import summary_markdown
+from gputop.run_report.session import summarize_history
+from gputop.run_report.summary import RunSummary
 from gputop.textsafe import safe_text
 from gputop.ui.job_text import container_labels, gpu_list, job_label, job_processes, jobs_by_id, scope_label
 from gputop.units import (
@@ -170,8 +173,11 @@ def _history_rows(history: History) -> list[list[str]]:
     return rows
 
 
-def render_report(snapshot: Snapshot, history: History) -> str:
-    """The Markdown report: source, host, time, devices, top processes, jobs, advice, errors and history summary."""
+def render_report(
+    snapshot: Snapshot, history: History, summary: RunSummary | None = None, html_name: str | None = None
+) -> str:
+    """The Markdown report: source, host, time, devices, top processes, jobs, advice, errors, history summary and the
+    run summary (``summary``, computed from ``history`` when not given; ``html_name`` is the HTML report it links)."""
     lines = ["# gputop report", ""]
     source = md_escape(snapshot.source, 40)
     if snapshot.label:
@@ -233,4 +239,5 @@ def render_report(snapshot: Snapshot, history: History) -> str:
     else:
         lines.append("No history recorded.")
     lines.append("")
+    lines += summary_markdown(summary if summary is not None else summarize_history(history), md_escape, html_name)
     return "\n".join(lines)

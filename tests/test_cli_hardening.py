@@ -34,7 +34,7 @@ def test_a_closed_pipe_still_writes_the_export(tmp_path: Path) -> None:
     assert "Traceback" not in out.stderr
     assert out.returncode == 141
     suffixes = sorted(path.suffix for path in (tmp_path / "exp").iterdir())
-    assert suffixes == [".json", ".md", ".svg"]
+    assert suffixes == [".html", ".json", ".md", ".svg"]
 
 
 def test_a_reader_that_stops_early_gets_what_it_read(tmp_path: Path) -> None:

@@ -90,7 +90,7 @@ def test_export_writes_svg_json_and_markdown_with_one_stem(tmp_path):
     history, snap = make_history()
     target = tmp_path / "new" / "dir"
     result = export_snapshot(target, snap, history, "<svg>screen</svg>")
-    assert [p.suffix for p in result.paths] == [".svg", ".json", ".md"]
+    assert [p.suffix for p in result.paths] == [".svg", ".json", ".md", ".html"]
     assert len({p.stem for p in result.paths}) == 1
     assert result.paths[0].stem.startswith("gputop-")
     assert sorted(target.iterdir()) == sorted(result.paths)
@@ -100,7 +100,7 @@ def test_export_writes_svg_json_and_markdown_with_one_stem(tmp_path):
 def test_json_holds_the_snapshot_and_the_history_window(tmp_path):
     history, snap = make_history()
     result = export_snapshot(tmp_path, snap, history, None)
-    assert [p.suffix for p in result.paths] == [".json", ".md"]
+    assert [p.suffix for p in result.paths] == [".json", ".md", ".html"]
     document = json.loads(result.paths[0].read_text())
     assert snapshot_from_dict(document, complete=True) == snap
     recorded = document["history"]
@@ -150,8 +150,12 @@ def test_two_exports_in_the_same_second_get_distinct_names(tmp_path):
     second = export_snapshot(tmp_path, snap, history, "<svg/>")
     third = export_snapshot(tmp_path, snap, history, None)
     names = {p.name for p in first.paths + second.paths + third.paths}
-    assert len(names) == 8
-    assert len(list(tmp_path.iterdir())) == 8
+    assert len(names) == 11
+    assert len(list(tmp_path.iterdir())) == 11
+    for export in (first, second, third):  # each Markdown report links its own HTML report, whatever stem it got
+        markdown = next(p for p in export.paths if p.suffix == ".md")
+        html = next(p for p in export.paths if p.suffix == ".html")
+        assert f"]({html.name})" in markdown.read_text()
 
 
 def test_a_directory_under_a_regular_file_raises_export_error(tmp_path):

@@ -24,7 +24,7 @@ from test_export import make_history
 from gputop.collect.serialize import snapshot_from_dict
 from gputop.export import ExportError, export_snapshot
 
-SUFFIXES = (".svg", ".json", ".md")
+SUFFIXES = (".svg", ".json", ".md", ".html")
 
 
 def stems_around_now(seconds: range) -> list[str]:
@@ -44,11 +44,12 @@ def assert_each_export_is_intact(directory: Path, exports: dict[str, tuple[Path,
     every_path = [path for paths in exports.values() for path in paths]
     assert len(set(every_path)) == len(every_path) == len(exports) * len(SUFFIXES)
     for label, paths in exports.items():
-        svg, document, report = paths
+        svg, document, report, page = paths
         assert len({p.stem for p in paths}) == 1
         assert svg.read_text() == f"<svg>{label}</svg>"
         assert snapshot_from_dict(json.loads(document.read_text()), complete=True).label == label
         assert label in report.read_text()
+        assert f"]({page.name})" in report.read_text() and label in page.read_text()
     assert sorted(directory.iterdir()) == sorted(every_path)  # no temporary file is left either
 
 

@@ -93,7 +93,7 @@ def test_demo_runs_exports_and_quits(tmux: Tmux, tmp_path: Path, size: tuple[int
         return sorted(p.suffix for p in export_dir.iterdir()) if export_dir.is_dir() else []
 
     # Files are written to temporary names and renamed, so wait for the final names.
-    wait_until(lambda: exported() == [".json", ".md", ".svg"], "the three export files")
+    wait_until(lambda: exported() == [".html", ".json", ".md", ".svg"], "the four export files")
     tmux.keys("q")
     wait_until(lambda: not alive(pid), "gputop to exit after q")
 

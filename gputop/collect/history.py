@@ -5,11 +5,12 @@ from __future__ import annotations
 import math
 import threading
 from array import array
+from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from gputop.collect.model import ProcessRole, ProcessSample, Snapshot
+from gputop.collect.model import Advice, ProcessRole, ProcessSample, Snapshot
 
 DEFAULT_CAPACITY = 3600
 """Samples kept per metric: 15 minutes at 4 Hz, 30 minutes at the default 0.5 s interval."""
@@ -126,6 +127,7 @@ class History:
         self._timestamps = RingBuffer(capacity)
         self._devices: dict[int, dict[str, RingBuffer]] = {}
         self._host = {name: RingBuffer(capacity) for name in HOST_METRICS}
+        self._advice: deque[tuple[float, tuple[Advice, ...]]] = deque(maxlen=capacity)
 
     def __len__(self) -> int:
         with self._lock:
@@ -185,6 +187,27 @@ class History:
             for ring in series.values():
                 ring.append(None)
         return series
+
+    def record_advice(self, advice: tuple[Advice, ...]) -> None:
+        """Note the advice standing at the latest sample (the sampler calls this once the rules have run).
+
+        Only changes are kept (a new entry when the ids or severities change, else the latest texts replace the last
+        entry's), at most ``capacity`` of them, so the log costs little however long the session runs.
+        """
+        with self._lock:
+            stamps = self._timestamps.values(1)
+            if not stamps or stamps[0] is None:
+                return
+            key = [(a.id, a.severity) for a in advice]
+            if self._advice and [(a.id, a.severity) for a in self._advice[-1][1]] == key:
+                self._advice[-1] = (self._advice[-1][0], advice)
+            else:
+                self._advice.append((stamps[0], advice))
+
+    def advice_log(self) -> list[tuple[float, tuple[Advice, ...]]]:
+        """(time, advice standing from then on) at each change noted by :meth:`record_advice`, oldest first."""
+        with self._lock:
+            return list(self._advice)
 
     def timestamps(self, last: int | None = None) -> list[float]:
         """Epoch seconds of the newest ``last`` samples, oldest first."""

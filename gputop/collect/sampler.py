@@ -180,6 +180,7 @@ class Sampler:
             charts = self.grid.append(snapshot)
         if self.advisor is not None:
             snapshot = dataclasses.replace(snapshot, advice=self.advisor(snapshot, self.history))
+            self.history.record_advice(snapshot.advice)
         self._record(snapshot)
         if self._standing_errors:
             snapshot = dataclasses.replace(snapshot, errors=snapshot.errors + tuple(self._standing_errors))

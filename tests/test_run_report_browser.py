@@ -1,0 +1,156 @@
+"""The HTML report of a real recorded run, rendered by a real headless Chromium (Debian's ``chromium``).
+
+The run is recorded by the real app (``gputop --demo stalls --record``); the page is loaded from a ``file://`` URL
+with background networking off. ``--dump-dom`` gives the DOM after the page's scripts ran: every section, a canvas
+per chart, the advice lanes, ``data-ready`` set and no script error written into the page. A screenshot must not be
+blank. Skipped, with the reason, when chromium is not installed.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import zlib
+from pathlib import Path
+
+import pytest
+
+from gputop.collect.model import Advice, DeviceSample, ProcessSample, Severity, Snapshot, SourceKind
+from gputop.collect.recording import Recorder
+from gputop.run_report.html import SECTIONS, asset
+
+CHROMIUM = shutil.which("chromium")
+
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install chromium)")
+
+
+def chromium(page: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run headless Chromium on ``page`` with ``args``, no sandbox (root in CI), no background networking."""
+    assert CHROMIUM is not None
+    with tempfile.TemporaryDirectory() as profile:
+        return subprocess.run(
+            [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+             "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic",
+             f"--user-data-dir={profile}", "--virtual-time-budget=10000", *args, page.as_uri()],
+            capture_output=True, text=True, timeout=120,
+        )
+
+
+def png_pixels(path: Path) -> tuple[int, int, list[bytes]]:
+    """Width, height and the unfiltered rows of an 8-bit RGB or RGBA PNG."""
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    pos, idat, header = 8, b"", b""
+    while pos < len(data):
+        length, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        body = data[pos + 8:pos + 8 + length]
+        if kind == b"IHDR":
+            header = body
+        elif kind == b"IDAT":
+            idat += body
+        pos += 12 + length
+    width, height, depth, colour = struct.unpack(">IIBB", header[:10])
+    assert depth == 8 and colour in (2, 6)
+    channels = 3 if colour == 2 else 4
+    raw = zlib.decompress(idat)
+    stride = width * channels
+    rows, previous = [], bytearray(stride)
+    for y in range(height):
+        kind, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        for x in range(stride):
+            left = line[x - channels] if x >= channels else 0
+            up, corner = previous[x], previous[x - channels] if x >= channels else 0
+            if kind == 1:
+                line[x] = (line[x] + left) & 0xFF
+            elif kind == 2:
+                line[x] = (line[x] + up) & 0xFF
+            elif kind == 3:
+                line[x] = (line[x] + (left + up) // 2) & 0xFF
+            elif kind == 4:
+                p = left + up - corner
+                pa, pb, pc = abs(p - left), abs(p - up), abs(p - corner)
+                line[x] = (line[x] + (left if pa <= pb and pa <= pc else up if pb <= pc else corner)) & 0xFF
+        rows.append(bytes(line))
+        previous = line
+    return width, height, rows
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The report of a 10-second run recorded by the real app (demo ``stalls``: a trainer that stalls, advice)."""
+    directory = tmp_path_factory.mktemp("report")
+    recording = directory / "stalls.jsonl"
+    subprocess.run([sys.executable, "-m", "gputop", "--demo", "stalls", "--record", str(recording), "--duration", "10",
+                    "--interval", "0.5"], check=True, capture_output=True, timeout=120)
+    result = subprocess.run([sys.executable, "-m", "gputop", "--report", str(recording)], capture_output=True,
+                            text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    return Path(result.stdout.strip())
+
+
+def test_every_section_and_chart_renders_without_script_errors(report: Path) -> None:
+    result = chromium(report, "--dump-dom")
+    dom = result.stdout
+    assert result.returncode == 0, result.stderr[-2000:]
+    body = re.search(r"<body[^>]*>", dom)
+    assert body is not None
+    assert 'data-ready="true"' in body.group(0), body.group(0)
+    assert "data-error" not in body.group(0)
+    assert re.search(r'<pre id="js-errors" hidden="">\s*</pre>', dom)
+    for section in SECTIONS:
+        assert f'<section id="{section}">' in dom
+    charts = int(re.search(r'data-charts="(\d+)"', body.group(0)).group(1))  # type: ignore[union-attr]
+    assert charts == 2 * 5 + 2  # two GPUs with five charts each, two host charts
+    assert dom.count("<canvas") == charts
+    assert int(re.search(r'data-lanes="(\d+)"', dom).group(1)) >= 1  # type: ignore[union-attr]
+    assert 'class="bar warn"' in dom or 'class="bar info"' in dom
+
+
+def test_hostile_text_from_the_recording_stays_text(tmp_path: Path) -> None:
+    evil = '</script><img id="pwned" src=x onerror="document.title=1"><b id="bold">\u2028'
+    process = ProcessSample(pid=5, device_index=0, user=evil, cmdline=evil, name=evil, create_time=1.0)
+    advice = Advice("input_bound:gpu0", Severity.WARN, "gpu0", evil, evil, evil)
+    recording = tmp_path / "evil.jsonl"
+    recorder = Recorder(recording)
+    for i in range(30):
+        recorder.write(Snapshot(timestamp=1_795_000_000.0 + i, source=SourceKind.REPLAY, label=evil,
+                                devices=(DeviceSample(index=0, name=evil, utilization_gpu_percent=50.0),),
+                                processes=(process,), advice=(advice,)))
+    recorder.close()
+    subprocess.run([sys.executable, "-m", "gputop", "--report", str(recording)], check=True, capture_output=True,
+                   timeout=120)
+    dom = chromium(tmp_path / "evil.html", "--dump-dom").stdout
+    body = re.search(r"<body[^>]*>", dom)
+    assert body is not None and 'data-ready="true"' in body.group(0) and "data-error" not in body.group(0)
+    assert "<img id=" not in dom and "<b id=" not in dom  # no element was made from the text
+    assert '&lt;img id="pwned"' in dom  # it is shown as text
+
+
+def test_screenshot_is_not_blank(report: Path, tmp_path: Path) -> None:
+    shot = tmp_path / "report.png"
+    result = chromium(report, f"--screenshot={shot}", "--window-size=1200,1600")
+    assert result.returncode == 0 and shot.exists(), result.stderr[-2000:]
+    width, height, rows = png_pixels(shot)
+    assert (width, height) == (1200, 1600)
+    colours = {row[x:x + 3] for row in rows[::8] for x in range(0, len(row), 24)}
+    assert len(colours) > 20  # text, chart lines and bands in several colours, not a blank page
+    assert sum(1 for row in rows if len(set(row)) > 1) > height // 4  # content on many rows
+
+
+def test_no_network_request(report: Path, tmp_path: Path) -> None:
+    page = report.read_text()
+    assert not re.search(r"""(?:src|href|action)\s*=\s*["']?\s*(?:https?:)?//""", page, re.IGNORECASE)
+    assert "default-src 'none'" in page  # the Content-Security-Policy forbids every fetch
+    ours = page.replace(asset("uPlot.iife.min.js"), "")
+    assert not re.search(r"""(?:import\s*\(|fetch\s*\(|XMLHttpRequest|new\s+WebSocket|https?://)""", ours)
+    # At run time: Chromium's network log of loading the page names only Chromium's own service hosts.
+    log = tmp_path / "net.json"
+    result = chromium(report, f"--log-net-log={log}", "--dump-dom")
+    assert 'data-ready="true"' in result.stdout
+    urls = set(re.findall(r'"url":"([^"]*)"', log.read_text()))
+    foreign = {url for url in urls if not re.match(r"https?://[a-z0-9.-]*\b(google|googleapis|gstatic)\.com[/:]", url)}
+    assert foreign == set()
