@@ -19,7 +19,7 @@ from typing import Any
 
 import gputop
 from gputop.collect.compact.codec import put_varint
-from gputop.collect.compact.compression import CODEC, BlockCompressor
+from gputop.collect.compact.compression import CODEC, BlockCompressor, new_compressor
 from gputop.collect.compact.encoder import SnapshotEncoder
 from gputop.collect.compact.framing import (
     BLOCK_MORE,
@@ -128,6 +128,7 @@ class CompactWriter:
         self._syncer = _Syncer(self._fd, self.path)
         self._advice: dict[str, Advice] = {}
         self._compressor: BlockCompressor | None = None
+        self._zstd = new_compressor()
         self._block_start = 0
         self._block_first = self._block_last = 0.0
         self._block_count = 0
@@ -207,7 +208,7 @@ class CompactWriter:
 
     def _start_block(self, timestamp: float) -> None:
         self._encoder.restart()
-        self._compressor = BlockCompressor()
+        self._compressor = BlockCompressor(self._zstd)
         self._block_start = self._offset
         self._block_first = self._block_last = timestamp
         self._block_count = 0
