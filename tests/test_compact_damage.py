@@ -217,3 +217,11 @@ def test_reading_garbage_never_raises(tmp_path):
     with open(garbage, "rb") as file:
         got, problems = split(read_compact(file))
     assert got == [] and problems
+
+
+def test_a_segment_naming_another_codec_is_reported(tmp_path, monkeypatch):
+    monkeypatch.setattr("gputop.collect.compact.writer.CODEC", "zlib")
+    path = tmp_path / "zlib.gtr"
+    write(path, snapshots(5))
+    got, problems = split(read_recording(path))
+    assert problems and "'zlib'" in problems[0].message, problems

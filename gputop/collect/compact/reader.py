@@ -7,11 +7,13 @@ read one chunk at a time, so memory stays bounded whatever its size.
 
 from __future__ import annotations
 
-import zlib
 from collections.abc import Generator, Iterator
 from typing import BinaryIO
 
+import zstandard
+
 from gputop.collect.compact.codec import CodecError, get_varint
+from gputop.collect.compact.compression import CODEC, BlockDecompressor
 from gputop.collect.compact.decoder import SnapshotDecoder
 from gputop.collect.compact.framing import (
     BLOCK_START,
@@ -32,7 +34,7 @@ from gputop.collect.serialize import SnapshotFormatError
 INTERRUPTED = "recording interrupted: the writer stopped without closing the file (its last second may be missing)"
 """The problem reported for a block that a killed writer left without its summary."""
 
-_DECODE_ERRORS = (CodecError, zlib.error, SnapshotFormatError, TypeError, ValueError, KeyError, IndexError,
+_DECODE_ERRORS = (CodecError, zstandard.ZstdError, SnapshotFormatError, TypeError, ValueError, KeyError, IndexError,
                   OverflowError, RecursionError)
 
 
@@ -54,6 +56,8 @@ class SegmentLayout:
     def of(cls, segment: Segment) -> SegmentLayout:
         """The layout ``segment``'s header describes; raises :class:`LayoutError` when this gputop cannot decode it."""
         described = segment.description
+        if described.get("codec") != CODEC:
+            raise LayoutError(f"compressed with {described.get('codec')!r}, which this gputop does not read")
         crc = described.get("layout_crc")
         if not isinstance(crc, int):
             raise LayoutError("layout checksum missing")
@@ -80,7 +84,7 @@ class CompactStream:
         self.start_time = start_time
         """When set, the first snapshot yielded is the last one at or before it (see ``read_from``)."""
         self._decoder: SnapshotDecoder | None = None
-        self._decompressor: zlib._Decompress | None = None
+        self._decompressor: BlockDecompressor | None = None
         self._open = False  # the segment being read has not been closed by its writer (yet)
         self._seek_candidate = False  # while seeking: the decoder holds a snapshot at or before start_time
 
@@ -158,9 +162,7 @@ class CompactStream:
             if chunk.kind == BLOCK_START:
                 pos = self._start_block(payload, pos)
             assert self._decompressor is not None
-            data = self._decompressor.decompress(payload[pos:], MAX_RECORD)
-            if self._decompressor.unconsumed_tail:
-                raise CodecError("chunk inflates beyond the limit")
+            data = self._decompressor.inflate(payload[pos:], MAX_RECORD)
         except _DECODE_ERRORS as exc:
             self._decoder = None
             yield self._problem(f"not decodable ({exc}): the rest of the block is skipped")
@@ -176,7 +178,7 @@ class CompactStream:
                 raise CodecError("its segment header is lost and it was written with another layout")
             self.layout = fallback
         self._decoder = SnapshotDecoder(self.layout.tables)
-        self._decompressor = zlib.decompressobj(-zlib.MAX_WBITS)
+        self._decompressor = BlockDecompressor()
         self._seek_candidate = False
         return pos + 4
 
