@@ -370,6 +370,7 @@ def _run(args: argparse.Namespace) -> int:
             _prefill_demo(sampler, clock, args.demo)
         if sampler.filters.gpus is not None:
             _check_gpu_selection(sampler)
+            _seek_again(sampler, args.at)
         if plan is not None:
             return _run_check(sampler, args, plan)
         if args.serve is not None:
@@ -525,6 +526,19 @@ def _check_gpu_selection(sampler: Sampler) -> None:
         sampler.poll_once()
     if isinstance(sampler.source, GpuSelecting) and sampler.source.selection_error is not None:
         raise CliError(sampler.source.selection_error)
+
+
+def _seek_again(sampler: Sampler, when: str | None) -> None:
+    """Seek a replay to ``--at`` once more: the GPU check's poll played the snapshot the first seek chose."""
+    from gputop.collect.replay import ReplayError
+
+    replay = _replay_of(sampler.source)
+    if replay is None or when is None:
+        return
+    try:
+        replay_command.start_at(replay, when)
+    except ReplayError as exc:
+        raise CliError(str(exc)) from exc
 
 
 def _attach_advice(sampler: Sampler, document: dict[str, object], config: Path) -> list[str]:

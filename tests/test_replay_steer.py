@@ -206,6 +206,8 @@ def test_at_prints_the_snapshot_at_that_time(recording: Path):
     assert json.loads(done.stdout)["timestamp"] == at(750)
     done = run_cli("--replay", str(recording), "--at", "+90s", "--json")
     assert json.loads(done.stdout)["timestamp"] == at(90)
+    done = run_cli("--replay", str(recording), "--at", "+90s", "--gpus", "0", "--json")  # after the GPU check's poll
+    assert json.loads(done.stdout)["timestamp"] == at(90)
 
 
 def test_at_outside_the_recording_is_one_line_naming_its_span(recording: Path):

@@ -149,6 +149,21 @@ def test_process_and_job_gpu_hours_peak_memory_and_ranks() -> None:
     assert run.gpu_hours == pytest.approx(180 / 3600) and run.ranks == (0, 1) and run.devices == (0, 1)
 
 
+def test_a_job_id_reused_by_a_later_session_is_another_job() -> None:
+    """Job ids restart with every gputop session: an appended recording's job 1 with new processes is a new job."""
+    items = []
+    for i in range(60):
+        pid = 10 if i < 30 else 20  # the second session's job 1 is another trainer
+        job = JobSample(id=1, kind=WorkloadKind.TRAINING, evidence=f"trainer {pid}", pids=(pid,), devices=(0,))
+        process = ProcessSample(pid=pid, device_index=0, cmdline="python train.py", gpu_memory_bytes=pid * 2**30,
+                                create_time=float(pid), job=1)
+        items.append(snap(T0 + i, {0: 90.0}, processes=(process,), jobs=(job,)))
+    summary = summarize(items)
+    assert sorted((j.evidence, j.peak_memory_bytes) for j in summary.jobs) == [
+        ("trainer 10", 10 * 2**30), ("trainer 20", 20 * 2**30)]
+    assert {j.first_seen for j in summary.jobs} == {T0, T0 + 30}
+
+
 def test_hostile_text_is_escaped_in_html_and_script_json() -> None:
     evil = "</script><script>alert(1)</script>\u2028<img src=x onerror=alert(2)>"
     process = ProcessSample(pid=5, device_index=0, user="<b>mallory</b>", cmdline=evil, create_time=1.0)

@@ -351,6 +351,8 @@ class _Job:
     processes: int = 0
     gpu_seconds: float = 0.0
     peak_memory: int | None = None
+    pids: frozenset[int] = frozenset()
+    """Its GPU processes in the latest snapshot that listed it."""
 
 
 @dataclass(slots=True)
@@ -402,7 +404,8 @@ class RunAccumulator:
         self._host_memory_peak: int | None = None
         self._host_memory_total: int | None = None
         self._processes: dict[tuple[int, float | None], _Process] = {}
-        self._jobs: dict[tuple[int, str], _Job] = {}
+        self._jobs: list[_Job] = []
+        self._job_by_id: dict[int, _Job] = {}
         self._active: dict[str, _Episode] = {}
         self._episodes: list[AdviceEpisode] = []
         self._episodes_omitted = 0
@@ -558,10 +561,13 @@ class RunAccumulator:
         job = next((j for j in snapshot.jobs if j.id == job_id), None)
         if job is None:
             return None
-        key = (job.id, str(job.kind))
-        run = self._jobs.get(key)
-        if run is None:
-            run = self._jobs[key] = _Job(job.id, str(job.kind), safe_text(job.evidence, TEXT_LENGTH), t, t)
+        run = self._job_by_id.get(job.id)
+        if run is None or run.kind != str(job.kind) or run.pids.isdisjoint(job.pids):
+            # Job ids restart with every gputop session, so an id whose processes are all new is another job.
+            run = _Job(job.id, str(job.kind), safe_text(job.evidence, TEXT_LENGTH), t, t)
+            self._job_by_id[job.id] = run
+            self._jobs.append(run)
+        run.pids = frozenset(job.pids)
         return run
 
     def _advice(self, advice: tuple[Advice, ...], t: float, seconds: float) -> None:
@@ -621,7 +627,7 @@ class RunAccumulator:
                              self._host_memory_total),
             processes=tuple(sorted((_process_run(p) for p in self._processes.values()),
                                    key=lambda p: (-p.gpu_hours, p.first_seen, p.pid))),
-            jobs=tuple(sorted((_job_run(j) for j in self._jobs.values()), key=lambda j: (-j.gpu_hours, j.id))),
+            jobs=tuple(sorted((_job_run(j) for j in self._jobs), key=lambda j: (-j.gpu_hours, j.id))),
             episodes=tuple(self._episodes),
             episodes_omitted=self._episodes_omitted,
             findings=self._findings(),
