@@ -73,7 +73,7 @@ async def check_export(app: GputopApp, pilot: Pilot, key: str) -> None:
     before = set(app.export_dir.glob("*")) if app.export_dir.exists() else set()
     await pilot.press(key)
     await app.workers.wait_for_complete()
-    assert {p.suffix for p in set(app.export_dir.glob("*")) - before} == {".json", ".md", ".svg"}
+    assert {p.suffix for p in set(app.export_dir.glob("*")) - before} == {".html", ".json", ".md", ".svg"}
 
 
 async def check_filter(app: GputopApp, pilot: Pilot, key: str) -> None:

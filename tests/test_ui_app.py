@@ -621,7 +621,7 @@ def test_k_opens_the_signal_dialog_for_the_selected_process() -> None:
 # -- export -------------------------------------------------------------------------------------
 
 
-def test_s_exports_three_files(tmp_path: Path) -> None:
+def test_s_exports_four_files(tmp_path: Path) -> None:
     export_dir = tmp_path / "exports"
     app = GputopApp(demo_sampler("healthy"), export_dir=export_dir)
 
@@ -630,7 +630,7 @@ def test_s_exports_three_files(tmp_path: Path) -> None:
         await app.workers.wait_for_complete()
         await pilot.pause()
         files = sorted(p.suffix for p in export_dir.iterdir())
-        assert files == [".json", ".md", ".svg"]
+        assert files == [".html", ".json", ".md", ".svg"]
         assert any("Exported" in toast_text(t) for t in toasts(app))
         svg = next(export_dir.glob("*.svg")).read_text()
         assert "simulated" in svg
