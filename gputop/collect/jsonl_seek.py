@@ -20,7 +20,7 @@ from bisect import bisect_right
 from collections.abc import Iterator, Sequence
 
 from gputop.collect.model import Severity, Snapshot
-from gputop.collect.recording_format import AdviceEvent, RecordingError, RecordingProblem
+from gputop.collect.recording_format import AdviceEvent, RecordingError, RecordingProblem, StandingAdvice, advice_changes
 
 _TIMESTAMP_KEY = b'{"timestamp":'
 _ADVICE_KEY = b'"advice":['
@@ -56,7 +56,7 @@ class JsonlRecording:
         """Index every snapshot line and collect the advice events."""
         from gputop.collect.recording import _open_regular_file, jsonl_lines
 
-        raised: dict[str, tuple[Severity, str]] = {}
+        raised: StandingAdvice = {}
         anchor, anchor_line = 0, 1
         with _open_regular_file(self.path) as file:
             for number, line, damage, start in jsonl_lines(file):
@@ -72,20 +72,8 @@ class JsonlRecording:
                 self._anchors.append(anchor)
                 self._anchor_lines.append(anchor_line)
                 self._numbers.append(number)
-                self._note_advice(timestamp, advice, raised)
-
-    def _note_advice(
-        self, timestamp: float, advice: dict[str, tuple[Severity, str]], raised: dict[str, tuple[Severity, str]]
-    ) -> None:
-        """Add the events between the advice standing before (``raised``, updated) and ``advice``."""
-        for advice_id, (severity, title) in raised.items():
-            if advice_id not in advice:
-                self._events.append(AdviceEvent(timestamp, advice_id, severity, title, raised=False))
-        for advice_id, (severity, title) in advice.items():
-            if advice_id not in raised:
-                self._events.append(AdviceEvent(timestamp, advice_id, severity, title, raised=True))
-        raised.clear()
-        raised.update(advice)
+                self._events += advice_changes(timestamp, raised, advice)
+                raised = advice
 
     def read_from(self, timestamp: float | None = None) -> Iterator[Snapshot | RecordingProblem]:
         """See ``SeekableRecording.read_from``; from a timestamp, damage before its snapshot is not reported."""

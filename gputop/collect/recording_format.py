@@ -8,7 +8,7 @@ recording is written in; a file's first bytes decide how it is read, whatever it
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -85,6 +85,19 @@ class AdviceEvent:
     """Its title when raised (for a clearing, the title it had)."""
     raised: bool
     """True when it appeared, False when it cleared."""
+
+
+StandingAdvice = Mapping[str, tuple[Severity, str]]
+"""The advice standing at one snapshot: severity and title by ``Advice.id``."""
+
+
+def advice_changes(timestamp: float, before: StandingAdvice, now: StandingAdvice) -> list[AdviceEvent]:
+    """The events at ``timestamp`` between the advice standing ``before`` and ``now``: clearings, then raisings."""
+    events = [AdviceEvent(timestamp, advice_id, severity, title, raised=False)
+              for advice_id, (severity, title) in before.items() if advice_id not in now]
+    events += [AdviceEvent(timestamp, advice_id, severity, title, raised=True)
+               for advice_id, (severity, title) in now.items() if advice_id not in before]
+    return events
 
 
 class SeekableRecording(Protocol):

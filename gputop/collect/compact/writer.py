@@ -36,8 +36,8 @@ from gputop.collect.compact.framing import (
     summary_slot,
 )
 from gputop.collect.compact.layout import Table, layout_crc, model_layout
-from gputop.collect.model import SCHEMA_VERSION, Advice, Snapshot
-from gputop.collect.recording_format import COMPACT_MAGIC, AdviceEvent, RecordingError
+from gputop.collect.model import SCHEMA_VERSION, Snapshot
+from gputop.collect.recording_format import COMPACT_MAGIC, AdviceEvent, RecordingError, StandingAdvice, advice_changes
 
 FLUSH_SECONDS = 0.75
 """A chunk is written once this much wall time or snapshot time passed since the last one."""
@@ -126,7 +126,7 @@ class CompactWriter:
                 raise
             raise RecordingError(f"cannot write recording {self.path}: {exc.strerror or exc}") from exc
         self._syncer = _Syncer(self._fd, self.path)
-        self._advice: dict[str, Advice] = {}
+        self._advice: StandingAdvice = {}
         self._compressor: BlockCompressor | None = None
         self._zstd = new_compressor()
         self._block_start = 0
@@ -198,11 +198,8 @@ class CompactWriter:
             self._flush(now)
 
     def _advice_events(self, snapshot: Snapshot) -> list[AdviceEvent]:
-        current = {a.id: a for a in snapshot.advice}
-        events = [AdviceEvent(snapshot.timestamp, i, a.severity, a.title, True)
-                  for i, a in current.items() if i not in self._advice]
-        events += [AdviceEvent(snapshot.timestamp, i, a.severity, a.title, False)
-                   for i, a in self._advice.items() if i not in current]
+        current = {a.id: (a.severity, a.title) for a in snapshot.advice}
+        events = advice_changes(snapshot.timestamp, self._advice, current)
         self._advice = current
         return events
 
