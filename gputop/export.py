@@ -15,7 +15,6 @@ import errno
 import json
 import math
 import os
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -28,6 +27,7 @@ from gputop.collect.serialize import snapshot_to_dict
 from gputop.report import render_report
 from gputop.run_report.html import render_html
 from gputop.run_report.session import summarize_history
+from gputop.tempfiles import write_temp
 
 __all__ = ["ExportError", "ExportResult", "export_snapshot", "history_to_dict", "render_report"]
 
@@ -73,21 +73,6 @@ def _describe(path: Path, exc: OSError) -> str:
     return f"cannot export to {path}: {reason}"
 
 
-def _write_temp(directory: Path, stem: str, text: str) -> Path:
-    """Write ``text`` to a new temporary file in ``directory``, flushed to disk; remove it on failure."""
-    fd, name = tempfile.mkstemp(prefix=f".{stem}.", suffix=".tmp", dir=directory)
-    temp = Path(name)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-    except BaseException:
-        temp.unlink(missing_ok=True)
-        raise
-    return temp
-
-
 def _sync_directory(directory: Path) -> None:
     """Flush the renames to disk; file systems that cannot sync a directory are left as they are."""
     try:
@@ -129,7 +114,7 @@ def export_snapshot(directory: Path, snapshot: Snapshot, history: History, svg: 
     try:
         for suffix, text in contents:
             try:
-                temps.append((_write_temp(directory, base, text), suffix))
+                temps.append((write_temp(directory, base, text), suffix))
             except OSError as exc:
                 raise ExportError(_describe(directory / (base + suffix), exc)) from exc
         paths = _place_exclusively(directory, base, temps, lambda stem: _relink(temps, report, base, stem))

@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import tempfile
 from pathlib import Path
 
+from gputop.tempfiles import write_temp
 from gputop.textsafe import safe_text
 
 _CONFLICTS = (("--demo", "demo"), ("--replay", "replay"), ("--record", "record"), ("--once", "once"),
@@ -61,17 +61,12 @@ def write_atomically(path: Path, text: str) -> None:
 
     Raises ``OSError``; nothing is left behind on failure.
     """
-    directory = path.parent if str(path.parent) else Path(".")
-    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+    temp = write_temp(path.parent if str(path.parent) else Path("."), path.name, text)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(name, 0o644)
-        os.replace(name, path)
+        os.chmod(temp, 0o644)
+        os.replace(temp, path)
     except BaseException:
-        Path(name).unlink(missing_ok=True)
+        temp.unlink(missing_ok=True)
         raise
 
 
