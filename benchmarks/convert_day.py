@@ -25,13 +25,13 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-from gputop.collect.demo import DemoSource
 from gputop.collect.model import Snapshot
-from gputop.collect.recording import open_recorder
-from gputop.collect.tracker_scalars import snapshot_scalars
-from gputop.convert.command import copy_snapshots
+from gputop.convert.copying import copy_snapshots
 from gputop.convert.tensorboard import convert_to_tensorboard
 from gputop.convert.tfevents import EventFileWriter
+from gputop.demo.source import DemoSource
+from gputop.recordings.opening import open_recorder
+from gputop.tracker_scalars import snapshot_scalars
 
 DAY = 86_400
 """Snapshots in a day at 1 Hz."""

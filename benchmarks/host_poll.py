@@ -13,7 +13,7 @@ import subprocess
 import sys
 import time
 
-from gputop.collect.host import HostSource
+from gputop.collect.host.source import HostSource
 from gputop.collect.model import ProcessSample
 
 

@@ -34,10 +34,11 @@ sys.path.insert(0, str(REPO / "tests"))
 
 from gputop.advice.engine import AdviceEngine  # noqa: E402
 from gputop.collect.model import Snapshot  # noqa: E402
-from gputop.collect.playback import SPEEDS, ChangeSpeed, SeekTo  # noqa: E402
-from gputop.collect.recording import open_recorder, open_seekable, read_recording  # noqa: E402
-from gputop.collect.replay import ReplaySource  # noqa: E402
 from gputop.collect.sampler import Sampler  # noqa: E402
+from gputop.collect.steering import ChangeSpeed, SeekTo  # noqa: E402
+from gputop.recordings.opening import open_recorder, open_seekable, read_recording  # noqa: E402
+from gputop.recordings.playback import SPEEDS  # noqa: E402
+from gputop.recordings.replay import ReplaySource  # noqa: E402
 from support.recordings import write_demo_recording  # noqa: E402
 
 

@@ -159,7 +159,7 @@ class StopFlag:
         return False
 
 
-def run_check(sampler: Sampler, duration_s: float | None, live: bool,
+def sample_for_check(sampler: Sampler, duration_s: float | None, live: bool,
               finished: Callable[[], bool] | None = None) -> CheckResult:
     """Sample with ``sampler`` and return what stood at the end.
 
@@ -231,7 +231,7 @@ def headline(plan: CheckPlan, result: CheckResult, interval_s: float) -> str:
     return line
 
 
-def render_report(plan: CheckPlan, result: CheckResult, interval_s: float) -> str:
+def render_check(plan: CheckPlan, result: CheckResult, interval_s: float) -> str:
     """The text report: headline, each standing advice, lost GPUs, notes, and the verdict with its exit status."""
     snapshot = result.snapshot
     lines = [headline(plan, result, interval_s), ""]

@@ -1,7 +1,7 @@
 """The one-shot text report printed by ``gputop --once``: devices, processes with their workers, containers and jobs,
 advice.
 
-Jobs and containers are written as the process table writes them (:mod:`gputop.ui.job_text`, which loads no UI library).
+Jobs and containers are written as the process table writes them (:mod:`gputop.job_text`, which loads no UI library).
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import time
 from gputop import __version__
 from gputop.collect.gpu_selection import gpu_number
 from gputop.collect.model import DeviceSample, JobSample, ProcessRole, ProcessSample, Snapshot
+from gputop.job_text import container_labels, job_facts, job_label, jobs_by_id, scope_label
 from gputop.textsafe import safe_text
-from gputop.ui.job_text import container_labels, job_facts, job_label, jobs_by_id, scope_label
 from gputop.units import (
     NA,
     fmt_bytes,

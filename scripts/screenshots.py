@@ -14,8 +14,8 @@ import sys
 import time
 from pathlib import Path
 
-from gputop.collect.demo import SCENARIOS
-from gputop.frozen_demo import frozen_demo_sampler
+from gputop.demo.frozen import frozen_demo_sampler
+from gputop.demo.source import SCENARIOS
 from gputop.ui.advice_panel import AdvicePanel
 from gputop.ui.app import GputopApp
 

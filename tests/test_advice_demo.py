@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from gputop.advice.engine import AdviceEngine
-from gputop.collect.demo import SCENARIOS, DemoSource
 from gputop.collect.history import History
+from gputop.demo.source import SCENARIOS, DemoSource
 
 HZ = 4
 

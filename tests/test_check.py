@@ -14,8 +14,8 @@ import pytest
 
 from gputop.advice.config import Thresholds
 from gputop.check import fit_thresholds, fitted_names
-from gputop.collect.demo import DemoSource
 from gputop.collect.serialize import snapshot_from_dict, snapshot_to_json
+from gputop.demo.source import DemoSource
 from support.fake_nvml import FakeGpu, FakeScenario, count_calls, fake_nvml_env
 
 GIB = 1 << 30

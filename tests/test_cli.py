@@ -75,7 +75,7 @@ def test_help_documents_every_flag():
 
 
 def test_demo_help_lists_every_scenario_with_its_story():
-    from gputop.collect.demo import SCENARIOS
+    from gputop.demo.source import SCENARIOS
 
     out = run("--demo", "--help")
     assert out.returncode == 0

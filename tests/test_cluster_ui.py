@@ -21,10 +21,10 @@ from textual.pilot import Pilot
 from textual.widgets import Static
 
 from gputop.cluster.frame import ClusterFrame, ClusterNode
+from gputop.cluster.poller import ClusterPoller, PolledFrame
 from gputop.ui.cluster_actions import CLUSTER_ACTIONS, cluster_help_rows
 from gputop.ui.cluster_app import ClusterApp
 from gputop.ui.cluster_host import ClusterHostScreen
-from gputop.ui.cluster_poll import ClusterPoller, PolledFrame
 from gputop.ui.cluster_table import HOST_ROW, ClusterTable
 from gputop.ui.help_screen import HelpScreen
 from support.cluster_frames import URL, fleet, host_name, small_cluster, unreachable

@@ -5,11 +5,11 @@ import struct
 
 import pytest
 
-from gputop.collect.compact import CompactRecording, CompactWriter, read_compact
-from gputop.collect.compact.framing import CHUNK_MAGIC, FORMAT_VERSION
 from gputop.collect.model import DeviceSample, ProcessSample, Snapshot, SourceKind
-from gputop.collect.recording import RecordingError, open_recorder, open_seekable, read_recording
-from gputop.collect.recording_format import COMPACT_MAGIC, RecordingProblem
+from gputop.recordings.compact import CompactRecording, CompactWriter, read_compact
+from gputop.recordings.compact.framing import CHUNK_MAGIC, FORMAT_VERSION
+from gputop.recordings.formats import COMPACT_MAGIC, RecordingError, RecordingProblem
+from gputop.recordings.opening import open_recorder, open_seekable, read_recording
 
 START = 1_750_000_000.0
 
@@ -24,7 +24,7 @@ def snapshots(count, start=START):
 
 def write(path, items, block=None, monkeypatch=None):
     if block is not None:
-        monkeypatch.setattr("gputop.collect.compact.writer.BLOCK_SNAPSHOTS", block)
+        monkeypatch.setattr("gputop.recordings.compact.writer.BLOCK_SNAPSHOTS", block)
     writer = CompactWriter(path)
     for snapshot in items:
         writer.write(snapshot)
@@ -115,7 +115,7 @@ def test_a_checksummed_header_with_a_gigantic_length_allocates_nothing(small, tm
     import tracemalloc
     import zlib
 
-    from gputop.collect.compact.framing import CHUNK_HEADER
+    from gputop.recordings.compact.framing import CHUNK_HEADER
 
     path, data = small
     whole = bytearray(path.read_bytes())
@@ -220,7 +220,7 @@ def test_reading_garbage_never_raises(tmp_path):
 
 
 def test_a_segment_naming_another_codec_is_reported(tmp_path, monkeypatch):
-    monkeypatch.setattr("gputop.collect.compact.writer.CODEC", "zlib")
+    monkeypatch.setattr("gputop.recordings.compact.writer.CODEC", "zlib")
     path = tmp_path / "zlib.gtr"
     write(path, snapshots(5))
     got, problems = split(read_recording(path))

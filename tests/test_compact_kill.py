@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from gputop.collect.compact import CompactRecording
 from gputop.collect.model import Snapshot
-from gputop.collect.recording import read_recording
-from gputop.collect.recording_format import COMPACT_MAGIC, RecordingProblem
+from gputop.recordings.compact import CompactRecording
+from gputop.recordings.formats import COMPACT_MAGIC, RecordingProblem
+from gputop.recordings.opening import read_recording
 
 INTERVAL = 0.5
 DEADLINE = 30.0

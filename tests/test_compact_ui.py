@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from gputop.collect.model import Snapshot
-from gputop.collect.recording import read_recording
+from gputop.recordings.opening import read_recording
 from support.terminal import PtyGputop
 
 

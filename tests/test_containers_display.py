@@ -10,10 +10,10 @@ from test_process_table import TableApp, gpu, job, lines, pids, rows, synchronou
 
 from gputop.collect.history import History
 from gputop.collect.model import ContainerRuntime, ContainerSample, Snapshot, SourceKind, WorkloadKind
+from gputop.job_text import container_facts, container_labels
 from gputop.oneshot import render_once
-from gputop.report import render_report
+from gputop.snapshot_export.markdown import render_markdown
 from gputop.ui.app import process_summary
-from gputop.ui.job_text import container_facts, container_labels
 from gputop.ui.process_table import ProcessTable
 
 GIB = 2**30
@@ -177,7 +177,7 @@ def test_once_has_a_container_column_and_the_jobs_cluster_keys() -> None:
 def test_report_lists_containers_and_cluster_keys() -> None:
     history = History(capacity=10)
     history.append(CONTAINERS)
-    text = render_report(CONTAINERS, history)
+    text = render_markdown(CONTAINERS, history)
     assert "| Container |" in text and "| trainer-worker-0 |" in text and "| docker 3f2a9c1b4d5e |" in text
     assert "| Across nodes |" in text and "slurm:4242" in text
 

@@ -21,7 +21,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from gputop.collect.containers import read_container
+from gputop.collect.host.containers import read_container
 from gputop.collect.schema import json_schema
 from gputop.collect.serialize import snapshot_from_dict
 from support.containers import held, in_cgroup, make_root, need_root

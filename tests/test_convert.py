@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from gputop.collect.demo import DemoSource
 from gputop.collect.model import Snapshot
-from gputop.collect.recording import RecordingProblem, open_recorder, read_recording
-from gputop.collect.recording_format import COMPACT_MAGIC, GZIP_MAGIC
 from gputop.collect.serialize import snapshot_to_dict
+from gputop.demo.source import DemoSource
+from gputop.recordings.formats import COMPACT_MAGIC, GZIP_MAGIC, RecordingProblem
+from gputop.recordings.opening import open_recorder, read_recording
 
 GPUTOP = [sys.executable, "-m", "gputop"]
 

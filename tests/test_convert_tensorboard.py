@@ -17,9 +17,9 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import masked_crc32c as tensorboard_masked_crc32c
 
 from gputop.collect.model import DeviceSample, HostSample, ProcessSample, Snapshot, SourceKind
-from gputop.collect.recording import open_recorder
-from gputop.collect.tracker_scalars import GIB
 from gputop.convert.tfevents import crc32c, masked_crc32c
+from gputop.recordings.opening import open_recorder
+from gputop.tracker_scalars import GIB
 
 GPUTOP = [sys.executable, "-m", "gputop"]
 START = 1_800_000_000.0

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gputop.collect.host import HostSource
+from gputop.collect.host.source import HostSource
 from gputop.collect.model import ProcessRole, ProcessSample
 from support.procs import kill_tree, wait_until
 

@@ -22,7 +22,8 @@ from gputop.collect.model import (
     Snapshot,
 )
 from gputop.collect.serialize import snapshot_from_dict
-from gputop.export import ExportError, export_snapshot, render_report
+from gputop.snapshot_export.export_set import ExportError, export_snapshot
+from gputop.snapshot_export.markdown import render_markdown
 
 GIB = 2**30
 
@@ -118,7 +119,7 @@ def test_json_holds_the_snapshot_and_the_history_window(tmp_path):
 
 def test_report_lists_devices_processes_advice_errors_and_history_summary():
     history, snap = make_history()
-    report = render_report(snap, history)
+    report = render_markdown(snap, history)
     assert "NVIDIA H100 80GB HBM3" in report and "NVIDIA A100-SXM4-40GB" in report
     assert "node7" in report and "demo: input-bound (simulated)" in report
     assert "| Scope | Metric | Min | Mean | Max |" in report
@@ -137,7 +138,7 @@ def test_hostile_text_is_escaped_in_the_report():
     history = History(capacity=10)
     snap = make_snapshot(1_700_000_000.0, hostile=hostile)
     history.append(snap)
-    report = render_report(snap, history)
+    report = render_markdown(snap, history)
     assert "\x1b" not in report
     row = next(line for line in report.splitlines() if "4242" in line)
     assert "evil \\| injected \\| cell \\[link\\](http://x) \\<script\\>?next" in row
@@ -172,7 +173,7 @@ def test_a_directory_under_a_regular_file_raises_export_error(tmp_path):
 _WRITE_WITH_FILE_SIZE_LIMIT = """
 import json, resource, signal, sys
 from pathlib import Path
-from gputop.export import ExportError, export_snapshot
+from gputop.snapshot_export.export_set import ExportError, export_snapshot
 sys.path.insert(0, sys.argv[2])
 from test_export import make_history
 history, snap = make_history(80)

@@ -22,7 +22,7 @@ import pytest
 from test_export import make_history
 
 from gputop.collect.serialize import snapshot_from_dict
-from gputop.export import ExportError, export_snapshot
+from gputop.snapshot_export.export_set import ExportError, export_snapshot
 
 SUFFIXES = (".svg", ".json", ".md", ".html")
 

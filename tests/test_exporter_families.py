@@ -26,10 +26,10 @@ from gputop.collect.model import (
     SourceKind,
     WorkloadKind,
 )
-from gputop.exporter.exposition import Exposition
-from gputop.exporter.families import ExportOptions, SnapshotCollector
-from gputop.exporter.labels import COMMAND_LABEL_MAX, label_value
-from gputop.exporter.server import ListenAddress, ServeError, authorized, parse_listen
+from gputop.prometheus_exporter.exposition import Exposition
+from gputop.prometheus_exporter.families import ExportOptions, SnapshotCollector
+from gputop.prometheus_exporter.labels import COMMAND_LABEL_MAX, label_value
+from gputop.prometheus_exporter.server import ListenAddress, ServeError, authorized, parse_listen
 
 NOW = 1_800_000_000.0
 POD = ContainerSample(ContainerRuntime.CRIO, id="a" * 64, name="trainer-0", pod_uid="1234-abcd",

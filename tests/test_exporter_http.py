@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from gputop import metric_names as names
-from gputop.exporter.server import LISTEN_BACKLOG, ExporterServer, ListenAddress
+from gputop.prometheus_exporter.server import LISTEN_BACKLOG, ExporterServer, ListenAddress
 from support.exporter import gputop_serve_argv, read_announcement, serving
 from support.fake_nvml import FakeGpu, FakeScenario, fake_nvml_env
 

@@ -285,8 +285,8 @@ def test_gpus_and_cuda_visible_together_keep_gpus_and_say_so():
 
 
 def test_changing_the_filters_hands_out_the_newest_snapshot_again_and_keeps_history():
-    from gputop.collect.demo import DemoSource
     from gputop.collect.sampler import Sampler
+    from gputop.demo.source import DemoSource
 
     sampler = Sampler(DemoSource("mixed"))
     received: list[Snapshot] = []

@@ -16,10 +16,10 @@ from pathlib import Path
 import psutil
 import pytest
 
-from gputop.collect.dataloader_workers import attribute_workers
-from gputop.collect.host import PROCESS_REFRESH_SECONDS, HostSource
+from gputop.collect.host.dataloader_workers import attribute_workers
+from gputop.collect.host.proctree import ProcessTree, children_files_available
+from gputop.collect.host.source import PROCESS_REFRESH_SECONDS, HostSource
 from gputop.collect.model import ProcessRole, ProcessSample
-from gputop.collect.proctree import ProcessTree, children_files_available
 from support.procs import (
     WORKER_NAME,
     cpu_hog,
@@ -366,7 +366,7 @@ def test_fallback_scan_is_reused_until_it_is_old(tmp_path):
 
 _MONITOR = """
 import json, sys, dataclasses
-from gputop.collect.host import PROCESS_REFRESH_SECONDS, HostSource
+from gputop.collect.host.source import PROCESS_REFRESH_SECONDS, HostSource
 from gputop.collect.model import ProcessSample
 source = HostSource()
 drop()

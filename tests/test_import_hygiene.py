@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "gputop"
-PURE_DIRS = ("collect", "advice", "exporter", "cluster")
-PURE_MODULES = ("gputop.collect.sampler", "gputop.collect.live", "gputop.collect.demo", "gputop.collect.replay",
-                "gputop.collect.recording", "gputop.oneshot", "gputop.cli", "gputop.textsafe", "gputop.units",
-                "gputop.ui.job_text", "gputop.exporter.families", "gputop.exporter.server",
-                "gputop.exporter.command", "gputop.cluster.source", "gputop.cluster.command")
+PURE_DIRS = ("collect", "advice", "prometheus_exporter", "cluster", "recordings", "demo", "snapshot_export", "run_report", "convert")
+PURE_MODULES = ("gputop.collect.sampler", "gputop.collect.live", "gputop.demo.source", "gputop.recordings.replay",
+                "gputop.recordings.opening", "gputop.oneshot", "gputop.cli", "gputop.textsafe", "gputop.units",
+                "gputop.job_text", "gputop.prometheus_exporter.families", "gputop.prometheus_exporter.server",
+                "gputop.prometheus_exporter.command", "gputop.cluster.source", "gputop.cluster.command")
 FORBIDDEN = ("textual", "rich")
 
 

@@ -4,7 +4,6 @@ import hashlib
 
 import pytest
 
-from gputop.collect.demo import DemoSource
 from gputop.collect.filters import UserFilter
 from gputop.collect.gpu_selection import GpuSelection, SelectedGpu, select_gpus
 from gputop.collect.jobs import JobTracker, ProcessHints, cluster_key, group_jobs, trim_jobs
@@ -20,6 +19,7 @@ from gputop.collect.model import (
     WorkloadKind,
 )
 from gputop.collect.workload import classify, parse_command, split_cmdline
+from gputop.demo.source import DemoSource
 
 TRAINING, INFERENCE, NOTEBOOK, UNKNOWN = (WorkloadKind.TRAINING, WorkloadKind.INFERENCE, WorkloadKind.NOTEBOOK,
                                           WorkloadKind.UNKNOWN)
@@ -197,7 +197,7 @@ def test_recordings_made_before_jobs_replay_without_jobs():
     import json
     from pathlib import Path
 
-    from gputop.collect.replay import ReplaySource
+    from gputop.recordings.replay import ReplaySource
 
     path = Path(__file__).parent / "data" / "real-h100" / "two-processes.jsonl.gz"
     with gzip.open(path, "rt") as handle:

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from gputop.collect.demo import DemoSource
 from gputop.collect.history import History
 from gputop.collect.model import Advice, JobSample, ProcessRole, ProcessSample, Severity, Snapshot, WorkloadKind
-from gputop.collect.recording import Recorder
+from gputop.demo.source import DemoSource
+from gputop.job_text import gpu_list, job_label, scope_label
 from gputop.oneshot import render_once
-from gputop.report import render_report
-from gputop.ui.job_text import gpu_list, job_label, scope_label
+from gputop.recordings.jsonl.writer import JsonlWriter
+from gputop.snapshot_export.markdown import render_markdown
 from support.jobs import with_jobs
 
 HOSTILE = " \x1b[2J[red]x[/red] | `tick` <b>\x07"
@@ -84,7 +84,7 @@ def test_scope_label_names_a_jobs_gpus_and_leaves_other_scopes_alone() -> None:
 
 def test_once_table_has_a_job_column_a_jobs_section_and_escaped_evidence(tmp_path: Path) -> None:
     recording = tmp_path / "jobs.jsonl"
-    recorder = Recorder(recording)
+    recorder = JsonlWriter(recording)
     recorder.write(mixed_with_jobs(HOSTILE))
     recorder.close()
     out = subprocess.run(
@@ -130,7 +130,7 @@ def test_report_has_a_jobs_section_and_the_job_of_each_process() -> None:
     snapshot = mixed_with_jobs(HOSTILE)
     history = History(capacity=10)
     history.append(snapshot)
-    report = render_report(snapshot, history)
+    report = render_markdown(snapshot, history)
     header = "| GPU | PID | User | Job | GPU mem | SM % | CPU % | Elapsed | Workers | Command |"
     assert header in report
     rank0 = next(line for line in report.splitlines() if line.startswith("| 0 | ") and "| job 1" in line)
@@ -150,6 +150,6 @@ def test_report_without_jobs_says_so_and_keeps_its_process_columns() -> None:
     snapshot = dataclasses.replace(mixed_with_jobs(), jobs=())
     history = History(capacity=10)
     history.append(snapshot)
-    report = render_report(snapshot, history)
+    report = render_markdown(snapshot, history)
     assert "| GPU | PID | User | GPU mem | SM % | CPU % | Elapsed | Workers | Command |" in report
     assert report.split("## Jobs", 1)[1].split("##", 1)[0].strip() == "None known."

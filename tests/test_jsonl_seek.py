@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from gputop.collect.jsonl_seek import JsonlRecording
 from gputop.collect.model import Snapshot
-from gputop.collect.recording import open_seekable, read_recording
-from gputop.collect.recording_format import RecordingError, RecordingProblem
+from gputop.recordings.formats import RecordingError, RecordingProblem
+from gputop.recordings.jsonl.index import JsonlRecording
+from gputop.recordings.opening import open_seekable, read_recording
 from support.recordings import DAY_START, write_demo_recording
 
 SECONDS = 1200

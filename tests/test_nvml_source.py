@@ -13,10 +13,10 @@ import psutil
 import pytest
 
 from gputop.collect.model import DeviceSample, DriverInfo, ErrorNote, ProcessSample
-from gputop.collect.nvml import NvmlSource
-from gputop.collect.nvml_device import ENERGY_PERIOD_S, decode_throttle_reasons
-from gputop.collect.nvml_errors import LOST_MESSAGE
-from gputop.collect.nvml_processes import UTILIZATION_PERIOD_S
+from gputop.collect.nvml.device import ENERGY_PERIOD_S, decode_throttle_reasons
+from gputop.collect.nvml.errors import LOST_MESSAGE
+from gputop.collect.nvml.processes import UTILIZATION_PERIOD_S
+from gputop.collect.nvml.source import NvmlSource
 from support.fake_nvml import (
     DRIVER_NOT_LOADED,
     FUNCTION_NOT_FOUND,
@@ -645,7 +645,7 @@ def test_missing_library_path_reads_library_not_found(tmp_path):
 
 
 POLL_AND_PRINT = (
-    "import json; from gputop.collect.nvml import NvmlSource\n"
+    "import json; from gputop.collect.nvml.source import NvmlSource\n"
     "s = NvmlSource(); r = s.poll(); s.close()\n"
     "print(json.dumps({'errors': [e.message for e in r.errors], 'names': [d.name for d in r.devices]}))\n"
 )

@@ -16,8 +16,8 @@ import pytest
 from gputop.advice.engine import AdviceEngine
 from gputop.collect.history import History
 from gputop.collect.model import ProcessRole, Snapshot
-from gputop.collect.replay import ReplaySource
 from gputop.collect.sampler import Sampler
+from gputop.recordings.replay import ReplaySource
 
 DATA = Path(__file__).parent / "data" / "real-h100"
 """Folder of the real-hardware recordings."""

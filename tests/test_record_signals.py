@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from gputop.collect.model import Snapshot
-from gputop.collect.recording import RecordingProblem, read_recording
+from gputop.recordings.formats import RecordingProblem
+from gputop.recordings.opening import read_recording
 
 DEADLINE = 30.0
 """Seconds a recorder gets to start and write its first snapshots."""

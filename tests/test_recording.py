@@ -11,10 +11,13 @@ import tracemalloc
 
 import pytest
 
-from gputop.collect.demo import DemoSource
 from gputop.collect.model import ErrorNote, Snapshot
-from gputop.collect.recording import MAX_LINE_BYTES, Recorder, RecordingError, RecordingProblem, read_recording
-from gputop.collect.replay import MAX_SHOWN_PROBLEMS, ReplayError, ReplaySource
+from gputop.demo.source import DemoSource
+from gputop.recordings.formats import RecordingError, RecordingProblem
+from gputop.recordings.jsonl.reader import MAX_LINE_BYTES
+from gputop.recordings.jsonl.writer import JsonlWriter
+from gputop.recordings.opening import read_recording
+from gputop.recordings.replay import MAX_SHOWN_PROBLEMS, ReplayError, ReplaySource
 
 START = 1_750_000_000.0
 STEP = 0.5
@@ -31,7 +34,7 @@ def demo_snapshots(count: int, scenario: str = "mixed") -> list[Snapshot]:
 
 
 def record(path, snapshots) -> None:
-    recorder = Recorder(path)
+    recorder = JsonlWriter(path)
     for snapshot in snapshots:
         recorder.write(snapshot)
     recorder.close()
@@ -285,11 +288,11 @@ def test_unwritable_path_raises_a_one_line_recording_error(tmp_path, snapshots):
     blocker.write_text("x")
     for target in (blocker / "run.jsonl", tmp_path / "no-such-dir" / "run.jsonl.gz", tmp_path):
         with pytest.raises(RecordingError) as info:
-            Recorder(target)
+            JsonlWriter(target)
         assert isinstance(info.value, OSError)
         message = str(info.value)
         assert str(target) in message and "\n" not in message
-    recorder = Recorder(tmp_path / "closed.jsonl")
+    recorder = JsonlWriter(tmp_path / "closed.jsonl")
     recorder.close()
     with pytest.raises(RecordingError, match="closed"):
         recorder.write(snapshots[0])
@@ -297,11 +300,11 @@ def test_unwritable_path_raises_a_one_line_recording_error(tmp_path, snapshots):
 
 CHILD = """
 import itertools, sys
-from gputop.collect.demo import DemoSource
-from gputop.collect.recording import Recorder
+from gputop.demo.source import DemoSource
+from gputop.recordings.jsonl.writer import JsonlWriter
 clock = itertools.count()
 source = DemoSource("mixed", seed=7, clock=lambda: 1750000000.0 + next(clock) * 0.5)
-recorder = Recorder(sys.argv[1])
+recorder = JsonlWriter(sys.argv[1])
 while True:
     recorder.write(source.poll())
 """

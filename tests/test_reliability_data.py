@@ -17,18 +17,15 @@ from pathlib import Path
 
 import pytest
 
-from gputop.collect.demo import DemoSource
 from gputop.collect.history import History
 from gputop.collect.model import Snapshot
-from gputop.collect.recording import (
-    Recorder,
-    RecordingError,
-    RecordingProblem,
-    read_recording,
-)
 from gputop.collect.sampler import Sampler
 from gputop.collect.serialize import snapshot_from_dict
-from gputop.export import ExportError, export_snapshot
+from gputop.demo.source import DemoSource
+from gputop.recordings.formats import RecordingError, RecordingProblem
+from gputop.recordings.jsonl.writer import JsonlWriter
+from gputop.recordings.opening import read_recording
+from gputop.snapshot_export.export_set import ExportError, export_snapshot
 from support.terminal import PtyGputop
 
 DEV_FULL = Path("/dev/full")
@@ -83,7 +80,7 @@ def demo_sampler(**kwargs: object) -> Sampler:
 
 @needs_dev_full
 def test_a_full_disk_stops_the_recording_with_a_standing_note_and_polling_goes_on():
-    sampler = demo_sampler(recorder=Recorder(DEV_FULL))
+    sampler = demo_sampler(recorder=JsonlWriter(DEV_FULL))
 
     snapshots = [sampler.poll_once() for _ in range(4)]
 
@@ -97,7 +94,7 @@ def test_a_full_disk_stops_the_recording_with_a_standing_note_and_polling_goes_o
 
 @needs_dev_full
 def test_a_full_disk_on_a_single_write_is_a_one_line_recording_error():
-    recorder = Recorder(DEV_FULL)
+    recorder = JsonlWriter(DEV_FULL)
     snapshot = demo_sampler().poll_once()
     with pytest.raises(RecordingError) as caught:
         recorder.write(snapshot)
@@ -110,7 +107,7 @@ def test_a_read_only_file_system_is_refused_in_one_line_for_recordings_and_expor
     snapshot = sampler.poll_once()
     for name in ("run.jsonl", "run.jsonl.gz"):
         with pytest.raises(RecordingError) as caught:
-            Recorder(read_only_dir / name)
+            JsonlWriter(read_only_dir / name)
         assert "Read-only file system" in str(caught.value) and "\n" not in str(caught.value)
     with pytest.raises(ExportError) as exported:
         export_snapshot(read_only_dir, snapshot, sampler.history, "<svg/>")

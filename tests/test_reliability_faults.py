@@ -16,10 +16,10 @@ from pathlib import Path
 import psutil
 
 from gputop.collect.history import History
-from gputop.collect.host import HostSource
+from gputop.collect.host.source import HostSource
 from gputop.collect.live import LiveSource
-from gputop.collect.nvml_calls import REPEATED_FAILURE_POLLS
-from gputop.collect.nvml_processes import UTILIZATION_PERIOD_S
+from gputop.collect.nvml.calls import REPEATED_FAILURE_POLLS
+from gputop.collect.nvml.processes import UTILIZATION_PERIOD_S
 from gputop.collect.sampler import MIN_INTERVAL, Sampler
 from gputop.ui.app import GputopApp
 from support.fake_nvml import (

@@ -33,11 +33,11 @@ from gputop.collect.model import (
     Snapshot,
     SourceKind,
 )
-from gputop.collect.replay import ReplaySource
 from gputop.collect.sampler import Sampler
 from gputop.collect.serialize import snapshot_from_dict
 from gputop.oneshot import render_once
-from gputop.report import render_report
+from gputop.recordings.replay import ReplaySource
+from gputop.snapshot_export.markdown import render_markdown
 from gputop.ui.app import GputopApp
 from support.fake_nvml import FakeGpu, FakeScenario, fake_nvml_env
 from support.procs import sleeper
@@ -93,7 +93,7 @@ def test_the_once_table_never_prints_a_control_character(snapshot, width):
 def test_the_markdown_report_never_contains_a_control_character(snapshot):
     history = History(10)
     history.append(snapshot)
-    out = render_report(snapshot, history)
+    out = render_markdown(snapshot, history)
     assert not UNSAFE.search(out), repr(UNSAFE.search(out))
 
 

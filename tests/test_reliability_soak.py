@@ -27,11 +27,11 @@ from textual import geometry
 
 from gputop.advice.config import Thresholds
 from gputop.advice.engine import AdviceEngine
-from gputop.collect.demo import DemoSource
 from gputop.collect.history import History
 from gputop.collect.model import Snapshot
 from gputop.collect.sampler import Sampler
 from gputop.collect.timegrid import TimeGrid
+from gputop.demo.source import DemoSource
 from gputop.ui.app import GputopApp
 from gputop.ui.messages import FrameReady
 

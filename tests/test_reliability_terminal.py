@@ -22,9 +22,9 @@ from collections.abc import Callable, Iterator
 import psutil
 import pytest
 
-from gputop.collect.demo import DemoSource
 from gputop.collect.history import History
 from gputop.collect.sampler import Sampler
+from gputop.demo.source import DemoSource
 from gputop.ui.app import GputopApp
 from gputop.ui.messages import FrameReady
 from support.fake_nvml import FakeGpu, FakeScenario

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from gputop.collect.demo import DemoSource
-from gputop.collect.replay import MAX_SHOWN_PROBLEMS, ReplaySource
 from gputop.collect.serialize import snapshot_to_json
+from gputop.demo.source import DemoSource
+from gputop.recordings.replay import MAX_SHOWN_PROBLEMS, ReplaySource
 
 DAMAGED_LINES = 1_000_000
 """Damaged lines in the large recording: enough that keeping a message for each costs hundreds of MB."""

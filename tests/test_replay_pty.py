@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from test_ui_e2e_tmux import Tmux, alive, wait_until
 
-from gputop.collect.recording import open_seekable
+from gputop.recordings.opening import open_seekable
 from support.recordings import write_demo_recording
 
 pytestmark = pytest.mark.skipif(__import__("shutil").which("tmux") is None, reason="needs tmux")

@@ -17,19 +17,10 @@ import pytest
 from gputop.advice.engine import AdviceEngine
 from gputop.collect.frame import Frame
 from gputop.collect.gpu_selection import GpuIds, GpuSelectingSource
-from gputop.collect.playback import (
-    LEAD_IN_SECONDS,
-    SPEEDS,
-    ChangeSpeed,
-    SeekBy,
-    SeekEvent,
-    SeekTo,
-    TogglePause,
-    event_after,
-    step_speed,
-)
-from gputop.collect.replay import ReplaySource
 from gputop.collect.sampler import Sampler
+from gputop.collect.steering import ChangeSpeed, SeekBy, SeekEvent, SeekTo, TogglePause
+from gputop.recordings.playback import LEAD_IN_SECONDS, SPEEDS, event_after, step_speed
+from gputop.recordings.replay import ReplaySource
 from support.recordings import DAY_START, write_demo_recording
 from support.timezone import utc  # noqa: F401 - autouse: local time is UTC here
 

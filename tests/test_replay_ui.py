@@ -11,10 +11,9 @@ from textual.pilot import Pilot
 from textual.widgets import Input
 
 from gputop.collect.model import Severity
-from gputop.collect.playback import PlaybackState
-from gputop.collect.recording_format import AdviceEvent
-from gputop.collect.replay import ReplaySource
 from gputop.collect.sampler import Sampler
+from gputop.collect.steering import AdviceEvent, PlaybackState
+from gputop.recordings.replay import ReplaySource
 from gputop.ui.actions import ACTIONS, REPLAY_ONLY
 from gputop.ui.app import GputopApp
 from gputop.ui.goto_dialog import GoToDialog
@@ -36,7 +35,7 @@ def replay_app(recording: Path) -> GputopApp:
     """The app on a replay polled only when asked (a one-hour interval), indexed before it starts."""
     replay = ReplaySource(recording)
     assert replay.wait_indexed(30)
-    return GputopApp(Sampler(replay, 3600.0), replay=replay)
+    return GputopApp(Sampler(replay, 3600.0))
 
 
 def bar_line(app: GputopApp) -> str:

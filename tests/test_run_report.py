@@ -22,13 +22,14 @@ from gputop.collect.model import (
     SourceKind,
     WorkloadKind,
 )
-from gputop.collect.recording import Recorder, read_recording
-from gputop.collect.recording_format import COMPACT_MAGIC, RecordingProblem
-from gputop.report import md_escape, render_report
+from gputop.recordings.formats import COMPACT_MAGIC, RecordingProblem
+from gputop.recordings.jsonl.writer import JsonlWriter
+from gputop.recordings.opening import read_recording
 from gputop.run_report.command import default_output
 from gputop.run_report.html import hours, render_html, script_json
 from gputop.run_report.session import summarize_history
 from gputop.run_report.summary import IDLE_UTIL_PERCENT, RunAccumulator, summarize
+from gputop.snapshot_export.markdown import md_escape, render_report
 from support.demo_run import Segment, record_demo_run
 
 T0 = 1_795_000_000.0
@@ -179,7 +180,7 @@ def test_hostile_text_is_escaped_in_html_and_script_json() -> None:
 
 def test_problems_are_listed_and_streaming_reads_damage(tmp_path: Path) -> None:
     path = tmp_path / "run.jsonl"
-    recorder = Recorder(path)
+    recorder = JsonlWriter(path)
     for i in range(20):
         recorder.write(snap(T0 + i, {0: 50.0}))
     recorder.close()

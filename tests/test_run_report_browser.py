@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from gputop.collect.model import Advice, DeviceSample, ProcessSample, Severity, Snapshot, SourceKind
-from gputop.collect.recording import Recorder
+from gputop.recordings.jsonl.writer import JsonlWriter
 from gputop.run_report.html import SECTIONS, asset
 
 CHROMIUM = shutil.which("chromium")
@@ -115,7 +115,7 @@ def test_hostile_text_from_the_recording_stays_text(tmp_path: Path) -> None:
     process = ProcessSample(pid=5, device_index=0, user=evil, cmdline=evil, name=evil, create_time=1.0)
     advice = Advice("input_bound:gpu0", Severity.WARN, "gpu0", evil, evil, evil)
     recording = tmp_path / "evil.jsonl"
-    recorder = Recorder(recording)
+    recorder = JsonlWriter(recording)
     for i in range(30):
         recorder.write(Snapshot(timestamp=1_795_000_000.0 + i, source=SourceKind.REPLAY, label=evil,
                                 devices=(DeviceSample(index=0, name=evil, utilization_gpu_percent=50.0),),

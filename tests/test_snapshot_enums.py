@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 
-from gputop.collect.demo import DemoSource
 from gputop.collect.model import (
     Advice,
     GpuProcessType,
@@ -26,13 +25,15 @@ from gputop.collect.model import (
     SourceKind,
     StringEnum,
 )
-from gputop.collect.recording import RecordingProblem, read_recording
 from gputop.collect.serialize import (
     SnapshotFormatError,
     snapshot_from_dict,
     snapshot_to_dict,
     snapshot_to_json,
 )
+from gputop.demo.source import DemoSource
+from gputop.recordings.formats import RecordingProblem
+from gputop.recordings.opening import read_recording
 
 REPO = Path(__file__).resolve().parent.parent
 

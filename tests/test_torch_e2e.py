@@ -21,8 +21,8 @@ import psutil
 import pytest
 from textual.app import App, ComposeResult
 
+from gputop.collect.host.trainer_status import StatusFormatError, parse_status
 from gputop.collect.model import ProcessSample, Snapshot, SourceKind
-from gputop.collect.trainer_status import StatusFormatError, parse_status
 from gputop.ui.process_table import ProcessTable
 from support.fake_nvml import FakeGpu, FakeScenario, fake_nvml_env
 from support.procs import kill_tree, sleeper, wait_until

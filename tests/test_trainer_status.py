@@ -16,15 +16,15 @@ from pathlib import Path
 import psutil
 import pytest
 
-from gputop.collect.host import HostSource
-from gputop.collect.model import ProcessSample
-from gputop.collect.trainer_status import (
+from gputop.collect.host.source import HostSource
+from gputop.collect.host.trainer_status import (
     MAX_RECORD_BYTES,
     StatusFormatError,
     TrainerStatusReader,
     parse_status,
     status_dirs,
 )
+from gputop.collect.model import ProcessSample
 from support.procs import sleeper
 
 

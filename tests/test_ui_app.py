@@ -18,15 +18,15 @@ from textual.widgets._toast import Toast
 
 from gputop.advice.config import Thresholds
 from gputop.advice.engine import AdviceEngine
-from gputop.collect.demo import DemoSource
 from gputop.collect.frame import Frame
 from gputop.collect.history import History
 from gputop.collect.model import Advice, DeviceSample, ErrorNote, ProcessSample, Severity, Snapshot
-from gputop.collect.recording import Recorder
-from gputop.collect.replay import ReplaySource
 from gputop.collect.sampler import MIN_INTERVAL, Sampler
 from gputop.collect.timegrid import TimeGrid
-from gputop.frozen_demo import frozen_demo_sampler
+from gputop.demo.frozen import frozen_demo_sampler
+from gputop.demo.source import DemoSource
+from gputop.recordings.jsonl.writer import JsonlWriter
+from gputop.recordings.replay import ReplaySource
 from gputop.ui.advice_panel import AdvicePanel, AdviceSummary
 from gputop.ui.app import GputopApp
 from gputop.ui.gpu_detail import GpuDetailScreen
@@ -153,7 +153,7 @@ def test_demo_data_is_shown_and_labelled_simulated() -> None:
 
 def test_replay_is_labelled_replay(tmp_path: Path) -> None:
     path = tmp_path / "run.jsonl"
-    recorder = Recorder(path)
+    recorder = JsonlWriter(path)
     source = DemoSource("small-batch", seed=0, clock=SteppingClock())
     for _ in range(10):
         recorder.write(source.poll())
@@ -342,7 +342,7 @@ def test_jobs_are_shown_in_the_process_table(size: tuple[int, int]) -> None:
 
 def record_with_job_advice(path: Path, advice: Advice, hostile: str = "") -> None:
     """A short recording of the mixed demo with jobs and ``advice`` on every snapshot."""
-    recorder = Recorder(path)
+    recorder = JsonlWriter(path)
     source = DemoSource("mixed", seed=0, clock=SteppingClock())
     for _ in range(6):
         recorder.write(dataclasses.replace(with_jobs(source.poll(), hostile=hostile), advice=(advice,)))

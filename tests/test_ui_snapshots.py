@@ -13,7 +13,7 @@ import pytest
 from test_ui_app import EditedSource
 from textual.pilot import Pilot
 
-from gputop.frozen_demo import frozen_demo_sampler
+from gputop.demo.frozen import frozen_demo_sampler
 from gputop.ui.advice_panel import AdvicePanel
 from gputop.ui.app import GputopApp
 from gputop.ui.gpu_panel import GpuPanel

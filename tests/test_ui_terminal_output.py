@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from gputop.collect.demo import DemoSource
-from gputop.collect.recording import Recorder
+from gputop.demo.source import DemoSource
+from gputop.recordings.jsonl.writer import JsonlWriter
 from support.jobs import with_jobs
 from support.terminal import PtyGputop
 
@@ -30,7 +30,7 @@ def steady_recording(path: Path, jobs: bool = False) -> list[int]:
     first = DemoSource("healthy", clock=lambda: 1_800_000_000.0).poll()
     if jobs:
         first = with_jobs(first)
-    recorder = Recorder(path)
+    recorder = JsonlWriter(path)
     for step in range(SNAPSHOTS):
         later = step * INTERVAL
         processes = tuple(

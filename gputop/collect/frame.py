@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gputop.collect.model import Snapshot
-from gputop.collect.playback import PlaybackState
+from gputop.collect.steering import PlaybackState
 from gputop.collect.timegrid import ChartView
 
 

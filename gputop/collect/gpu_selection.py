@@ -1,7 +1,7 @@
 """Which GPUs to watch: ``--gpus`` ids and ``CUDA_VISIBLE_DEVICES`` resolved against the GPUs present.
 
 Selection happens at the source, so the other GPUs are never polled: the NVML source opens only the
-chosen GPUs (see :class:`gputop.collect.nvml.NvmlSource`), and :class:`GpuSelectingSource` drops the
+chosen GPUs (see :class:`gputop.collect.nvml.source.NvmlSource`), and :class:`GpuSelectingSource` drops the
 others from demo and replay data before history and advice see them.
 """
 
@@ -15,8 +15,8 @@ from typing import Protocol, runtime_checkable
 
 from gputop.collect.jobs import trim_jobs
 from gputop.collect.model import DeviceSample, ErrorNote, ScopeKind, Snapshot
-from gputop.collect.playback import LeadIn, PlaybackState
-from gputop.collect.source import SnapshotSource, SteerableSource
+from gputop.collect.source import SnapshotSource
+from gputop.collect.steering import Command, LeadIn, PlaybackState, SteerableSource
 
 CUDA_VISIBLE_DEVICES = "CUDA_VISIBLE_DEVICES"
 """The environment variable that tells CUDA programs which GPUs they see, and in which order."""
@@ -330,6 +330,21 @@ class GpuSelectingSource:
     def playback_state(self) -> PlaybackState | None:
         """The wrapped replay's playback state (see ``SteerableSource``)."""
         return self.source.playback_state() if isinstance(self.source, SteerableSource) else None
+
+    def steer(self, command: Command) -> None:
+        """Pass ``command`` to the wrapped replay (see ``SteerableSource``); nothing for other sources."""
+        if isinstance(self.source, SteerableSource):
+            self.source.steer(command)
+
+    def start_indexing(self) -> None:
+        """Have the wrapped replay index its recording (see ``SteerableSource``); nothing for other sources."""
+        if isinstance(self.source, SteerableSource):
+            self.source.start_indexing()
+
+    @property
+    def finished(self) -> bool:
+        """True once the wrapped replay has played its last snapshot (see ``SteerableSource``)."""
+        return isinstance(self.source, SteerableSource) and self.source.finished
 
     def close(self) -> None:
         """Close the wrapped source."""

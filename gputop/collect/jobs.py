@@ -14,7 +14,7 @@ Every GPU process belongs to exactly one job. Strongest evidence first:
 The user name is never evidence: a sweep of one user's runs stays separate jobs. Ids come from a
 :class:`JobTracker`, stable while a job runs and never reused. Each job also gets the key that names it on
 every node it spans (:func:`cluster_key`: its Slurm job, its pod, or a hash of its rendezvous). The module is pure: hints are read
-elsewhere (:mod:`gputop.collect.procenv`, or made up by the demo).
+elsewhere (:mod:`gputop.collect.host.procenv`, or made up by the demo).
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ class ProcessHints:
     listen_port: int | None = None
     """A TCP port it listens on, when probed and found; None otherwise."""
     container: ContainerSample | None = None
-    """The container, pod or Slurm job it runs in (:func:`gputop.collect.containers.read_container`); None on the host."""
+    """The container, pod or Slurm job it runs in (:func:`gputop.collect.host.containers.read_container`); None on the host."""
 
 
 NO_HINTS = ProcessHints()

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import time
 
-from gputop.collect.host import HostSource
+from gputop.collect.host.source import HostSource
 from gputop.collect.model import Snapshot, SourceKind
-from gputop.collect.nvml import NvmlSource
+from gputop.collect.nvml.source import NvmlSource
 
 LIVE_LABEL = "live"
 """Label shown for live data."""

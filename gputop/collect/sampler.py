@@ -12,8 +12,8 @@ from gputop.collect.filters import Filters
 from gputop.collect.frame import Frame
 from gputop.collect.history import History
 from gputop.collect.model import Advice, ErrorNote, Snapshot
-from gputop.collect.playback import LeadIn, PlaybackState
-from gputop.collect.source import SnapshotSource, SteerableSource
+from gputop.collect.source import SnapshotSource
+from gputop.collect.steering import Command, LeadIn, PlaybackState, SteerableSource
 from gputop.collect.timegrid import ChartView, TimeGrid
 
 MIN_INTERVAL = 0.1
@@ -130,6 +130,27 @@ class Sampler:
         """
         self._poll_now = True
         self._wake.set()
+
+    @property
+    def steerable(self) -> bool:
+        """True when the source plays a recording, which :meth:`steer` can pause, speed up and seek in."""
+        return isinstance(self.source, SteerableSource) and self.source.playback_state() is not None
+
+    def steer(self, command: Command) -> None:
+        """Hand ``command`` to a steerable source and poll at once, so the screen answers now; nothing otherwise."""
+        if isinstance(self.source, SteerableSource):
+            self.source.steer(command)
+            self.poll_soon()
+
+    def prepare_steering(self) -> None:
+        """Have a steerable source get ready for seeks in the background (a replay indexes its recording)."""
+        if isinstance(self.source, SteerableSource):
+            self.source.start_indexing()
+
+    @property
+    def source_finished(self) -> bool:
+        """True once a steerable source has played its last snapshot; always False for live and demo data."""
+        return isinstance(self.source, SteerableSource) and self.source.finished
 
     def subscribe(self, callback: Subscriber) -> None:
         """Call ``callback(frame)`` after every poll, on the sampler thread."""

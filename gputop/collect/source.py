@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from typing import Protocol
 
 from gputop.collect.model import Snapshot, SourceKind
-from gputop.collect.playback import LeadIn, PlaybackState
 
 
 class SnapshotSource(Protocol):
@@ -20,17 +19,4 @@ class SnapshotSource(Protocol):
 
     def close(self) -> None:
         """Release handles, threads and files."""
-        ...
-
-
-@runtime_checkable
-class SteerableSource(Protocol):
-    """A source whose position can move (a replay): it tells the sampler where it stands and what it passed over."""
-
-    def take_lead_in(self) -> LeadIn | None:
-        """Snapshots the latest poll passed over or seeked past, to put into the history before its own; once."""
-        ...
-
-    def playback_state(self) -> PlaybackState | None:
-        """Where playback stands after the latest poll; None when the source does not play a recording."""
         ...

@@ -1,1 +1,1 @@
-"""Hand-offs of recordings: ``gputop --convert`` between formats and to TensorBoard, and JSON lines on stdout."""
+"""Hand-offs of recordings: ``gputop --convert`` between formats and to TensorBoard event files."""

@@ -13,39 +13,18 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 
-from gputop.collect.model import Snapshot
-from gputop.collect.recording_format import RecordingProblem, format_for_name, sniff_format
-from gputop.convert.stream import JsonLinesStream, names_stdout
+from gputop.convert.copying import ConvertError, Tally, copy_snapshots, size_text
+from gputop.recordings.formats import format_for_name, sniff_format
+from gputop.recordings.jsonl.stream import JsonLinesStream, names_stdout
 from gputop.textsafe import safe_text
-
-SHOWN_PROBLEMS = 5
-"""How many damaged parts are listed one by one before the rest are only counted."""
 
 TENSORBOARD = "tensorboard"
 """The one format ``--to`` knows."""
 
 _EXCLUSIVE = ("demo", "replay", "record", "once", "json", "check", "duration", "export", "serve", "cluster", "json_schema")
 """Options that ask for another mode of gputop, so cannot go with ``--convert``."""
-
-
-class ConvertError(Exception):
-    """A conversion that cannot be done; ``str()`` is the one line for the user."""
-
-
-@dataclass
-class Tally:
-    """What a conversion read: snapshots, and the damaged parts it skipped."""
-
-    snapshots: int = 0
-    """Snapshots written."""
-    problems: int = 0
-    """Damaged parts skipped."""
-    first_problems: list[RecordingProblem] = field(default_factory=list)
-    """The first :data:`SHOWN_PROBLEMS` of them."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -113,37 +92,6 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def copy_snapshots(source: Path, write: Callable[[int, Snapshot], None]) -> Tally:
-    """Read ``source`` and hand each snapshot with its number to ``write``, counting the damaged parts skipped.
-
-    Raises :class:`ConvertError` when ``source`` cannot be opened or holds no snapshot at all.
-    """
-    tally = Tally()
-    for item in _read(source):
-        if isinstance(item, RecordingProblem):
-            tally.problems += 1
-            if len(tally.first_problems) < SHOWN_PROBLEMS:
-                tally.first_problems.append(item)
-        else:
-            write(tally.snapshots, item)
-            tally.snapshots += 1
-    if tally.snapshots == 0:
-        detail = f" ({tally.problems} unreadable part{'s' * (tally.problems != 1)}: {tally.first_problems[0]})" \
-            if tally.first_problems else ""
-        raise ConvertError(f"{source} holds no snapshots{detail}")
-    return tally
-
-
-def _read(source: Path) -> Iterable[Snapshot | RecordingProblem]:
-    """The recording's items; an unreadable file is a :class:`ConvertError`."""
-    from gputop.collect.recording import read_recording
-
-    try:
-        return read_recording(source)
-    except OSError as exc:
-        raise ConvertError(f"cannot read recording {source}: {exc.strerror or exc}") from exc
-
-
 def _convert_to_stdout(source: Path) -> tuple[Tally, str]:
     """JSON lines on stdout (flushed at the end and when the buffer fills)."""
     stream = JsonLinesStream(sys.stdout, flush_each=False)
@@ -154,7 +102,8 @@ def _convert_to_stdout(source: Path) -> tuple[Tally, str]:
 
 def _convert_to_file(source: Path, target: Path, *, force: bool) -> tuple[Tally, str]:
     """Write ``target`` under a temporary name beside it, then move it into place."""
-    from gputop.collect.recording import RecordingError, open_recorder
+    from gputop.recordings.formats import RecordingError
+    from gputop.recordings.opening import open_recorder
 
     _check_target(source, target, force=force)
     partial = target.with_name(f".gputop-{os.getpid()}-{target.name}")  # same ending: same format
@@ -200,19 +149,7 @@ def _report(source: Path, tally: Tally, written: str) -> None:
 
 def _format_of(path: Path) -> str:
     """The format of the recording at ``path``, told by its first bytes."""
-    from gputop.collect.recording_format import COMPACT_MAGIC
+    from gputop.recordings.formats import COMPACT_MAGIC
 
     with open(path, "rb") as file:
         return str(sniff_format(file.read(len(COMPACT_MAGIC))))
-
-
-def size_text(count: int) -> str:
-    """A byte count for people: ``512 B``, ``3.4 MB``, ``1.2 GB``."""
-    if count < 1000:
-        return f"{count} B"
-    value, unit = count / 1000, "kB"
-    for bigger in ("MB", "GB"):
-        if value < 1000:
-            break
-        value, unit = value / 1000, bigger
-    return f"{value:.1f} {unit}"

@@ -1,7 +1,7 @@
 """``gputop --convert FILE --to tensorboard DIR``: a recording as TensorBoard scalars, one run per directory.
 
 Every snapshot becomes one event holding all its known values (tags from
-:mod:`gputop.collect.tracker_scalars`, e.g. ``gpu0/utilization_percent``), with the snapshot's
+:mod:`gputop.tracker_scalars`, e.g. ``gpu0/utilization_percent``), with the snapshot's
 timestamp as wall time and its number in the recording (0, 1, 2, ...) as step. The step is the
 snapshot's number rather than seconds since the start: it always increases, where timestamps can
 repeat or step back (a clock adjustment, a recording appended to later), and TensorBoard drops data
@@ -16,9 +16,9 @@ import time
 from pathlib import Path
 
 from gputop.collect.model import Snapshot
-from gputop.collect.tracker_scalars import snapshot_scalars
-from gputop.convert.command import ConvertError, Tally, copy_snapshots, size_text
+from gputop.convert.copying import ConvertError, Tally, copy_snapshots, size_text
 from gputop.convert.tfevents import EventFileWriter
+from gputop.tracker_scalars import snapshot_scalars
 
 EVENT_FILE_PREFIX = "events.out.tfevents."
 """How every TensorBoard event file's name starts."""

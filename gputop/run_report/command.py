@@ -72,7 +72,7 @@ def write_atomically(path: Path, text: str) -> None:
 
 def make_report(recording: Path, output: Path) -> None:
     """Read ``recording`` (any format, streamed) and write its HTML report to ``output``; raises :class:`ReportError`."""
-    from gputop.collect.recording import read_recording
+    from gputop.recordings.opening import read_recording
     from gputop.run_report.html import render_html
     from gputop.run_report.summary import summarize
 

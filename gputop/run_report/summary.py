@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from gputop.advice.config import Thresholds
 from gputop.advice.rules import HEALTHY, SUMMARIES
 from gputop.collect.model import Advice, DeviceSample, ProcessRole, Severity, Snapshot
-from gputop.collect.recording_format import RecordingProblem
+from gputop.recordings.formats import RecordingProblem
 from gputop.run_report.series import BucketGrid, BucketSeries
 from gputop.textsafe import safe_text
 

@@ -24,9 +24,9 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from gputop.collect.gpu_selection import CudaVisible, GpuIds, GpuRequest
-from gputop.collect.nvml import NvmlSource
-from gputop.collect.tracker_scalars import device_scalars
+from gputop.collect.nvml.source import NvmlSource
 from gputop.torch.window import WindowStats
+from gputop.tracker_scalars import device_scalars
 
 DEFAULT_PREFIX = "gputop/"
 """What every tag starts with, so gputop's charts sit in a section of their own beside the run's."""

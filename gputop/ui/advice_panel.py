@@ -18,9 +18,9 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from gputop.collect.model import Advice, ErrorNote, JobSample, Severity, Snapshot
+from gputop.job_text import jobs_by_id, scope_label
 from gputop.textsafe import safe_text
 from gputop.ui.format import severity_rank
-from gputop.ui.job_text import jobs_by_id, scope_label
 
 TEXT_REFRESH_SECONDS = 2.0
 """Least time between two redraws of the advice text when only its numbers changed."""

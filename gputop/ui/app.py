@@ -16,7 +16,7 @@ import time
 from collections.abc import Iterable, Mapping
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 from textual import work
 from textual.app import ComposeResult, SystemCommand
@@ -31,8 +31,9 @@ from gputop.advice.rules.healthy import is_all_clear
 from gputop.collect.filters import current_user_filter
 from gputop.collect.frame import Frame
 from gputop.collect.model import JobSample, ProcessSample, Snapshot
-from gputop.collect.playback import ChangeSpeed, Command, SeekBy, SeekEvent, SeekTo, TogglePause
 from gputop.collect.sampler import Sampler
+from gputop.collect.steering import ChangeSpeed, SeekBy, SeekEvent, SeekTo, TogglePause
+from gputop.job_text import container_facts, job_facts, job_label, jobs_by_id
 from gputop.textsafe import safe_text
 from gputop.ui.actions import ACTIONS, READONLY_DISABLED, REPLAY_ONLY, help_rows, palette_actions, palette_help
 from gputop.ui.advice_panel import AdvicePanel, AdviceSummary
@@ -43,16 +44,12 @@ from gputop.ui.gpu_panel import GpuArea, GpuPanel, choose_layout
 from gputop.ui.header import HeaderBar
 from gputop.ui.help_screen import HelpScreen
 from gputop.ui.host_panel import HostPanel
-from gputop.ui.job_text import container_facts, job_facts, job_label, jobs_by_id
 from gputop.ui.messages import FrameReady
 from gputop.ui.partial_output import activate as activate_partial_output
 from gputop.ui.playback_bar import PlaybackBar
 from gputop.ui.process_table import ProcessTable
 from gputop.ui.terminal_guard import TerminalGuardedApp
 from gputop.units import fmt_bytes, fmt_percent
-
-if TYPE_CHECKING:
-    from gputop.collect.replay import ReplaySource
 
 WIDE_MIN_COLUMNS = 120
 """Terminals at least this wide show the advice panel beside the GPUs by default."""
@@ -101,7 +98,6 @@ class GputopApp(TerminalGuardedApp):
         export_dir: Path = Path("gputop-snapshots"),
         live: bool = True,
         paged_charts: bool = True,
-        replay: ReplaySource | None = None,
     ) -> None:
         super().__init__()
         activate_partial_output()
@@ -115,8 +111,8 @@ class GputopApp(TerminalGuardedApp):
         """Draw charts, bars and borders with ASCII only."""
         self.export_dir = export_dir
         """Where ``s`` writes snapshot exports."""
-        self.replay = replay
-        """The recording played (under the sampler's source), steered by the replay keys; None for live and demo."""
+        self.replaying = sampler.steerable
+        """True when the sampler plays a recording, steered through it by the replay keys; False for live and demo."""
         self.frame: Frame | None = None
         """The frame on screen."""
         self.snapshots_applied = 0
@@ -160,9 +156,9 @@ class GputopApp(TerminalGuardedApp):
         """Apply styles, show the newest known snapshot, subscribe to the sampler and start it."""
         self.set_class(self.ascii_mode, "-ascii")
         self._filter.display = False
-        self._bar.display = self.replay is not None
-        if self.replay is not None:
-            self.replay.start_indexing()
+        self._bar.display = self.replaying
+        if self.replaying:
+            self.sampler.prepare_steering()
         self._advice.border_title = "Advice"
         self._processes.border_title = "Processes"
         self._header.show_filters(self.sampler.filters.describe())
@@ -280,7 +276,7 @@ class GputopApp(TerminalGuardedApp):
         """Hide what ``--readonly`` disables; Esc clears the filter only while one is open."""
         if self.readonly and action in READONLY_DISABLED:
             return False
-        if action in REPLAY_ONLY and self.replay is None:
+        if action in REPLAY_ONLY and not self.replaying:
             return False
         if action == "clear_filter":
             return self._filter.display or None
@@ -288,8 +284,8 @@ class GputopApp(TerminalGuardedApp):
 
     def action_pause(self) -> None:
         """Pause or resume polling; in a replay, playback (the bar shows it)."""
-        if self.replay is not None:
-            self._steer(TogglePause())
+        if self.replaying:
+            self.sampler.steer(TogglePause())
             return
         if self.sampler.paused:
             self.sampler.resume()
@@ -303,15 +299,15 @@ class GputopApp(TerminalGuardedApp):
 
     def action_speed(self, steps: int) -> None:
         """Play ``steps`` speed steps faster (negative: slower)."""
-        self._steer(ChangeSpeed(steps))
+        self.sampler.steer(ChangeSpeed(steps))
 
     def action_skip(self, seconds: int) -> None:
         """Jump ``seconds`` of recorded time (negative: back)."""
-        self._steer(SeekBy(seconds))
+        self.sampler.steer(SeekBy(seconds))
 
     def action_advice_event(self, direction: int) -> None:
         """Jump to the next (1) or previous (-1) advice event."""
-        self._steer(SeekEvent(forward=direction > 0))
+        self.sampler.steer(SeekEvent(forward=direction > 0))
 
     def action_go_to(self) -> None:
         """Ask for a time and jump there."""
@@ -322,15 +318,9 @@ class GputopApp(TerminalGuardedApp):
 
         def done(target: float | None) -> None:
             if target is not None:
-                self._steer(SeekTo(target))
+                self.sampler.steer(SeekTo(target))
 
         self.push_screen(GoToDialog(state.start, state.end), done)
-
-    def _steer(self, command: Command) -> None:
-        """Hand ``command`` to the replay and have the sampler poll at once, so the screen answers now."""
-        if self.replay is not None:
-            self.replay.steer(command)
-            self.sampler.poll_soon()
 
     def action_slower(self) -> None:
         """Double the polling interval."""
@@ -402,7 +392,7 @@ class GputopApp(TerminalGuardedApp):
         """Show every key."""
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen(help_rows(readonly=self.readonly, export_dir=safe_text(str(self.export_dir)),
-                                                  replay=self.replay is not None)))
+                                                  replay=self.replaying)))
 
     def action_gpu_detail(self, device_index: int | None = None) -> None:
         """Open the detail screen of GPU ``device_index``, else of the focused GPU (the first when none is)."""
@@ -483,7 +473,7 @@ class GputopApp(TerminalGuardedApp):
     @work(thread=True, group="export")
     def _export(self, snapshot: Snapshot, svg: str) -> None:
         """Export on a worker thread so the screen keeps updating."""
-        from gputop.export import ExportError, export_snapshot
+        from gputop.snapshot_export.export_set import ExportError, export_snapshot
 
         try:
             result = export_snapshot(self.export_dir, snapshot, self.sampler.history, svg)
@@ -496,7 +486,7 @@ class GputopApp(TerminalGuardedApp):
     def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
         """The command palette: every gputop action once, then Textual's commands that none of them replaces."""
         export_dir = safe_text(str(self.export_dir))
-        ours = palette_actions(readonly=self.readonly, replay=self.replay is not None)
+        ours = palette_actions(readonly=self.readonly, replay=self.replaying)
         for entry in ours:
             yield SystemCommand(entry.title, palette_help(entry, export_dir), partial(self.run_action, entry.action))
         titles = {entry.title for entry in ours}

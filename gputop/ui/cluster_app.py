@@ -1,7 +1,7 @@
 """The cluster view (``gputop --cluster URL``): every node and GPU a Prometheus server knows, and the fleet's advice.
 
 The app is thin: it draws what each :class:`~gputop.cluster.frame.ClusterFrame` says. A
-:class:`~gputop.ui.cluster_poll.ClusterPoller` calls ``poll`` on its own thread, one call at a time, and
+:class:`~gputop.cluster.poller.ClusterPoller` calls ``poll`` on its own thread, one call at a time, and
 posts one coalescing :class:`ClusterFrameReady` per poll; the widgets update from that immutable frame
 on the UI thread. The screen: a header line, the fleet table (a row per host, a compact row per GPU),
 the fleet advice (beside the table on wide terminals, one line on narrow ones), the host filter, a
@@ -29,11 +29,11 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 
 from gputop.cluster.frame import ClusterFrame
+from gputop.cluster.poller import ClusterPoller, Poll, PolledFrame
 from gputop.textsafe import safe_text
 from gputop.ui.cluster_actions import CLUSTER_ACTIONS, cluster_help_rows
 from gputop.ui.cluster_advice import AdviceText, fleet_lead
 from gputop.ui.cluster_host import ClusterHostScreen
-from gputop.ui.cluster_poll import ClusterPoller, Poll, PolledFrame
 from gputop.ui.cluster_table import ClusterTable
 from gputop.ui.cluster_text import busy_gpus, free_count, missing_panels_line, poll_line
 from gputop.ui.help_screen import HelpScreen
@@ -79,7 +79,7 @@ class ClusterFrameReady(Message):
 
 
 class ClusterApp(TerminalGuardedApp):
-    """The cluster view over ``poll`` (see :data:`gputop.ui.cluster_poll.Poll`), polled every ``interval`` seconds."""
+    """The cluster view over ``poll`` (see :data:`gputop.cluster.poller.Poll`), polled every ``interval`` seconds."""
 
     CSS_PATH: ClassVar[list[str | PurePath]] = ["gputop.tcss", "cluster.tcss"]
     TITLE = "gputop cluster"

@@ -11,7 +11,7 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
-from gputop.collect.replay_time import WHEN_HELP, parse_when, span_text
+from gputop.recordings.replay_time import WHEN_HELP, parse_when, span_text
 
 
 class GoToDialog(ModalScreen[float | None]):

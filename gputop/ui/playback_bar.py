@@ -8,7 +8,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from gputop.collect.model import Severity
-from gputop.collect.playback import PlaybackState
+from gputop.collect.steering import PlaybackState
 
 TICK_STYLES: dict[Severity, str] = {Severity.CRITICAL: "bold red", Severity.WARN: "yellow", Severity.INFO: "cyan"}
 """Colour of an advice tick by the worst severity raised in its cell."""

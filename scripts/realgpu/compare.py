@@ -73,7 +73,7 @@ def number(text: str | None) -> float | None:
 
 def mask_names(text: str | None) -> tuple[str, ...] | None:
     """nvidia-smi's hexadecimal clocks-event mask decoded with gputop's names."""
-    from gputop.collect.nvml_device import decode_throttle_reasons
+    from gputop.collect.nvml.device import decode_throttle_reasons
 
     return None if text is None or not text.startswith("0x") else decode_throttle_reasons(int(text, 16))
 

@@ -3,7 +3,7 @@
 Usage: ``python scripts/realgpu/nvml_cost.py OUT.json [REPEATS]``. Part 1 calls each pynvml function
 ``REPEATS`` times (default 200; the 20 ms PCIe throughput call 10 times) on GPU 0 and keeps the
 median and 90th percentile. Part 2 wraps every public pynvml function with a timer and polls
-``gputop.collect.nvml.NvmlSource`` ``REPEATS`` times, 0.12 s apart (so GPM samples on every poll),
+``gputop.collect.nvml.source.NvmlSource`` ``REPEATS`` times, 0.12 s apart (so GPM samples on every poll),
 giving the time per call type inside real polls and the time of a whole poll.
 """
 
@@ -121,8 +121,8 @@ def _gpm_calls(handle: Any, repeats: int) -> dict[str, Any]:
 
 def timed_polls(repeats: int) -> dict[str, Any]:
     """Poll NvmlSource ``repeats`` times with every public pynvml function timed (outermost calls only)."""
-    from gputop.collect.host import HostSource
-    from gputop.collect.nvml import NvmlSource
+    from gputop.collect.host.source import HostSource
+    from gputop.collect.nvml.source import NvmlSource
 
     per_call: dict[str, list[int]] = defaultdict(list)
     depth = [0]

@@ -11,11 +11,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gputop.advice.engine import AdviceEngine
-from gputop.collect.demo import DemoSource
 from gputop.collect.history import History
 from gputop.collect.model import Snapshot, SourceKind
-from gputop.collect.recording import open_recorder
 from gputop.collect.sampler import Sampler
+from gputop.demo.source import DemoSource
+from gputop.recordings.opening import open_recorder
 
 
 @dataclass(frozen=True)

@@ -6,9 +6,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from gputop.advice.engine import AdviceEngine
-from gputop.collect.demo import DemoSource
-from gputop.collect.recording import open_recorder
 from gputop.collect.sampler import Sampler
+from gputop.demo.source import DemoSource
+from gputop.recordings.opening import open_recorder
 
 DAY_START = 1_763_856_000.0
 """2025-11-23 00:00:00 UTC: where test recordings start unless told otherwise."""
