@@ -25,7 +25,7 @@ from fleet_sim import DOWN_NODE, GPUS, IDLE_NODE, STRAGGLER_JOB, node_name, spaw
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from gputop.cluster.source import ClusterSource  # noqa: E402
+from gpusight.cluster.source import ClusterSource  # noqa: E402
 
 SECTION = "## Cluster view: a simulated fleet"
 

@@ -1,10 +1,10 @@
-"""How responsive the cluster view (``gputop --cluster``) is with a 100-node, 800-GPU fleet, in a real pty.
+"""How responsive the cluster view (``gpusight --cluster``) is with a 100-node, 800-GPU fleet, in a real pty.
 
 Two sources of frames:
 
 - ``sim`` (always): the cluster view's app in a pty, its ``poll`` handing out moving 100-node frames built
   in code (``tests/support/cluster_frames.fleet``): the UI's own cost, with no server in the way.
-- ``--fleet-sim`` (or ``--url URL``): ``python -m gputop --cluster URL`` itself against the fleet simulator's
+- ``--fleet-sim`` (or ``--url URL``): ``python -m gpusight --cluster URL`` itself against the fleet simulator's
   Prometheus (``benchmarks/fleet_sim.py``, 100 nodes of which 20 serve dcgm-exporter's series only, run in a
   process of its own) or any server: the UI with real queries.
 
@@ -14,7 +14,7 @@ Measured after a warm-up, at 160x45 and 80x24:
   the marker its screen draws (Enter: the host screen's ``History``; Esc: the fleet status line;
   ``?``: the help screen's title; ``p``: ``PAUSED``); medians and maxima over the rounds;
 - poll to screen: from each poll's return to the refresh that showed it (the app's own figure, written to
-  ``GPUTOP_STATS_FILE`` on exit);
+  ``GPUSIGHT_STATS_FILE`` on exit);
 - CPU milliseconds per second of the process and terminal bytes per second while it polls.
 
 Usage: ``python benchmarks/cluster_tui.py [--fleet-sim | --url URL] [--rounds 10] [--write-results]``.
@@ -37,12 +37,12 @@ import psutil
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))
-from support.terminal import PtyTerminal, gputop_argv  # noqa: E402
+from support.terminal import PtyTerminal, gpusight_argv  # noqa: E402
 
 KEYS = (
     ("Enter", b"\r", b"History (range"),
     ("Esc", b"\x1b", b"last poll"),
-    ("?", b"?", b"gputop keys"),
+    ("?", b"?", b"gpusight keys"),
     ("Esc", b"\x1b", b"last poll"),
     ("p", b"p", b"PAUSED"),
     ("p", b"p", None),
@@ -72,7 +72,7 @@ class Run:
 
 def inner_sim(nodes: int, interval: float) -> int:
     """Run the cluster view over moving frames built in code (the ``sim`` source), in this terminal."""
-    from gputop.ui.cluster_app import STATS_FILE_ENV, ClusterApp
+    from gpusight.ui.cluster_app import STATS_FILE_ENV, ClusterApp
     from support.cluster_frames import URL, fleet
 
     steps = iter(range(1_000_000))
@@ -90,7 +90,7 @@ def inner_sim(nodes: int, interval: float) -> int:
 
 def measure(argv: list[str], source: str, size: tuple[int, int], rounds: int, settle: float, stats: Path) -> Run:
     """Run ``argv`` in a pty, let it poll for ``settle`` seconds, type the keys ``rounds`` times, quit."""
-    env = dict(os.environ, GPUTOP_STATS_FILE=str(stats), PYTHONPATH=str(REPO))
+    env = dict(os.environ, GPUSIGHT_STATS_FILE=str(stats), PYTHONPATH=str(REPO))
     first: dict[str, list[float]] = {}
     marker: dict[str, list[float]] = {}
     with PtyTerminal(argv, size, env=env, cwd=REPO) as term:
@@ -127,13 +127,13 @@ def _ms(values: list[float]) -> str:
 def report(runs: list[Run], nodes: int, interval: float, rounds: int) -> str:
     """The Markdown section for RESULTS-cluster.md."""
     lines = [
-        "## Cluster view (`gputop --cluster`) with 100 nodes",
+        "## Cluster view (`gpusight --cluster`) with 100 nodes",
         "",
         f"Written by `python benchmarks/cluster_tui.py` on {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}. "
         f"{nodes} nodes of 8 GPUs ({nodes * 8} GPU rows), every GPU's utilization moving on every poll, polled every "
         f"{interval:g} s, in a real pty (TERM=xterm-256color). Key times: median / max over {rounds} rounds, in ms, "
         "from writing the key to the first byte on the terminal and to the text its screen draws. "
-        "`sim`: the app's poll hands out frames built in code (the UI alone); a URL: `gputop --cluster URL`.",
+        "`sim`: the app's poll hands out frames built in code (the UI alone); a URL: `gpusight --cluster URL`.",
         "",
         "| source | size | Enter (host) first byte / drawn | Esc (back) drawn | ? (help) drawn | p (pause) drawn "
         "| poll to screen ms median / max | CPU ms/s | output KiB/s | polls |",
@@ -148,7 +148,7 @@ def report(runs: list[Run], nodes: int, interval: float, rounds: int) -> str:
     lines += [
         "",
         "Conditions: 2 shared cores; with the fleet simulator, Prometheus (scraping every node each second) and the "
-        "simulator ran on the same cores as the measured gputop. CPU is the gputop process's alone. Poll to screen is "
+        "simulator ran on the same cores as the measured gpusight. CPU is the gpusight process's alone. Poll to screen is "
         "the app's own figure (poll returned -> the refresh that showed it); the poll itself (the queries) runs on a "
         "thread of its own and never blocks a key. The fleet table re-renders only the rows on screen whose values "
         "changed (tests/test_cluster_ui.py checks this with 900 rows).",
@@ -172,8 +172,8 @@ def main() -> int:
     """Measure and print (and optionally store) the report."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--inner-sim", type=int, metavar="NODES", help=argparse.SUPPRESS)
-    parser.add_argument("--url", help="also measure `gputop --cluster URL`")
-    parser.add_argument("--fleet-sim", action="store_true", help="also measure `gputop --cluster` on the fleet simulator")
+    parser.add_argument("--url", help="also measure `gpusight --cluster URL`")
+    parser.add_argument("--fleet-sim", action="store_true", help="also measure `gpusight --cluster` on the fleet simulator")
     parser.add_argument("--nodes", type=int, default=100, help="nodes of the sim source (default 100)")
     parser.add_argument("--interval", type=float, default=2.0, help="poll interval in seconds (default 2)")
     parser.add_argument("--rounds", type=int, default=10, help="times each key is typed (default 10)")
@@ -197,7 +197,7 @@ def main() -> int:
             simulator, args.url = spawn_fleet(args.nodes, kill_after=None)
         try:
             for size in sizes if args.url else ():
-                argv = gputop_argv("--cluster", args.url, "--interval", str(args.interval))
+                argv = gpusight_argv("--cluster", args.url, "--interval", str(args.interval))
                 source = "fleet simulator via Prometheus" if args.fleet_sim else args.url
                 runs.append(measure(argv, source, size, args.rounds, args.settle, stats))  # type: ignore[arg-type]
         finally:

@@ -1,11 +1,11 @@
-"""What ``gputop --convert FILE --to tensorboard DIR`` costs for a day at 1 Hz on an 8-GPU server; writes
+"""What ``gpusight --convert FILE --to tensorboard DIR`` costs for a day at 1 Hz on an 8-GPU server; writes
 benchmarks/RESULTS-convert.md.
 
 Three figures:
 
 * **event writing, a whole day**: 86,400 snapshots of the busy demo server (8 H100s; 600 distinct simulated
-  seconds reused with the day's timestamps) turned into scalars and written as one event each with gputop's own
-  writer (gputop/convert/tfevents.py): wall time, file size, records.
+  seconds reused with the day's timestamps) turned into scalars and written as one event each with gpusight's own
+  writer (gpusight/convert/tfevents.py): wall time, file size, records.
 * **the tensorboard package's writer** for comparison: the same events built as ``Event``/``Summary`` protobufs
   and framed by ``tensorboard.summary.writer.record_writer.RecordWriter`` (its pure-Python CRC-32C), on the first
   ``--compare`` snapshots, per snapshot and scaled to a day. Skipped without the ``tensorboard`` package.
@@ -25,13 +25,13 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-from gputop.collect.model import Snapshot
-from gputop.convert.copying import copy_snapshots
-from gputop.convert.tensorboard import convert_to_tensorboard
-from gputop.convert.tfevents import EventFileWriter
-from gputop.demo.source import DemoSource
-from gputop.recordings.opening import open_recorder
-from gputop.tracker_scalars import snapshot_scalars
+from gpusight.collect.model import Snapshot
+from gpusight.convert.copying import copy_snapshots
+from gpusight.convert.tensorboard import convert_to_tensorboard
+from gpusight.convert.tfevents import EventFileWriter
+from gpusight.demo.source import DemoSource
+from gpusight.recordings.opening import open_recorder
+from gpusight.tracker_scalars import snapshot_scalars
 
 DAY = 86_400
 """Snapshots in a day at 1 Hz."""
@@ -53,7 +53,7 @@ def demo_day(count: int) -> list[Snapshot]:
 
 
 def own_writer(snapshots: list[Snapshot], directory: Path) -> dict[str, float]:
-    """Write ``snapshots`` with gputop's event writer; seconds, bytes and scalars per event."""
+    """Write ``snapshots`` with gpusight's event writer; seconds, bytes and scalars per event."""
     path = directory / "own.tfevents"
     began = time.perf_counter()
     writer = EventFileWriter(path)
@@ -116,7 +116,7 @@ def main() -> None:
         whole = {name: whole_conversion(snapshots[: args.sample], directory, name) for name in ("day.jsonl", "day.jsonl.gz", "day.gtr")}
     per_own = own["seconds"] / args.snapshots
     lines = [
-        "# gputop --convert --to tensorboard: results",
+        "# gpusight --convert --to tensorboard: results",
         "",
         f"Produced by `python benchmarks/convert_day.py` on {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC "
         "(a shared 2-vCPU VM, no GPU; other jobs running, so figures are noisy). Busy demo server: 8 H100s, "
@@ -124,7 +124,7 @@ def main() -> None:
         "",
         "| what | snapshots | seconds | per snapshot | a day at 1 Hz |",
         "|---|---|---|---|---|",
-        f"| gputop's event writer (scalars + TFRecord + CRC-32C) | {args.snapshots:,} | {own['seconds']:.1f} | "
+        f"| gpusight's event writer (scalars + TFRecord + CRC-32C) | {args.snapshots:,} | {own['seconds']:.1f} | "
         f"{per_own * 1e6:.0f} µs | {per_own * DAY:.1f} s, {own['bytes'] / 1e6:.0f} MB |",
     ]
     if package is not None:
@@ -137,8 +137,8 @@ def main() -> None:
             what = f"reading {name} ({figures['bytes'] / args.sample / 1e3:.1f} kB a snapshot)" if part == "reading" \
                 else f"whole conversion of {name}"
             lines.append(f"| {what} | {args.sample:,} | {figures[part]:.1f} | {per * 1e3:.2f} ms | {per * DAY / 60:.1f} min |")
-    lines += ["", "The event writer is gputop's own because it is the faster of the two and needs no dependency "
-              "(see gputop/convert/tfevents.py); reading the recording costs more than writing the events."]
+    lines += ["", "The event writer is gpusight's own because it is the faster of the two and needs no dependency "
+              "(see gpusight/convert/tfevents.py); reading the recording costs more than writing the events."]
     text = "\n".join(lines) + "\n"
     args.output.write_text(text, encoding="utf-8")
     print(text)

@@ -1,4 +1,4 @@
-"""CPU of ``gputop --serve`` scraped every second against ``gputop --record FILE`` (no terminal), both at 1 s.
+"""CPU of ``gpusight --serve`` scraped every second against ``gpusight --record FILE`` (no terminal), both at 1 s.
 
 The benchmark machine of ``scenario.py``/``mover.py`` (8 fake GPUs, 64 real processes, every figure moving, a
 process replaced every 5 s). Each run measures both, one after the other, alternating which goes first, the mover
@@ -30,13 +30,13 @@ from pathlib import Path
 import psutil
 from mover import bench_machine
 from ptyrun import tree_cpu
-from run import base_env, gputop_env, precompile
+from run import base_env, gpusight_env, precompile
 from scenario import REPO
 
 sys.path.insert(0, str(REPO / "tests"))
-from support.exporter import gputop_serve_argv, read_announcement, terminate  # noqa: E402
+from support.exporter import gpusight_serve_argv, read_announcement, terminate  # noqa: E402
 
-SECTION = "## Exporter: `gputop --serve` against `gputop --record`"
+SECTION = "## Exporter: `gpusight --serve` against `gpusight --record`"
 """Heading of the section this script owns in RESULTS-cluster.md."""
 
 
@@ -118,8 +118,8 @@ def _measure(proc: subprocess.Popen[bytes], warmup: float, seconds: float, scrap
 
 
 def run_serve(env: dict[str, str], args: argparse.Namespace) -> Sample:
-    """Start ``gputop --serve``, scrape it, measure it."""
-    proc = subprocess.Popen(gputop_serve_argv("--interval", "1"), env=env, stdin=subprocess.DEVNULL,
+    """Start ``gpusight --serve``, scrape it, measure it."""
+    proc = subprocess.Popen(gpusight_serve_argv("--interval", "1"), env=env, stdin=subprocess.DEVNULL,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         scraper = Scraper(read_announcement(proc) + "/metrics", args.scrape_period)
@@ -135,8 +135,8 @@ def run_serve(env: dict[str, str], args: argparse.Namespace) -> Sample:
 
 
 def run_record(env: dict[str, str], args: argparse.Namespace, path: Path) -> Sample:
-    """Start ``gputop --record FILE`` without a terminal, measure it."""
-    proc = subprocess.Popen([sys.executable, "-m", "gputop", "--record", str(path), "--interval", "1"], env=env,
+    """Start ``gpusight --record FILE`` without a terminal, measure it."""
+    proc = subprocess.Popen([sys.executable, "-m", "gpusight", "--record", str(path), "--interval", "1"], env=env,
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         return Sample("record", _measure(proc, args.warmup, args.measure, None))
@@ -198,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     samples: list[tuple[Sample, Sample]] = []
     with tempfile.TemporaryDirectory() as folder, bench_machine(Path(folder)) as machine:
-        env = machine.env(gputop_env(base_env(Path(folder))))
+        env = machine.env(gpusight_env(base_env(Path(folder))))
         precompile(env)
         for number in range(args.runs):
             results = {}

@@ -1,7 +1,7 @@
 """A simulated fleet for the cluster view: N nodes x 8 GPUs with moving figures, scraped by a real Prometheus.
 
 One HTTP server serves every node at ``/node/NAME/metrics`` (written by prometheus_client through
-tests/support/exposition.py, under gputop.metric_names); Prometheus scrapes each path as its own target
+tests/support/exposition.py, under gpusight.metric_names); Prometheus scrapes each path as its own target
 (``instance`` = ``NAME:9400``) every second. The figures are a pure function of the time since start:
 
 - every GPU's utilization, memory, power, temperature and PCIe follow sine waves with periods of 7-60 s
@@ -84,11 +84,11 @@ def gpu_at(t: float, node: int, gpu: int) -> SimGpu:
     )
 
 
-def node_at(t: float, node: int, gputop: bool) -> SimNode:
+def node_at(t: float, node: int, gpusight: bool) -> SimNode:
     """One node's exposition model at ``t``."""
     gpus = [gpu_at(t, node, g) for g in range(GPUS)]
-    sim = SimNode(node_name(node), gpus, gputop=gputop)
-    if not gputop:
+    sim = SimNode(node_name(node), gpus, gpusight=gpusight)
+    if not gpusight:
         return sim
     if node == IDLE_NODE:
         sim.jobs = [SimJob(1, "", "notebook")]
@@ -131,7 +131,7 @@ class Fleet:
         with self._lock:
             cached = self._cache.get(key)
         if cached is None:
-            cached = render(node_at(t, node, gputop=node < self.nodes - self.dcgm_nodes))
+            cached = render(node_at(t, node, gpusight=node < self.nodes - self.dcgm_nodes))
             with self._lock:
                 self._cache = {k: v for k, v in self._cache.items() if k[1] >= key[1] - 1}
                 self._cache[key] = cached

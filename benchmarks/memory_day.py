@@ -19,12 +19,12 @@ import time
 import tracemalloc
 from pathlib import Path
 
-from gputop.advice.engine import AdviceEngine
-from gputop.collect.history import History
-from gputop.collect.live import LiveSource
-from gputop.collect.model import Snapshot, SourceKind
-from gputop.collect.sampler import Sampler
-from gputop.collect.timegrid import TimeGrid
+from gpusight.advice.engine import AdviceEngine
+from gpusight.collect.history import History
+from gpusight.collect.live import LiveSource
+from gpusight.collect.model import Snapshot, SourceKind
+from gpusight.collect.sampler import Sampler
+from gpusight.collect.timegrid import TimeGrid
 
 DAY_SAMPLES = 24 * 3600 * 4
 """Snapshots in a day at 4 Hz."""

@@ -1,7 +1,7 @@
 /*
  * peer_nvml_shim.c: the benchmark's libnvidia-ml.so.1, i.e. the project's fake NVML
  * (tests/fakenvml/fake_nvml.c, built as libfakenvml-core.so) plus the entry points nvitop and nvtop
- * need but gputop never calls. Every tool in the benchmark loads this same library.
+ * need but gpusight never calls. Every tool in the benchmark loads this same library.
  *
  * The extra calls answer constants for an H100 SXM (PCIe Gen5 x16, max clocks, temperature
  * thresholds, idle encoder/decoder, persistence mode on, default compute mode, no display), a PCI bus

@@ -1,7 +1,7 @@
 """Find or fetch the peer monitors: nvitop from PyPI into its own venv, nvtop from Debian's contrib section.
 
-Everything goes into a cache folder outside the repository (``$XDG_CACHE_HOME/gputop-bench``, by
-default ``~/.cache/gputop-bench``). Nothing is installed system-wide: nvtop's package is downloaded
+Everything goes into a cache folder outside the repository (``$XDG_CACHE_HOME/gpusight-bench``, by
+default ``~/.cache/gpusight-bench``). Nothing is installed system-wide: nvtop's package is downloaded
 with ``apt-get download`` against a private copy of the package lists and unpacked with ``dpkg -x``.
 A peer that cannot be had is skipped with the reason.
 """
@@ -37,10 +37,10 @@ NVTOP_DEFAULT_INTERVAL_S = 1.0
 
 @dataclass(frozen=True)
 class Peer:
-    """A monitor ready to run (gputop or a peer), or the reason it is not."""
+    """A monitor ready to run (gpusight or a peer), or the reason it is not."""
 
     name: str
-    """``gputop``, ``nvitop`` or ``nvtop``."""
+    """``gpusight``, ``nvitop`` or ``nvtop``."""
     argv: tuple[str, ...] | None
     """Command that runs it at its default interval, or None when unavailable."""
     version: str | None
@@ -66,7 +66,7 @@ class Peer:
 def cache_dir() -> Path:
     """Folder for the peers (created)."""
     base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    path = base / "gputop-bench"
+    path = base / "gpusight-bench"
     path.mkdir(parents=True, exist_ok=True)
     return path
 

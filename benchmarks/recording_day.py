@@ -38,7 +38,7 @@ from scenario import REPO  # noqa: E402  (puts tests/ on sys.path too)
 from waves import BURST_GPU, GPU_COUNT, PER_GPU, PROCESS_COUNT, SQUARE_GPU, util_gpu, wave  # noqa: E402
 
 sys.path.insert(0, str(REPO))
-from gputop.collect.model import (  # noqa: E402
+from gpusight.collect.model import (  # noqa: E402
     Advice,
     DeviceSample,
     DriverInfo,
@@ -52,10 +52,10 @@ from gputop.collect.model import (  # noqa: E402
     SourceKind,
     WorkloadKind,
 )
-from gputop.collect.serialize import snapshot_to_json  # noqa: E402
-from gputop.recordings.compact import CompactRecording, CompactWriter  # noqa: E402
-from gputop.recordings.formats import RecordingProblem  # noqa: E402
-from gputop.recordings.opening import read_recording  # noqa: E402
+from gpusight.collect.serialize import snapshot_to_json  # noqa: E402
+from gpusight.recordings.compact import CompactRecording, CompactWriter  # noqa: E402
+from gpusight.recordings.formats import RecordingProblem  # noqa: E402
+from gpusight.recordings.opening import read_recording  # noqa: E402
 
 START = 1_767_225_600.0
 """Snapshot time of the first snapshot (2026-01-01 00:00 UTC)."""
@@ -80,7 +80,7 @@ class Machine:
     def __init__(self, moving: bool, hopper: bool = False) -> None:
         self.moving = moving
         self.hopper = hopper
-        """Also GPM, NVLink and gputop.torch figures (a Hopper machine with a watched trainer)."""
+        """Also GPM, NVLink and gpusight.torch figures (a Hopper machine with a watched trainer)."""
         self.slots = [self._process_identity(slot, 0) for slot in range(PROCESS_COUNT)]
         self.energy_mj = [1_000_000_000 + gpu * 7_777_777 for gpu in range(GPU_COUNT)]
         self.driver = DriverInfo("550.90.07", "12.4", "12.550.90.07")
@@ -259,7 +259,7 @@ def live_recordings(workdir: Path, seconds: float) -> dict[str, dict[str, float]
         procs = {}
         for name, (extra, env) in runs.items():
             path = workdir / f"live-{len(procs)}.gtr"
-            procs[name] = (path, subprocess.Popen([sys.executable, "-m", "gputop", *extra, "--record", str(path),
+            procs[name] = (path, subprocess.Popen([sys.executable, "-m", "gpusight", *extra, "--record", str(path),
                                                    "--interval", "1"], env=env, stdin=subprocess.DEVNULL,
                                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE))
         time.sleep(seconds)
@@ -313,7 +313,7 @@ def main() -> int:
     seconds = max(60, round(args.hours * 3600))
     json_seconds = max(10, min(seconds, round(args.json_hours * 3600)))
     scale = DAY_S / seconds
-    with tempfile.TemporaryDirectory(prefix="gputop-day-") as workdir:
+    with tempfile.TemporaryDirectory(prefix="gpusight-day-") as workdir:
         day = Path(workdir) / "day.gtr"
         print(f"benchmark: writing {seconds} snapshots (moving) to {day}", file=sys.stderr)
         moving = write_day(day, seconds, True)
@@ -325,7 +325,7 @@ def main() -> int:
         constant_seconds = min(seconds, 3600)
         print(f"benchmark: writing {constant_seconds} snapshots (constant)", file=sys.stderr)
         constant = write_day(constant_path, constant_seconds, False)
-        print(f"benchmark: writing {constant_seconds} snapshots (with GPM, NVLink and gputop.torch figures)", file=sys.stderr)
+        print(f"benchmark: writing {constant_seconds} snapshots (with GPM, NVLink and gpusight.torch figures)", file=sys.stderr)
         hopper = write_day(Path(workdir) / "hopper.gtr", constant_seconds, True, hopper=True)
         print(f"benchmark: {json_seconds} snapshots as JSON lines and .jsonl.gz", file=sys.stderr)
         plain, packed = jsonl_sizes(json_seconds)
@@ -353,13 +353,13 @@ def main() -> int:
          f"compact is {packed / json_seconds / per_snapshot:.1f}x smaller", "", None),
         ("Extra row: constant data (nothing moves)",
          f"{constant['bytes'] / constant_seconds * DAY_S / 1e6:.2f} MB/day, {constant['cpu_ms']:.2f} ms CPU per snapshot", "", None),
-        ("Extra row: moving, plus GPM (4 metrics), NVLink and gputop.torch figures (a Hopper machine with watched "
+        ("Extra row: moving, plus GPM (4 metrics), NVLink and gpusight.torch figures (a Hopper machine with watched "
          "trainers; first hour)",
          f"{hopper['bytes'] / constant_seconds * DAY_S / 1e6:.1f} MB/day, {hopper['cpu_ms']:.2f} ms CPU per snapshot", "", None),
     ]
     for name, figures in live.items():
         per = figures["bytes"] / max(1.0, figures["snapshots"])
-        rows.append((f"Extra row: the real app, `gputop --record` at 1 Hz for {args.live_seconds:g} s, {name}",
+        rows.append((f"Extra row: the real app, `gpusight --record` at 1 Hz for {args.live_seconds:g} s, {name}",
                      f"{figures['snapshots']:.0f} snapshots of up to {figures['processes']:.0f} processes, {per:.0f} B/snapshot "
                      f"= {per * DAY_S / 1e6:.1f} MB/day (keyframe and header included), {figures['problems']:.0f} problems",
                      "", None))

@@ -32,13 +32,13 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))
 
-from gputop.advice.engine import AdviceEngine  # noqa: E402
-from gputop.collect.model import Snapshot  # noqa: E402
-from gputop.collect.sampler import Sampler  # noqa: E402
-from gputop.collect.steering import ChangeSpeed, SeekTo  # noqa: E402
-from gputop.recordings.opening import open_recorder, open_seekable, read_recording  # noqa: E402
-from gputop.recordings.playback import SPEEDS  # noqa: E402
-from gputop.recordings.replay import ReplaySource  # noqa: E402
+from gpusight.advice.engine import AdviceEngine  # noqa: E402
+from gpusight.collect.model import Snapshot  # noqa: E402
+from gpusight.collect.sampler import Sampler  # noqa: E402
+from gpusight.collect.steering import ChangeSpeed, SeekTo  # noqa: E402
+from gpusight.recordings.opening import open_recorder, open_seekable, read_recording  # noqa: E402
+from gpusight.recordings.playback import SPEEDS  # noqa: E402
+from gpusight.recordings.replay import ReplaySource  # noqa: E402
 from support.recordings import write_demo_recording  # noqa: E402
 
 
@@ -130,7 +130,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         work = Path(folder)
         hour = write_demo_recording(work / "hour.jsonl", 3600, scenarios=("healthy", "input-bound"), segment_s=1200)
-        files = [work / "day.jsonl.gz", work / "day.jsonl", work / "day.gputop"]
+        files = [work / "day.jsonl.gz", work / "day.jsonl", work / "day.gpusight"]
         for path in files:
             try:
                 written = write_day(hour, path, args.hours)

@@ -21,19 +21,19 @@ PEERS = ("nvitop", "nvtop")
 """The peers, in table order."""
 
 RSS_LIMIT_MIB = 90
-"""gputop's peak RSS target."""
+"""gpusight's peak RSS target."""
 
 FIRST_FRAME_LIMIT_S = 1.0
-"""gputop's first-frame target."""
+"""gpusight's first-frame target."""
 
 CPU_LIMIT_FAST = 0.5
-"""Target for gputop's CPU over nvitop's at the fast interval."""
+"""Target for gpusight's CPU over nvitop's at the fast interval."""
 
 CPU_LIMIT_DEFAULT = 1.0
-"""Target for gputop's CPU over nvitop's, each at its default interval."""
+"""Target for gpusight's CPU over nvitop's, each at its default interval."""
 
 OUTPUT_LIMIT = 1.0
-"""Target for gputop's terminal bytes over nvitop's, at every point."""
+"""Target for gpusight's terminal bytes over nvitop's, at every point."""
 
 COMMAND = "python benchmarks/run.py"
 """How the benchmark is run."""
@@ -44,9 +44,9 @@ class RunRecord:
     """One tool run in a pty."""
 
     tool: str
-    """``gputop``, ``nvitop`` or ``nvtop``."""
+    """``gpusight``, ``nvitop`` or ``nvtop``."""
     data: str
-    """``moving`` (the main scenario), ``constant`` (the old, unchanging one) or ``replay`` (gputop --replay)."""
+    """``moving`` (the main scenario), ``constant`` (the old, unchanging one) or ``replay`` (gpusight --replay)."""
     size: tuple[int, int]
     """Columns and rows."""
     interval_s: float
@@ -56,7 +56,7 @@ class RunRecord:
     result: PtyResult
     """What it cost."""
     stats: dict[str, Any] | None
-    """gputop's GPUTOP_STATS_FILE contents (None for peers or when missing)."""
+    """gpusight's GPUSIGHT_STATS_FILE contents (None for peers or when missing)."""
     mover: dict[str, int]
     """What the mover did during the run: ``writes`` (scenario files written) and ``churned`` (processes replaced)."""
 
@@ -67,14 +67,14 @@ class Measurements:
 
     date: datetime
     """When (UTC)."""
-    gputop_version: str
-    """``gputop --version``."""
+    gpusight_version: str
+    """``gpusight --version``."""
     peers: list[Peer]
     """Peers tried (with versions or the reason they were skipped)."""
     records: list[RunRecord]
     """Every pty run."""
     once_s: list[float]
-    """Wall seconds of each ``gputop --once``."""
+    """Wall seconds of each ``gpusight --once``."""
     import_s: dict[str, float]
     """Median import seconds per module."""
     day: dict[str, Any]
@@ -178,15 +178,15 @@ def _size(size: tuple[int, int]) -> str:
 
 
 def _first_frame(record: RunRecord) -> float | None:
-    """Judged on what reached the terminal; gputop's in-app time only when the pty never showed the marker."""
+    """Judged on what reached the terminal; gpusight's in-app time only when the pty never showed the marker."""
     if record.result.first_frame_s is not None:
         return record.result.first_frame_s
     return record.stats.get("first_frame_s") if record.stats else None
 
 
 def _point(m: Measurements, size: tuple[int, int], default_interval: bool) -> list[RunRecord | None]:
-    """gputop's, nvitop's and nvtop's moving runs at one point."""
-    return [m.find(tool, "moving", size, default_interval) for tool in ("gputop", *PEERS)]
+    """gpusight's, nvitop's and nvtop's moving runs at one point."""
+    return [m.find(tool, "moving", size, default_interval) for tool in ("gpusight", *PEERS)]
 
 
 def _interval_cell(runs: list[RunRecord | None], default_interval: bool) -> str:
@@ -195,7 +195,7 @@ def _interval_cell(runs: list[RunRecord | None], default_interval: bool) -> str:
 
 
 def _triple(runs: list[RunRecord | None], value: str) -> str:
-    """One figure of gputop / nvitop / nvtop."""
+    """One figure of gpusight / nvitop / nvtop."""
     cells = []
     for r in runs:
         if r is None:
@@ -208,10 +208,10 @@ def _triple(runs: list[RunRecord | None], value: str) -> str:
 
 
 def headline_table(m: Measurements) -> list[str]:
-    """The headline: per point, gputop beside nvitop and nvtop from this one run, ratios and targets."""
+    """The headline: per point, gpusight beside nvitop and nvtop from this one run, ratios and targets."""
     lines = [
-        "| size | interval | CPU ms/s gputop / nvitop / nvtop | CPU gputop ÷ nvitop | "
-        "output KiB/s gputop / nvitop / nvtop | output gputop ÷ nvitop | gputop peak RSS MiB | gputop first frame s |",
+        "| size | interval | CPU ms/s gpusight / nvitop / nvtop | CPU gpusight ÷ nvitop | "
+        "output KiB/s gpusight / nvitop / nvtop | output gpusight ÷ nvitop | gpusight peak RSS MiB | gpusight first frame s |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for size in m.sizes():
@@ -245,8 +245,8 @@ def scenario_sentence(m: Measurements) -> str:
 
 
 def versions_line(m: Measurements) -> str:
-    """gputop's and the peers' versions."""
-    parts = [m.gputop_version]
+    """gpusight's and the peers' versions."""
+    parts = [m.gpusight_version]
     parts += [f"{p.name} {p.version}" if p.argv else f"{p.name} skipped ({p.reason})" for p in m.peers]
     return ", ".join(parts)
 
@@ -264,7 +264,7 @@ def readme_section(m: Measurements) -> str:
 
 
 def targets(m: Measurements) -> list[Target]:
-    """Judge every target: the headline's per point, gputop's sampler cadence, ``--once`` and memory growth."""
+    """Judge every target: the headline's per point, gpusight's sampler cadence, ``--once`` and memory growth."""
     out = []
     for size in m.sizes():
         for default_interval in (False, True):
@@ -293,14 +293,14 @@ def targets(m: Measurements) -> list[Target]:
                               f"{_fmt(ours.result.first_frame_s, '{:.2f}')} s on the pty, "
                               f"{_fmt(in_app, '{:.2f}')} s in-app",
                               None if first is None else first <= FIRST_FRAME_LIMIT_S))
-    for record in (r for r in m.records if r.tool == "gputop" and r.stats):
+    for record in (r for r in m.records if r.tool == "gpusight" and r.stats):
         assert record.stats is not None
         gap = record.stats["max_gap_s"]
         out.append(Target(f"Sampler cadence, {record.data} data at {_size(record.size)}",
                           f"no gap above 1.5 x {record.interval_s:.3g} s",
                           f"max gap {gap:.3f} s ({record.stats['polls']} polls)", gap <= 1.5 * record.interval_s))
     once = max(m.once_s)
-    out.append(Target("gputop --once", "within 1.5 s",
+    out.append(Target("gpusight --once", "within 1.5 s",
                       f"median {sorted(m.once_s)[len(m.once_s) // 2]:.2f} s, worst {once:.2f} s", once <= 1.5))
     growth = m.day["rss_end"] - m.day["rss_start"]
     # The chart grid keeps a day of 1 s / 10 s / 1 min columns by design (about 4.4 MiB for 8 GPUs), so the bound
@@ -312,7 +312,7 @@ def targets(m: Measurements) -> list[Target]:
 
 DATA_LABELS = {
     "moving": "moving",
-    "replay": "replay of a recording (gputop only)",
+    "replay": "replay of a recording (gpusight only)",
     "constant": "constant (the old scenario, for comparison)",
 }
 """How the runs' data is named in the full table."""
@@ -360,7 +360,7 @@ def report_text(m: Measurements) -> str:
     d = m.day
     filled = _fmt(None if d["rss_filled"] is None else d["rss_filled"] / MIB, "{:.1f}")
     lines = [
-        "# gputop benchmark results",
+        "# gpusight benchmark results",
         "",
         f"Written by `{COMMAND}` on {m.date:%Y-%m-%d %H:%M} UTC. Not a test: nothing gates on it.",
         "",
@@ -369,7 +369,7 @@ def report_text(m: Measurements) -> str:
         *machine_lines(),
         f"- {versions_line(m)}",
         "",
-        "## Headline: moving data, gputop beside its peers",
+        "## Headline: moving data, gpusight beside its peers",
         "",
         scenario_sentence(m),
         "",
@@ -383,11 +383,11 @@ def report_text(m: Measurements) -> str:
         "- First frame: from spawn to the end of the first output burst that shows the last GPU's power limit "
         "(690 W, sampled data every tool draws).",
         "- Max write gap: longest pause between two terminal writes after the warm-up.",
-        "- Sampler max gap: gputop's own longest time between two poll starts (GPUTOP_STATS_FILE).",
+        "- Sampler max gap: gpusight's own longest time between two poll starts (GPUSIGHT_STATS_FILE).",
         "- Scenario writes: how often the mover rewrote the fake NVML's scenario during the run (about 10/s on "
         "moving data, once on constant data); processes replaced: sleepers killed and replaced by new ones.",
         (
-            f"- Replay: `gputop --replay FILE --loop` of a recording made in this run with `gputop --record FILE "
+            f"- Replay: `gpusight --replay FILE --loop` of a recording made in this run with `gpusight --record FILE "
             f"--interval {rec['interval_s']:g}` (no terminal) on the moving scenario for {rec['seconds']:g} s: "
             f"{rec['snapshots']} snapshots, {rec['bytes'] / KIB:.0f} KiB, GPU 0's utilization took "
             f"{rec['distinct_gpu0_util']} distinct values, {rec['distinct_pids']} distinct process ids."
@@ -396,7 +396,7 @@ def report_text(m: Measurements) -> str:
         "## Start-up",
         "",
         (
-            f"- `gputop --once` (stdout a pipe, 8 GPUs, 64 processes): median {median_once:.2f} s "
+            f"- `gpusight --once` (stdout a pipe, 8 GPUs, 64 processes): median {median_once:.2f} s "
             f"over {len(m.once_s)} runs (includes the 0.3 s settle between its two polls)."
         ),
     ]

@@ -1,10 +1,10 @@
-"""How long ``gputop --report`` takes on a long recording, how much memory it holds, and how big the HTML is.
+"""How long ``gpusight --report`` takes on a long recording, how much memory it holds, and how big the HTML is.
 
 1. Writes a recording with the real writer (``open_recorder``: the compact format, or JSON lines for a ``.jsonl``
    name): the demo ``mixed`` server (8 GPUs, 48 processes with their DataLoader workers, every metric moving) polled
    through the real sampler and advice engine on a simulated clock at 1 Hz, for ``--hours`` hours, with the recording
    stopped for ten minutes halfway (a gap).
-2. Runs ``python -m gputop --report FILE -o OUT`` in a child process and reads its wall time, CPU time and peak
+2. Runs ``python -m gpusight --report FILE -o OUT`` in a child process and reads its wall time, CPU time and peak
    resident memory (``getrusage`` of the child), and the HTML's size.
 
 Prints one JSON line and, with ``--results``, rewrites ``benchmarks/RESULTS-report.md``'s row for this format and
@@ -46,7 +46,7 @@ def measure(hours: float, fmt: str, directory: Path) -> dict[str, object]:
     page = directory / "day.html"
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "gputop", "--report", str(recording), "-o", str(page)], check=True,
+    subprocess.run([sys.executable, "-m", "gpusight", "--report", str(recording), "-o", str(page)], check=True,
                    stdout=subprocess.DEVNULL, cwd=REPO)
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -74,7 +74,7 @@ def _row(r: dict[str, object]) -> str:
 
 _HEADER = """# Run report benchmark (`benchmarks/report_day.py`)
 
-`gputop --report FILE` on a recording of the demo `mixed` server (8 GPUs, 48 processes with their DataLoader
+`gpusight --report FILE` on a recording of the demo `mixed` server (8 GPUs, 48 processes with their DataLoader
 workers, every metric moving) at 1 Hz, written by the real writer through the real sampler and advice engine, with
 a ten-minute gap halfway. Report time, CPU and peak memory are the child process's (`getrusage`); the HTML size is
 the whole self-contained file (uPlot included, about 52 KB). Each row is rewritten by

@@ -1,4 +1,4 @@
-"""gputop performance benchmark against nvitop and nvtop on the same fake NVML, on moving data; writes RESULTS.md.
+"""gpusight performance benchmark against nvitop and nvtop on the same fake NVML, on moving data; writes RESULTS.md.
 
 Usage (from the repository root)::
 
@@ -32,19 +32,19 @@ from scenario import REPO
 from startup import import_s, median, once_wall_s
 from waves import FIRST_FRAME_MARKER
 
-GPUTOP_DEFAULT_INTERVAL_S = 0.5
-"""gputop's polling period without ``--interval`` (gputop/collect/sampler.py)."""
+GPUSIGHT_DEFAULT_INTERVAL_S = 0.5
+"""gpusight's polling period without ``--interval`` (gpusight/collect/sampler.py)."""
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     """The command line."""
-    parser = argparse.ArgumentParser(description="Benchmark gputop against nvitop and nvtop on a fake 8-GPU machine.")
+    parser = argparse.ArgumentParser(description="Benchmark gpusight against nvitop and nvtop on a fake 8-GPU machine.")
     parser.add_argument("--interval", type=float, default=0.25,
                         help="the fast interval every tool also runs at, besides its default (default 0.25 s)")
     parser.add_argument("--warmup", type=float, default=3.0, help="seconds after start before measuring (default 3)")
     parser.add_argument("--measure", type=float, default=15.0, help="seconds measured per run (default 15)")
     parser.add_argument("--sizes", default="160x45,80x24", help="terminal sizes, COLSxROWS, comma separated")
-    parser.add_argument("--no-peers", action="store_true", help="run gputop only (no nvitop/nvtop)")
+    parser.add_argument("--no-peers", action="store_true", help="run gpusight only (no nvitop/nvtop)")
     parser.add_argument("--runs", type=int, default=5, help="repetitions of the --once and import timings (default 5)")
     parser.add_argument("--day-hours", type=float, default=24.0,
                         help="simulated hours of 4 Hz samples for the memory test (default 24)")
@@ -68,7 +68,7 @@ def sizes(text: str) -> list[tuple[int, int]]:
     return out
 
 
-UNSET = ("COLORTERM", "NO_COLOR", "TEXTUAL", "GPUTOP_STATS_FILE", "PYTHONDONTWRITEBYTECODE", "PYTHONPATH")
+UNSET = ("COLORTERM", "NO_COLOR", "TEXTUAL", "GPUSIGHT_STATS_FILE", "PYTHONDONTWRITEBYTECODE", "PYTHONPATH")
 """Variables no tool may inherit from the shell that runs the benchmark."""
 
 
@@ -76,46 +76,46 @@ def base_env(workdir: Path) -> dict[str, str]:
     """The terminal environment every tool gets: xterm-256color, UTF-8, no truecolor, private config dirs.
 
     Byte code may be written (``PYTHONDONTWRITEBYTECODE`` is dropped) and :func:`precompile` compiles
-    gputop first, so it starts as it does after ``pip install``, which compiles the package.
+    gpusight first, so it starts as it does after ``pip install``, which compiles the package.
     """
     env = {k: v for k, v in os.environ.items() if k not in UNSET}
     env.update(TERM="xterm-256color", LANG="C.UTF-8", LC_ALL="C.UTF-8", XDG_CONFIG_HOME=str(workdir / "config"))
     return env
 
 
-def gputop_env(env: dict[str, str]) -> dict[str, str]:
-    """``env`` for gputop: this checkout's package comes first on the path."""
+def gpusight_env(env: dict[str, str]) -> dict[str, str]:
+    """``env`` for gpusight: this checkout's package comes first on the path."""
     return dict(env, PYTHONPATH=str(REPO))
 
 
 def precompile(env: dict[str, str]) -> None:
-    """Compile gputop's modules (into their ``__pycache__`` folders, which git ignores)."""
-    subprocess.run([sys.executable, "-m", "compileall", "-q", str(REPO / "gputop")], env=env, check=True,
+    """Compile gpusight's modules (into their ``__pycache__`` folders, which git ignores)."""
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(REPO / "gpusight")], env=env, check=True,
                    capture_output=True)
 
 
-def gputop_version(env: dict[str, str]) -> str:
-    """``gputop --version`` output on one line (``gputop 0.1.0; partial output: active``)."""
-    result = subprocess.run([sys.executable, "-m", "gputop", "--version"], env=env, capture_output=True, text=True,
+def gpusight_version(env: dict[str, str]) -> str:
+    """``gpusight --version`` output on one line (``gpusight 0.1.0; partial output: active``)."""
+    result = subprocess.run([sys.executable, "-m", "gpusight", "--version"], env=env, capture_output=True, text=True,
                             check=False)
     return "; ".join(result.stdout.split("\n")).strip("; ") or "unknown"
 
 
 def measure(tool: Peer, data: str, interval_s: float | None, size: tuple[int, int], env: dict[str, str],
             args: argparse.Namespace, machine: BenchMachine, workdir: Path, extra: tuple[str, ...] = ()) -> RunRecord:
-    """One run of ``tool`` in a pty on ``data`` (the mover restarted first); gputop also writes its statistics."""
+    """One run of ``tool`` in a pty on ``data`` (the mover restarted first); gpusight also writes its statistics."""
     argv, interval = tool.command(interval_s)
     run_env = env
-    stats_path = workdir / "gputop-stats.json"
-    if tool.name == "gputop":
+    stats_path = workdir / "gpusight-stats.json"
+    if tool.name == "gpusight":
         stats_path.unlink(missing_ok=True)
-        run_env = dict(env, GPUTOP_STATS_FILE=str(stats_path))
+        run_env = dict(env, GPUSIGHT_STATS_FILE=str(stats_path))
     pace = "the recording's pace" if extra else f"{'default interval ' if interval_s is None else ''}{interval:g} s"
     print(f"benchmark: {' '.join((tool.name, *extra))} on {data} data at {size[0]}x{size[1]}, {pace}", file=sys.stderr)
     machine.mover.restart(moving=data != "constant")
     result = run_in_pty([*argv, *extra], run_env, size[0], size[1], args.warmup, args.measure, FIRST_FRAME_MARKER)
     mover = machine.mover.stats()
-    stats = json.loads(stats_path.read_text()) if tool.name == "gputop" and stats_path.exists() else None
+    stats = json.loads(stats_path.read_text()) if tool.name == "gpusight" and stats_path.exists() else None
     if stats is not None:
         interval = stats["interval_s"]
     return RunRecord(tool.name, data, size, interval, interval_s is None, result, stats,
@@ -123,16 +123,16 @@ def measure(tool: Peer, data: str, interval_s: float | None, size: tuple[int, in
 
 
 def record(machine: BenchMachine, env: dict[str, str], path: Path, seconds: float, interval_s: float) -> dict[str, Any]:
-    """Record the moving scenario with ``gputop --record`` (no terminal) for ``seconds``; a summary of the file."""
-    print(f"benchmark: recording {seconds:g} s of the moving scenario with gputop --record", file=sys.stderr)
+    """Record the moving scenario with ``gpusight --record`` (no terminal) for ``seconds``; a summary of the file."""
+    print(f"benchmark: recording {seconds:g} s of the moving scenario with gpusight --record", file=sys.stderr)
     machine.mover.restart(moving=True)
-    proc = subprocess.Popen([sys.executable, "-m", "gputop", "--record", str(path), "--interval", f"{interval_s:g}"],
+    proc = subprocess.Popen([sys.executable, "-m", "gpusight", "--record", str(path), "--interval", f"{interval_s:g}"],
                             env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     time.sleep(seconds)
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=30)
     if proc.returncode != 0 or not path.exists():
-        raise RuntimeError(f"gputop --record failed ({proc.returncode}): {err.decode(errors='replace')[-800:]}")
+        raise RuntimeError(f"gpusight --record failed ({proc.returncode}): {err.decode(errors='replace')[-800:]}")
     return summarize_recording(path, seconds, interval_s)
 
 
@@ -174,10 +174,10 @@ def measure_all(args: argparse.Namespace, peers: list[Peer], workdir: Path) -> M
     wanted = sizes(args.sizes)
     with bench_machine(workdir) as machine:
         env = machine.env(base_env(workdir))
-        ours = gputop_env(env)
+        ours = gpusight_env(env)
         precompile(ours)
-        gputop = Peer("gputop", (sys.executable, "-m", "gputop"), gputop_version(ours), GPUTOP_DEFAULT_INTERVAL_S)
-        tools = [gputop, *(peer for peer in peers if peer.argv is not None)]
+        gpusight = Peer("gpusight", (sys.executable, "-m", "gpusight"), gpusight_version(ours), GPUSIGHT_DEFAULT_INTERVAL_S)
+        tools = [gpusight, *(peer for peer in peers if peer.argv is not None)]
         day_proc = memory_day(ours, args.day_hours)
         recording_path = workdir / "recording.jsonl"
         recording = record(machine, ours, recording_path, args.record_seconds, args.interval)
@@ -186,22 +186,22 @@ def measure_all(args: argparse.Namespace, peers: list[Peer], workdir: Path) -> M
         for size in wanted:
             for interval in (args.interval, None):
                 for tool in tools:
-                    records.append(measure(tool, "moving", interval, size, ours if tool is gputop else env,
+                    records.append(measure(tool, "moving", interval, size, ours if tool is gpusight else env,
                                            args, machine, workdir))
         replay = ("--replay", str(recording_path), "--loop")
         for size in wanted:
-            records.append(measure(gputop, "replay", None, size, ours, args, machine, workdir, replay))
+            records.append(measure(gpusight, "replay", None, size, ours, args, machine, workdir, replay))
         for tool in tools:
-            records.append(measure(tool, "constant", args.interval, wanted[0], ours if tool is gputop else env,
+            records.append(measure(tool, "constant", args.interval, wanted[0], ours if tool is gpusight else env,
                                    args, machine, workdir))
-        print("benchmark: gputop --once and import times", file=sys.stderr)
+        print("benchmark: gpusight --once and import times", file=sys.stderr)
         machine.mover.restart(moving=True)
         once = once_wall_s(ours, args.runs)
         imports = {module: median(import_s(module, ours, args.runs))
-                   for module in ("gputop", "gputop.cli", "gputop.ui.app")}
+                   for module in ("gpusight", "gpusight.cli", "gpusight.ui.app")}
     return Measurements(
         date=datetime.now(timezone.utc),
-        gputop_version=gputop.version or "unknown",
+        gpusight_version=gpusight.version or "unknown",
         peers=peers,
         records=records,
         once_s=once,
@@ -226,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
     for peer in peers:
         if peer.argv is None:
             print(f"benchmark: skipping {peer.name}: {peer.reason}", file=sys.stderr)
-    with tempfile.TemporaryDirectory(prefix="gputop-bench-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="gpusight-bench-") as tmp:
         measurements = measure_all(args, peers, Path(tmp))
     text = write_report(args.output, measurements)
     if args.json is not None:

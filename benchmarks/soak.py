@@ -1,4 +1,4 @@
-"""Soak run: the real ``gputop`` TUI for a long time against the fake NVML while GPU processes churn.
+"""Soak run: the real ``gpusight`` TUI for a long time against the fake NVML while GPU processes churn.
 
 Usage (from the repository root; needs a C compiler for the fake libnvidia-ml.so.1)::
 
@@ -6,21 +6,21 @@ Usage (from the repository root; needs a C compiler for the fake libnvidia-ml.so
     python benchmarks/soak.py --duration 30 --warmup 10 --checkpoint 5 --json soak.json
 
 What it does
-- builds the fake ``libnvidia-ml.so.1`` (``tests/fakenvml``) and starts ``python -m gputop`` in a
+- builds the fake ``libnvidia-ml.so.1`` (``tests/fakenvml``) and starts ``python -m gpusight`` in a
   pseudo-terminal of ``--size`` columns x rows, with the fake found through ``LD_LIBRARY_PATH``;
   a thread drains the terminal output as a real terminal would;
 - every ``--churn`` seconds replaces the oldest of ``--procs`` real ``sleep`` processes with a new
   one and rewrites the scenario so NVML reports the current set (with per-process utilization
   samples), every 10th churn re-creates the DataLoader workers of a fake trainer (real processes
   named ``pt_data_worker``), and every ``--lose-every`` seconds GPU 1 falls off the bus for 10 s;
-- every ``--checkpoint`` seconds reads the gputop process's open file descriptors, threads, RSS and
+- every ``--checkpoint`` seconds reads the gpusight process's open file descriptors, threads, RSS and
   CPU time (five quick reads, keeping the minimum, so a /proc file open in the middle of a poll is
   not counted as growth);
-- at the end presses ``q`` and checks that gputop exits.
+- at the end presses ``q`` and checks that gpusight exits.
 
 It prints one line per checkpoint and a verdict, and exits with status 1 when, between the first
 checkpoint after ``--warmup`` and the last one, descriptors or threads grew at all or RSS grew by
-more than ``--rss-slack-mib``, or when gputop died or did not quit. ``--json`` also writes every
+more than ``--rss-slack-mib``, or when gpusight died or did not quit. ``--json`` also writes every
 checkpoint and the verdict as JSON (the CI test ``tests/test_reliability_soak.py`` runs a short
 version and reads it).
 """
@@ -56,10 +56,10 @@ LOST_SECONDS = 10.0
 
 @dataclass
 class Checkpoint:
-    """Resource use of the gputop process at one moment."""
+    """Resource use of the gpusight process at one moment."""
 
     elapsed_s: float
-    """Seconds since gputop started."""
+    """Seconds since gpusight started."""
     fds: int
     """Open file descriptors (minimum of five reads)."""
     threads: int
@@ -85,11 +85,11 @@ class Verdict:
     rss_growth_mib: float
     """Resident memory gained, MiB."""
     cpu_percent: float
-    """Mean CPU use of gputop over the measured span, percent of one core."""
+    """Mean CPU use of gpusight over the measured span, percent of one core."""
     exit_status: int | None
-    """gputop's exit status after ``q`` (None if it had to be killed)."""
+    """gpusight's exit status after ``q`` (None if it had to be killed)."""
     ok: bool
-    """True when nothing grew beyond the allowances and gputop quit normally."""
+    """True when nothing grew beyond the allowances and gpusight quit normally."""
 
 
 class Churn:
@@ -146,7 +146,7 @@ class Churn:
 
 
 def measure(pid: int, started: float, churn: Churn, terminal: PtyTerminal) -> Checkpoint:
-    """Read the gputop process's resources (minimum of five reads 50 ms apart)."""
+    """Read the gpusight process's resources (minimum of five reads 50 ms apart)."""
     process = psutil.Process(pid)
     fds, threads, rss = [], [], []
     for _ in range(5):
@@ -192,7 +192,7 @@ def judge(points: list[Checkpoint], warmup: float, rss_slack_mib: float, exit_st
 def run(args: argparse.Namespace) -> tuple[list[Checkpoint], Verdict]:
     """Run the soak described by ``args``; returns the checkpoints and the verdict."""
     library = build_fake_nvml()
-    work = Path(tempfile.mkdtemp(prefix="gputop-soak-"))
+    work = Path(tempfile.mkdtemp(prefix="gpusight-soak-"))
     churn = Churn(work / "scenario.txt", args.gpus, args.procs)
     points: list[Checkpoint] = []
     with fake_trainer(work, workers=("sleep", "sleep")) as trainer:
@@ -200,7 +200,7 @@ def run(args: argparse.Namespace) -> tuple[list[Checkpoint], Verdict]:
         churn.publish()
         env = fake_nvml_env(library, churn.scenario_path)
         env["TERM"] = "xterm-256color"
-        command = [sys.executable, "-m", "gputop", "--interval", str(args.interval), "--readonly"]
+        command = [sys.executable, "-m", "gpusight", "--interval", str(args.interval), "--readonly"]
         terminal = PtyTerminal(command, args.size, env=env, cwd=tempfile.gettempdir(), keep_output=False)
         started = time.monotonic()
         next_churn = next_check = started
@@ -210,7 +210,7 @@ def run(args: argparse.Namespace) -> tuple[list[Checkpoint], Verdict]:
         try:
             while time.monotonic() - started < args.duration:
                 if terminal.proc.poll() is not None:
-                    raise RuntimeError(f"gputop exited early with status {terminal.proc.returncode}")
+                    raise RuntimeError(f"gpusight exited early with status {terminal.proc.returncode}")
                 now = time.monotonic()
                 if now >= next_churn:
                     churn.step()
@@ -249,8 +249,8 @@ def parse_size(text: str) -> tuple[int, int]:
 def main(argv: list[str] | None = None) -> int:
     """Run the soak from the command line; status 0 when nothing grew."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--duration", type=float, default=600.0, help="seconds to run gputop (default 600)")
-    parser.add_argument("--interval", type=float, default=0.1, help="gputop --interval (default 0.1)")
+    parser.add_argument("--duration", type=float, default=600.0, help="seconds to run gpusight (default 600)")
+    parser.add_argument("--interval", type=float, default=0.1, help="gpusight --interval (default 0.1)")
     parser.add_argument("--gpus", type=int, default=4, help="fake GPUs (default 4)")
     parser.add_argument("--procs", type=int, default=12, help="churning GPU processes alive at once (default 12)")
     parser.add_argument("--churn", type=float, default=0.5, help="seconds between process replacements (default 0.5)")

@@ -1,4 +1,4 @@
-"""Start-up costs: wall time of one-shot ``gputop --once`` and the import time of the package and its UI."""
+"""Start-up costs: wall time of one-shot ``gpusight --once`` and the import time of the package and its UI."""
 
 from __future__ import annotations
 
@@ -17,15 +17,15 @@ IMPORT_PROBE = (
 
 
 def once_wall_s(env: dict[str, str], runs: int) -> list[float]:
-    """Wall seconds of ``gputop --once`` (stdout a pipe), one per run; raises if it fails."""
+    """Wall seconds of ``gpusight --once`` (stdout a pipe), one per run; raises if it fails."""
     times = []
     for _ in range(runs):
         started = time.perf_counter()
-        result = subprocess.run([sys.executable, "-m", "gputop", "--once"], env=env, capture_output=True,
+        result = subprocess.run([sys.executable, "-m", "gpusight", "--once"], env=env, capture_output=True,
                                 text=True, timeout=60, check=False)
         times.append(time.perf_counter() - started)
         if result.returncode != 0 or "H100" not in result.stdout:
-            raise RuntimeError(f"gputop --once failed ({result.returncode}): {result.stderr.strip()[-500:]}")
+            raise RuntimeError(f"gpusight --once failed ({result.returncode}): {result.stderr.strip()[-500:]}")
     return times
 
 

@@ -1,4 +1,4 @@
-"""Overhead of ``gputop.torch.watch`` per training step, and its share of a 10 ms step.
+"""Overhead of ``gpusight.torch.watch`` per training step, and its share of a 10 ms step.
 
 Three measurements, each repeated and reported as the median (and the spread) of the repeats:
 
@@ -30,9 +30,9 @@ import psutil
 import torch
 from torch.utils.data import DataLoader, TensorDataset
 
-import gputop
-import gputop.torch as gt
-from gputop.torch.watch import DEFAULT_PUBLISH_INTERVAL
+import gpusight
+import gpusight.torch as gt
+from gpusight.torch.watch import DEFAULT_PUBLISH_INTERVAL
 
 STEP_SECONDS = 0.010
 """The synthetic step the target is stated for."""
@@ -120,7 +120,7 @@ def main() -> None:
     empty_steps, records, ab_steps, repeats = (100_000, 500, 100, 3) if args.quick else (1_000_000, 5_000, 500, 7)
 
     with tempfile.TemporaryDirectory() as folder:
-        directory = Path(folder) / "gputop"
+        directory = Path(folder) / "gpusight"
         bare_ns, wrapped_ns = per_step_cost_ns(directory, empty_steps, repeats)
         publish_us = publish_cost_us(directory, records, repeats)
         bare_ms, wrapped_ms, control_ms = ab_step_ms(directory, ab_steps, repeats)
@@ -132,12 +132,12 @@ def main() -> None:
     ab_share = (statistics.median(wrapped_ms) / statistics.median(bare_ms) - 1) * 100
     noise = (statistics.median(control_ms) / statistics.median(bare_ms) - 1) * 100
 
-    print("# gputop.torch overhead")
+    print("# gpusight.torch overhead")
     print()
     print(f"- date: {time.strftime('%Y-%m-%d %H:%M %Z')}")
     print(f"- machine: {platform.machine()}, {psutil.cpu_count()} logical CPUs, {platform.platform()}, "
           f"load average {os.getloadavg()[0]:.2f} at the end")
-    print(f"- versions: Python {platform.python_version()}, torch {torch.__version__}, gputop {gputop.__version__}")
+    print(f"- versions: Python {platform.python_version()}, torch {torch.__version__}, gpusight {gpusight.__version__}")
     print(f"- repeats: {repeats} (median, with min-max)")
     print()
     print("| measurement | bare | with watch() | difference |")

@@ -44,7 +44,7 @@ MAX_POWER_MW = 650_000
 """Power draw never goes above this, so no drawn power reading can look like the last GPU's limit."""
 
 FIRST_FRAME_MARKER = re.compile(rb"690 ?W")
-"""How gputop (``480/690W``), nvitop (``480W / 690W``) and nvtop (``480 / 690 W``) draw the last GPU's limit."""
+"""How gpusight (``480/690W``), nvitop (``480W / 690W``) and nvtop (``480 / 690 W``) draw the last GPU's limit."""
 
 SQUARE_GPU = 2
 """GPU whose utilization is a square wave: 4 s at 100 %, 4 s at 0 % (a job that stalls on I/O)."""

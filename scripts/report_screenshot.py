@@ -33,7 +33,7 @@ def main() -> int:
         recording = Path(directory) / "night-run.jsonl"
         record_demo_run(recording, SEGMENTS, interval=1.0, start=1_795_000_000.0)
         page = Path(directory) / "night-run.html"
-        subprocess.run([sys.executable, "-m", "gputop", "--report", str(recording), "-o", str(page)], check=True,
+        subprocess.run([sys.executable, "-m", "gpusight", "--report", str(recording), "-o", str(page)], check=True,
                        stdout=subprocess.DEVNULL)
         with tempfile.TemporaryDirectory() as profile:
             subprocess.run(

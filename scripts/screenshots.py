@@ -14,17 +14,17 @@ import sys
 import time
 from pathlib import Path
 
-from gputop.demo.frozen import frozen_demo_sampler
-from gputop.demo.source import SCENARIOS
-from gputop.ui.advice_panel import AdvicePanel
-from gputop.ui.app import GputopApp
+from gpusight.demo.frozen import frozen_demo_sampler
+from gpusight.demo.source import SCENARIOS
+from gpusight.ui.advice_panel import AdvicePanel
+from gpusight.ui.app import GpusightApp
 
 SIZES = ((160, 45), (80, 24))
 """Terminal sizes drawn for each scenario."""
 
-def frozen_app(scenario: str) -> GputopApp:
+def frozen_app(scenario: str) -> GpusightApp:
     """The app over ``scenario`` with its history filled and its clock stopped."""
-    return GputopApp(frozen_demo_sampler(scenario))
+    return GpusightApp(frozen_demo_sampler(scenario))
 
 
 async def screenshot(scenario: str, size: tuple[int, int]) -> str:
@@ -37,7 +37,7 @@ async def screenshot(scenario: str, size: tuple[int, int]) -> str:
             await pilot.pause(0.02)
         app.query_one(AdvicePanel).show(app.snapshot, force=True)
         await pilot.pause()
-        return app.export_screenshot(title=f"gputop --demo {scenario}")
+        return app.export_screenshot(title=f"gpusight --demo {scenario}")
 
 
 def main(argv: list[str]) -> int:

@@ -133,8 +133,8 @@ class SteppedClock:
 @pytest.fixture
 def make_device_reader(fake_pynvml: object) -> Iterator[Callable[[], tuple[object, SteppedClock]]]:
     """Factory for a ``DeviceReader`` of GPU 0 (NVML started on the fake) and its hand-set clock."""
-    from gputop.collect.nvml.device import DeviceReader
-    from gputop.collect.nvml.pcie import PcieThroughputPoller
+    from gpusight.collect.nvml.device import DeviceReader
+    from gpusight.collect.nvml.pcie import PcieThroughputPoller
 
     readers: list[DeviceReader] = []
     poller = PcieThroughputPoller()
@@ -156,7 +156,7 @@ def make_device_reader(fake_pynvml: object) -> Iterator[Callable[[], tuple[objec
 @pytest.fixture
 def make_nvml_source(fake_nvml_lib: Path, nvml_scenario: ScenarioFile) -> Iterator[Callable[..., object]]:
     """Factory for ``NvmlSource(library_path=<fake>, **kwargs)``; all sources are closed after the test."""
-    from gputop.collect.nvml.source import NvmlSource
+    from gpusight.collect.nvml.source import NvmlSource
 
     sources: list[NvmlSource] = []
 

@@ -7,25 +7,25 @@ from pathlib import Path
 
 import pytest
 
-from gputop.advice.config import Thresholds, load_thresholds
-from gputop.advice.engine import AdviceEngine
-from gputop.collect.history import History
-from gputop.collect.model import (
+from gpusight.advice.config import Thresholds, load_thresholds
+from gpusight.advice.engine import AdviceEngine
+from gpusight.collect.history import History
+from gpusight.collect.model import (
     DeviceSample,
     HostSample,
     ProcessRole,
     ProcessSample,
     Snapshot,
 )
-from gputop.config_file import config_path
+from gpusight.config_file import config_path
 
 
 @pytest.fixture
 def xdg(tmp_path, monkeypatch) -> Path:
     """An XDG_CONFIG_HOME in tmp; returns where config.toml goes."""
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
-    (tmp_path / "gputop").mkdir()
-    return tmp_path / "gputop" / "config.toml"
+    (tmp_path / "gpusight").mkdir()
+    return tmp_path / "gpusight" / "config.toml"
 
 
 def test_config_overrides_thresholds(xdg):
@@ -96,8 +96,8 @@ def test_explicit_path_wins(tmp_path, xdg):
 def test_default_location_without_xdg(tmp_path, monkeypatch):
     monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
     monkeypatch.setenv("HOME", str(tmp_path))
-    assert config_path() == tmp_path / ".config" / "gputop" / "config.toml"
-    (tmp_path / ".config" / "gputop").mkdir(parents=True)
+    assert config_path() == tmp_path / ".config" / "gpusight" / "config.toml"
+    (tmp_path / ".config" / "gpusight").mkdir(parents=True)
     config_path().write_text("[advice]\nhealthy_util_percent = 80\n")
     assert load_thresholds()[0].healthy_util_percent == 80.0
 

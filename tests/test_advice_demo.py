@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from gputop.advice.engine import AdviceEngine
-from gputop.collect.history import History
-from gputop.demo.source import SCENARIOS, DemoSource
+from gpusight.advice.engine import AdviceEngine
+from gpusight.collect.history import History
+from gpusight.demo.source import SCENARIOS, DemoSource
 
 HZ = 4
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import itertools
 import random
 
-from gputop.advice.config import Thresholds
-from gputop.advice.context import Context
-from gputop.advice.engine import SEVERITY_RANK, AdviceEngine
-from gputop.collect.history import History
-from gputop.collect.model import (
+from gpusight.advice.config import Thresholds
+from gpusight.advice.context import Context
+from gpusight.advice.engine import SEVERITY_RANK, AdviceEngine
+from gpusight.collect.history import History
+from gpusight.collect.model import (
     DeviceSample,
     HostSample,
     ProcessRole,
@@ -199,14 +199,14 @@ def test_window_sample_count_matches_the_history():
 
 
 def _finding(rule, scope, devices, severity="warn"):
-    from gputop.advice.context import Finding
-    from gputop.collect.model import Advice
+    from gpusight.advice.context import Finding
+    from gpusight.collect.model import Advice
 
     return Finding(Advice(f"{rule}:{scope}", severity, scope, rule, "", ""), frozenset(devices))
 
 
 def test_one_verdict_per_gpu_by_precedence_and_no_tuning_where_the_gpu_waits_outside():
-    from gputop.advice.verdict import consistent
+    from gpusight.advice.verdict import consistent
 
     findings = [
         _finding("gpu_underused", "gpu0", {0}),  # storage-bound GPU: dropped

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from gputop.collect.model import WorkloadKind
+from gpusight.collect.model import WorkloadKind
 from support.advice_frames import Case, check, gpu, host, job, noise, snapshot, square, trainer, wave, workers
 
 RANKS = 8
@@ -64,7 +64,7 @@ STRAGGLERS = [
         action=("feed rank 5 (PID 4105) faster", "all-reduce"),
     ),
     Case(
-        "8-rank DDP, rank 5 measured waiting for data (gputop.torch)",
+        "8-rank DDP, rank 5 measured waiting for data (gpusight.torch)",
         ddp(util=straggler_util, trainer_fields=lambda rank: {"input_wait_percent": 41.0 if rank == SLOW else 2.0}),
         "straggler:job3",
         True,

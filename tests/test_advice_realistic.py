@@ -1,8 +1,8 @@
-"""The realistic advice suite: `gputop --check --json` run as a user scripts it, on real processes and the fake NVML.
+"""The realistic advice suite: `gpusight --check --json` run as a user scripts it, on real processes and the fake NVML.
 
 Each case lays real processes out as a real workload does (a torchrun launcher with 8 ranks, a
 vLLM-like server, a Jupyter kernel, one user's sweep, trainers with DataLoader workers, a real
-torch loop instrumented with ``gputop.torch``), puts their pids on fake GPUs whose readings move
+torch loop instrumented with ``gpusight.torch``), puts their pids on fake GPUs whose readings move
 (sine and square waves of the wall clock with per-GPU phases, never constants), runs the real CLI
 and reads its final snapshot and exit status. It asserts the exact advice id, its scope resolved
 from the snapshot's own jobs and pids, the severity, key evidence, the exit status, and the advice
@@ -42,7 +42,7 @@ TRAINER_RULES = ("input_bound", "few_workers", "gpu_underused", "batch_headroom"
 
 @dataclass
 class Checked:
-    """What one `gputop --check --json` run gave."""
+    """What one `gpusight --check --json` run gave."""
 
     status: int
     """Exit status."""
@@ -79,15 +79,15 @@ class Checked:
 
 def check(tmp_path: Path, lib: Path, gpus: list[FakeGpu], duration: float, interval: float = 0.5,
           env: dict[str, str] | None = None) -> Checked:
-    """`gputop --check --duration D --interval I --json` on the fake GPUs ``gpus``, with the default thresholds."""
+    """`gpusight --check --duration D --interval I --json` on the fake GPUs ``gpus``, with the default thresholds."""
     scenario = FakeScenario(gpus=gpus).write(tmp_path / "scenario.txt")
-    args = [sys.executable, "-m", "gputop", "--check", "--duration", f"{duration:g}", "--interval", f"{interval:g}",
+    args = [sys.executable, "-m", "gpusight", "--check", "--duration", f"{duration:g}", "--interval", f"{interval:g}",
             "--json"]
     out = subprocess.run(args, capture_output=True, text=True, env=fake_nvml_env(lib, scenario, base=env),
                          timeout=duration + 60, check=False)
     assert out.returncode in (0, 1, 2), out.stderr
     headline = out.stderr.splitlines()[0]
-    assert headline.startswith(f"gputop check: {duration:g} s of live data, {len(gpus)} GPU"), out.stderr
+    assert headline.startswith(f"gpusight check: {duration:g} s of live data, {len(gpus)} GPU"), out.stderr
     return Checked(out.returncode, json.loads(out.stdout), headline)
 
 
@@ -337,19 +337,19 @@ def test_spawn_workers_that_keep_up_leave_the_blame_on_the_training_code(tmp_pat
     assert checked.status == 1
 
 
-# ---- a real torch loop with gputop.torch ----
+# ---- a real torch loop with gpusight.torch ----
 
 def torch_job(runtime: Path, *args: str, nice: int = 0) -> subprocess.Popen:
-    """``python -m gputop.examples.train ARGS`` on one torch thread, with its status record under ``runtime``."""
+    """``python -m gpusight.examples.train ARGS`` on one torch thread, with its status record under ``runtime``."""
     env = dict(os.environ, XDG_RUNTIME_DIR=str(runtime), OMP_NUM_THREADS="1")
-    return subprocess.Popen(["nice", "-n", str(nice), sys.executable, "-m", "gputop.examples.train", "--width", "32",
+    return subprocess.Popen(["nice", "-n", str(nice), sys.executable, "-m", "gpusight.examples.train", "--width", "32",
                              "--depth", "1", "--duration", "300", "--report-every", "60", *args],
                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 def test_a_real_torch_loop_gets_its_measured_wait_and_autocast_cited(tmp_path, fake_nvml_lib):
     pytest.importorskip("torch")
-    from gputop.collect.host.trainer_status import StatusFormatError, parse_status
+    from gpusight.collect.host.trainer_status import StatusFormatError, parse_status
 
     runtime = tmp_path / "run"
     runtime.mkdir(mode=0o700)
@@ -358,14 +358,14 @@ def test_a_real_torch_loop_gets_its_measured_wait_and_autocast_cited(tmp_path, f
 
     def active(job: subprocess.Popen) -> bool:
         try:
-            record = parse_status((runtime / "gputop" / f"{job.pid}.json").read_bytes())
+            record = parse_status((runtime / "gpusight" / f"{job.pid}.json").read_bytes())
         except (OSError, StatusFormatError):
             return False
         return record.active and (record.window_seconds or 0.0) >= 1.0
 
     try:
         for job in jobs:
-            wait_until(lambda job=job: active(job), "the job's gputop.torch record", timeout=90)
+            wait_until(lambda job=job: active(job), "the job's gpusight.torch record", timeout=90)
         starved, fast = jobs
         gpus = [FakeGpu(util_gpu=Sine(20.0, 4.0, 1700), mem_used=30 * GIB, compute_processes=[(starved.pid, 29 * GIB)]),
                 FakeGpu(name="NVIDIA A100-SXM4-80GB", compute_capability=(8, 0), util_gpu=Sine(90.0, 3.0, 2300),
@@ -381,12 +381,12 @@ def test_a_real_torch_loop_gets_its_measured_wait_and_autocast_cited(tmp_path, f
     bound = checked.standing("input_bound:gpu0")
     assert bound["severity"] == "warn"
     found = re.search(rf"GPU 0's trainer \(PID {starved.pid}\) waits (\d+) % of each step for data "
-                      r"\(measured by gputop.torch\)", bound["evidence"])
+                      r"\(measured by gpusight.torch\)", bound["evidence"])
     assert found and abs(int(found.group(1)) - wait) <= 1, bound["evidence"]
     assert "workers not CPU-bound" in bound["title"] and "CPU-bound data loading" not in bound["title"]
     precision = checked.standing("mixed_precision:gpu1")
     assert precision["severity"] == "info"
-    found = re.match(rf"autocast off \(gputop.torch\) in PID {fast.pid} at (\d+) % util", precision["evidence"])
+    found = re.match(rf"autocast off \(gpusight.torch\) in PID {fast.pid} at (\d+) % util", precision["evidence"])
     assert found and 85 <= int(found.group(1)) <= 95, precision["evidence"]
     assert checked.data["devices"][1]["sm_active_percent"] is None  # no GPM on this A100: autocast alone tells
     assert "(compute capability 8.0)" in precision["evidence"] and "torch.bfloat16" in precision["action"]

@@ -10,7 +10,7 @@ import dataclasses
 
 import pytest
 
-from gputop.collect.model import DeviceSample, Snapshot
+from gpusight.collect.model import DeviceSample, Snapshot
 from support.advice_frames import HZ, Case, check, gpu, host, job, run, snapshot, steady, trainer, workers
 
 INPUT_BOUND = [trainer(cpu=35.0, workers=4), *workers()]
@@ -260,7 +260,7 @@ def test_every_rule_has_a_firing_case_and_a_near_miss() -> None:
     from test_advice_jobs import CASES as JOB_CASES
     from test_advice_workloads import CASES as WORKLOAD_CASES
 
-    from gputop.advice.rules import RULES
+    from gpusight.advice.rules import RULES
 
     for rule in RULES:
         outcomes = {c.fires for c in CASES + JOB_CASES + WORKLOAD_CASES if c.advice_id.startswith(rule.name + ":")}
@@ -307,14 +307,14 @@ def test_unknown_utilization_stays_silent() -> None:
 
 
 def test_under_used_gpu_claims_the_input_is_fine_only_when_the_wait_was_measured():
-    """Workers blocked on network reads look idle from outside: without gputop.torch the advice asks to measure."""
+    """Workers blocked on network reads look idle from outside: without gpusight.torch the advice asks to measure."""
     guessed = {a.id: a for a in run(steady([gpu(util=31.0)], [trainer(cpu=40.0), *workers(cpus=(2, 3, 2, 1))]), 60.0)}
     measured = {a.id: a for a in run(
         steady([gpu(util=31.0)], [trainer(cpu=40.0, input_wait_percent=4.0), *workers(cpus=(2, 3, 2, 1))]), 60.0)}
 
     unsure, sure = guessed["gpu_underused:gpu0"], measured["gpu_underused:gpu0"]
     assert "reads that block" in unsure.title and "not by the input pipeline" not in unsure.title
-    assert unsure.action.startswith("first measure the input wait: wrap the loader with gputop.torch.watch(loader)")
+    assert unsure.action.startswith("first measure the input wait: wrap the loader with gpusight.torch.watch(loader)")
     assert "not by the input pipeline" in sure.title
-    assert "waits 4 % of each step for data (measured by gputop.torch)" in sure.evidence
-    assert "gputop.torch.watch" not in sure.action
+    assert "waits 4 % of each step for data (measured by gpusight.torch)" in sure.evidence
+    assert "gpusight.torch.watch" not in sure.action

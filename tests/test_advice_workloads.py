@@ -3,7 +3,7 @@
 Inference servers get serving advice only, notebooks get trainer advice only when they train, and
 the healthy cases of a real cluster (bf16 LLM training, balanced DDP, a loaded inference server, a
 notebook beside another user's trainer) raise no warning. Also: one verdict per GPU, the low-SM
-gate on healthy, autocast and loader settings from ``gputop.torch``, and host memory before
+gate on healthy, autocast and loader settings from ``gpusight.torch``, and host memory before
 "more workers".
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from gputop.collect.model import Severity, WorkloadKind
+from gpusight.collect.model import Severity, WorkloadKind
 from support.advice_frames import Case, burst, check, gpu, host, job, noise, run, snapshot, trainer, wave, workers
 
 VLLM = "python -m vllm.entrypoints.openai.api_server --model meta-llama/Meta-Llama-3-8B-Instruct --port 8000"
@@ -162,7 +162,7 @@ CASES = [
     ),
     Case("notebook without training behaviour at 100 % CPU gets none", notebook(util=22.0, cpu=100.0), "few_workers:pid5000", False, absent=TRAINER_ADVICE),
     Case(
-        "notebook with a gputop.torch record that waits for data",
+        "notebook with a gpusight.torch record that waits for data",
         notebook(util=22.0, cpu=100.0, input_wait_percent=55.0, loader_num_workers=0),
         "few_workers:pid5000",
         True,
@@ -189,14 +189,14 @@ CASES = [
         absent=("healthy:",),
     ),
     Case("SMs 60 % active: no launch-bound", lambda t: snapshot(t, [gpu(util=97.0, sm_active_percent=noise(t, 56, 64))], [trainer()]), "launch_bound:gpu0", False),
-    # autocast from gputop.torch
+    # autocast from gpusight.torch
     Case(
         "autocast off on an A100 without GPM",
         lambda t: snapshot(t, [gpu(util=noise(t, 85, 95), compute_capability=(8, 0))], [trainer(autocast=False)]),
         "mixed_precision:gpu0",
         True,
         "info",
-        ("autocast off (gputop.torch)", "PID 100", "8.0"),
+        ("autocast off (gpusight.torch)", "PID 100", "8.0"),
         action=("torch.bfloat16",),
     ),
     Case(

@@ -2,7 +2,7 @@
 
 It checks that the benchmark's mover really moves the fake NVML's figures and processes, that every
 part of a short run ran on moving data at both terminal sizes and produced sane, non-empty
-measurements, and that the live UI's GPUTOP_STATS_FILE hook reported its sampler statistics; it
+measurements, and that the live UI's GPUSIGHT_STATS_FILE hook reported its sampler statistics; it
 judges no timing.
 """
 
@@ -80,7 +80,7 @@ def test_benchmark_runs_briefly_and_writes_its_report(tmp_path):
 
     data = json.loads(raw.read_text())
     records = data["records"]
-    assert {r["tool"] for r in records} == {"gputop"}, "peers were not asked for"
+    assert {r["tool"] for r in records} == {"gpusight"}, "peers were not asked for"
     moving = [r for r in records if r["data"] == "moving"]
     assert sorted((r["size"], r["default_interval"]) for r in moving) == sorted(
         (size, default) for size in SIZES for default in (False, True))
@@ -92,9 +92,9 @@ def test_benchmark_runs_briefly_and_writes_its_report(tmp_path):
         assert measured["bytes_per_s"] > 0
         assert measured["peak_rss_bytes"] > 10 << 20
         assert measured["first_frame_s"] is not None, f"the first-frame marker never reached the terminal: {record}"
-        assert measured["exit_status"] == 0, "gputop did not quit cleanly on 'q'"
+        assert measured["exit_status"] == 0, "gpusight did not quit cleanly on 'q'"
         stats = record["stats"]
-        assert stats is not None, "GPUTOP_STATS_FILE was not written"
+        assert stats is not None, "GPUSIGHT_STATS_FILE was not written"
         assert stats["polls"] >= 2 and stats["max_gap_s"] > 0 and stats["snapshots_shown"] >= 1
         assert stats["first_frame_s"] is not None and stats["first_frame_s"] > 0
         if record["data"] == "constant":
@@ -106,10 +106,10 @@ def test_benchmark_runs_briefly_and_writes_its_report(tmp_path):
 
     recording = data["recording"]
     assert recording["snapshots"] >= 4
-    assert recording["distinct_gpu0_util"] >= 2, "gputop recorded unchanging data"
+    assert recording["distinct_gpu0_util"] >= 2, "gpusight recorded unchanging data"
 
     assert len(data["once_s"]) == 1
-    assert set(data["import_s"]) == {"gputop", "gputop.cli", "gputop.ui.app"}
+    assert set(data["import_s"]) == {"gpusight", "gpusight.cli", "gpusight.ui.app"}
     day = data["day"]
     assert day["samples"] == 720 and day["devices"] == 8 and day["processes"] == 64
     assert day["rss_end"] > 0
@@ -118,9 +118,9 @@ def test_benchmark_runs_briefly_and_writes_its_report(tmp_path):
 
     text = report.read_text()
     for size in ("160x45", "80x24"):
-        assert f"| {size} | gputop 0.25 s |" in text
-        assert f"| {size} | defaults: gputop 0.5 s |" in text
-    assert "| moving | gputop | 80x24 |" in text and "| constant (the old scenario" in text
+        assert f"| {size} | gpusight 0.25 s |" in text
+        assert f"| {size} | defaults: gpusight 0.5 s |" in text
+    assert "| moving | gpusight | 80x24 |" in text and "| constant (the old scenario" in text
     assert "## Targets" in text
     assert "nvitop" not in text.split("## Headline")[0], "peers were not asked for, so none is listed"
 

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from gputop.collect.chart_settings import ChartSettings, chart_settings_from_config
-from gputop.config_file import read_config
-from support.terminal import PtyGputop
+from gpusight.collect.chart_settings import ChartSettings, chart_settings_from_config
+from gpusight.config_file import read_config
+from support.terminal import PtyGpusight
 
 DEFAULT = ChartSettings(1.0, "page")
 
@@ -81,14 +81,14 @@ def test_a_bad_chart_setting_is_one_warning_and_its_default(tmp_path, text, expe
     assert warnings == [f"{tmp_path / 'config.toml'}: {warning}"]
 
 
-def gputop(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "gputop", *args], capture_output=True, text=True, timeout=60)
+def gpusight(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "gpusight", *args], capture_output=True, text=True, timeout=60)
 
 
 def test_chart_warnings_reach_the_cli_errors_like_other_config_warnings(tmp_path):
     path = tmp_path / "config.toml"
     path.write_text('[advice]\nlow_util_percent = "x"\n[charts]\ncolumn_seconds = 0\nmotion = "sideways"\n')
-    out = gputop("--demo", "healthy", "--json", "--config", str(path))
+    out = gpusight("--demo", "healthy", "--json", "--config", str(path))
     assert out.returncode == 0, out.stderr
     messages = [e["message"] for e in json.loads(out.stdout)["errors"] if e["scope"] == "config"]
     assert [m for m in messages if "[charts]" in m] == [
@@ -101,7 +101,7 @@ def test_chart_warnings_reach_the_cli_errors_like_other_config_warnings(tmp_path
 def test_good_chart_settings_bring_no_warning_to_the_cli(tmp_path):
     path = tmp_path / "config.toml"
     path.write_text('[charts]\ncolumn_seconds = 2\nmotion = "scroll"\n')
-    out = gputop("--demo", "healthy", "--json", "--config", str(path))
+    out = gpusight("--demo", "healthy", "--json", "--config", str(path))
     assert out.returncode == 0, out.stderr
     assert [e for e in json.loads(out.stdout)["errors"] if e["scope"] == "config"] == []
 
@@ -120,8 +120,8 @@ def test_the_live_ui_gets_the_configured_grid_and_motion(tmp_path, text, column_
     config = tmp_path / "config.toml"
     config.write_text(text)
     stats = tmp_path / "stats.json"
-    env = dict(os.environ, GPUTOP_STATS_FILE=str(stats))
-    with PtyGputop((100, 30), controlling=False, env=env, args=("--demo", "healthy", "--config", str(config))) as app:
+    env = dict(os.environ, GPUSIGHT_STATS_FILE=str(stats))
+    with PtyGpusight((100, 30), controlling=False, env=env, args=("--demo", "healthy", "--config", str(config))) as app:
         app.wait_up()
         assert app.quit() == 0
     written = json.loads(stats.read_text())

@@ -1,4 +1,4 @@
-"""`gputop --check`: the real CLI in a subprocess on the fake NVML, the demo and recordings; exit statuses by advice."""
+"""`gpusight --check`: the real CLI in a subprocess on the fake NVML, the demo and recordings; exit statuses by advice."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from gputop.advice.config import Thresholds
-from gputop.check import fit_thresholds, fitted_names
-from gputop.collect.serialize import snapshot_from_dict, snapshot_to_json
-from gputop.demo.source import DemoSource
+from gpusight.advice.config import Thresholds
+from gpusight.check import fit_thresholds, fitted_names
+from gpusight.collect.serialize import snapshot_from_dict, snapshot_to_json
+from gpusight.demo.source import DemoSource
 from support.fake_nvml import FakeGpu, FakeScenario, count_calls, fake_nvml_env
 
 GIB = 1 << 30
@@ -23,8 +23,8 @@ HW_THERMAL = 0x40
 """Clocks-event reason bit of a hardware thermal slowdown."""
 
 
-def gputop(env, *args, timeout=60):
-    return subprocess.run([sys.executable, "-m", "gputop", *args], capture_output=True, text=True, env=env,
+def gpusight(env, *args, timeout=60):
+    return subprocess.run([sys.executable, "-m", "gpusight", *args], capture_output=True, text=True, env=env,
                           timeout=timeout)
 
 
@@ -54,11 +54,11 @@ def write_demo_recording(path: Path, scenario: str, count: int) -> Path:
 def test_a_throttled_gpu_exits_1_with_the_throttling_advice(tmp_path, fake_nvml_lib):
     env = nvml_env(tmp_path, fake_nvml_lib, hot_gpu(name="Hot \x1b[31mGPU"), free_gpu())
 
-    out = gputop(env, "--check", "--duration", "3", "--interval", "0.2")
+    out = gpusight(env, "--check", "--duration", "3", "--interval", "0.2")
 
     assert out.returncode == 1, out.stdout + out.stderr
     lines = out.stdout.splitlines()
-    assert lines[0].startswith("gputop check: 3 s of live data, 2 GPUs, polled every 0.2 s")
+    assert lines[0].startswith("gpusight check: 3 s of live data, 2 GPUs, polled every 0.2 s")
     assert "cut to fit: windows to 2.8 s, holds to 1.4 s (window_s 30 s," in lines[0]  # 3 s is shorter than them
     assert any(line.startswith("WARN     gpu0: GPU 0 is thermal/hardware throttled") for line in lines)
     assert any("hw_thermal" in line and line.strip().startswith("evidence:") for line in lines)
@@ -70,7 +70,7 @@ def test_a_throttled_gpu_exits_1_with_the_throttling_advice(tmp_path, fake_nvml_
 def test_a_free_gpu_exits_0(tmp_path, fake_nvml_lib):
     env = nvml_env(tmp_path, fake_nvml_lib, free_gpu())
 
-    out = gputop(env, "--check", "--duration", "2", "--interval", "0.2")
+    out = gpusight(env, "--check", "--duration", "2", "--interval", "0.2")
 
     assert out.returncode == 0, out.stdout + out.stderr
     assert "INFO     gpu0: GPU 0 is free" in out.stdout
@@ -82,7 +82,7 @@ def test_gpus_and_the_config_file_are_respected(tmp_path, fake_nvml_lib):
     config = tmp_path / "config.toml"
     config.write_text("[advice]\nfree_hold_s = 1000\n", encoding="utf-8")
 
-    only_free = gputop(env, "--check", "--duration", "2", "--interval", "0.2", "--gpus", "1", "--config", str(config))
+    only_free = gpusight(env, "--check", "--duration", "2", "--interval", "0.2", "--gpus", "1", "--config", str(config))
 
     assert only_free.returncode == 0, only_free.stdout + only_free.stderr
     assert "1 GPU," in only_free.stdout.splitlines()[0]
@@ -93,7 +93,7 @@ def test_gpus_and_the_config_file_are_respected(tmp_path, fake_nvml_lib):
 def test_json_prints_the_final_snapshot_and_exits_by_its_advice(tmp_path, fake_nvml_lib):
     env = nvml_env(tmp_path, fake_nvml_lib, hot_gpu(nvlink_tx_rate=6e9, nvlink_rx_rate=2e9))
 
-    out = gputop(env, "--check", "--json", "--duration", "2", "--interval", "0.2")
+    out = gpusight(env, "--check", "--json", "--duration", "2", "--interval", "0.2")
 
     assert out.returncode == 1, out.stderr
     snapshot = snapshot_from_dict(json.loads(out.stdout), complete=True)
@@ -101,13 +101,13 @@ def test_json_prints_the_final_snapshot_and_exits_by_its_advice(tmp_path, fake_n
     device = snapshot.devices[0]
     assert device.nvlink_tx_bytes_per_s == pytest.approx(6e9, rel=0.05)
     assert device.nvlink_rx_bytes_per_s == pytest.approx(2e9, rel=0.05)
-    assert out.stderr.startswith("gputop check: 2 s of live data")
+    assert out.stderr.startswith("gpusight check: 2 s of live data")
 
 
 def test_a_gpu_lost_during_the_check_exits_2(tmp_path, fake_nvml_lib):
     env = nvml_env(tmp_path, fake_nvml_lib, free_gpu(), FakeGpu(lost=True))
 
-    out = gputop(env, "--check", "--duration", "1", "--interval", "0.2")
+    out = gpusight(env, "--check", "--duration", "1", "--interval", "0.2")
 
     assert out.returncode == 2, out.stdout + out.stderr
     assert "LOST     gpu1: the GPU stopped answering during the check" in out.stdout
@@ -117,11 +117,11 @@ def test_a_gpu_lost_during_the_check_exits_2(tmp_path, fake_nvml_lib):
 def test_no_driver_exits_3_at_once_with_the_reason(tmp_path, fake_nvml_lib):
     env = fake_nvml_env(fake_nvml_lib, None)
 
-    out = gputop(env, "--check", "--duration", "600", timeout=60)
+    out = gpusight(env, "--check", "--duration", "600", timeout=60)
 
     assert out.returncode == 3
     assert out.stdout == ""
-    assert out.stderr.strip() == ("gputop: cannot check: NVIDIA driver not loaded: the kernel module is not running "
+    assert out.stderr.strip() == ("gpusight: cannot check: NVIDIA driver not loaded: the kernel module is not running "
                                   "(NVML_ERROR_DRIVER_NOT_LOADED)")
 
 
@@ -136,27 +136,27 @@ def test_no_driver_exits_3_at_once_with_the_reason(tmp_path, fake_nvml_lib):
 def test_usage_errors_in_check_mode_exit_3(tmp_path, fake_nvml_lib, args):
     env = nvml_env(tmp_path, fake_nvml_lib, free_gpu())
 
-    out = gputop(env, *args)
+    out = gpusight(env, *args)
 
     assert out.returncode == 3, out.stderr
     assert "error:" in out.stderr
 
 
 def test_usage_errors_outside_check_mode_keep_argparse_status_2(tmp_path, fake_nvml_lib):
-    out = gputop(nvml_env(tmp_path, fake_nvml_lib, free_gpu()), "--json", "--bogus")
+    out = gpusight(nvml_env(tmp_path, fake_nvml_lib, free_gpu()), "--json", "--bogus")
 
     assert out.returncode == 2
 
 
 def test_a_gpu_that_does_not_exist_exits_3(tmp_path, fake_nvml_lib):
-    out = gputop(nvml_env(tmp_path, fake_nvml_lib, free_gpu()), "--check", "--duration", "1", "--gpus", "5")
+    out = gpusight(nvml_env(tmp_path, fake_nvml_lib, free_gpu()), "--check", "--duration", "1", "--gpus", "5")
 
     assert out.returncode == 3
     assert "5" in out.stderr
 
 
 def test_an_unreadable_recording_exits_3(tmp_path):
-    out = gputop(None, "--check", "--replay", str(tmp_path / "missing.jsonl"))
+    out = gpusight(None, "--check", "--replay", str(tmp_path / "missing.jsonl"))
 
     assert out.returncode == 3
     assert "missing.jsonl" in out.stderr
@@ -168,7 +168,7 @@ def test_a_signal_ends_the_check_early_and_it_still_reports_and_exits_by_the_adv
     env = nvml_env(tmp_path, fake_nvml_lib, hot_gpu(), call_log=log)
     config = tmp_path / "config.toml"
     config.write_text("[advice]\nthrottle_hold_s = 0\n", encoding="utf-8")  # throttling stands from its first poll
-    child = subprocess.Popen([sys.executable, "-m", "gputop", "--check", "--duration", "600", "--interval", "0.1",
+    child = subprocess.Popen([sys.executable, "-m", "gpusight", "--check", "--duration", "600", "--interval", "0.1",
                               "--config", str(config)],
                              env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
@@ -195,7 +195,7 @@ def test_a_signal_ends_the_check_early_and_it_still_reports_and_exits_by_the_adv
     ("throttling", 1, "is thermal/hardware throttled"),
 ])
 def test_demo_data_is_checked_with_its_prefilled_history(scenario, status, present):
-    out = gputop(None, "--check", "--demo", scenario, "--duration", "1")
+    out = gpusight(None, "--check", "--demo", scenario, "--duration", "1")
 
     assert out.returncode == status, out.stdout + out.stderr
     assert present in out.stdout
@@ -210,7 +210,7 @@ def test_demo_data_is_checked_with_its_prefilled_history(scenario, status, prese
     ("serving", 0, "Idle TGI (PID"),
 ])
 def test_each_demo_story_stands_after_a_short_check(scenario, status, present):
-    out = gputop(None, "--check", "--demo", scenario, "--duration", "1")
+    out = gpusight(None, "--check", "--demo", scenario, "--duration", "1")
 
     assert out.returncode == status, out.stdout + out.stderr
     assert present in out.stdout
@@ -223,12 +223,12 @@ def test_a_recording_is_read_to_its_end_without_waiting(tmp_path):
     recording = write_demo_recording(tmp_path / "throttling.jsonl", "throttling", 240)  # 2 minutes of data
 
     started = time.monotonic()
-    out = gputop(None, "--check", "--replay", str(recording), "--interval", "10")
+    out = gpusight(None, "--check", "--replay", str(recording), "--interval", "10")
     took = time.monotonic() - started
 
     assert out.returncode == 1, out.stdout + out.stderr
     assert out.stdout.splitlines()[0].startswith(
-        "gputop check: 120 s of recording throttling.jsonl (the whole recording), 4 GPUs")
+        "gpusight check: 120 s of recording throttling.jsonl (the whole recording), 4 GPUs")
     assert "thermal/hardware throttled" in out.stdout
     assert took < 240 * 10  # never paced at the interval (a hang guard, not a timing target)
 
@@ -236,11 +236,11 @@ def test_a_recording_is_read_to_its_end_without_waiting(tmp_path):
 def test_a_recording_checked_for_a_few_seconds_of_its_time(tmp_path):
     recording = write_demo_recording(tmp_path / "healthy.jsonl", "healthy", 240)
 
-    out = gputop(None, "--check", "--replay", str(recording), "--duration", "5")
+    out = gpusight(None, "--check", "--replay", str(recording), "--duration", "5")
 
     assert out.returncode == 0, out.stdout + out.stderr
     first = out.stdout.splitlines()[0]
-    assert first.startswith("gputop check: 5 s of recording healthy.jsonl")
+    assert first.startswith("gpusight check: 5 s of recording healthy.jsonl")
     assert "cut to fit: windows to 4.5 s, holds to 2.2 s" in first
 
 

@@ -1,4 +1,4 @@
-"""The command line as users run it: real `gputop` / `gps` processes, stdout a pipe (so one-shot is implied)."""
+"""The command line as users run it: real `gpusight` / `gps` processes, stdout a pipe (so one-shot is implied)."""
 
 import gzip
 import json
@@ -12,52 +12,52 @@ import time
 import jsonschema
 import pytest
 
-from gputop.collect.schema import json_schema
-from gputop.collect.serialize import snapshot_from_dict
+from gpusight.collect.schema import json_schema
+from gpusight.collect.serialize import snapshot_from_dict
 
-GPUTOP = [sys.executable, "-m", "gputop"]
+GPUSIGHT = [sys.executable, "-m", "gpusight"]
 
 
 def run(*args, timeout=60, env=None):
-    return subprocess.run([*GPUTOP, *args], capture_output=True, text=True, timeout=timeout, env=env)
+    return subprocess.run([*GPUSIGHT, *args], capture_output=True, text=True, timeout=timeout, env=env)
 
 
-def test_console_scripts_gputop_and_gps_are_the_same_program():
-    for name in ("gputop", "gps"):
+def test_console_scripts_gpusight_and_gps_are_the_same_program():
+    for name in ("gpusight", "gps"):
         exe = shutil.which(name)
         assert exe, f"{name} is not installed as a console script"
         out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=30)
         assert out.returncode == 0
-        assert out.stdout.startswith("gputop ")
+        assert out.stdout.startswith("gpusight ")
 
 
 def env_with_switch(value):
-    """This process's environment with GPUTOP_PARTIAL_OUTPUT set to ``value`` (None: unset)."""
-    env = {k: v for k, v in os.environ.items() if k != "GPUTOP_PARTIAL_OUTPUT"}
+    """This process's environment with GPUSIGHT_PARTIAL_OUTPUT set to ``value`` (None: unset)."""
+    env = {k: v for k, v in os.environ.items() if k != "GPUSIGHT_PARTIAL_OUTPUT"}
     if value is not None:
-        env["GPUTOP_PARTIAL_OUTPUT"] = value
+        env["GPUSIGHT_PARTIAL_OUTPUT"] = value
     return env
 
 
 @pytest.mark.parametrize(
     ("switch", "line"),
     [(None, "partial output: active"), ("1", "partial output: active"),
-     ("0", "partial output: off (GPUTOP_PARTIAL_OUTPUT=0)"), ("off", "partial output: off (GPUTOP_PARTIAL_OUTPUT=off)")],
+     ("0", "partial output: off (GPUSIGHT_PARTIAL_OUTPUT=0)"), ("off", "partial output: off (GPUSIGHT_PARTIAL_OUTPUT=off)")],
 )
 def test_version_says_whether_partial_output_is_active(switch, line):
-    from gputop import __version__
+    from gpusight import __version__
 
     out = run("--version", env=env_with_switch(switch))
     assert out.returncode == 0, out.stderr
-    assert out.stdout.splitlines() == [f"gputop {__version__}", line]
+    assert out.stdout.splitlines() == [f"gpusight {__version__}", line]
     assert out.stderr == ""
 
 
 def test_version_does_not_load_the_user_interface():
     code = (
-        "import sys\nfrom gputop.cli import main\n"
+        "import sys\nfrom gpusight.cli import main\n"
         "try:\n    main(['--version'])\nexcept SystemExit as exit:\n    assert exit.code == 0\n"
-        "print(sorted(m for m in ('textual.app', 'gputop.ui.app') if m in sys.modules))\n"
+        "print(sorted(m for m in ('textual.app', 'gpusight.ui.app') if m in sys.modules))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
@@ -75,7 +75,7 @@ def test_help_documents_every_flag():
 
 
 def test_demo_help_lists_every_scenario_with_its_story():
-    from gputop.demo.source import SCENARIOS
+    from gpusight.demo.source import SCENARIOS
 
     out = run("--demo", "--help")
     assert out.returncode == 0
@@ -169,7 +169,7 @@ def test_gzip_recording_replays(tmp_path):
 def test_missing_or_empty_recording_gives_one_clear_line(tmp_path):
     missing = run("--replay", str(tmp_path / "nope.jsonl"))
     assert missing.returncode == 1
-    assert missing.stderr.startswith("gputop: ") and "nope.jsonl" in missing.stderr
+    assert missing.stderr.startswith("gpusight: ") and "nope.jsonl" in missing.stderr
     assert "Traceback" not in missing.stderr
     empty = tmp_path / "empty.jsonl"
     empty.write_text("")
@@ -182,12 +182,12 @@ def test_unwritable_recording_path_is_reported(tmp_path):
     blocker.write_text("x")
     out = run("--demo", "--record", str(blocker / "sub" / "rec.jsonl"), "--once")
     assert out.returncode == 1
-    assert out.stderr.startswith("gputop: ") and "Traceback" not in out.stderr
+    assert out.stderr.startswith("gpusight: ") and "Traceback" not in out.stderr
 
 
 def test_headless_recording_runs_until_sigterm_and_keeps_every_line(tmp_path):
     recording = tmp_path / "bg.jsonl"
-    proc = subprocess.Popen([*GPUTOP, "--demo", "--record", str(recording), "--interval", "0.1"],
+    proc = subprocess.Popen([*GPUSIGHT, "--demo", "--record", str(recording), "--interval", "0.1"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 20

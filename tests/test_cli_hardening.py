@@ -1,4 +1,4 @@
-"""Hostile or careless command lines: a closed pipe, absurd numbers, empty paths. Real `gputop` processes."""
+"""Hostile or careless command lines: a closed pipe, absurd numbers, empty paths. Real `gpusight` processes."""
 
 import os
 import subprocess
@@ -7,16 +7,16 @@ from pathlib import Path
 
 import pytest
 
-GPUTOP = [sys.executable, "-m", "gputop"]
+GPUSIGHT = [sys.executable, "-m", "gpusight"]
 
 
 def run_into_closed_pipe(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    """Run gputop with stdout a pipe whose reader is already gone, as `gputop ... | true` often is."""
+    """Run gpusight with stdout a pipe whose reader is already gone, as `gpusight ... | true` often is."""
     read_end, write_end = os.pipe()
     os.close(read_end)
     try:
         return subprocess.run(
-            [*GPUTOP, *args], stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=60, cwd=cwd
+            [*GPUSIGHT, *args], stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=60, cwd=cwd
         )
     finally:
         os.close(write_end)
@@ -38,7 +38,7 @@ def test_a_closed_pipe_still_writes_the_export(tmp_path: Path) -> None:
 
 
 def test_a_reader_that_stops_early_gets_what_it_read(tmp_path: Path) -> None:
-    shell = f"{sys.executable} -m gputop --demo healthy --json | head -c 1; echo; echo status=${{PIPESTATUS[0]}}"
+    shell = f"{sys.executable} -m gpusight --demo healthy --json | head -c 1; echo; echo status=${{PIPESTATUS[0]}}"
     out = subprocess.run(["bash", "-c", shell], capture_output=True, text=True, timeout=60)
     assert out.stdout.startswith("{\n")
     assert "Traceback" not in out.stderr and "BrokenPipe" not in out.stderr
@@ -64,7 +64,7 @@ def test_a_reader_that_stops_early_gets_what_it_read(tmp_path: Path) -> None:
 )
 def test_absurd_numbers_and_empty_paths_are_refused(args: list[str], message: str, tmp_path: Path) -> None:
     out = subprocess.run(
-        [*GPUTOP, "--demo", "--once", *args], capture_output=True, text=True, timeout=30, cwd=tmp_path
+        [*GPUSIGHT, "--demo", "--once", *args], capture_output=True, text=True, timeout=30, cwd=tmp_path
     )
     assert out.returncode == 2
     assert message in out.stderr
@@ -73,6 +73,6 @@ def test_absurd_numbers_and_empty_paths_are_refused(args: list[str], message: st
 
 
 def test_empty_replay_path_is_refused() -> None:
-    out = subprocess.run([*GPUTOP, "--replay", "", "--once"], capture_output=True, text=True, timeout=30)
+    out = subprocess.run([*GPUSIGHT, "--replay", "", "--once"], capture_output=True, text=True, timeout=30)
     assert out.returncode == 2
     assert "--replay: must not be empty" in out.stderr

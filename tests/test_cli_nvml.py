@@ -1,4 +1,4 @@
-"""`gputop --once` / `--json` end to end: a real gputop process, the fake libnvidia-ml.so.1 and real GPU processes."""
+"""`gpusight --once` / `--json` end to end: a real gpusight process, the fake libnvidia-ml.so.1 and real GPU processes."""
 
 import getpass
 import json
@@ -9,16 +9,16 @@ import sys
 import jsonschema
 import pytest
 
-from gputop.collect.schema import json_schema
-from gputop.collect.serialize import snapshot_from_dict
+from gpusight.collect.schema import json_schema
+from gpusight.collect.serialize import snapshot_from_dict
 from support.fake_nvml import DRIVER_NOT_LOADED, FakeGpu, FakeScenario, fake_nvml_env
 from support.procs import sleeper
 
 GIB = 1 << 30
 
 
-def gputop(env, *args, timeout=60):
-    return subprocess.run([sys.executable, "-m", "gputop", *args], capture_output=True, text=True, env=env, timeout=timeout)
+def gpusight(env, *args, timeout=60):
+    return subprocess.run([sys.executable, "-m", "gpusight", *args], capture_output=True, text=True, env=env, timeout=timeout)
 
 
 @pytest.fixture
@@ -38,7 +38,7 @@ def two_gpus_with_a_process(tmp_path, fake_nvml_lib):
 
 def test_json_reports_the_scenario_values_and_the_real_process(two_gpus_with_a_process):
     proc, env = two_gpus_with_a_process
-    out = gputop(env, "--json")
+    out = gpusight(env, "--json")
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
     snapshot_from_dict(data, complete=True)
@@ -67,14 +67,14 @@ def test_json_reports_the_scenario_values_and_the_real_process(two_gpus_with_a_p
 
 def test_json_from_nvml_passes_the_published_json_schema(two_gpus_with_a_process):
     _, env = two_gpus_with_a_process
-    out = gputop(env, "--json")
+    out = gpusight(env, "--json")
     assert out.returncode == 0, out.stderr
     jsonschema.validate(json.loads(out.stdout), json_schema())
 
 
 def test_once_prints_the_table_with_devices_and_processes(two_gpus_with_a_process):
     proc, env = two_gpus_with_a_process
-    out = gputop(env, "--once")
+    out = gpusight(env, "--once")
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     assert "driver 550.54.15" in lines[0] and "CUDA 12.4" in lines[0]
@@ -91,20 +91,20 @@ def test_without_any_nvidia_library_host_data_and_one_clear_reason(tmp_path):
     probe = subprocess.run([sys.executable, "-c", "import ctypes; ctypes.CDLL('libnvidia-ml.so.1')"], env=env, capture_output=True)
     if probe.returncode == 0:
         pytest.skip("this machine has a real libnvidia-ml.so.1")
-    out = gputop(env, "--once")
+    out = gpusight(env, "--once")
     assert out.returncode == 0, out.stderr
     assert "HOST  CPU" in out.stdout and "cores" in out.stdout
     [reason] = [line for line in out.stdout.splitlines() if line.strip().startswith("nvml:")]
     assert "not found" in reason
     assert "Traceback" not in out.stderr
-    data = json.loads(gputop(env, "--json").stdout)
+    data = json.loads(gpusight(env, "--json").stdout)
     assert data["driver"] is None and data["devices"] == []
     assert data["host"]["cpu_percent_per_core"] and data["host"]["memory_total_bytes"] > 0
 
 
 def test_driver_not_loaded_is_said_in_one_line(tmp_path, fake_nvml_lib):
     path = FakeScenario(init_error=DRIVER_NOT_LOADED).write(tmp_path / "s.txt")
-    out = gputop(fake_nvml_env(fake_nvml_lib, path), "--once")
+    out = gpusight(fake_nvml_env(fake_nvml_lib, path), "--once")
     assert out.returncode == 0
     errors = out.stdout.split("ERRORS", 1)[1]
     assert "driver" in errors.lower() and "not loaded" in errors.lower()
@@ -113,7 +113,7 @@ def test_driver_not_loaded_is_said_in_one_line(tmp_path, fake_nvml_lib):
 
 def test_a_lost_gpu_is_marked_while_the_other_keeps_reporting(tmp_path, fake_nvml_lib):
     path = FakeScenario(gpus=[FakeGpu(util_gpu=10), FakeGpu(lost=True)]).write(tmp_path / "s.txt")
-    data = json.loads(gputop(fake_nvml_env(fake_nvml_lib, path), "--json").stdout)
+    data = json.loads(gpusight(fake_nvml_env(fake_nvml_lib, path), "--json").stdout)
     gpu0, gpu1 = data["devices"]
     assert gpu0["lost"] is False and gpu0["utilization_gpu_percent"] == 10
     assert gpu1["lost"] is True and gpu1["utilization_gpu_percent"] is None
@@ -125,7 +125,7 @@ def test_dataloader_workers_are_listed_under_their_trainer(tmp_path, fake_nvml_l
 
     with fake_trainer(tmp_path, workers=("sleep", "sleep", "sleep")) as trainer:
         path = FakeScenario(gpus=[FakeGpu(compute_processes=[(trainer.pid, 8 * GIB)])]).write(tmp_path / "s.txt")
-        data = json.loads(gputop(fake_nvml_env(fake_nvml_lib, path), "--json").stdout)
+        data = json.loads(gpusight(fake_nvml_env(fake_nvml_lib, path), "--json").stdout)
         workers = [p for p in data["processes"] if p["role"] == "dataloader_worker"]
         assert sorted(w["pid"] for w in workers) == sorted(trainer.workers)
         assert all(w["trainer_pid"] == trainer.pid and w["name"] == "pt_data_worker" for w in workers)
@@ -146,7 +146,7 @@ def test_input_bound_advice_names_the_trainer_whose_real_workers_burn_cpu(tmp_pa
         env = fake_nvml_env(fake_nvml_lib, path)
         env["XDG_CONFIG_HOME"] = str(tmp_path / "config")  # default thresholds
         # 0.5 s polls keep the monitor's own CPU use low on a 2-core machine, so the worker gets its core.
-        out = gputop(env, "--json", "--duration", "20", "--interval", "0.5", timeout=120)
+        out = gpusight(env, "--json", "--duration", "20", "--interval", "0.5", timeout=120)
         assert out.returncode == 0, out.stderr
         data = json.loads(out.stdout)
         [worker] = [p for p in data["processes"] if p["role"] == "dataloader_worker"]

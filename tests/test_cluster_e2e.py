@@ -1,12 +1,12 @@
-"""End to end: a real Prometheus scrapes THREE ``gputop --serve`` exporters, each on the fake NVML with its own
-scenario and ``--hostname``; ``gputop --cluster URL --once/--json`` shows all three with GPUs, jobs and advice.
+"""End to end: a real Prometheus scrapes THREE ``gpusight --serve`` exporters, each on the fake NVML with its own
+scenario and ``--hostname``; ``gpusight --cluster URL --once/--json`` shows all three with GPUs, jobs and advice.
 
 The nodes share this machine's processes; each scenario says which of them are on its GPUs. One torchrun-like job
 of four ranks spans node-a (ranks 0, 1) and node-b (ranks 2, 3): every rank carries the same rendezvous, so both
 exporters give it the same ``cluster_job``. Rank 3 runs at a third of the others' SM: a straggler. On node-c an
 idle process holds 20 GiB of a GPU that does nothing, and two GPUs are free.
 
-The same fleet is then driven in ``gputop --cluster`` in a real pty at 160x45 and 80x24, and one exporter is
+The same fleet is then driven in ``gpusight --cluster`` in a real pty at 160x45 and 80x24, and one exporter is
 stopped: its node must show DOWN within a few scrapes.
 """
 
@@ -24,11 +24,11 @@ from pathlib import Path
 
 import pytest
 
-from gputop.cluster.source import ClusterSource
+from gpusight.cluster.source import ClusterSource
 from support.exporter import RunningExporter, serving
 from support.fake_nvml import FakeGpu, FakeScenario, fake_nvml_env
 from support.prometheus import PrometheusServer, Target, require_prometheus
-from support.terminal import PtyTerminal, gputop_argv
+from support.terminal import PtyTerminal, gpusight_argv
 from support.workloads import torchrun_job
 
 REPO = Path(__file__).resolve().parents[1]
@@ -87,7 +87,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory, fake_nvml_lib: Path) -> It
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return subprocess.run([sys.executable, "-m", "gputop", *args], capture_output=True, text=True, env=env,
+    return subprocess.run([sys.executable, "-m", "gpusight", *args], capture_output=True, text=True, env=env,
                           timeout=60, check=False)
 
 
@@ -109,7 +109,7 @@ def test_three_exporters_once_and_json(cluster):
     nodes = {n["host"]: n for n in document["nodes"]}
     assert sorted(nodes) == ["node-a", "node-b", "node-c"]
     for node in nodes.values():
-        assert node["up"] and node["exporter"] == "gputop" and len(node["gpus"]) == 3
+        assert node["up"] and node["exporter"] == "gpusight" and len(node["gpus"]) == 3
         assert node["cpu_percent"] is not None
     assert nodes["node-b"]["gpus"][1]["utilization_percent"] == 40
     spanning = {j["cluster_job"] for j in document["jobs"] if j["host"] in ("node-a", "node-b")}
@@ -121,15 +121,15 @@ def test_three_exporters_once_and_json(cluster):
     assert "rank 3 on node-b GPU 1" in straggler["evidence"]
     assert "fleet_idle_holding:node-c/gpu0" in advice
     assert advice["fleet_free_gpus"]["evidence"].startswith("node-c: 2, node-a: 1, node-b: 1")
-    assert document["node_advice"], "the nodes' own advice (gputop_advice) is missing"
+    assert document["node_advice"], "the nodes' own advice (gpusight_advice) is missing"
     assert document["missing_panels"] == [] and document["problems"] == []
 
     table = run_cli("--cluster", cluster, "--once", "--cluster-history", HISTORY)
     assert table.returncode == 0, table.stderr
     for host in ("node-a", "node-b", "node-c"):
-        assert f"{host}  up  gputop --serve  CPU " in table.stdout
+        assert f"{host}  up  gpusight --serve  CPU " in table.stdout
     assert "Straggler in rdzv:" in table.stdout and "idle while holding" in table.stdout
-    assert "Advice raised on the nodes (gputop --serve)" in table.stdout
+    assert "Advice raised on the nodes (gpusight --serve)" in table.stdout
 
 
 def visible(output: bytes) -> str:
@@ -138,9 +138,9 @@ def visible(output: bytes) -> str:
 
 
 def open_cluster_view(cluster: str, size: tuple[int, int]) -> PtyTerminal:
-    """``gputop --cluster URL`` in a real pty (whole changed lines, so words can be read out of the bytes)."""
-    argv = gputop_argv("--cluster", cluster, "--interval", "1", "--cluster-history", HISTORY)
-    return PtyTerminal(argv, size, env={**os.environ, "PYTHONPATH": str(REPO), "GPUTOP_PARTIAL_OUTPUT": "0"})
+    """``gpusight --cluster URL`` in a real pty (whole changed lines, so words can be read out of the bytes)."""
+    argv = gpusight_argv("--cluster", cluster, "--interval", "1", "--cluster-history", HISTORY)
+    return PtyTerminal(argv, size, env={**os.environ, "PYTHONPATH": str(REPO), "GPUSIGHT_PARTIAL_OUTPUT": "0"})
 
 
 @pytest.mark.parametrize("size", [(160, 45), (80, 24)])

@@ -1,4 +1,4 @@
-"""``gputop --cluster URL --once``: every way the server can fail gives one clear line and exit 1, never a hang
+"""``gpusight --cluster URL --once``: every way the server can fail gives one clear line and exit 1, never a hang
 or a traceback. The servers here are real sockets: nothing listening, one that never answers, HTTP servers
 that are not Prometheus, and a real Prometheus behind a proxy asking for basic auth."""
 
@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from gputop.cluster.prom import PrometheusClient, PrometheusError
-from gputop.cluster.source import ClusterSource
+from gpusight.cluster.prom import PrometheusClient, PrometheusError
+from gpusight.cluster.source import ClusterSource
 from support.exposition import ExpositionServer
 from support.prometheus import PrometheusServer, free_port, require_prometheus
 
@@ -26,7 +26,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return subprocess.run([sys.executable, "-m", "gputop", "--cluster", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "gpusight", "--cluster", *args], capture_output=True, text=True,
                           env=env, timeout=60, check=False)
 
 
@@ -36,7 +36,7 @@ def one_line_failure(result: subprocess.CompletedProcess[str]) -> str:
     assert "Traceback" not in result.stderr
     lines = result.stderr.splitlines()
     assert len(lines) == 1, lines
-    assert lines[0].startswith("gputop: ")
+    assert lines[0].startswith("gpusight: ")
     return lines[0]
 
 
@@ -56,7 +56,7 @@ def test_bad_urls(url, expected):
 def test_nothing_listening():
     port = free_port()
     line = one_line_failure(run_cli(f"http://127.0.0.1:{port}", "--once"))
-    assert line == f"gputop: cannot reach Prometheus at http://127.0.0.1:{port}: connection refused " \
+    assert line == f"gpusight: cannot reach Prometheus at http://127.0.0.1:{port}: connection refused " \
                    "(is Prometheus running there?)"
 
 
@@ -68,7 +68,7 @@ def test_a_server_that_never_answers_is_slow_not_a_hang():
         started = time.monotonic()
         line = one_line_failure(run_cli(f"http://127.0.0.1:{port}", "--once", "--cluster-timeout", "1.5"))
         elapsed = time.monotonic() - started
-    assert line == f"gputop: Prometheus at http://127.0.0.1:{port} is too slow: a query took > 1.5 s"
+    assert line == f"gpusight: Prometheus at http://127.0.0.1:{port} is too slow: a query took > 1.5 s"
     assert elapsed < 30  # one timeout, not one per query
 
 
@@ -111,7 +111,7 @@ def test_a_server_that_does_not_speak_http():
 
         threading.Thread(target=banner, daemon=True).start()
         line = one_line_failure(run_cli(f"http://127.0.0.1:{port}", "--once"))
-    assert line == f"gputop: http://127.0.0.1:{port} does not answer like a Prometheus server (BadStatusLine)"
+    assert line == f"gpusight: http://127.0.0.1:{port} does not answer like a Prometheus server (BadStatusLine)"
 
 
 def test_an_http_server_that_is_not_prometheus():
@@ -120,7 +120,7 @@ def test_an_http_server_that_is_not_prometheus():
         line = one_line_failure(run_cli(f"http://{server.address}", "--once"))
     finally:
         server.close()
-    assert line == f"gputop: http://{server.address} is not a Prometheus server (HTTP 404 for /api/v1/query_range)"
+    assert line == f"gpusight: http://{server.address} is not a Prometheus server (HTTP 404 for /api/v1/query_range)"
 
 
 def test_a_server_answering_html_everywhere():
@@ -130,7 +130,7 @@ def test_a_server_answering_html_everywhere():
         line = one_line_failure(run_cli(f"http://{server.address}/", "--once"))
     finally:
         server.close()
-    assert line == f"gputop: http://{server.address} does not answer like a Prometheus server " \
+    assert line == f"gpusight: http://{server.address} does not answer like a Prometheus server " \
                    "(no API JSON at /api/v1/query_range)"
 
 
@@ -187,9 +187,9 @@ def test_basic_auth_in_the_url(prometheus):
     finally:
         proxy.close()
     assert ok.returncode == 0, ok.stderr
-    assert f"gputop --cluster http://{proxy.address} at" in ok.stdout  # no password shown
+    assert f"gpusight --cluster http://{proxy.address} at" in ok.stdout  # no password shown
     assert "s3cr" not in ok.stdout and "s3cr" not in "".join(seen)
-    assert refused == f"gputop: Prometheus at http://{proxy.address} refused access (HTTP 401): " \
+    assert refused == f"gpusight: Prometheus at http://{proxy.address} refused access (HTTP 401): " \
                       "give user:password@ in the URL"
 
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from gputop.cluster.fleet_advice import (
+from gpusight.cluster.fleet_advice import (
     FleetThresholds,
     RankLoad,
     free_gpus,
@@ -11,8 +11,8 @@ from gputop.cluster.fleet_advice import (
     stragglers,
     window,
 )
-from gputop.cluster.frame import ClusterGpu, ClusterHistory, ClusterNode, ClusterProcess
-from gputop.collect.model import Severity
+from gpusight.cluster.frame import ClusterGpu, ClusterHistory, ClusterNode, ClusterProcess
+from gpusight.collect.model import Severity
 
 TH = FleetThresholds(window_seconds=10.0)
 """10 points of 1 s."""
@@ -86,7 +86,7 @@ def test_stragglers_judge_each_job_apart():
 
 
 def node(host: str, gpus: int, up: bool = True, note: str | None = None) -> ClusterNode:
-    return ClusterNode(host=host, instances=(host,), up=up, exporter="gputop",
+    return ClusterNode(host=host, instances=(host,), up=up, exporter="gpusight",
                        gpus=tuple(ClusterGpu(host=host, index=i) for i in range(gpus)), note=note)
 
 

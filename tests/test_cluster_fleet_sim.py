@@ -4,7 +4,7 @@ import sys
 import time
 from pathlib import Path
 
-from gputop.cluster.source import ClusterSource
+from gpusight.cluster.source import ClusterSource
 from support.prometheus import require_prometheus
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
@@ -25,7 +25,7 @@ def test_a_small_fleet_is_scraped_and_its_values_move():
                 seen.append(tuple(g.utilization_percent for n in frame.nodes for g in n.gpus))
             time.sleep(1)
         assert [n.host for n in frame.nodes] == [f"node-{i:03d}" for i in range(5)]
-        assert [n.exporter for n in frame.nodes] == ["gputop"] * 4 + ["dcgm"]
+        assert [n.exporter for n in frame.nodes] == ["gpusight"] * 4 + ["dcgm"]
         assert all(len(n.gpus) == 8 and n.up for n in frame.nodes)
         assert {j.cluster_job for j in frame.jobs if j.host in ("node-000", "node-003")} == {"slurm:9001"}
         assert len(set(seen)) >= 2, "the figures did not move between polls"

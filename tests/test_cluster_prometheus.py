@@ -1,7 +1,7 @@
 """The cluster view's data side against a real Prometheus scraping simulated exporters every second.
 
-(a) plain dcgm-exporter output (a stored sample): nodes and GPUs found, the gputop-only panels named;
-(b) nodes following gputop.metric_names with a job spanning two nodes where one rank is slow, and an idle GPU
+(a) plain dcgm-exporter output (a stored sample): nodes and GPUs found, the gpusight-only panels named;
+(b) nodes following gpusight.metric_names with a job spanning two nodes where one rank is slow, and an idle GPU
 holding memory: fleet advice; (c) a killed target shows as down within a few scrapes, keeping its last values.
 """
 
@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from gputop.cluster.frame import ClusterFrame
-from gputop.cluster.source import GPUTOP_PANELS, ClusterSource
+from gpusight.cluster.frame import ClusterFrame
+from gpusight.cluster.source import GPUSIGHT_PANELS, ClusterSource
 from support.exposition import ExpositionServer, SimGpu, SimJob, SimNode, SimProcess, render
 from support.prometheus import PrometheusServer, Target, require_prometheus
 
@@ -39,7 +39,7 @@ def poll_until(source: ClusterSource, done, timeout: float = 30.0, focus: str | 
 
 def run_cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return subprocess.run([sys.executable, "-m", "gputop", *args], capture_output=True, text=True, env=env,
+    return subprocess.run([sys.executable, "-m", "gpusight", *args], capture_output=True, text=True, env=env,
                           timeout=timeout, check=False)
 
 
@@ -79,8 +79,8 @@ def test_plain_dcgm_exporter_nodes_and_gpus(dcgm_fleet):
     assert gpu.sm_active_percent is None  # not among dcgm-exporter's default counters: N/A, never 0
     assert frame.nodes[1].cpu_percent is None
     assert frame.processes == () and frame.jobs == () and frame.node_advice == ()
-    assert [line.split(":")[0] for line in frame.missing_panels] == list(GPUTOP_PANELS)
-    assert all("gputop --serve" in line for line in frame.missing_panels)
+    assert [line.split(":")[0] for line in frame.missing_panels] == list(GPUSIGHT_PANELS)
+    assert all("gpusight --serve" in line for line in frame.missing_panels)
     assert frame.problems == ()
     charts = {h.metric for h in frame.history if h.series}
     assert {"DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_POWER_USAGE",
@@ -94,11 +94,11 @@ def test_plain_dcgm_exporter_once_table(dcgm_fleet):
     assert "3 nodes, 6 GPUs" in out
     assert "dgx-a100-01  up  dcgm-exporter" in out
     assert "97%" in out and "313W" in out and "61C" in out
-    assert "processes: needs gputop --serve on the nodes" in out
+    assert "processes: needs gpusight --serve on the nodes" in out
     assert result.stderr == ""
 
 
-# -- (b) gputop exporters: stragglers and idle GPUs ----------------------------------------------------------------
+# -- (b) gpusight exporters: stragglers and idle GPUs ----------------------------------------------------------------
 
 def training_nodes() -> list[SimNode]:
     """Two nodes of job slurm:4242 (rank 3 on gpu-b GPU 1 is slow); gpu-a GPU 3 idle holding memory."""
@@ -118,7 +118,7 @@ def training_nodes() -> list[SimNode]:
 
 
 @pytest.fixture(scope="module")
-def gputop_fleet():
+def gpusight_fleet():
     require_prometheus()
     nodes = training_nodes()
     dcgm = DCGM_SAMPLE.read_bytes()
@@ -135,8 +135,8 @@ def has_advice(*prefixes: str):
     return lambda frame: all(any(a.id.startswith(p) for a in frame.fleet_advice) for p in prefixes)
 
 
-def test_straggler_and_idle_gpu_advice(gputop_fleet):
-    source = ClusterSource(gputop_fleet.url, history_seconds=HISTORY)
+def test_straggler_and_idle_gpu_advice(gpusight_fleet):
+    source = ClusterSource(gpusight_fleet.url, history_seconds=HISTORY)
     def complete(frame):  # every node's window filled: the nodes' first scrapes came at different moments
         free = [a.evidence for a in frame.fleet_advice if a.id == "fleet_free_gpus"]
         return has_advice("fleet_straggler", "fleet_idle_holding")(frame) and bool(free) and "dgx" in free[0]
@@ -155,27 +155,27 @@ def test_straggler_and_idle_gpu_advice(gputop_fleet):
     assert not any(a.id.startswith("fleet_nodes_down") for a in frame.fleet_advice)
 
 
-def test_jobs_processes_and_exporter_detection(gputop_fleet):
-    frame = poll_until(ClusterSource(gputop_fleet.url, history_seconds=HISTORY), lambda f: len(f.processes) == 5)
-    assert {n.host: n.exporter for n in frame.nodes} == {"dgx-a100-01": "dcgm", "gpu-a": "gputop", "gpu-b": "gputop"}
+def test_jobs_processes_and_exporter_detection(gpusight_fleet):
+    frame = poll_until(ClusterSource(gpusight_fleet.url, history_seconds=HISTORY), lambda f: len(f.processes) == 5)
+    assert {n.host: n.exporter for n in frame.nodes} == {"dgx-a100-01": "dcgm", "gpu-a": "gpusight", "gpu-b": "gpusight"}
     assert [(j.host, j.job, j.cluster_job, j.world_size) for j in frame.jobs] == [
         ("gpu-a", 1, "slurm:4242", 4), ("gpu-a", 2, None, None), ("gpu-b", 1, "slurm:4242", 4)]
     slow = next(p for p in frame.processes if p.host == "gpu-b" and p.rank == "3")
     assert (slow.gpu, slow.name, slow.user, slow.sm_percent, slow.memory_bytes) == (1, "train.py", "alice", 30, 58 << 30)
-    assert frame.missing_panels == ("processes, jobs, advice, host CPU: none from 1 node without gputop --serve "
+    assert frame.missing_panels == ("processes, jobs, advice, host CPU: none from 1 node without gpusight --serve "
                                     "(dgx-a100-01)",)
 
 
-def test_cluster_once_and_json_cli(gputop_fleet):
-    args = ("--cluster", gputop_fleet.url, "--cluster-history", str(HISTORY))
-    poll_until(ClusterSource(gputop_fleet.url, history_seconds=HISTORY), has_advice("fleet_straggler"))
+def test_cluster_once_and_json_cli(gpusight_fleet):
+    args = ("--cluster", gpusight_fleet.url, "--cluster-history", str(HISTORY))
+    poll_until(ClusterSource(gpusight_fleet.url, history_seconds=HISTORY), has_advice("fleet_straggler"))
     table = run_cli(*args, "--once")
     assert table.returncode == 0, table.stderr
-    assert "gpu-b  up  gputop --serve" in table.stdout
+    assert "gpu-b  up  gpusight --serve" in table.stdout
     assert "train.py r3 slurm:4242 SM 30%" in table.stdout
     assert "Straggler in slurm:4242: rank 3 on gpu-b GPU 1" in table.stdout
     document = json.loads(run_cli(*args, "--json").stdout)
-    assert document["schema"] == "gputop-cluster/1"
+    assert document["schema"] == "gpusight-cluster/1"
     assert list(document) == ["schema", "timestamp", "url", "nodes", "jobs", "processes", "node_advice",
                               "fleet_advice", "history", "problems", "missing_panels", "query_seconds"]
     assert [n["host"] for n in document["nodes"]] == ["dgx-a100-01", "gpu-a", "gpu-b"]
@@ -205,13 +205,13 @@ def test_killed_node_shows_down_and_keeps_its_last_values():
         assert [(g.index, g.utilization_percent) for g in victim.gpus] == [(0, 77), (1, 66)]
         assert victim.last_seen is not None and victim.last_seen <= killed + 1
         assert "fleet_nodes_down" in [a.id for a in frame.fleet_advice]
-        # A fresh source (a new gputop --cluster) never saw it alive and still shows it, from the charts.
+        # A fresh source (a new gpusight --cluster) never saw it alive and still shows it, from the charts.
         fresh = ClusterSource(prometheus.url, history_seconds=HISTORY).poll()
         assert [(n.host, n.up) for n in fresh.nodes] == [("keeper", True), ("victim", False)]
         assert [(g.index, g.utilization_percent) for g in fresh.nodes[1].gpus] == [(0, 77), (1, 66)]
         down = run_cli("--cluster", prometheus.url, "--once", "--cluster-history", str(HISTORY))
         assert down.returncode == 0
-        assert "victim  DOWN  gputop --serve  (down since" in down.stdout
+        assert "victim  DOWN  gpusight --serve  (down since" in down.stdout
         assert "1 node not reporting" in down.stdout
     alive.close()
 
@@ -236,15 +236,15 @@ def test_hostile_names_from_exporters_are_escaped_in_the_table():
                    processes=[SimProcess(1, "0", 0, "\x1b[31mred\x9b1m", user="u\x07ser", sm=50)])
     weird = (b'DCGM_FI_DEV_GPU_UTIL{gpu="\xc2\xb2",Hostname="weird"} 5\n'
              b'DCGM_FI_DEV_GPU_UTIL{gpu="0",Hostname="weird"} NaN\n'
-             b'gputop_job_info{Hostname="weird",gputop_job="\xc2\xb2",kind="bogus"} 1\n'
-             b'gputop_advice{Hostname="weird",advice="x",severity="apocalyptic"} 1\n')
+             b'gpusight_job_info{Hostname="weird",gpusight_job="\xc2\xb2",kind="bogus"} 1\n'
+             b'gpusight_advice{Hostname="weird",advice="x",severity="apocalyptic"} 1\n')
     server = ExpositionServer({"/metrics": lambda: render(evil), "/weird": lambda: weird})
     with PrometheusServer([Target(server.address), Target(server.address, "/weird", "weird")]) as prometheus:
         poll_until(ClusterSource(prometheus.url, history_seconds=HISTORY), lambda f: len(f.processes) == 1)
         result = run_cli("--cluster", prometheus.url, "--once", "--cluster-history", str(HISTORY))
     server.close()
     assert result.returncode == 0, result.stderr
-    assert "evil?node  up  gputop --serve" in result.stdout
+    assert "evil?node  up  gpusight --serve" in result.stdout
     assert "weird  up  dcgm-exporter\n" in result.stdout and "    0    N/A" in result.stdout  # NaN is unknown
     assert "INFO     weird: x" in result.stdout  # an unknown severity reads as info
     assert "red" in result.stdout and "slurm:1" in result.stdout
@@ -253,7 +253,7 @@ def test_hostile_names_from_exporters_are_escaped_in_the_table():
 
 def test_incremental_range_queries_match_a_full_fetch_and_cost_less():
     require_prometheus()
-    moving = SimNode("mover", [SimGpu(i) for i in range(4)], gputop=False)
+    moving = SimNode("mover", [SimGpu(i) for i in range(4)], gpusight=False)
 
     def body() -> bytes:
         for gpu in moving.gpus:

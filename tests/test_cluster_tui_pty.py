@@ -1,6 +1,6 @@
-"""``python -m gputop --cluster URL`` in a real pty against a real Prometheus scraping three simulated nodes.
+"""``python -m gpusight --cluster URL`` in a real pty against a real Prometheus scraping three simulated nodes.
 
-Two nodes follow gputop.metric_names (a job spanning both with a slow rank, an idle GPU holding memory), the
+Two nodes follow gpusight.metric_names (a job spanning both with a slow rank, an idle GPU holding memory), the
 third serves a stored sample of plain dcgm-exporter output. The view must show all three with charts and
 advice at 160x45 and 80x24, open a host with Enter, and show a node that stops answering as down within a
 few scrapes. Skipped with a reason where Prometheus is not installed.
@@ -18,7 +18,7 @@ from test_cluster_prometheus import DCGM_SAMPLE, training_nodes
 
 from support.exposition import ExpositionServer, render
 from support.prometheus import PrometheusServer, Target, require_prometheus
-from support.terminal import PtyTerminal, gputop_argv
+from support.terminal import PtyTerminal, gpusight_argv
 
 HISTORY = "20"
 """Seconds of history asked for (1 s steps, a 10 s advice window)."""
@@ -59,9 +59,9 @@ def fleet() -> Iterator[tuple[Fleet, PrometheusServer]]:
 @pytest.mark.parametrize("size", [(160, 45), (80, 24)])
 def test_cluster_view_in_a_pty_shows_three_nodes_charts_advice_and_a_killed_node(fleet, size) -> None:
     nodes, prometheus = fleet
-    argv = gputop_argv("--cluster", prometheus.url, "--interval", "1", "--cluster-history", HISTORY)
+    argv = gpusight_argv("--cluster", prometheus.url, "--interval", "1", "--cluster-history", HISTORY)
     # Words are read out of the byte stream, not from a terminal emulator: whole changed lines keep them whole.
-    env = dict(os.environ, GPUTOP_PARTIAL_OUTPUT="0")
+    env = dict(os.environ, GPUSIGHT_PARTIAL_OUTPUT="0")
     with PtyTerminal(argv, size, env=env) as term:
         screen = lambda: visible(bytes(term.output))  # noqa: E731 - read again on every check
         term.wait_for(lambda: all(host in screen() for host in ("gpu-a", "gpu-b", "dgx-a100-01")), "three nodes", 60)
@@ -69,7 +69,7 @@ def test_cluster_view_in_a_pty_shows_three_nodes_charts_advice_and_a_killed_node
         # Fleet advice: beside the table when wide, its one-line summary when narrow.
         marker = "Straggler" if size[0] >= 120 else "WARN"
         term.wait_for(lambda: marker in screen(), "the straggler advice", 60)
-        term.wait_for(lambda: "without gputop --serve" in screen(), "the panels that need gputop --serve", 30)
+        term.wait_for(lambda: "without gpusight --serve" in screen(), "the panels that need gpusight --serve", 30)
         mark = len(term.output)
         for key in b"/gpu-a\r":  # typed, not pasted: the filter must get every key (p is also the pause key)
             term.send(bytes([key]))

@@ -1,4 +1,4 @@
-"""The cluster view (``gputop --cluster``) driven by a Pilot over real ClusterFrames built in code.
+"""The cluster view (``gpusight --cluster``) driven by a Pilot over real ClusterFrames built in code.
 
 The app takes its data from a ``poll`` callable (``ClusterSource.poll`` in use); here it is a
 :class:`Player` that hands out scripted frames, sleeping where a test needs a slow server.
@@ -20,13 +20,13 @@ from test_ui_app import screen_text, wait_for
 from textual.pilot import Pilot
 from textual.widgets import Static
 
-from gputop.cluster.frame import ClusterFrame, ClusterNode
-from gputop.cluster.poller import ClusterPoller, PolledFrame
-from gputop.ui.cluster_actions import CLUSTER_ACTIONS, cluster_help_rows
-from gputop.ui.cluster_app import ClusterApp
-from gputop.ui.cluster_host import ClusterHostScreen
-from gputop.ui.cluster_table import HOST_ROW, ClusterTable
-from gputop.ui.help_screen import HelpScreen
+from gpusight.cluster.frame import ClusterFrame, ClusterNode
+from gpusight.cluster.poller import ClusterPoller, PolledFrame
+from gpusight.ui.cluster_actions import CLUSTER_ACTIONS, cluster_help_rows
+from gpusight.ui.cluster_app import ClusterApp
+from gpusight.ui.cluster_host import ClusterHostScreen
+from gpusight.ui.cluster_table import HOST_ROW, ClusterTable
+from gpusight.ui.help_screen import HelpScreen
 from support.cluster_frames import URL, fleet, host_name, small_cluster, unreachable
 from support.timezone import utc  # noqa: F401  (autouse: every test here runs in UTC)
 
@@ -305,14 +305,14 @@ def test_enter_drills_into_a_host_and_esc_comes_back(size: tuple[int, int]) -> N
     run(ClusterApp(player, URL, interval=3600), size, body)
 
 
-def test_dcgm_only_host_says_which_panels_need_the_gputop_exporter() -> None:
+def test_dcgm_only_host_says_which_panels_need_the_gpusight_exporter() -> None:
     async def body(app: ClusterApp, pilot: Pilot) -> None:
         cursor_to(app, (host_name(4), HOST_ROW))
         await pilot.press("enter")
         await wait_for(pilot, lambda: isinstance(app.screen, ClusterHostScreen) and app.screen.shown_frame is not None)
         await pilot.pause()
         text = screen_text(app)
-        assert "Processes, jobs and advice need gputop --serve on this node" in text
+        assert "Processes, jobs and advice need gpusight --serve on this node" in text
         assert "dcgm-exporter only" in text
         assert "Jobs" not in text
 

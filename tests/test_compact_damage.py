@@ -5,11 +5,11 @@ import struct
 
 import pytest
 
-from gputop.collect.model import DeviceSample, ProcessSample, Snapshot, SourceKind
-from gputop.recordings.compact import CompactRecording, CompactWriter, read_compact
-from gputop.recordings.compact.framing import CHUNK_MAGIC, FORMAT_VERSION
-from gputop.recordings.formats import COMPACT_MAGIC, RecordingError, RecordingProblem
-from gputop.recordings.opening import open_recorder, open_seekable, read_recording
+from gpusight.collect.model import DeviceSample, ProcessSample, Snapshot, SourceKind
+from gpusight.recordings.compact import CompactRecording, CompactWriter, read_compact
+from gpusight.recordings.compact.framing import CHUNK_MAGIC, FORMAT_VERSION
+from gpusight.recordings.formats import COMPACT_MAGIC, RecordingError, RecordingProblem
+from gpusight.recordings.opening import open_recorder, open_seekable, read_recording
 
 START = 1_750_000_000.0
 
@@ -24,7 +24,7 @@ def snapshots(count, start=START):
 
 def write(path, items, block=None, monkeypatch=None):
     if block is not None:
-        monkeypatch.setattr("gputop.recordings.compact.writer.BLOCK_SNAPSHOTS", block)
+        monkeypatch.setattr("gpusight.recordings.compact.writer.BLOCK_SNAPSHOTS", block)
     writer = CompactWriter(path)
     for snapshot in items:
         writer.write(snapshot)
@@ -115,7 +115,7 @@ def test_a_checksummed_header_with_a_gigantic_length_allocates_nothing(small, tm
     import tracemalloc
     import zlib
 
-    from gputop.recordings.compact.framing import CHUNK_HEADER
+    from gpusight.recordings.compact.framing import CHUNK_HEADER
 
     path, data = small
     whole = bytearray(path.read_bytes())
@@ -153,7 +153,7 @@ def test_a_newer_format_version_is_refused_with_one_line(small, tmp_path):
     assert "newer" in problems[0].message and "\n" not in problems[0].message
     with pytest.raises(RecordingError, match="format version 2 is newer"):
         open_seekable(newer)
-    with pytest.raises(RecordingError, match="newer gputop"):
+    with pytest.raises(RecordingError, match="newer gpusight"):
         CompactWriter(newer)
     assert newer.read_bytes() == whole
 
@@ -220,7 +220,7 @@ def test_reading_garbage_never_raises(tmp_path):
 
 
 def test_a_segment_naming_another_codec_is_reported(tmp_path, monkeypatch):
-    monkeypatch.setattr("gputop.recordings.compact.writer.CODEC", "zlib")
+    monkeypatch.setattr("gpusight.recordings.compact.writer.CODEC", "zlib")
     path = tmp_path / "zlib.gtr"
     write(path, snapshots(5))
     got, problems = split(read_recording(path))

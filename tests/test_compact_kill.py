@@ -1,4 +1,4 @@
-"""A real headless ``gputop --record`` in the compact format, killed or stopped: what is on disk replays.
+"""A real headless ``gpusight --record`` in the compact format, killed or stopped: what is on disk replays.
 
 SIGKILL loses at most about the last second (the writer flushes a chunk every 0.75 s); SIGTERM,
 SIGINT and SIGHUP close the file cleanly, so the reader reports no interruption.
@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from gputop.collect.model import Snapshot
-from gputop.recordings.compact import CompactRecording
-from gputop.recordings.formats import COMPACT_MAGIC, RecordingProblem
-from gputop.recordings.opening import read_recording
+from gpusight.collect.model import Snapshot
+from gpusight.recordings.compact import CompactRecording
+from gpusight.recordings.formats import COMPACT_MAGIC, RecordingProblem
+from gpusight.recordings.opening import read_recording
 
 INTERVAL = 0.5
 DEADLINE = 30.0
@@ -26,8 +26,8 @@ LOSS_BOUND = 2.0 + INTERVAL
 
 
 def start(path: Path, scenario: str) -> subprocess.Popen[bytes]:
-    """``gputop --demo SCENARIO --record PATH`` with no terminal (stdin and stdout are not ttys)."""
-    return subprocess.Popen([sys.executable, "-m", "gputop", "--demo", scenario, "--record", str(path),
+    """``gpusight --demo SCENARIO --record PATH`` with no terminal (stdin and stdout are not ttys)."""
+    return subprocess.Popen([sys.executable, "-m", "gpusight", "--demo", scenario, "--record", str(path),
                              "--interval", str(INTERVAL)],
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
@@ -40,7 +40,7 @@ def read(path: Path) -> tuple[list[Snapshot], list[RecordingProblem]]:
 def wait_for(path: Path, count: int, proc: subprocess.Popen[bytes]) -> None:
     deadline = time.monotonic() + DEADLINE
     while not (path.exists() and len(read(path)[0]) >= count):
-        assert proc.poll() is None, f"gputop exited early: {proc.stderr.read().decode() if proc.stderr else ''}"
+        assert proc.poll() is None, f"gpusight exited early: {proc.stderr.read().decode() if proc.stderr else ''}"
         assert time.monotonic() < deadline, "timed out waiting for recorded snapshots"
         time.sleep(0.1)
 

@@ -4,13 +4,13 @@ import dataclasses
 
 import pytest
 
-from gputop.collect.model import Advice, DeviceSample, HostSample, ProcessSample, Severity, Snapshot, SourceKind
-from gputop.collect.serialize import snapshot_to_dict
-from gputop.demo.source import DemoSource
-from gputop.recordings.compact import CompactRecording, CompactWriter, read_compact
-from gputop.recordings.compact.layout import model_layout
-from gputop.recordings.formats import RecordingProblem
-from gputop.recordings.opening import open_recorder, open_seekable, read_recording
+from gpusight.collect.model import Advice, DeviceSample, HostSample, ProcessSample, Severity, Snapshot, SourceKind
+from gpusight.collect.serialize import snapshot_to_dict
+from gpusight.demo.source import DemoSource
+from gpusight.recordings.compact import CompactRecording, CompactWriter, read_compact
+from gpusight.recordings.compact.layout import model_layout
+from gpusight.recordings.formats import RecordingProblem
+from gpusight.recordings.opening import open_recorder, open_seekable, read_recording
 from tests.support.compact import every_field_snapshots
 
 START = 1_750_000_000.0
@@ -132,7 +132,7 @@ def advice_at(i):
 
 
 def test_seeking_and_advice_events(tmp_path, monkeypatch):
-    monkeypatch.setattr("gputop.recordings.compact.writer.BLOCK_SNAPSHOTS", 16)  # many blocks in a small file
+    monkeypatch.setattr("gpusight.recordings.compact.writer.BLOCK_SNAPSHOTS", 16)  # many blocks in a small file
     snapshots = [Snapshot(START + i, SourceKind.DEMO, devices=(DeviceSample(0, power_watts=100.0 + i),),
                           advice=advice_at(i)) for i in range(100)]
     path = tmp_path / "seek.gtr"
@@ -172,7 +172,7 @@ def test_names_without_jsonl_get_the_compact_format(tmp_path, name):
 def test_readers_in_several_threads_share_one_recording(tmp_path, monkeypatch):
     import threading
 
-    monkeypatch.setattr("gputop.recordings.compact.writer.BLOCK_SNAPSHOTS", 10)
+    monkeypatch.setattr("gpusight.recordings.compact.writer.BLOCK_SNAPSHOTS", 10)
     snapshots = every_field_snapshots(60)
     path = tmp_path / "shared.gtr"
     write(path, snapshots)

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import time
 
-from gputop.collect.model import Snapshot
-from gputop.recordings.opening import read_recording
-from support.terminal import PtyGputop
+from gpusight.collect.model import Snapshot
+from gpusight.recordings.opening import read_recording
+from support.terminal import PtyGpusight
 
 
 def test_quitting_the_ui_closes_a_compact_recording(tmp_path):
     path = tmp_path / "ui.gtop"
-    app = PtyGputop((100, 30), controlling=True, args=("--demo", "healthy", "--record", str(path), "--interval", "0.25"))
+    app = PtyGpusight((100, 30), controlling=True, args=("--demo", "healthy", "--record", str(path), "--interval", "0.25"))
     with app:
         app.wait_up()
         deadline = time.monotonic() + 20

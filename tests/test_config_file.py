@@ -12,16 +12,16 @@ from pathlib import Path
 
 import pytest
 
-from gputop.config_file import MAX_CONFIG_BYTES, read_config
+from gpusight.config_file import MAX_CONFIG_BYTES, read_config
 
 REPO = Path(__file__).resolve().parents[1]
 PYTHON_310_CANDIDATES = ("/root/.pyenv/versions/3.10.13/bin/python3.10", "python3.10")
 """Where a Python 3.10 interpreter may be found (pyenv on the development machine, else PATH)."""
 
 
-def gputop(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def gpusight(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """Run the real CLI; the timeout catches a read that never ends (the old /dev/zero behaviour)."""
-    return subprocess.run([sys.executable, "-m", "gputop", *args], capture_output=True, text=True, timeout=60, env=env)
+    return subprocess.run([sys.executable, "-m", "gpusight", *args], capture_output=True, text=True, timeout=60, env=env)
 
 
 def config_errors(out: subprocess.CompletedProcess[str]) -> list[str]:
@@ -47,7 +47,7 @@ def fifo(tmp_path: Path) -> Path:
 )
 def test_only_a_regular_file_is_read_as_config(tmp_path, fifo, make, kind):
     path = make(tmp_path, fifo)
-    out = gputop("--demo", "healthy", "--json", "--config", str(path))
+    out = gpusight("--demo", "healthy", "--json", "--config", str(path))
     [message] = config_errors(out)
     assert message == f"{path}: {kind}, not a regular file; only a regular file is read as config; config file ignored"
 
@@ -56,7 +56,7 @@ def test_a_config_file_over_the_cap_is_not_read(tmp_path):
     path = tmp_path / "big.toml"
     path.write_text("[advice]\nlow_util_percent = 40\n" + "# padding\n" * (MAX_CONFIG_BYTES // 10))
     assert path.stat().st_size > MAX_CONFIG_BYTES
-    [message] = config_errors(gputop("--demo", "healthy", "--json", "--config", str(path)))
+    [message] = config_errors(gpusight("--demo", "healthy", "--json", "--config", str(path)))
     assert message == f"{path}: larger than 1 MiB, the most a config file may be; config file ignored"
 
 
@@ -81,19 +81,19 @@ def test_one_file_of_exactly_the_cap_is_read(tmp_path):
 def test_advice_and_filters_sections_reach_the_cli(tmp_path):
     path = tmp_path / "config.toml"
     path.write_text('[advice]\nlow_util_percent = 40\n\n[filters]\ngpus = "5,2"\nuser = "alice"\n')
-    out = gputop("--demo", "mixed", "--json", "--config", str(path))
+    out = gpusight("--demo", "mixed", "--json", "--config", str(path))
     assert config_errors(out) == []
     data = json.loads(out.stdout)
     assert [d["index"] for d in data["devices"]] == [5, 2]
     # alice (not a user of this host: demo data may name anyone) runs on GPU 2; carol's job on GPU 5 is hidden
     assert {(p["user"], p["device_index"]) for p in data["processes"]} == {("alice", 2)}
-    once = gputop("--demo", "mixed", "--once", "--config", str(path))
+    once = gpusight("--demo", "mixed", "--once", "--config", str(path))
     assert once.stdout.splitlines()[1] == "filters: GPUs 5,2, user alice"
-    flags = gputop("--demo", "mixed", "--json", "--config", str(path), "--gpus", "4,5", "--user", "bob")
+    flags = gpusight("--demo", "mixed", "--json", "--config", str(path), "--gpus", "4,5", "--user", "bob")
     data = json.loads(flags.stdout)
     assert [d["index"] for d in data["devices"]] == [4, 5]
     assert {(p["user"], p["device_index"]) for p in data["processes"]} == {("bob", 4)}
-    ignored = json.loads(gputop("--demo", "mixed", "--json", "--config", str(path), "--no-filters").stdout)
+    ignored = json.loads(gpusight("--demo", "mixed", "--json", "--config", str(path), "--no-filters").stdout)
     assert len(ignored["devices"]) == 8 and len({p["user"] for p in ignored["processes"]}) > 1
 
 
@@ -108,9 +108,9 @@ def _python_310() -> str:
 LOAD_ON_310 = r"""
 import json, os, sys
 from pathlib import Path
-from gputop.advice.config import thresholds_from_config
-from gputop.collect.filters import filters_from_config
-from gputop.config_file import read_config
+from gpusight.advice.config import thresholds_from_config
+from gpusight.collect.filters import filters_from_config
+from gpusight.config_file import read_config
 assert sys.version_info[:2] == (3, 10), sys.version
 path = Path(sys.argv[1])
 document, warnings = read_config(path)
@@ -143,6 +143,6 @@ def test_the_config_path_works_on_python_310(tmp_path):
     assert result == {"warnings": [], "low_util_percent": 35.0, "cuda_visible": "1,0",
                       "described": "CUDA_VISIBLE_DEVICES=1,0", "tomllib": False, "tomli": True}
     # Every module must at least compile on 3.10 (no 3.11-only syntax such as except* anywhere in the package).
-    compiled = subprocess.run([str(python), "-m", "compileall", "-q", "-x", "__pycache__", str(REPO / "gputop")],
+    compiled = subprocess.run([str(python), "-m", "compileall", "-q", "-x", "__pycache__", str(REPO / "gpusight")],
                               capture_output=True, text=True, env=env, timeout=120)
     assert compiled.returncode == 0, compiled.stdout + compiled.stderr

@@ -8,13 +8,13 @@ import dataclasses
 import pytest
 from test_process_table import TableApp, gpu, job, lines, pids, rows, synchronously, worker
 
-from gputop.collect.history import History
-from gputop.collect.model import ContainerRuntime, ContainerSample, Snapshot, SourceKind, WorkloadKind
-from gputop.job_text import container_facts, container_labels
-from gputop.oneshot import render_once
-from gputop.snapshot_export.markdown import render_markdown
-from gputop.ui.app import process_summary
-from gputop.ui.process_table import ProcessTable
+from gpusight.collect.history import History
+from gpusight.collect.model import ContainerRuntime, ContainerSample, Snapshot, SourceKind, WorkloadKind
+from gpusight.job_text import container_facts, container_labels
+from gpusight.oneshot import render_once
+from gpusight.snapshot_export.markdown import render_markdown
+from gpusight.ui.app import process_summary
+from gpusight.ui.process_table import ProcessTable
 
 GIB = 2**30
 DOCKER_ID = "3f2a9c1b4d5e" + "a" * 52

@@ -1,4 +1,4 @@
-"""``gputop --convert IN OUT``: real ``gputop`` processes converting real recordings."""
+"""``gpusight --convert IN OUT``: real ``gpusight`` processes converting real recordings."""
 
 import gzip
 import json
@@ -9,18 +9,18 @@ from pathlib import Path
 
 import pytest
 
-from gputop.collect.model import Snapshot
-from gputop.collect.serialize import snapshot_to_dict
-from gputop.demo.source import DemoSource
-from gputop.recordings.formats import COMPACT_MAGIC, GZIP_MAGIC, RecordingProblem
-from gputop.recordings.opening import open_recorder, read_recording
+from gpusight.collect.model import Snapshot
+from gpusight.collect.serialize import snapshot_to_dict
+from gpusight.demo.source import DemoSource
+from gpusight.recordings.formats import COMPACT_MAGIC, GZIP_MAGIC, RecordingProblem
+from gpusight.recordings.opening import open_recorder, read_recording
 
-GPUTOP = [sys.executable, "-m", "gputop"]
+GPUSIGHT = [sys.executable, "-m", "gpusight"]
 
 
-def gputop(*args: str, **kwargs) -> subprocess.CompletedProcess:
+def gpusight(*args: str, **kwargs) -> subprocess.CompletedProcess:
     """Run the CLI with ``args``; output as text."""
-    return subprocess.run([*GPUTOP, *args], capture_output=True, text=True, timeout=120, **kwargs)
+    return subprocess.run([*GPUSIGHT, *args], capture_output=True, text=True, timeout=120, **kwargs)
 
 
 def demo_snapshots(count: int, scenario: str = "mixed") -> list[Snapshot]:
@@ -64,16 +64,16 @@ FORMAT_OF = {"a.jsonl": "jsonl", "a.jsonl.gz": "jsonl.gz", "a.gtr": "compact"}
                                                ("a.gtr", "b.jsonl.gz")])
 def test_a_round_trip_keeps_every_snapshot(tmp_path, snapshots, first, second):
     source = record(tmp_path / "in.jsonl", snapshots)
-    there = gputop("--convert", str(source), str(tmp_path / first))
+    there = gpusight("--convert", str(source), str(tmp_path / first))
     assert there.returncode == 0, there.stderr
-    back = gputop("--convert", str(tmp_path / first), str(tmp_path / second))
+    back = gpusight("--convert", str(tmp_path / first), str(tmp_path / second))
     assert back.returncode == 0, back.stderr
     assert read_back(tmp_path / second) == ([snapshot_to_dict(s) for s in snapshots], [])
     magic = {"jsonl": b"{", "jsonl.gz": GZIP_MAGIC, "compact": COMPACT_MAGIC}[FORMAT_OF[first]]
     assert (tmp_path / first).read_bytes().startswith(magic)
     summary = back.stderr.strip().splitlines()
     assert len(summary) == 1
-    assert summary[0].startswith(f"gputop: converted 40 snapshots from {tmp_path / first} (")
+    assert summary[0].startswith(f"gpusight: converted 40 snapshots from {tmp_path / first} (")
     assert re.search(r" [0-9.]+ [kM]B\); 0 damaged parts skipped$", summary[0])
     assert f"from {tmp_path / first} ({FORMAT_OF[first]}, " in summary[0]
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted({"in.jsonl", first, second})  # no temporary left
@@ -84,12 +84,12 @@ def test_damaged_parts_are_skipped_and_reported(tmp_path, snapshots):
     damaged = lines[:2] + ["{not json"] + lines[2:5] + ['{"schema": 3}'] * 7 + lines[5:]
     source = tmp_path / "damaged.jsonl"
     source.write_text("\n".join(damaged) + "\n" + lines[0][:50])  # and a cut-off last line
-    out = gputop("--convert", str(source), str(tmp_path / "clean.jsonl"))
+    out = gpusight("--convert", str(source), str(tmp_path / "clean.jsonl"))
     assert out.returncode == 0, out.stderr
     err = out.stderr.strip().splitlines()
-    assert err[0] == f"gputop: {source}: line 3: not valid JSON (truncated or corrupt) (skipped)"
-    assert all(line.startswith(f"gputop: {source}: line ") for line in err[1:5])
-    assert err[5] == f"gputop: {source}: ... and 4 more damaged parts"
+    assert err[0] == f"gpusight: {source}: line 3: not valid JSON (truncated or corrupt) (skipped)"
+    assert all(line.startswith(f"gpusight: {source}: line ") for line in err[1:5])
+    assert err[5] == f"gpusight: {source}: ... and 4 more damaged parts"
     assert "converted 10 snapshots" in err[6] and "9 damaged parts skipped" in err[6]
     assert read_back(tmp_path / "clean.jsonl") == ([snapshot_to_dict(s) for s in snapshots[:10]], [])
 
@@ -101,10 +101,10 @@ def test_a_damaged_compact_block_is_skipped_and_later_blocks_still_convert(tmp_p
     middle = len(data) // 2
     data[middle:middle + 64] = bytes(64)  # a damaged stretch in the middle of the file
     source.write_bytes(bytes(data))
-    out = gputop("--convert", str(source), str(tmp_path / "out.jsonl"))
+    out = gpusight("--convert", str(source), str(tmp_path / "out.jsonl"))
     assert out.returncode == 0, out.stderr
     err = out.stderr.strip().splitlines()
-    assert err[0].startswith(f"gputop: {source}: block ") and err[0].endswith(" (skipped)")
+    assert err[0].startswith(f"gpusight: {source}: block ") and err[0].endswith(" (skipped)")
     kept, problems = read_back(tmp_path / "out.jsonl")
     assert problems == []
     originals = [snapshot_to_dict(s) for s in snapshots]
@@ -118,11 +118,11 @@ def test_an_existing_out_is_replaced_only_with_force(tmp_path, snapshots):
     source = record(tmp_path / "in.jsonl", snapshots[:3])
     target = tmp_path / "out.jsonl"
     target.write_text("keep me\n")
-    refused = gputop("--convert", str(source), str(target))
+    refused = gpusight("--convert", str(source), str(target))
     assert refused.returncode == 1
-    assert refused.stderr == f"gputop: {target} exists; add --force to replace it\n"
+    assert refused.stderr == f"gpusight: {target} exists; add --force to replace it\n"
     assert target.read_text() == "keep me\n"
-    forced = gputop("--convert", str(source), str(target), "--force")
+    forced = gpusight("--convert", str(source), str(target), "--force")
     assert forced.returncode == 0, forced.stderr
     assert read_back(target) == ([snapshot_to_dict(s) for s in snapshots[:3]], [])
 
@@ -132,15 +132,15 @@ def test_the_input_is_never_overwritten(tmp_path, snapshots):
     before = source.read_bytes()
     (tmp_path / "link.jsonl").symlink_to(source)
     for target in (source, tmp_path / "link.jsonl"):
-        out = gputop("--convert", str(source), str(target), "--force")
+        out = gpusight("--convert", str(source), str(target), "--force")
         assert out.returncode == 1
-        assert out.stderr == f"gputop: {target} is the recording being converted; choose another OUT\n"
+        assert out.stderr == f"gpusight: {target} is the recording being converted; choose another OUT\n"
     assert source.read_bytes() == before
 
 
 def test_out_dash_writes_json_lines_to_stdout(tmp_path, snapshots):
     source = record(tmp_path / "in.jsonl.gz", snapshots[:5])
-    out = gputop("--convert", str(source), "-")
+    out = gpusight("--convert", str(source), "-")
     assert out.returncode == 0, out.stderr
     assert [json.loads(line) for line in out.stdout.splitlines()] == [snapshot_to_dict(s) for s in snapshots[:5]]
     assert "to stdout (jsonl, " in out.stderr
@@ -148,7 +148,7 @@ def test_out_dash_writes_json_lines_to_stdout(tmp_path, snapshots):
 
 def test_a_reader_that_goes_away_ends_the_conversion_quietly(tmp_path, snapshots):
     source = record(tmp_path / "in.jsonl", snapshots)  # about 2 MB of JSON: far more than a pipe holds
-    proc = subprocess.Popen([*GPUTOP, "--convert", str(source), "-"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen([*GPUSIGHT, "--convert", str(source), "-"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     first = proc.stdout.readline()
     proc.stdout.close()
     err = proc.stderr.read().decode()
@@ -168,9 +168,9 @@ def test_bad_input_is_one_line_and_status_1(tmp_path, content, message):
     path = tmp_path / "in.jsonl"
     if content is not None:
         path.write_bytes(content)
-    out = gputop("--convert", str(path), str(tmp_path / "out.jsonl"))
+    out = gpusight("--convert", str(path), str(tmp_path / "out.jsonl"))
     assert out.returncode == 1
-    assert out.stderr == f"gputop: {message.format(path=path)}\n"
+    assert out.stderr == f"gpusight: {message.format(path=path)}\n"
     assert not (tmp_path / "out.jsonl").exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ([] if content is None else ["in.jsonl"])
 
@@ -181,16 +181,16 @@ def test_out_must_be_a_regular_file_even_with_force(tmp_path, snapshots, target)
     if target == "directory":
         target = str(tmp_path / "sub")
         Path(target).mkdir()
-    out = gputop("--convert", str(source), target, "--force")
+    out = gpusight("--convert", str(source), target, "--force")
     assert out.returncode == 1
-    assert out.stderr == f"gputop: {target} is not a regular file (write to stdout with -)\n"
+    assert out.stderr == f"gpusight: {target} is not a regular file (write to stdout with -)\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["in.jsonl"] + (["sub"] if "sub" in target else []))
 
 
 def test_a_directory_as_input_is_refused(tmp_path):
-    out = gputop("--convert", str(tmp_path), str(tmp_path / "out.jsonl"))
+    out = gpusight("--convert", str(tmp_path), str(tmp_path / "out.jsonl"))
     assert out.returncode == 1
-    assert out.stderr.startswith("gputop: cannot read recording ") and "directory" in out.stderr
+    assert out.stderr.startswith("gpusight: cannot read recording ") and "directory" in out.stderr
 
 
 @pytest.mark.parametrize(("args", "message"), [
@@ -207,6 +207,6 @@ def test_a_directory_as_input_is_refused(tmp_path):
     (["--record", "-", "--duration", "3"], "--record - streams JSON lines to stdout; it cannot be combined with --duration"),
 ])
 def test_usage_errors_exit_2(args, message):
-    out = gputop(*args)
+    out = gpusight(*args)
     assert out.returncode == 2
-    assert out.stderr.strip().splitlines()[-1] == f"gputop: error: {message}"
+    assert out.stderr.strip().splitlines()[-1] == f"gpusight: error: {message}"

@@ -1,4 +1,4 @@
-"""``gputop --convert FILE --to tensorboard DIR``, read back by TensorBoard's own loader and served by TensorBoard."""
+"""``gpusight --convert FILE --to tensorboard DIR``, read back by TensorBoard's own loader and served by TensorBoard."""
 
 import json
 import os
@@ -16,12 +16,12 @@ import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import masked_crc32c as tensorboard_masked_crc32c
 
-from gputop.collect.model import DeviceSample, HostSample, ProcessSample, Snapshot, SourceKind
-from gputop.convert.tfevents import crc32c, masked_crc32c
-from gputop.recordings.opening import open_recorder
-from gputop.tracker_scalars import GIB
+from gpusight.collect.model import DeviceSample, HostSample, ProcessSample, Snapshot, SourceKind
+from gpusight.convert.tfevents import crc32c, masked_crc32c
+from gpusight.recordings.opening import open_recorder
+from gpusight.tracker_scalars import GIB
 
-GPUTOP = [sys.executable, "-m", "gputop"]
+GPUSIGHT = [sys.executable, "-m", "gpusight"]
 START = 1_800_000_000.0
 """Timestamp of the first snapshot."""
 
@@ -57,8 +57,8 @@ def recording(tmp_path, request) -> Path:
 
 
 def convert(recording: Path, directory: Path, *extra: str) -> subprocess.CompletedProcess:
-    """Run ``gputop --convert RECORDING --to tensorboard DIRECTORY``."""
-    return subprocess.run([*GPUTOP, "--convert", str(recording), "--to", "tensorboard", str(directory), *extra],
+    """Run ``gpusight --convert RECORDING --to tensorboard DIRECTORY``."""
+    return subprocess.run([*GPUSIGHT, "--convert", str(recording), "--to", "tensorboard", str(directory), *extra],
                           capture_output=True, text=True, timeout=120)
 
 
@@ -80,8 +80,8 @@ def test_crc32c_matches_the_standard_check_value_and_tensorboards_own():
 def test_tensorboard_reads_every_scalar_with_time_and_step(tmp_path, recording):
     out = convert(recording, tmp_path / "tb")
     assert out.returncode == 0, out.stderr
-    assert re.fullmatch(rf"gputop: converted 3 snapshots from {re.escape(str(recording))} \((jsonl\.gz|compact), [0-9.]+ k?B\) to "
-                        rf"{re.escape(str(tmp_path / 'tb'))}/events\.out\.tfevents\.\d+\..+\.gputop \(tensorboard, [0-9.]+ k?B\); "
+    assert re.fullmatch(rf"gpusight: converted 3 snapshots from {re.escape(str(recording))} \((jsonl\.gz|compact), [0-9.]+ k?B\) to "
+                        rf"{re.escape(str(tmp_path / 'tb'))}/events\.out\.tfevents\.\d+\..+\.gpusight \(tensorboard, [0-9.]+ k?B\); "
                         r"0 damaged parts skipped\n", out.stderr)
     accumulator = load(tmp_path / "tb")
     assert sorted(accumulator.Tags()["scalars"]) == sorted([
@@ -110,9 +110,9 @@ def test_a_directory_with_another_runs_events_is_refused(tmp_path, recording):
     (directory / "events.out.tfevents.1700000000.host.1").write_bytes(b"")
     out = convert(recording, directory)
     assert out.returncode == 1
-    assert out.stderr == (f"gputop: {directory} holds another program's TensorBoard events "
-                          f"(events.out.tfevents.1700000000.host.1); give gputop a directory of its own, "
-                          f"e.g. {directory / 'gputop'}\n")
+    assert out.stderr == (f"gpusight: {directory} holds another program's TensorBoard events "
+                          f"(events.out.tfevents.1700000000.host.1); give gpusight a directory of its own, "
+                          f"e.g. {directory / 'gpusight'}\n")
     assert sorted(p.name for p in directory.iterdir()) == ["events.out.tfevents.1700000000.host.1"]
 
 
@@ -122,7 +122,7 @@ def test_converting_again_needs_force_and_then_replaces_the_earlier_file(tmp_pat
     (first,) = directory.iterdir()
     again = convert(recording, directory)
     assert again.returncode == 1
-    assert again.stderr == f"gputop: {directory} already holds a conversion ({first.name}); add --force to replace it\n"
+    assert again.stderr == f"gpusight: {directory} already holds a conversion ({first.name}); add --force to replace it\n"
     time.sleep(1.1)  # a new second: a new file name
     forced = convert(recording, directory, "--force")
     assert forced.returncode == 0, forced.stderr
@@ -184,7 +184,7 @@ def test_the_day_benchmark_runs_briefly_and_writes_its_table(tmp_path):
     assert out.returncode == 0, out.stderr
     rows = [line.split(" | ") for line in output.read_text().splitlines() if line.startswith("| ") and "---" not in line]
     assert [(row[0], row[1]) for row in rows[1:3]] == [
-        ("| gputop's event writer (scalars + TFRecord + CRC-32C)", "300"),
+        ("| gpusight's event writer (scalars + TFRecord + CRC-32C)", "300"),
         ("| tensorboard package's protobufs + RecordWriter", "100"),
     ]
     assert [re.sub(r" \(.*\)", "", row[0]) for row in rows[3:]] == [

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from gputop.collect.host.source import HostSource
-from gputop.collect.model import ProcessRole, ProcessSample
+from gpusight.collect.host.source import HostSource
+from gpusight.collect.model import ProcessRole, ProcessSample
 from support.procs import kill_tree, wait_until
 
 torch = pytest.importorskip("torch")

@@ -5,8 +5,8 @@ import statistics
 
 import pytest
 
-from gputop.collect.model import ProcessRole
-from gputop.demo.source import DEFAULT_SCENARIO, SCENARIOS, DemoSource
+from gpusight.collect.model import ProcessRole
+from gpusight.demo.source import DEFAULT_SCENARIO, SCENARIOS, DemoSource
 
 GIB = 1024**3
 START = 1_750_000_000.0

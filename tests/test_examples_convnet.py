@@ -25,7 +25,7 @@ def test_convnet_trains_logs_its_steps_and_says_where_its_status_goes(tmp_path, 
     env = dict(os.environ, XDG_RUNTIME_DIR=str(tmp_path))
     log = tmp_path / "steps.log"
 
-    out = run("gputop.examples.convnet", *SMALL, "--steps", "6", "--num-workers", "1", "--slow-ms", "1",
+    out = run("gpusight.examples.convnet", *SMALL, "--steps", "6", "--num-workers", "1", "--slow-ms", "1",
               "--precision", precision, "--step-log", str(log), env=env)
 
     assert out.returncode == 0, out.stderr
@@ -33,18 +33,18 @@ def test_convnet_trains_logs_its_steps_and_says_where_its_status_goes(tmp_path, 
     lines = [line.split() for line in log.read_text().splitlines()]
     times, steps = [float(t) for t, _ in lines], [int(s) for _, s in lines]
     assert steps[-1] == 6 and steps == sorted(steps) and times == sorted(times)
-    assert str(tmp_path / "gputop") in out.stdout  # the gputop.torch status record's folder
-    assert not list((tmp_path / "gputop").glob("*.json"))  # removed when the job ends
+    assert str(tmp_path / "gpusight") in out.stdout  # the gpusight.torch status record's folder
+    assert not list((tmp_path / "gpusight").glob("*.json"))  # removed when the job ends
 
 
 def test_convnet_rejects_bad_knobs_in_one_line(tmp_path):
-    out = run("gputop.examples.convnet", *SMALL, "--image-size", "4", env=dict(os.environ))
+    out = run("gpusight.examples.convnet", *SMALL, "--image-size", "4", env=dict(os.environ))
 
     assert out.returncode == 2 and "--image-size must be at least 10" in out.stderr
 
 
 def test_serve_answers_requests_in_batches_of_at_most_max_batch():
-    out = run("gputop.examples.serve", "--device", "cpu", "--image-size", "16", "--width", "4", "--rate", "200",
+    out = run("gpusight.examples.serve", "--device", "cpu", "--image-size", "16", "--width", "4", "--rate", "200",
               "--max-batch", "8", "--duration", "2", "--report-every", "0.5", env=dict(os.environ))
 
     assert out.returncode == 0, out.stderr

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from gputop.collect.history import DEVICE_METRICS, HOST_METRICS, History
-from gputop.collect.model import (
+from gpusight.collect.history import DEVICE_METRICS, HOST_METRICS, History
+from gpusight.collect.model import (
     Advice,
     DeviceSample,
     DriverInfo,
@@ -21,9 +21,9 @@ from gputop.collect.model import (
     ProcessSample,
     Snapshot,
 )
-from gputop.collect.serialize import snapshot_from_dict
-from gputop.snapshot_export.export_set import ExportError, export_snapshot
-from gputop.snapshot_export.markdown import render_markdown
+from gpusight.collect.serialize import snapshot_from_dict
+from gpusight.snapshot_export.export_set import ExportError, export_snapshot
+from gpusight.snapshot_export.markdown import render_markdown
 
 GIB = 2**30
 
@@ -93,7 +93,7 @@ def test_export_writes_svg_json_and_markdown_with_one_stem(tmp_path):
     result = export_snapshot(target, snap, history, "<svg>screen</svg>")
     assert [p.suffix for p in result.paths] == [".svg", ".json", ".md", ".html"]
     assert len({p.stem for p in result.paths}) == 1
-    assert result.paths[0].stem.startswith("gputop-")
+    assert result.paths[0].stem.startswith("gpusight-")
     assert sorted(target.iterdir()) == sorted(result.paths)
     assert result.paths[0].read_text() == "<svg>screen</svg>"
 
@@ -173,7 +173,7 @@ def test_a_directory_under_a_regular_file_raises_export_error(tmp_path):
 _WRITE_WITH_FILE_SIZE_LIMIT = """
 import json, resource, signal, sys
 from pathlib import Path
-from gputop.snapshot_export.export_set import ExportError, export_snapshot
+from gpusight.snapshot_export.export_set import ExportError, export_snapshot
 sys.path.insert(0, sys.argv[2])
 from test_export import make_history
 history, snap = make_history(80)
@@ -197,7 +197,7 @@ def test_a_write_failing_midway_leaves_neither_partial_nor_temporary_files(tmp_p
         timeout=60,
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.startswith(f"cannot export to {tmp_path}/gputop-") and ".json" in done.stdout
+    assert done.stdout.startswith(f"cannot export to {tmp_path}/gpusight-") and ".json" in done.stdout
     assert list(tmp_path.iterdir()) == []
 
 

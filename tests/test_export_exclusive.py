@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 from test_export import make_history
 
-from gputop.collect.serialize import snapshot_from_dict
-from gputop.snapshot_export.export_set import ExportError, export_snapshot
+from gpusight.collect.serialize import snapshot_from_dict
+from gpusight.snapshot_export.export_set import ExportError, export_snapshot
 
 SUFFIXES = (".svg", ".json", ".md", ".html")
 
@@ -30,7 +30,7 @@ SUFFIXES = (".svg", ".json", ".md", ".html")
 def stems_around_now(seconds: range) -> list[str]:
     """The export stems of the seconds ``seconds`` away from now."""
     now = time.time()
-    return [time.strftime("gputop-%Y%m%d-%H%M%S", time.localtime(now + s)) for s in seconds]
+    return [time.strftime("gpusight-%Y%m%d-%H%M%S", time.localtime(now + s)) for s in seconds]
 
 
 def export_labelled(directory: Path, label: str) -> tuple[Path, ...]:
@@ -162,7 +162,7 @@ def test_an_unwritable_directory_gives_a_one_line_export_error(unwritable_dir):
     with pytest.raises(ExportError) as caught:
         export_snapshot(unwritable_dir, snap, history, "<svg/>")
     message = str(caught.value)
-    assert message.startswith(f"cannot export to {unwritable_dir}/gputop-") and message.endswith(
+    assert message.startswith(f"cannot export to {unwritable_dir}/gpusight-") and message.endswith(
         ("Read-only file system", "Permission denied"))
     assert "\n" not in message
     assert list(unwritable_dir.iterdir()) == []

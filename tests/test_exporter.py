@@ -1,4 +1,4 @@
-"""``gputop --serve`` end to end: a real exporter process on the fake NVML, real GPU processes, real scrapes.
+"""``gpusight --serve`` end to end: a real exporter process on the fake NVML, real GPU processes, real scrapes.
 
 The node: a torchrun-like job with two ranks on GPUs 0 and 1, a process with a hostile name and argv (and a
 secret on its command line) on GPU 2, a GPU without power readings or GPM (3), one with GPM (0) and a lost GPU (4).
@@ -19,7 +19,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 
-from gputop import metric_names as names
+from gpusight import metric_names as names
 from support.exporter import RunningExporter, serving
 from support.fake_nvml import FakeGpu, FakeScenario, fake_nvml_env
 from support.procs import read_comm, wait_until
@@ -109,7 +109,7 @@ def test_promtool_finds_no_error_and_only_dcgm_exporters_own_label_spelling(scra
     allowed = "label names should be written in 'snake_case' not 'camelCase'"
     unexpected = [p for p in problems if not (p.startswith("DCGM_FI_") and p.endswith(allowed))]
     assert unexpected == []
-    assert not any(p.startswith("gputop_") for p in problems)
+    assert not any(p.startswith("gpusight_") for p in problems)
 
 
 def test_device_series_carry_dcgm_exporters_labels_and_units(scrape: str) -> None:

@@ -1,6 +1,6 @@
-"""gputop's device metrics against a stored example of real dcgm-exporter output (tests/data/dcgm-exporter/).
+"""gpusight's device metrics against a stored example of real dcgm-exporter output (tests/data/dcgm-exporter/).
 
-For every DCGM_ family both emit, the type must match and gputop's series must carry the example's GPU labels,
+For every DCGM_ family both emit, the type must match and gpusight's series must carry the example's GPU labels,
 so dashboards and queries written for dcgm-exporter keep working.
 """
 
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from gputop import metric_names as names
+from gpusight import metric_names as names
 from support.exporter import serving
 from support.fake_nvml import FakeGpu, FakeScenario, fake_nvml_env
 
@@ -26,14 +26,14 @@ DCGM_MIRROR = Path("/work/.mirror/NVIDIA+dcgm-exporter/repo")
 
 TYPE_EXCEPTIONS = {names.ENERGY.name: "gauge"}
 """dcgm-exporter types the energy counter ``counter`` without ``_total``; prometheus_client can only write a
-counter with ``_total`` appended, which would rename the series, so gputop serves it as a gauge of the same name."""
+counter with ``_total`` appended, which would rename the series, so gpusight serves it as a gauge of the same name."""
 
 FIELDS_OUTSIDE_THE_CSV = {names.CLOCK_EVENTS.name, names.NVLINK_TX.name, names.NVLINK_RX.name}
-"""DCGM fields gputop serves that dcgm-exporter's shipped counter files do not list (it serves them when a custom
+"""DCGM fields gpusight serves that dcgm-exporter's shipped counter files do not list (it serves them when a custom
 counters file does); docs/exporter.md says so."""
 
 OTHER_GPU_LABELS = {"container", "namespace", "pod", "GPU_I_ID", "GPU_I_PROFILE"}
-"""Labels dcgm-exporter adds only on Kubernetes or MIG; gputop carries pods on its process series instead."""
+"""Labels dcgm-exporter adds only on Kubernetes or MIG; gpusight carries pods on its process series instead."""
 
 
 def _example() -> dict[str, tuple[str, set[str]]]:
@@ -71,7 +71,7 @@ def test_shared_families_have_the_same_type_and_at_least_the_examples_gpu_labels
     assert served[names.ENERGY.name][0] == "gauge"  # the one documented difference
 
 
-def test_every_device_metric_gputop_declares_is_served_under_a_dcgm_name(served) -> None:
+def test_every_device_metric_gpusight_declares_is_served_under_a_dcgm_name(served) -> None:
     assert {m.name for m in names.DEVICE_METRICS} - set(served) == set()
 
 

@@ -11,8 +11,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.registry import CollectorRegistry
 from prometheus_client.samples import Sample
 
-from gputop import metric_names as names
-from gputop.collect.model import (
+from gpusight import metric_names as names
+from gpusight.collect.model import (
     Advice,
     ContainerRuntime,
     ContainerSample,
@@ -26,10 +26,10 @@ from gputop.collect.model import (
     SourceKind,
     WorkloadKind,
 )
-from gputop.prometheus_exporter.exposition import Exposition
-from gputop.prometheus_exporter.families import ExportOptions, SnapshotCollector
-from gputop.prometheus_exporter.labels import COMMAND_LABEL_MAX, label_value
-from gputop.prometheus_exporter.server import ListenAddress, ServeError, authorized, parse_listen
+from gpusight.prometheus_exporter.exposition import Exposition
+from gpusight.prometheus_exporter.families import ExportOptions, SnapshotCollector
+from gpusight.prometheus_exporter.labels import COMMAND_LABEL_MAX, label_value
+from gpusight.prometheus_exporter.server import ListenAddress, ServeError, authorized, parse_listen
 
 NOW = 1_800_000_000.0
 POD = ContainerSample(ContainerRuntime.CRIO, id="a" * 64, name="trainer-0", pod_uid="1234-abcd",
@@ -65,7 +65,7 @@ def test_jobs_carry_their_cluster_key_pod_and_slurm_ids() -> None:
             JobSample(2, WorkloadKind.UNKNOWN, "slurm", (20,), (2,), cluster_key="slurm:4242"))
     families = _scrape(Snapshot(NOW - 2, SourceKind.NVML, processes=processes, jobs=jobs))
     info = {s.labels[names.LABEL_JOB]: s.labels for s in families[names.JOB_INFO.name]}
-    assert info["1"] | {} == {"Hostname": "n1", "hostname": "n1", "gputop_job": "1",
+    assert info["1"] | {} == {"Hostname": "n1", "hostname": "n1", "gpusight_job": "1",
                               "cluster_job": "pod:research/trainer-0", "kind": "training", "slurm_job_id": "",
                               "pod": "trainer-0", "namespace": "research"}
     assert (info["2"]["cluster_job"], info["2"]["slurm_job_id"], info["2"]["pod"]) == ("slurm:4242", "4242", "")

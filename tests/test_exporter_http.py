@@ -1,4 +1,4 @@
-"""``gputop --serve``'s HTTP side, for real: paths, gzip, TLS, basic auth, addresses, errors, signals, backlog."""
+"""``gpusight --serve``'s HTTP side, for real: paths, gzip, TLS, basic auth, addresses, errors, signals, backlog."""
 
 from __future__ import annotations
 
@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from gputop import metric_names as names
-from gputop.prometheus_exporter.server import LISTEN_BACKLOG, ExporterServer, ListenAddress
-from support.exporter import gputop_serve_argv, read_announcement, serving
+from gpusight import metric_names as names
+from gpusight.prometheus_exporter.server import LISTEN_BACKLOG, ExporterServer, ListenAddress
+from support.exporter import gpusight_serve_argv, read_announcement, serving
 from support.fake_nvml import FakeGpu, FakeScenario, fake_nvml_env
 
 
@@ -32,8 +32,8 @@ def env(tmp_path: Path, fake_nvml_lib: Path) -> dict[str, str]:
 
 
 def _fails(argv: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    """Run gputop expecting it to stop at once."""
-    return subprocess.run([sys.executable, "-m", "gputop", *argv], env=env, capture_output=True, text=True,
+    """Run gpusight expecting it to stop at once."""
+    return subprocess.run([sys.executable, "-m", "gpusight", *argv], env=env, capture_output=True, text=True,
                           timeout=60, check=False)
 
 
@@ -143,7 +143,7 @@ def test_a_credentials_file_open_to_others_is_refused(env, tmp_path: Path, mode:
     result = _fails(["--serve", "0", "--serve-basic-auth", str(users)], env)
     assert result.returncode == 2
     assert result.stderr.splitlines() == [
-        f"gputop: the basic auth file {users} is open to group or others (mode {mode:04o}); run: chmod 600 {users}"]
+        f"gpusight: the basic auth file {users} is open to group or others (mode {mode:04o}); run: chmod 600 {users}"]
 
 
 def test_serve_errors_are_one_line_and_exit_2(env, tmp_path: Path) -> None:
@@ -170,7 +170,7 @@ def test_serve_errors_are_one_line_and_exit_2(env, tmp_path: Path) -> None:
             result = _fails(["--serve", *argv], env)
             assert result.returncode == 2, (argv, result.stderr)
             lines = result.stderr.splitlines()
-            assert len(lines) == 1 and lines[0].startswith("gputop: ") and expected in lines[0], lines
+            assert len(lines) == 1 and lines[0].startswith("gpusight: ") and expected in lines[0], lines
     finally:
         taken.close()
 
@@ -189,7 +189,7 @@ def test_usage_errors(env, argv: list[str]) -> None:
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_a_signal_stops_it_cleanly(env, sig: signal.Signals) -> None:
-    proc = subprocess.Popen(gputop_serve_argv(), env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+    proc = subprocess.Popen(gpusight_serve_argv(), env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE)
     try:
         read_announcement(proc)
@@ -204,7 +204,7 @@ def test_a_signal_stops_it_cleanly(env, sig: signal.Signals) -> None:
 
 
 def _connection_threads() -> list[threading.Thread]:
-    return [t for t in threading.enumerate() if t.name == "gputop-exporter-connection"]
+    return [t for t in threading.enumerate() if t.name == "gpusight-exporter-connection"]
 
 
 def test_connection_threads_are_reused_and_a_stalled_client_gets_its_own() -> None:

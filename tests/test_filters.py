@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from gputop.collect.filters import (
+from gpusight.collect.filters import (
     Filters,
     UnknownUserError,
     UserFilter,
@@ -19,7 +19,7 @@ from gputop.collect.filters import (
     filters_from_config,
     user_filter,
 )
-from gputop.collect.gpu_selection import (
+from gpusight.collect.gpu_selection import (
     CudaVisible,
     GpuIdentity,
     GpuIds,
@@ -29,7 +29,7 @@ from gputop.collect.gpu_selection import (
     resolve_gpus,
     select_gpus,
 )
-from gputop.collect.model import (
+from gpusight.collect.model import (
     Advice,
     DeviceSample,
     ErrorNote,
@@ -285,8 +285,8 @@ def test_gpus_and_cuda_visible_together_keep_gpus_and_say_so():
 
 
 def test_changing_the_filters_hands_out_the_newest_snapshot_again_and_keeps_history():
-    from gputop.collect.sampler import Sampler
-    from gputop.demo.source import DemoSource
+    from gpusight.collect.sampler import Sampler
+    from gpusight.demo.source import DemoSource
 
     sampler = Sampler(DemoSource("mixed"))
     received: list[Snapshot] = []
@@ -310,28 +310,28 @@ def test_changing_the_filters_hands_out_the_newest_snapshot_again_and_keeps_hist
     sampler.stop()
 
 
-def _gputop(*args: str) -> subprocess.CompletedProcess[str]:
+def _gpusight(*args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != "CUDA_VISIBLE_DEVICES"}
-    return subprocess.run([sys.executable, "-m", "gputop", *args], capture_output=True, text=True, timeout=60, env=env)
+    return subprocess.run([sys.executable, "-m", "gpusight", *args], capture_output=True, text=True, timeout=60, env=env)
 
 
 def test_demo_and_replay_data_are_limited_to_the_chosen_gpus(tmp_path):
     recording = tmp_path / "run.jsonl"
-    made = _gputop("--demo", "imbalance", "--record", str(recording), "--duration", "0.4", "--interval", "0.2", "--json")
+    made = _gpusight("--demo", "imbalance", "--record", str(recording), "--duration", "0.4", "--interval", "0.2", "--json")
     assert made.returncode == 0, made.stderr
     recorded = json.loads(recording.read_text().splitlines()[-1])
     assert len(recorded["devices"]) >= 3
     last = recorded["devices"][-1]["index"]
-    replay = _gputop("--replay", str(recording), "--json", "--gpus", f"{last},0")
+    replay = _gpusight("--replay", str(recording), "--json", "--gpus", f"{last},0")
     assert replay.returncode == 0, replay.stderr
     data = json.loads(replay.stdout)
     assert [d["index"] for d in data["devices"]] == [last, 0]
     assert {p["device_index"] for p in data["processes"]} <= {last, 0}
     assert all(not a["scope"].startswith("gpu") or a["scope"] in (f"gpu{last}", "gpu0") for a in data["advice"])
-    bad = _gputop("--replay", str(recording), "--once", "--gpus", "42")
+    bad = _gpusight("--replay", str(recording), "--once", "--gpus", "42")
     assert bad.returncode == 1
-    assert bad.stderr.startswith("gputop: --gpus: there is no GPU 42; GPUs here: 0 GPU-") and bad.stderr.count("\n") == 1
-    visible = _gputop("--demo", "mixed", "--json", "--cuda-visible")
+    assert bad.stderr.startswith("gpusight: --gpus: there is no GPU 42; GPUs here: 0 GPU-") and bad.stderr.count("\n") == 1
+    visible = _gpusight("--demo", "mixed", "--json", "--cuda-visible")
     assert [d["cuda_index"] for d in json.loads(visible.stdout)["devices"]] == [None] * 8  # CUDA_VISIBLE_DEVICES unset
 
 

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from gputop.collect.gpu_selection import CudaVisible, GpuIds
+from gpusight.collect.gpu_selection import CudaVisible, GpuIds
 from support.fake_nvml import FakeGpu, FakeScenario, fake_nvml_env, read_call_log
 from support.procs import fake_trainer, run_python_as, sleeper, wait_until
-from support.terminal import ENTER_ALT_SCREEN, PtyGputop
+from support.terminal import ENTER_ALT_SCREEN, PtyGpusight
 
 GIB = 1 << 30
 UUIDS = [
@@ -40,8 +40,8 @@ def four_gpus(processes: dict[int, int] | None = None, util: int = 0) -> FakeSce
     return FakeScenario(gpus=gpus)
 
 
-def gputop(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "gputop", *args], capture_output=True, text=True, env=env, timeout=60)
+def gpusight(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "gpusight", *args], capture_output=True, text=True, env=env, timeout=60)
 
 
 def touched_devices(call_log: Path) -> set[int]:
@@ -120,7 +120,7 @@ def test_without_pci_bus_order_the_boards_are_compared_once(nvml_scenario, make_
 def xdg(tmp_path: Path) -> Path:
     """An empty config home, so the user's own config.toml never leaks into a test."""
     home = tmp_path / "xdg"
-    (home / "gputop").mkdir(parents=True)
+    (home / "gpusight").mkdir(parents=True)
     return home
 
 
@@ -135,13 +135,13 @@ def cli_env(tmp_path: Path, fake_nvml_lib: Path, scenario: FakeScenario, xdg: Pa
 
 
 def test_gpus_limits_json_once_and_advice_and_never_polls_the_others(tmp_path, fake_nvml_lib, xdg):
-    (xdg / "gputop" / "config.toml").write_text(IDLE_ADVICE_AT_ONCE)
+    (xdg / "gpusight" / "config.toml").write_text(IDLE_ADVICE_AT_ONCE)
     with sleeper() as on_gpu0, sleeper() as on_gpu3:
         env = cli_env(tmp_path, fake_nvml_lib, four_gpus({on_gpu0.pid: 0, on_gpu3.pid: 3}), xdg)
-        unfiltered = json.loads(gputop(env, "--json").stdout)
+        unfiltered = json.loads(gpusight(env, "--json").stdout)
         assert {a["scope"] for a in unfiltered["advice"]} >= {f"pid{on_gpu0.pid}", f"pid{on_gpu3.pid}"}
         Path(env["FAKE_NVML_CALL_LOG"]).unlink()
-        out = gputop(env, "--json", "--gpus", "3,1")
+        out = gpusight(env, "--json", "--gpus", "3,1")
         assert out.returncode == 0, out.stderr
         data = json.loads(out.stdout)
         assert [(d["index"], d["cuda_index"]) for d in data["devices"]] == [(3, None), (1, None)]
@@ -149,7 +149,7 @@ def test_gpus_limits_json_once_and_advice_and_never_polls_the_others(tmp_path, f
         scopes = {a["scope"] for a in data["advice"]}
         assert f"pid{on_gpu3.pid}" in scopes and scopes <= {"host", "gpu1", "gpu3", f"pid{on_gpu3.pid}"}
         assert touched_devices(Path(env["FAKE_NVML_CALL_LOG"])) == {1, 3}
-        once = gputop(env, "--once", "--gpus", UUIDS[3][:9]).stdout.splitlines()
+        once = gpusight(env, "--once", "--gpus", UUIDS[3][:9]).stdout.splitlines()
         assert once[1] == "filters: GPUs GPU-c0ffe"
         assert [line.split()[0] for line in once if line.startswith(("0 ", "1 ", "2 ", "3 "))] == ["3", "3"]  # GPU, process
 
@@ -160,11 +160,11 @@ def test_gpus_limits_json_once_and_advice_and_never_polls_the_others(tmp_path, f
      ("GPU-5f3", "'GPU-5f3' matches GPUs 0, 1; give more of the UUID"), ("cuda:0", "'cuda:0' is neither")],
 )
 def test_a_bad_gpu_id_exits_1_with_one_line_listing_the_gpus(tmp_path, fake_nvml_lib, xdg, ids, reason):
-    out = gputop(cli_env(tmp_path, fake_nvml_lib, four_gpus(), xdg), "--once", "--gpus", ids)
+    out = gpusight(cli_env(tmp_path, fake_nvml_lib, four_gpus(), xdg), "--once", "--gpus", ids)
     assert out.returncode == 1
     assert out.stdout == ""
     [line] = out.stderr.splitlines()
-    assert line.startswith(f"gputop: --gpus: {reason}")
+    assert line.startswith(f"gpusight: --gpus: {reason}")
     assert line.endswith(", ".join(f"{i} {uuid} (NVIDIA Fake)" for i, uuid in enumerate(UUIDS)))
     assert "GPUs here: 0 " in line
 
@@ -176,10 +176,10 @@ def test_a_bad_gpu_id_exits_1_with_one_line_listing_the_gpus(tmp_path, fake_nvml
 )
 def test_cuda_visible_takes_cuda_visible_devices_in_its_order(tmp_path, fake_nvml_lib, xdg, visible, expected):
     env = cli_env(tmp_path, fake_nvml_lib, four_gpus(), xdg, CUDA_VISIBLE_DEVICES=visible)
-    data = json.loads(gputop(env, "--json", "--cuda-visible").stdout)
+    data = json.loads(gpusight(env, "--json", "--cuda-visible").stdout)
     assert [(d["index"], d["cuda_index"]) for d in data["devices"]] == expected
     assert not [e for e in data["errors"] if e["scope"] == "filters"]
-    lines = gputop(env, "--once", "--cuda-visible").stdout.splitlines()
+    lines = gpusight(env, "--once", "--cuda-visible").stdout.splitlines()
     assert lines[1] == f"filters: CUDA_VISIBLE_DEVICES={visible}"
     shown = [line.split("NVIDIA")[0].strip() for line in lines if "NVIDIA Fake" in line]
     assert shown == [f"{index} (cuda:{cuda})" for index, cuda in expected]
@@ -187,22 +187,22 @@ def test_cuda_visible_takes_cuda_visible_devices_in_its_order(tmp_path, fake_nvm
 
 def test_cuda_visible_truncated_empty_and_unset(tmp_path, fake_nvml_lib, xdg):
     scenario = four_gpus()
-    truncated = json.loads(gputop(cli_env(tmp_path, fake_nvml_lib, scenario, xdg, CUDA_VISIBLE_DEVICES="1,9,0"),
+    truncated = json.loads(gpusight(cli_env(tmp_path, fake_nvml_lib, scenario, xdg, CUDA_VISIBLE_DEVICES="1,9,0"),
                                   "--json", "--cuda-visible").stdout)
     assert [(d["index"], d["cuda_index"]) for d in truncated["devices"]] == [(1, 0)]
     [note] = [e["message"] for e in truncated["errors"] if e["scope"] == "filters"]
     assert "entry '9' names no GPU, so CUDA ignores it and every entry after it; GPUs visible to CUDA: 1" in note
 
     empty_env = cli_env(tmp_path, fake_nvml_lib, scenario, xdg, CUDA_VISIBLE_DEVICES="")
-    empty = json.loads(gputop(empty_env, "--json", "--cuda-visible").stdout)
+    empty = json.loads(gpusight(empty_env, "--json", "--cuda-visible").stdout)
     assert empty["devices"] == [] and empty["driver"] is not None
     assert [e["message"] for e in empty["errors"] if e["scope"] == "filters"] == [
         "CUDA_VISIBLE_DEVICES is empty: CUDA programs see no GPU"
     ]
-    once = gputop(empty_env, "--once", "--cuda-visible").stdout
+    once = gpusight(empty_env, "--once", "--cuda-visible").stdout
     assert "filters: CUDA_VISIBLE_DEVICES empty: no GPU" in once and "No GPUs." in once
 
-    unset = json.loads(gputop(cli_env(tmp_path, fake_nvml_lib, scenario, xdg), "--json", "--cuda-visible").stdout)
+    unset = json.loads(gpusight(cli_env(tmp_path, fake_nvml_lib, scenario, xdg), "--json", "--cuda-visible").stdout)
     assert [(d["index"], d["cuda_index"]) for d in unset["devices"]] == [(0, None), (1, None), (2, None), (3, None)]
 
 
@@ -249,14 +249,14 @@ def foreign_process(other_user) -> Iterator[int]:
 
 
 def test_user_filters_processes_workers_and_their_advice_but_not_gpus(tmp_path, fake_nvml_lib, xdg, foreign_process, other_user):
-    (xdg / "gputop" / "config.toml").write_text(IDLE_ADVICE_AT_ONCE)
+    (xdg / "gpusight" / "config.toml").write_text(IDLE_ADVICE_AT_ONCE)
     me = pwd.getpwuid(os.getuid()).pw_name
     with fake_trainer(tmp_path, workers=("sleep", "sleep")) as trainer:
         env = cli_env(tmp_path, fake_nvml_lib, four_gpus({trainer.pid: 0, foreign_process: 1}), xdg)
-        everyone = json.loads(gputop(env, "--json").stdout)
+        everyone = json.loads(gpusight(env, "--json").stdout)
         assert {f"pid{trainer.pid}", f"pid{foreign_process}"} <= {a["scope"] for a in everyone["advice"]}
 
-        theirs = json.loads(gputop(env, "--json", "--user", other_user[0]).stdout)
+        theirs = json.loads(gpusight(env, "--json", "--user", other_user[0]).stdout)
         assert [(p["pid"], p["user"]) for p in theirs["processes"]] == [(foreign_process, other_user[0])]
         assert f"pid{trainer.pid}" not in {a["scope"] for a in theirs["advice"]}
         assert f"pid{foreign_process}" in {a["scope"] for a in theirs["advice"]}
@@ -264,32 +264,32 @@ def test_user_filters_processes_workers_and_their_advice_but_not_gpus(tmp_path, 
         gpu_advice = {a["id"] for a in everyone["advice"] if a["scope"].startswith("gpu")}
         assert gpu_advice <= {a["id"] for a in theirs["advice"]}
 
-        mine = json.loads(gputop(env, "--json", "--user", str(os.getuid())).stdout)
+        mine = json.loads(gpusight(env, "--json", "--user", str(os.getuid())).stdout)
         assert sorted(p["pid"] for p in mine["processes"]) == sorted([trainer.pid, *trainer.workers])
         assert {p["trainer_pid"] for p in mine["processes"] if p["role"] == "dataloader_worker"} == {trainer.pid}
         assert f"pid{foreign_process}" not in {a["scope"] for a in mine["advice"]}
 
-        once = gputop(env, "--once", "--user", me).stdout.splitlines()
+        once = gpusight(env, "--once", "--user", me).stdout.splitlines()
         assert once[1] == f"filters: user {me}"
         assert not [line for line in once if f" {foreign_process} " in line]
 
-    unknown = gputop(env, "--once", "--user", "no-such-user-here")
-    assert (unknown.returncode, unknown.stderr) == (1, "gputop: --user: no user 'no-such-user-here' on this host\n")
+    unknown = gpusight(env, "--once", "--user", "no-such-user-here")
+    assert (unknown.returncode, unknown.stderr) == (1, "gpusight: --user: no user 'no-such-user-here' on this host\n")
 
 
 def test_config_filters_apply_and_bad_values_only_warn(tmp_path, fake_nvml_lib, xdg):
-    config = xdg / "gputop" / "config.toml"
+    config = xdg / "gpusight" / "config.toml"
     with sleeper() as on_gpu2:
         env = cli_env(tmp_path, fake_nvml_lib, four_gpus({on_gpu2.pid: 2}), xdg, CUDA_VISIBLE_DEVICES="2,3")
         config.write_text(f'[filters]\ncuda_visible = true\nuser = "{pwd.getpwuid(os.getuid()).pw_name}"\n')
-        data = json.loads(gputop(env, "--json").stdout)
+        data = json.loads(gpusight(env, "--json").stdout)
         assert [(d["index"], d["cuda_index"]) for d in data["devices"]] == [(2, 0), (3, 1)]
         assert [p["pid"] for p in data["processes"]] == [on_gpu2.pid]
-        assert json.loads(gputop(env, "--json", "--gpus", "0").stdout)["devices"][0]["index"] == 0  # the flag wins
-        assert len(json.loads(gputop(env, "--json", "--no-filters").stdout)["devices"]) == 4
+        assert json.loads(gpusight(env, "--json", "--gpus", "0").stdout)["devices"][0]["index"] == 0  # the flag wins
+        assert len(json.loads(gpusight(env, "--json", "--no-filters").stdout)["devices"]) == 4
 
         config.write_text('[filters]\ngpus = [0, 9]\ncuda_visible = "yes"\nuser = "no-such-user-here"\nsort = 1\n')
-        out = gputop(env, "--json")
+        out = gpusight(env, "--json")
         assert out.returncode == 0, out.stderr
         data = json.loads(out.stdout)
         assert [d["index"] for d in data["devices"]] == [0, 1, 2, 3]  # the unknown GPU 9 drops the GPU filter
@@ -309,11 +309,11 @@ def screen_text(svg_path: Path) -> str:
     return html.unescape(re.sub(r"<[^>]+>", "", svg_path.read_text(encoding="utf-8"))).replace("\xa0", " ")
 
 
-def export_now(app: PtyGputop, directory: Path) -> tuple[dict, str]:
+def export_now(app: PtyGpusight, directory: Path) -> tuple[dict, str]:
     """Press ``s`` and return the new export: the snapshot JSON and the screen's text."""
-    before = set(directory.glob("gputop-*.json"))
+    before = set(directory.glob("gpusight-*.json"))
     app.send("s")
-    [data_path] = wait_until(lambda: list(set(directory.glob("gputop-*.json")) - before), "the export")
+    [data_path] = wait_until(lambda: list(set(directory.glob("gpusight-*.json")) - before), "the export")
     return json.loads(data_path.read_text()), screen_text(data_path.with_suffix(".svg"))
 
 
@@ -323,7 +323,7 @@ def test_tui_shows_cuda_numbers_and_filters_and_toggles_my_processes(tmp_path, f
     with fake_trainer(tmp_path, workers=("sleep",)) as trainer:
         env = cli_env(tmp_path, fake_nvml_lib, four_gpus({trainer.pid: 2, foreign_process: 0}), xdg,
                       CUDA_VISIBLE_DEVICES="2,0", TERM="xterm-256color")
-        with PtyGputop((140, 40), controlling=True, env=env,
+        with PtyGpusight((140, 40), controlling=True, env=env,
                        args=("--cuda-visible", "--interval", "0.5", "--export-dir", str(exports))) as app:
             app.wait_for(lambda: ENTER_ALT_SCREEN in app.output and b"only CUDA_VISIBLE_DEVICES=2,0 " in app.output,
                          "the header naming the filter")

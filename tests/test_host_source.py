@@ -16,10 +16,10 @@ from pathlib import Path
 import psutil
 import pytest
 
-from gputop.collect.host.dataloader_workers import attribute_workers
-from gputop.collect.host.proctree import ProcessTree, children_files_available
-from gputop.collect.host.source import PROCESS_REFRESH_SECONDS, HostSource
-from gputop.collect.model import ProcessRole, ProcessSample
+from gpusight.collect.host.dataloader_workers import attribute_workers
+from gpusight.collect.host.proctree import ProcessTree, children_files_available
+from gpusight.collect.host.source import PROCESS_REFRESH_SECONDS, HostSource
+from gpusight.collect.model import ProcessRole, ProcessSample
 from support.procs import (
     WORKER_NAME,
     cpu_hog,
@@ -35,7 +35,7 @@ from support.procs import (
     wait_until,
 )
 
-OTHER_NAMESPACE = ("in another PID namespace (a host PID): run gputop on the host, or with --pid=host / hostPID: true, "
+OTHER_NAMESPACE = ("in another PID namespace (a host PID): run gpusight on the host, or with --pid=host / hostPID: true, "
                    "to see it")
 """The note on a GPU process NVML reports that this PID namespace does not hold (written out, not imported)."""
 
@@ -366,8 +366,8 @@ def test_fallback_scan_is_reused_until_it_is_old(tmp_path):
 
 _MONITOR = """
 import json, sys, dataclasses
-from gputop.collect.host.source import PROCESS_REFRESH_SECONDS, HostSource
-from gputop.collect.model import ProcessSample
+from gpusight.collect.host.source import PROCESS_REFRESH_SECONDS, HostSource
+from gpusight.collect.model import ProcessSample
 source = HostSource()
 drop()
 reading = source.poll([ProcessSample(pid=int(sys.argv[1]), device_index=0, gpu_memory_bytes=7)])

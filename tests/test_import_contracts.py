@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-PACKAGE = "gputop"
+PACKAGE = "gpusight"
 
 
 def lint(root: Path) -> subprocess.CompletedProcess[str]:

@@ -4,10 +4,10 @@ import hashlib
 
 import pytest
 
-from gputop.collect.filters import UserFilter
-from gputop.collect.gpu_selection import GpuSelection, SelectedGpu, select_gpus
-from gputop.collect.jobs import JobTracker, ProcessHints, cluster_key, group_jobs, trim_jobs
-from gputop.collect.model import (
+from gpusight.collect.filters import UserFilter
+from gpusight.collect.gpu_selection import GpuSelection, SelectedGpu, select_gpus
+from gpusight.collect.jobs import JobTracker, ProcessHints, cluster_key, group_jobs, trim_jobs
+from gpusight.collect.model import (
     Advice,
     ContainerRuntime,
     ContainerSample,
@@ -18,8 +18,8 @@ from gputop.collect.model import (
     SourceKind,
     WorkloadKind,
 )
-from gputop.collect.workload import classify, parse_command, split_cmdline
-from gputop.demo.source import DemoSource
+from gpusight.collect.workload import classify, parse_command, split_cmdline
+from gpusight.demo.source import DemoSource
 
 TRAINING, INFERENCE, NOTEBOOK, UNKNOWN = (WorkloadKind.TRAINING, WorkloadKind.INFERENCE, WorkloadKind.NOTEBOOK,
                                           WorkloadKind.UNKNOWN)
@@ -197,7 +197,7 @@ def test_recordings_made_before_jobs_replay_without_jobs():
     import json
     from pathlib import Path
 
-    from gputop.recordings.replay import ReplaySource
+    from gpusight.recordings.replay import ReplaySource
 
     path = Path(__file__).parent / "data" / "real-h100" / "two-processes.jsonl.gz"
     with gzip.open(path, "rt") as handle:
@@ -218,10 +218,10 @@ def test_json_and_recordings_carry_the_jobs_and_replay_keeps_them(tmp_path):
     import sys
 
     recording = tmp_path / "rec.jsonl"
-    run = [sys.executable, "-m", "gputop", "--demo", "idle-holding"]
+    run = [sys.executable, "-m", "gpusight", "--demo", "idle-holding"]
     live = subprocess.run([*run, "--record", str(recording), "--duration", "0.4", "--interval", "0.2", "--json"],
                           capture_output=True, text=True, timeout=60, check=True)
-    replayed = subprocess.run([sys.executable, "-m", "gputop", "--replay", str(recording), "--json"],
+    replayed = subprocess.run([sys.executable, "-m", "gpusight", "--replay", str(recording), "--json"],
                               capture_output=True, text=True, timeout=60, check=True)
     jobs = json.loads(live.stdout)["jobs"]
     assert [(j["id"], j["kind"], j["devices"]) for j in jobs] == [(1, "notebook", [0]), (2, "training", [1, 2])]

@@ -1,6 +1,6 @@
-"""Jobs as ``gputop --once`` and the Markdown report write them, in the same words as the process table.
+"""Jobs as ``gpusight --once`` and the Markdown report write them, in the same words as the process table.
 
-The once table is read from a real ``python -m gputop --replay REC --once`` over a recording with jobs.
+The once table is read from a real ``python -m gpusight --replay REC --once`` over a recording with jobs.
 """
 
 from __future__ import annotations
@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from gputop.collect.history import History
-from gputop.collect.model import Advice, JobSample, ProcessRole, ProcessSample, Severity, Snapshot, WorkloadKind
-from gputop.demo.source import DemoSource
-from gputop.job_text import gpu_list, job_label, scope_label
-from gputop.oneshot import render_once
-from gputop.recordings.jsonl.writer import JsonlWriter
-from gputop.snapshot_export.markdown import render_markdown
+from gpusight.collect.history import History
+from gpusight.collect.model import Advice, JobSample, ProcessRole, ProcessSample, Severity, Snapshot, WorkloadKind
+from gpusight.demo.source import DemoSource
+from gpusight.job_text import gpu_list, job_label, scope_label
+from gpusight.oneshot import render_once
+from gpusight.recordings.jsonl.writer import JsonlWriter
+from gpusight.snapshot_export.markdown import render_markdown
 from support.jobs import with_jobs
 
 HOSTILE = " \x1b[2J[red]x[/red] | `tick` <b>\x07"
@@ -88,7 +88,7 @@ def test_once_table_has_a_job_column_a_jobs_section_and_escaped_evidence(tmp_pat
     recorder.write(mixed_with_jobs(HOSTILE))
     recorder.close()
     out = subprocess.run(
-        [sys.executable, "-m", "gputop", "--replay", str(recording), "--once"],
+        [sys.executable, "-m", "gpusight", "--replay", str(recording), "--once"],
         capture_output=True, text=True, timeout=60,
     )
     assert out.returncode == 0, out.stderr

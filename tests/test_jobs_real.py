@@ -1,4 +1,4 @@
-"""Jobs and workload kinds end to end: real processes laid out like real workloads, the fake NVML, `gputop --json`."""
+"""Jobs and workload kinds end to end: real processes laid out like real workloads, the fake NVML, `gpusight --json`."""
 
 import json
 import os
@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from gputop.collect.host.source import HostSource
-from gputop.collect.model import ProcessSample
+from gpusight.collect.host.source import HostSource
+from gpusight.collect.model import ProcessSample
 from support.fake_nvml import FakeGpu, FakeScenario, fake_nvml_env
 from support.procs import fake_trainer, run_python_as, sleeper, wait_until
 from support.workloads import SECRET_ENV, notebook_kernel, server, spawn_job, sweep, torchrun_job
@@ -17,14 +17,14 @@ GIB = 1 << 30
 
 WHITELIST = {"MASTER_ADDR", "MASTER_PORT", "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE",
              "TORCHELASTIC_RUN_ID", "GROUP_RANK", "SLURM_JOB_ID", "SLURM_STEP_ID", "SLURM_PROCID", "JPY_PARENT_PID"}
-"""The environment variables gputop may keep (written out here so the test does not trust the code under test)."""
+"""The environment variables gpusight may keep (written out here so the test does not trust the code under test)."""
 
 
-def gputop_json(tmp_path, fake_nvml_lib, gpus: list[list[int]]) -> tuple[dict, str]:
-    """`gputop --json` on fake GPUs, GPU i running the pids ``gpus[i]``; (the snapshot, the raw output)."""
+def gpusight_json(tmp_path, fake_nvml_lib, gpus: list[list[int]]) -> tuple[dict, str]:
+    """`gpusight --json` on fake GPUs, GPU i running the pids ``gpus[i]``; (the snapshot, the raw output)."""
     scenario = FakeScenario(gpus=[FakeGpu(compute_processes=[(pid, 4 * GIB) for pid in pids]) for pids in gpus])
     path = scenario.write(tmp_path / "scenario.txt")
-    out = subprocess.run([sys.executable, "-m", "gputop", "--json"], capture_output=True, text=True,
+    out = subprocess.run([sys.executable, "-m", "gpusight", "--json"], capture_output=True, text=True,
                          env=fake_nvml_env(fake_nvml_lib, path), timeout=60)
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout), out.stdout
@@ -39,7 +39,7 @@ def job_of(data: dict, pid: int) -> dict:
 def test_torchrun_launcher_with_8_ranks_is_one_training_job_in_rank_order(tmp_path, fake_nvml_lib):
     with torchrun_job(tmp_path, nproc=8) as launched:
         shuffled = launched.ranks[::-1]  # GPU i runs rank 7-i: rank order is not GPU order
-        data, raw = gputop_json(tmp_path, fake_nvml_lib, [[pid] for pid in shuffled])
+        data, raw = gpusight_json(tmp_path, fake_nvml_lib, [[pid] for pid in shuffled])
     [job] = data["jobs"]
     assert job["kind"] == "training"
     assert job["pids"] == launched.ranks
@@ -56,7 +56,7 @@ def test_torchrun_launcher_with_8_ranks_is_one_training_job_in_rank_order(tmp_pa
 def test_a_sweep_of_one_user_is_separate_jobs(tmp_path, fake_nvml_lib):
     with sweep(tmp_path) as runs:
         pids = runs.terminals + runs.loop
-        data, _ = gputop_json(tmp_path, fake_nvml_lib, [[pid] for pid in pids])
+        data, _ = gpusight_json(tmp_path, fake_nvml_lib, [[pid] for pid in pids])
     assert len(data["jobs"]) == 4
     assert sorted(tuple(j["pids"]) for j in data["jobs"]) == sorted((pid,) for pid in pids)
     assert len({job_of(data, pid)["id"] for pid in pids}) == 4
@@ -64,7 +64,7 @@ def test_a_sweep_of_one_user_is_separate_jobs(tmp_path, fake_nvml_lib):
 
 def test_spawn_children_of_one_script_are_one_job(tmp_path, fake_nvml_lib):
     with spawn_job(tmp_path, children=2) as (parent, children), sleeper() as other:
-        data, _ = gputop_json(tmp_path, fake_nvml_lib, [[children[0]], [children[1]], [other.pid]])
+        data, _ = gpusight_json(tmp_path, fake_nvml_lib, [[children[0]], [children[1]], [other.pid]])
     job = job_of(data, children[0])
     assert job["pids"] == sorted(children) and job["devices"] == [0, 1]
     assert f"share parent train.py (PID {parent})" in job["evidence"]
@@ -73,7 +73,7 @@ def test_spawn_children_of_one_script_are_one_job(tmp_path, fake_nvml_lib):
 
 def test_one_process_on_two_gpus_is_one_data_parallel_job(tmp_path, fake_nvml_lib):
     with sleeper() as proc:
-        data, _ = gputop_json(tmp_path, fake_nvml_lib, [[proc.pid], [proc.pid]])
+        data, _ = gpusight_json(tmp_path, fake_nvml_lib, [[proc.pid], [proc.pid]])
     [job] = data["jobs"]
     assert job["pids"] == [proc.pid] and job["devices"] == [0, 1]
     assert job["evidence"].startswith(f"DataParallel: PID {proc.pid} uses GPUs 0,1")
@@ -85,7 +85,7 @@ def test_inference_servers_by_name_and_by_behaviour(tmp_path, fake_nvml_lib):
             server(tmp_path, ["--port", "0"], script="app.py") as (unnamed, port), \
             server(tmp_path, ["--note", "vllm"], script="train.py") as (trainer, _), \
             fake_trainer(tmp_path) as fed:
-        data, _ = gputop_json(tmp_path, fake_nvml_lib, [[vllm], [unnamed], [trainer, fed.pid]])
+        data, _ = gpusight_json(tmp_path, fake_nvml_lib, [[vllm], [unnamed], [trainer, fed.pid]])
     named = job_of(data, vllm)
     assert (named["kind"], named["evidence"]) == ("inference", "vllm serve (command line)")
     by_port = job_of(data, unnamed)
@@ -108,7 +108,7 @@ def test_servers_that_rename_their_processes_are_inference(tmp_path, fake_nvml_l
             title = shell.args[3]
             wait_until(lambda pid=pid, title=title: open(f"/proc/{pid}/cmdline", "rb").read().startswith(title.encode()),
                        f"{title} running")
-        data, _ = gputop_json(tmp_path, fake_nvml_lib, [[pid] for pid in pids])
+        data, _ = gpusight_json(tmp_path, fake_nvml_lib, [[pid] for pid in pids])
     finally:
         for shell in shells:
             shell.stdin.close()
@@ -121,7 +121,7 @@ def test_servers_that_rename_their_processes_are_inference(tmp_path, fake_nvml_l
 
 def test_a_kernel_started_by_a_jupyter_server_is_a_notebook(tmp_path, fake_nvml_lib):
     with notebook_kernel(tmp_path) as (_, kernel):
-        data, _ = gputop_json(tmp_path, fake_nvml_lib, [[kernel]])
+        data, _ = gpusight_json(tmp_path, fake_nvml_lib, [[kernel]])
     [job] = data["jobs"]
     assert job["kind"] == "notebook" and job["pids"] == [kernel]
     assert job["evidence"] == "Jupyter kernel (command line)"
@@ -130,7 +130,7 @@ def test_a_kernel_started_by_a_jupyter_server_is_a_notebook(tmp_path, fake_nvml_
 @pytest.mark.parametrize("layout", ["direct", "forkserver"])
 def test_dataloader_workers_attach_to_their_trainer_and_make_it_training(tmp_path, fake_nvml_lib, layout):
     with fake_trainer(tmp_path, workers=("sleep", "sleep"), layout=layout) as trainer:
-        data, _ = gputop_json(tmp_path, fake_nvml_lib, [[trainer.pid]])
+        data, _ = gpusight_json(tmp_path, fake_nvml_lib, [[trainer.pid]])
     [job] = data["jobs"]
     assert (job["kind"], job["evidence"]) == ("training", "has DataLoader workers")
     workers = [p for p in data["processes"] if p["role"] == "dataloader_worker"]
@@ -140,8 +140,8 @@ def test_dataloader_workers_attach_to_their_trainer_and_make_it_training(tmp_pat
 
 _POLL_AS_OTHER_USER = """
 import json, sys
-from gputop.collect.host.source import HostSource
-from gputop.collect.model import ProcessSample
+from gpusight.collect.host.source import HostSource
+from gpusight.collect.model import ProcessSample
 drop()
 rows = [ProcessSample(pid=int(pid), device_index=index) for index, pid in enumerate(sys.argv[1:])]
 reading = HostSource().poll(rows)
@@ -178,7 +178,7 @@ def test_host_source_keeps_job_ids_while_jobs_run_and_never_reuses_them(tmp_path
 
 
 def test_only_whitelisted_variables_are_read_from_an_environment(tmp_path):
-    from gputop.collect.host.procenv import read_env
+    from gpusight.collect.host.procenv import read_env
 
     env = dict(os.environ, RANK="3", MASTER_PORT="29500", **SECRET_ENV)
     proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], env=env)
@@ -193,7 +193,7 @@ def test_only_whitelisted_variables_are_read_from_an_environment(tmp_path):
 
 
 def test_the_listening_probe_finds_the_servers_port_and_nothing_for_a_sleeper(tmp_path):
-    from gputop.collect.host.procenv import listening_port
+    from gpusight.collect.host.procenv import listening_port
 
     with server(tmp_path, [], script="app.py") as (pid, port), sleeper() as quiet:
         assert listening_port(pid) == port
@@ -212,7 +212,7 @@ def has_socket(pid: int) -> bool:
 
 
 def test_the_probe_answers_from_its_cache_until_its_period_ends():
-    from gputop.collect.host.procenv import HintReader
+    from gpusight.collect.host.procenv import HintReader
 
     code = ("import socket\nserver = socket.socket()\ninput()\nserver.bind(('127.0.0.1', 0))\nserver.listen()\n"
             "print(server.getsockname()[1], flush=True)\ninput()\n")
@@ -255,7 +255,7 @@ def test_runs_a_python_sweep_driver_starts_with_different_arguments_are_separate
     try:
         assert driver.stdout is not None
         pids = [int(pid) for pid in driver.stdout.readline().split()]
-        data, _ = gputop_json(tmp_path, fake_nvml_lib, [[pid] for pid in pids])
+        data, _ = gpusight_json(tmp_path, fake_nvml_lib, [[pid] for pid in pids])
     finally:
         driver.kill()
         driver.wait()

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from gputop.collect.model import Snapshot
-from gputop.recordings.formats import RecordingError, RecordingProblem
-from gputop.recordings.jsonl.index import JsonlRecording
-from gputop.recordings.opening import open_seekable, read_recording
+from gpusight.collect.model import Snapshot
+from gpusight.recordings.formats import RecordingError, RecordingProblem
+from gpusight.recordings.jsonl.index import JsonlRecording
+from gpusight.recordings.opening import open_seekable, read_recording
 from support.recordings import DAY_START, write_demo_recording
 
 SECONDS = 1200

@@ -12,11 +12,11 @@ import time
 import psutil
 import pytest
 
-from gputop.collect.model import DeviceSample, DriverInfo, ErrorNote, ProcessSample
-from gputop.collect.nvml.device import ENERGY_PERIOD_S, decode_throttle_reasons
-from gputop.collect.nvml.errors import LOST_MESSAGE
-from gputop.collect.nvml.processes import UTILIZATION_PERIOD_S
-from gputop.collect.nvml.source import NvmlSource
+from gpusight.collect.model import DeviceSample, DriverInfo, ErrorNote, ProcessSample
+from gpusight.collect.nvml.device import ENERGY_PERIOD_S, decode_throttle_reasons
+from gpusight.collect.nvml.errors import LOST_MESSAGE
+from gpusight.collect.nvml.processes import UTILIZATION_PERIOD_S
+from gpusight.collect.nvml.source import NvmlSource
 from support.fake_nvml import (
     DRIVER_NOT_LOADED,
     FUNCTION_NOT_FOUND,
@@ -32,7 +32,7 @@ from support.fake_nvml import (
 )
 
 MIB = 1 << 20
-PCIE_THREAD = "gputop-nvml-pcie"
+PCIE_THREAD = "gpusight-nvml-pcie"
 
 
 class ManualClock:
@@ -72,7 +72,7 @@ def children():
         proc.wait()
 
 
-def test_scenario_values_come_out_exactly_in_gputop_units(nvml_scenario, make_nvml_source):
+def test_scenario_values_come_out_exactly_in_gpusight_units(nvml_scenario, make_nvml_source):
     gpu = FakeGpu(name="NVIDIA H100 80GB HBM3", uuid="GPU-abc", pci_bus_id="00000000:3B:00.0", minor=5, util_gpu=87, util_mem=31, mem_total=81559 * MIB,
                   mem_used=40000 * MIB, mem_reserved=555 * MIB, power_mw=312_345, power_limit_mw=700_000, temp=67,
                   fan=42, clock_sm=1755, clock_mem=2619, pstate=2, energy_mj=9_876_543, ecc_mode=1,
@@ -645,7 +645,7 @@ def test_missing_library_path_reads_library_not_found(tmp_path):
 
 
 POLL_AND_PRINT = (
-    "import json; from gputop.collect.nvml.source import NvmlSource\n"
+    "import json; from gpusight.collect.nvml.source import NvmlSource\n"
     "s = NvmlSource(); r = s.poll(); s.close()\n"
     "print(json.dumps({'errors': [e.message for e in r.errors], 'names': [d.name for d in r.devices]}))\n"
 )

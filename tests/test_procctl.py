@@ -11,7 +11,7 @@ import sys
 import psutil
 import pytest
 
-from gputop.procctl import SignalRefused, protected_pids, send_signal
+from gpusight.procctl import SignalRefused, protected_pids, send_signal
 
 NOBODY = 65534
 as_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root to start processes as another user")
@@ -37,10 +37,10 @@ def test_sigterm_kills_the_process_it_was_aimed_at(child):
     assert result == f"Sent SIGTERM to PID {child.pid} (sleep)"
 
 
-def test_gputop_itself_and_its_ancestors_are_refused():
+def test_gpusight_itself_and_its_ancestors_are_refused():
     # Signal 0 only probes, so a broken refusal cannot hurt the test run.
     for pid in (os.getpid(), os.getppid()):
-        with pytest.raises(SignalRefused, match="gputop itself"):
+        with pytest.raises(SignalRefused, match="gpusight itself"):
             send_signal(pid, started(pid), 0)
     assert {os.getpid(), os.getppid(), 1} <= protected_pids()
 
@@ -86,7 +86,7 @@ def test_root_may_signal_another_users_process():
 
 _AS_NOBODY = f"""
 import json, os, signal, sys
-from gputop.procctl import SignalRefused, send_signal
+from gpusight.procctl import SignalRefused, send_signal
 os.setgroups([]); os.setgid({NOBODY}); os.setuid({NOBODY})
 pid, create_time = int(sys.argv[1]), float(sys.argv[2])
 try:

@@ -12,9 +12,9 @@ from rich.cells import cell_len
 from textual.app import App, ComposeResult
 from textual.widgets import Static
 
-from gputop.collect.model import JobSample, ProcessRole, ProcessSample, Snapshot, SourceKind, WorkloadKind
-from gputop.ui.kill_dialog import KillDialog
-from gputop.ui.process_table import ProcessTable
+from gpusight.collect.model import JobSample, ProcessRole, ProcessSample, Snapshot, SourceKind, WorkloadKind
+from gpusight.ui.kill_dialog import KillDialog
+from gpusight.ui.process_table import ProcessTable
 
 GIB = 2**30
 WIDTH, HEIGHT = 120, 20

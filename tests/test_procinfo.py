@@ -11,7 +11,7 @@ import time
 import psutil
 import pytest
 
-from gputop.collect.host.procinfo import ProcessDetailsReader
+from gpusight.collect.host.procinfo import ProcessDetailsReader
 from support.procs import proc_state, wait_until
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="uses /proc")

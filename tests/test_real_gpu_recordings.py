@@ -13,17 +13,23 @@ from pathlib import Path
 
 import pytest
 
-from gputop.advice.engine import AdviceEngine
-from gputop.collect.history import History
-from gputop.collect.model import ProcessRole, Snapshot
-from gputop.collect.sampler import Sampler
-from gputop.recordings.replay import ReplaySource
+from gpusight.advice.engine import AdviceEngine
+from gpusight.collect.history import History
+from gpusight.collect.model import ProcessRole, Snapshot
+from gpusight.collect.sampler import Sampler
+from gpusight.recordings.replay import ReplaySource
 
 DATA = Path(__file__).parent / "data" / "real-h100"
 """Folder of the real-hardware recordings."""
 
 INPUT_RULES = ("input_bound:", "few_workers:")
 """Advice ids that name an input-pipeline problem."""
+
+RECORDED_TRAINER = "gputop.examples.convnet"
+"""The trainer's module in the recordings' command lines (they were made before the rename to gpusight)."""
+
+RECORDED_SERVER = "gputop.examples.serve"
+"""The inference server's module in the recordings' command lines."""
 
 SETTLED_S = 45.0
 """Seconds into a run after which its job has warmed up and a 30 s advice window is full."""
@@ -74,7 +80,7 @@ def test_the_input_bound_run_is_named_input_bound_with_its_worker_under_the_trai
 
     assert snapshots and all(input_advice(s) for s in snapshots)
     last = snapshots[-1]
-    trainer = trainer_of(last, "gputop.examples.convnet")
+    trainer = trainer_of(last, RECORDED_TRAINER)
     [advice] = [a for a in last.advice if a.id.startswith(INPUT_RULES)]
     assert str(trainer) in advice.scope + advice.title
     assert "waits" in advice.evidence and "for data" in advice.evidence  # the measured input wait
@@ -90,7 +96,7 @@ def test_the_fed_bf16_run_has_no_input_advice_and_all_its_workers_under_the_trai
 
     assert not any(input_advice(s) for s in snapshots)
     last = steady[-1]
-    trainer = trainer_of(last, "gputop.examples.convnet")
+    trainer = trainer_of(last, RECORDED_TRAINER)
     workers = [p for p in last.processes if p.role == ProcessRole.DATALOADER_WORKER]
     assert len(workers) == 14 and {w.trainer_pid for w in workers} == {trainer}
     [row] = [p for p in last.processes if p.pid == trainer]
@@ -102,8 +108,8 @@ def test_two_processes_share_the_gpu_and_only_the_trainer_has_workers():
     snapshots = settled(replay("two-processes.jsonl.gz"))
 
     for snapshot in snapshots:
-        trainer = trainer_of(snapshot, "gputop.examples.convnet")
-        server = trainer_of(snapshot, "gputop.examples.serve")
+        trainer = trainer_of(snapshot, RECORDED_TRAINER)
+        server = trainer_of(snapshot, RECORDED_SERVER)
         assert trainer is not None and server is not None
         assert {p.trainer_pid for p in snapshot.processes if p.role == ProcessRole.DATALOADER_WORKER} == {trainer}
     assert not any(input_advice(s) for s in snapshots)

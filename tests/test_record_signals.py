@@ -1,4 +1,4 @@
-"""Headless recording (no terminal) runs until a signal and then closes its file cleanly: real ``gputop`` processes."""
+"""Headless recording (no terminal) runs until a signal and then closes its file cleanly: real ``gpusight`` processes."""
 
 import signal
 import subprocess
@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from gputop.collect.model import Snapshot
-from gputop.recordings.formats import RecordingProblem
-from gputop.recordings.opening import read_recording
+from gpusight.collect.model import Snapshot
+from gpusight.recordings.formats import RecordingProblem
+from gpusight.recordings.opening import read_recording
 
 DEADLINE = 30.0
 """Seconds a recorder gets to start and write its first snapshots."""
@@ -25,13 +25,13 @@ def _snapshots_and_problems(path: Path) -> tuple[list[Snapshot], list[RecordingP
 
 
 def _start(path: Path, **popen) -> subprocess.Popen:
-    """``gputop --demo stalled --record PATH`` with stdin, stdout and stderr not terminals; waits for 3 snapshots."""
-    proc = subprocess.Popen([sys.executable, "-m", "gputop", "--demo", "input-bound", "--record", str(path),
+    """``gpusight --demo stalled --record PATH`` with stdin, stdout and stderr not terminals; waits for 3 snapshots."""
+    proc = subprocess.Popen([sys.executable, "-m", "gpusight", "--demo", "input-bound", "--record", str(path),
                              "--interval", "0.1"],
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen)
     deadline = time.monotonic() + DEADLINE
     while not (path.exists() and len(_snapshots_and_problems(path)[0]) >= 3):
-        assert proc.poll() is None, f"gputop exited early with {proc.returncode}: {proc.stderr.read()}"
+        assert proc.poll() is None, f"gpusight exited early with {proc.returncode}: {proc.stderr.read()}"
         assert time.monotonic() < deadline, "no snapshots recorded in time"
         time.sleep(0.05)
     return proc

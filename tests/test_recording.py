@@ -11,13 +11,13 @@ import tracemalloc
 
 import pytest
 
-from gputop.collect.model import ErrorNote, Snapshot
-from gputop.demo.source import DemoSource
-from gputop.recordings.formats import RecordingError, RecordingProblem
-from gputop.recordings.jsonl.reader import MAX_LINE_BYTES
-from gputop.recordings.jsonl.writer import JsonlWriter
-from gputop.recordings.opening import read_recording
-from gputop.recordings.replay import MAX_SHOWN_PROBLEMS, ReplayError, ReplaySource
+from gpusight.collect.model import ErrorNote, Snapshot
+from gpusight.demo.source import DemoSource
+from gpusight.recordings.formats import RecordingError, RecordingProblem
+from gpusight.recordings.jsonl.reader import MAX_LINE_BYTES
+from gpusight.recordings.jsonl.writer import JsonlWriter
+from gpusight.recordings.opening import read_recording
+from gpusight.recordings.replay import MAX_SHOWN_PROBLEMS, ReplayError, ReplaySource
 
 START = 1_750_000_000.0
 STEP = 0.5
@@ -48,7 +48,7 @@ def split(items):
 
 
 def plain_lines(snapshots) -> list[bytes]:
-    from gputop.collect.serialize import snapshot_to_json
+    from gpusight.collect.serialize import snapshot_to_json
 
     return [snapshot_to_json(s).encode() + b"\n" for s in snapshots]
 
@@ -300,8 +300,8 @@ def test_unwritable_path_raises_a_one_line_recording_error(tmp_path, snapshots):
 
 CHILD = """
 import itertools, sys
-from gputop.demo.source import DemoSource
-from gputop.recordings.jsonl.writer import JsonlWriter
+from gpusight.demo.source import DemoSource
+from gpusight.recordings.jsonl.writer import JsonlWriter
 clock = itertools.count()
 source = DemoSource("mixed", seed=7, clock=lambda: 1750000000.0 + next(clock) * 0.5)
 recorder = JsonlWriter(sys.argv[1])

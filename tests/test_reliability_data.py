@@ -1,7 +1,7 @@
 """Data safety: recordings survive the real CLI being killed, and full or read-only disks give clear errors.
 
 Written against real files: ``/dev/full`` (every write fails with ENOSPC), a read-only tmpfs (EROFS;
-needs root, skipped otherwise) and recordings made by a real ``gputop`` process killed mid-run.
+needs root, skipped otherwise) and recordings made by a real ``gpusight`` process killed mid-run.
 """
 
 from __future__ import annotations
@@ -17,16 +17,16 @@ from pathlib import Path
 
 import pytest
 
-from gputop.collect.history import History
-from gputop.collect.model import Snapshot
-from gputop.collect.sampler import Sampler
-from gputop.collect.serialize import snapshot_from_dict
-from gputop.demo.source import DemoSource
-from gputop.recordings.formats import RecordingError, RecordingProblem
-from gputop.recordings.jsonl.writer import JsonlWriter
-from gputop.recordings.opening import read_recording
-from gputop.snapshot_export.export_set import ExportError, export_snapshot
-from support.terminal import PtyGputop
+from gpusight.collect.history import History
+from gpusight.collect.model import Snapshot
+from gpusight.collect.sampler import Sampler
+from gpusight.collect.serialize import snapshot_from_dict
+from gpusight.demo.source import DemoSource
+from gpusight.recordings.formats import RecordingError, RecordingProblem
+from gpusight.recordings.jsonl.writer import JsonlWriter
+from gpusight.recordings.opening import read_recording
+from gpusight.snapshot_export.export_set import ExportError, export_snapshot
+from support.terminal import PtyGpusight
 
 DEV_FULL = Path("/dev/full")
 """A device on which every write fails with "No space left on device"."""
@@ -37,16 +37,16 @@ DEADLINE = 30.0
 needs_dev_full = pytest.mark.skipif(not DEV_FULL.exists(), reason="needs /dev/full")
 
 
-def gputop_command(*args: str) -> list[str]:
+def gpusight_command(*args: str) -> list[str]:
     """The CLI run as a module with ``args``."""
-    return [sys.executable, "-m", "gputop", *args]
+    return [sys.executable, "-m", "gpusight", *args]
 
 
 def wait_for_snapshots(path: Path, count: int, proc: subprocess.Popen) -> None:
     """Wait until ``path`` holds at least ``count`` readable snapshots (failing if the writer died or hung)."""
     deadline = time.monotonic() + DEADLINE
     while not (path.exists() and len(snapshots_and_problems(path)[0]) >= count):
-        assert proc.poll() is None, f"gputop exited early with {proc.returncode}"
+        assert proc.poll() is None, f"gpusight exited early with {proc.returncode}"
         assert time.monotonic() < deadline, "timed out waiting for recorded lines"
         time.sleep(0.05)
 
@@ -113,17 +113,17 @@ def test_a_read_only_file_system_is_refused_in_one_line_for_recordings_and_expor
         export_snapshot(read_only_dir, snapshot, sampler.history, "<svg/>")
     assert "Read-only file system" in str(exported.value) and "\n" not in str(exported.value)
     assert list(read_only_dir.iterdir()) == []
-    cli = subprocess.run(gputop_command("--demo", "--once", "--record", str(read_only_dir / "x.jsonl")),
+    cli = subprocess.run(gpusight_command("--demo", "--once", "--record", str(read_only_dir / "x.jsonl")),
                          capture_output=True, text=True, timeout=60, check=False)
     assert cli.returncode == 1
-    assert cli.stderr.startswith("gputop: ") and "Read-only file system" in cli.stderr
+    assert cli.stderr.startswith("gpusight: ") and "Read-only file system" in cli.stderr
     assert len(cli.stderr.strip().splitlines()) == 1
 
 
 @pytest.mark.parametrize("name", ["run.jsonl", "run.jsonl.gz"])
 def test_sigkill_of_the_headless_recorder_loses_at_most_the_last_line(tmp_path, name):
     path = tmp_path / name
-    proc = subprocess.Popen(gputop_command("--demo", "--record", str(path), "--interval", "0.25"),
+    proc = subprocess.Popen(gpusight_command("--demo", "--record", str(path), "--interval", "0.25"),
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         wait_for_snapshots(path, 5, proc)
@@ -142,7 +142,7 @@ def test_sigkill_of_the_headless_recorder_loses_at_most_the_last_line(tmp_path, 
 
 def test_sigterm_of_the_live_ui_keeps_a_parseable_recording(tmp_path):
     path = tmp_path / "ui.jsonl"
-    app = PtyGputop((100, 30), controlling=False, args=("--demo", "--record", str(path), "--interval", "0.25"))
+    app = PtyGpusight((100, 30), controlling=False, args=("--demo", "--record", str(path), "--interval", "0.25"))
     try:
         app.wait_for(lambda: path.exists() and path.read_bytes().count(b"\n") >= 5, "five recorded snapshots")
         app.proc.send_signal(signal.SIGTERM)
@@ -160,13 +160,13 @@ def test_sigterm_of_the_live_ui_keeps_a_parseable_recording(tmp_path):
 
 @needs_dev_full
 def test_headless_recording_to_a_full_disk_stops_with_a_clear_error():
-    proc = subprocess.Popen(gputop_command("--demo", "healthy", "--record", str(DEV_FULL), "--interval", "1"),
+    proc = subprocess.Popen(gpusight_command("--demo", "healthy", "--record", str(DEV_FULL), "--interval", "1"),
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         _, err = proc.communicate(timeout=6)
     except subprocess.TimeoutExpired:
         proc.kill()
         _, err = proc.communicate()
-        pytest.fail("gputop went on 'recording' to a full disk")
+        pytest.fail("gpusight went on 'recording' to a full disk")
     assert proc.returncode == 1
     assert "No space left on device" in err

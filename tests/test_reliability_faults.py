@@ -15,13 +15,13 @@ from pathlib import Path
 
 import psutil
 
-from gputop.collect.history import History
-from gputop.collect.host.source import HostSource
-from gputop.collect.live import LiveSource
-from gputop.collect.nvml.calls import REPEATED_FAILURE_POLLS
-from gputop.collect.nvml.processes import UTILIZATION_PERIOD_S
-from gputop.collect.sampler import MIN_INTERVAL, Sampler
-from gputop.ui.app import GputopApp
+from gpusight.collect.history import History
+from gpusight.collect.host.source import HostSource
+from gpusight.collect.live import LiveSource
+from gpusight.collect.nvml.calls import REPEATED_FAILURE_POLLS
+from gpusight.collect.nvml.processes import UTILIZATION_PERIOD_S
+from gpusight.collect.sampler import MIN_INTERVAL, Sampler
+from gpusight.ui.app import GpusightApp
 from support.fake_nvml import (
     DRIVER_NOT_LOADED,
     LIB_RM_VERSION_MISMATCH,
@@ -34,7 +34,7 @@ from support.fake_nvml import (
 )
 from support.procs import proc_state, sleeper, wait_until
 
-OTHER_NAMESPACE = ("in another PID namespace (a host PID): run gputop on the host, or with --pid=host / hostPID: true, "
+OTHER_NAMESPACE = ("in another PID namespace (a host PID): run gpusight on the host, or with --pid=host / hostPID: true, "
                    "to see it")
 """The note on a GPU process NVML reports that this PID namespace does not hold (written out, not imported)."""
 
@@ -48,9 +48,9 @@ DEVICE_VALUE_KEYS = ["name", "uuid", "utilization_gpu_percent", "utilization_mem
 """Every measured field of a device in the JSON contract."""
 
 
-def gputop(env: dict[str, str], *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+def gpusight(env: dict[str, str], *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     """Run the real CLI with ``args``."""
-    return subprocess.run([sys.executable, "-m", "gputop", *args], capture_output=True, text=True, env=env,
+    return subprocess.run([sys.executable, "-m", "gpusight", *args], capture_output=True, text=True, env=env,
                           timeout=timeout, check=False)
 
 
@@ -63,8 +63,8 @@ def test_every_call_not_supported_reads_null_in_json_and_na_in_the_table(tmp_pat
     path = FakeScenario(gpus=[failing_everywhere(NOT_SUPPORTED), FakeGpu(util_gpu=66)]).write(tmp_path / "s.txt")
     env = fake_nvml_env(fake_nvml_lib, path)
 
-    data = json.loads(gputop(env, "--json").stdout)
-    table = gputop(env, "--once")
+    data = json.loads(gpusight(env, "--json").stdout)
+    table = gpusight(env, "--once")
 
     bare, normal = data["devices"]
     assert {key: bare[key] for key in DEVICE_VALUE_KEYS} == dict.fromkeys(DEVICE_VALUE_KEYS)
@@ -79,7 +79,7 @@ def test_every_call_not_supported_reads_null_in_json_and_na_in_the_table(tmp_pat
 def test_a_version_mismatch_is_one_line_and_the_host_is_still_shown(tmp_path, fake_nvml_lib):
     path = FakeScenario(init_error=LIB_RM_VERSION_MISMATCH).write(tmp_path / "s.txt")
 
-    out = gputop(fake_nvml_env(fake_nvml_lib, path), "--once")
+    out = gpusight(fake_nvml_env(fake_nvml_lib, path), "--once")
 
     assert out.returncode == 0 and "Traceback" not in out.stderr
     assert "HOST  CPU" in out.stdout and "No GPUs." in out.stdout
@@ -136,12 +136,12 @@ def test_gpu_processes_that_exit_are_zombies_or_foreign_are_labelled_truthfully(
             path = FakeScenario(gpus=[FakeGpu(compute_processes=[(pid, 1 << 30) for pid in pids])]).write(
                 tmp_path / "s.txt")
             env = fake_nvml_env(fake_nvml_lib, path, call_log)
-            run = subprocess.Popen([sys.executable, "-m", "gputop", "--json", "--duration", "4", "--interval", "0.1"],
+            run = subprocess.Popen([sys.executable, "-m", "gpusight", "--json", "--duration", "4", "--interval", "0.1"],
                                    env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             # pynvml calls the process list twice per poll (once for the count, once for the list), so four
             # calls mean a second poll has begun: the first one's /proc read saw the leaving process alive.
             wait_until(lambda: count_calls(call_log, "nvmlDeviceGetComputeRunningProcesses_v3") >= 4,
-                       "gputop's first polls", timeout=30)
+                       "gpusight's first polls", timeout=30)
             leaving.kill()
             leaving.wait()
             out, err = run.communicate(timeout=60)
@@ -159,7 +159,7 @@ def test_gpu_processes_that_exit_are_zombies_or_foreign_are_labelled_truthfully(
     }
 
 
-def screen_text(app: GputopApp) -> str:
+def screen_text(app: GpusightApp) -> str:
     """Every line of the app's current screen as plain text."""
     return "\n".join(strip.text for strip in app.screen._compositor.render_strips())
 
@@ -168,7 +168,7 @@ def test_the_app_runs_on_through_a_missing_driver_a_lost_gpu_and_its_return(nvml
     nvml_scenario.write(FakeScenario(init_error=DRIVER_NOT_LOADED))
     nvml = make_nvml_source(init_retry_s=0.2, lost_retry_s=0.2)
     sampler = Sampler(LiveSource(nvml=nvml, host=HostSource()), MIN_INTERVAL, History(100))
-    app = GputopApp(sampler)
+    app = GpusightApp(sampler)
     seen: dict[str, str] = {}
 
     def two_gpus(lost: bool) -> FakeScenario:

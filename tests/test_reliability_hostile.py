@@ -1,8 +1,8 @@
 """Hostile input end to end: any text in any string field of a snapshot, hostile recordings, and a real process
 whose command line carries escapes, markup, invalid UTF-8 and 100 KB of arguments.
 
-``test_textsafe.py`` proves :func:`gputop.textsafe.safe_text` on its own; here the property is checked
-on what gputop actually prints (the ``--once`` table and the Markdown report) and shows (the TUI), so a
+``test_textsafe.py`` proves :func:`gpusight.textsafe.safe_text` on its own; here the property is checked
+on what gpusight actually prints (the ``--once`` table and the Markdown report) and shows (the TUI), so a
 field that skips ``safe_text`` is caught.
 """
 
@@ -19,8 +19,8 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gputop.collect.history import History
-from gputop.collect.model import (
+from gpusight.collect.history import History
+from gpusight.collect.model import (
     Advice,
     DeviceSample,
     DriverInfo,
@@ -33,12 +33,12 @@ from gputop.collect.model import (
     Snapshot,
     SourceKind,
 )
-from gputop.collect.sampler import Sampler
-from gputop.collect.serialize import snapshot_from_dict
-from gputop.oneshot import render_once
-from gputop.recordings.replay import ReplaySource
-from gputop.snapshot_export.markdown import render_markdown
-from gputop.ui.app import GputopApp
+from gpusight.collect.sampler import Sampler
+from gpusight.collect.serialize import snapshot_from_dict
+from gpusight.oneshot import render_once
+from gpusight.recordings.replay import ReplaySource
+from gpusight.snapshot_export.markdown import render_markdown
+from gpusight.ui.app import GpusightApp
 from support.fake_nvml import FakeGpu, FakeScenario, fake_nvml_env
 from support.procs import sleeper
 
@@ -135,9 +135,9 @@ def hostile_recording(path: Path) -> Path:
 def test_a_hostile_recording_replays_escaped_and_names_every_bad_line(tmp_path):
     path = hostile_recording(tmp_path / "hostile.jsonl")
 
-    table = subprocess.run([sys.executable, "-m", "gputop", "--replay", str(path), "--once"],
+    table = subprocess.run([sys.executable, "-m", "gpusight", "--replay", str(path), "--once"],
                            capture_output=True, text=True, timeout=60, check=False)
-    as_json = subprocess.run([sys.executable, "-m", "gputop", "--replay", str(path), "--json"],
+    as_json = subprocess.run([sys.executable, "-m", "gpusight", "--replay", str(path), "--json"],
                              capture_output=True, text=True, timeout=60, check=False)
 
     assert table.returncode == 0, table.stderr
@@ -153,7 +153,7 @@ def test_a_hostile_recording_replays_escaped_and_names_every_bad_line(tmp_path):
 def test_a_hostile_recording_shows_escaped_in_the_tui(tmp_path):
     sampler = Sampler(ReplaySource(hostile_recording(tmp_path / "hostile.jsonl")), 3600.0, History(50))
     sampler.poll_once()
-    app = GputopApp(sampler, live=False)
+    app = GpusightApp(sampler, live=False)
     segments: list[str] = []
 
     async def main() -> None:
@@ -175,9 +175,9 @@ def test_a_real_process_with_a_hostile_100_kb_command_line_is_listed_escaped(tmp
     with sleeper(*args) as proc:
         path = FakeScenario(gpus=[FakeGpu(compute_processes=[(proc.pid, 1 << 30)])]).write(tmp_path / "s.txt")
         env = fake_nvml_env(fake_nvml_lib, path)
-        table = subprocess.run([sys.executable, "-m", "gputop", "--once"], capture_output=True, text=True, env=env,
+        table = subprocess.run([sys.executable, "-m", "gpusight", "--once"], capture_output=True, text=True, env=env,
                                timeout=60, check=False)
-        as_json = subprocess.run([sys.executable, "-m", "gputop", "--json"], capture_output=True, text=True, env=env,
+        as_json = subprocess.run([sys.executable, "-m", "gpusight", "--json"], capture_output=True, text=True, env=env,
                                  timeout=60, check=False)
 
     assert table.returncode == 0 and "Traceback" not in table.stderr

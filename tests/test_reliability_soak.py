@@ -8,7 +8,7 @@
    wraps span a week. After five warm-up wraps the number of live Python objects and of allocated
    memory blocks must stop growing: a leak of even one small object per retired PID (about 480
    PIDs retire per wrap) would exceed the allowance about twice over.
-2. A real ``gputop`` in a pseudo-terminal at ``--interval 0.1`` against the fake NVML while real
+2. A real ``gpusight`` in a pseudo-terminal at ``--interval 0.1`` against the fake NVML while real
    processes start and stop (``benchmarks/soak.py`` for 20 s instead of 10 minutes): after the
    warm-up, open descriptors and threads do not grow, RSS stays within a few MiB, and ``q`` quits.
 """
@@ -25,15 +25,15 @@ from pathlib import Path
 
 from textual import geometry
 
-from gputop.advice.config import Thresholds
-from gputop.advice.engine import AdviceEngine
-from gputop.collect.history import History
-from gputop.collect.model import Snapshot
-from gputop.collect.sampler import Sampler
-from gputop.collect.timegrid import TimeGrid
-from gputop.demo.source import DemoSource
-from gputop.ui.app import GputopApp
-from gputop.ui.messages import FrameReady
+from gpusight.advice.config import Thresholds
+from gpusight.advice.engine import AdviceEngine
+from gpusight.collect.history import History
+from gpusight.collect.model import Snapshot
+from gpusight.collect.sampler import Sampler
+from gpusight.collect.timegrid import TimeGrid
+from gpusight.demo.source import DemoSource
+from gpusight.ui.app import GpusightApp
+from gpusight.ui.messages import FrameReady
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -136,7 +136,7 @@ def test_a_simulated_week_through_sampler_history_advice_and_screen_stays_bounde
     sampler = Sampler(source, interval=STEP, history=History(CAPACITY), advisor=AdviceEngine(Thresholds()),
                       grid=TimeGrid(capacities=GRID_COLUMNS))
     sampler.poll_once()
-    app = GputopApp(sampler, live=False)
+    app = GpusightApp(sampler, live=False)
     footprints: list[tuple[int, int]] = []
     retired: list[int] = []
     shown_advice: set[str] = set()
@@ -168,7 +168,7 @@ def test_a_simulated_week_through_sampler_history_advice_and_screen_stays_bounde
     assert final_blocks - baseline_blocks < BLOCK_SLACK, footprints
 
 
-def test_real_gputop_at_0_1_s_with_churning_processes_keeps_descriptors_and_threads_flat(tmp_path):
+def test_real_gpusight_at_0_1_s_with_churning_processes_keeps_descriptors_and_threads_flat(tmp_path):
     report = tmp_path / "soak.json"
     done = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "soak.py"), "--duration", "20", "--warmup", "8",

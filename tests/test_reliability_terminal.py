@@ -1,9 +1,9 @@
-"""Terminal faults against the real ``gputop`` TUI in a pseudo-terminal: hangup, SIGTERM, stdin at EOF,
+"""Terminal faults against the real ``gpusight`` TUI in a pseudo-terminal: hangup, SIGTERM, stdin at EOF,
 a terminal that disappears, a resize storm, a 20x5 terminal, and quitting (``q`` or Ctrl-C) while every
 NVML call blocks for 2 s.
 
-Each test starts ``python -m gputop --demo healthy`` on the slave side of a pty (the test keeps a
-copy of the slave, so it can read the terminal modes after gputop is gone) and drains the master
+Each test starts ``python -m gpusight --demo healthy`` on the slave side of a pty (the test keeps a
+copy of the slave, so it can read the terminal modes after gpusight is gone) and drains the master
 side the way a terminal emulator would. "Restored" means what a user sees afterwards: the line
 discipline is back in canonical mode with echo, and the last things written were leaving the
 alternate screen and showing the cursor. Deadlines below only catch hangs; they are not speed
@@ -22,19 +22,19 @@ from collections.abc import Callable, Iterator
 import psutil
 import pytest
 
-from gputop.collect.history import History
-from gputop.collect.sampler import Sampler
-from gputop.demo.source import DemoSource
-from gputop.ui.app import GputopApp
-from gputop.ui.messages import FrameReady
+from gpusight.collect.history import History
+from gpusight.collect.sampler import Sampler
+from gpusight.demo.source import DemoSource
+from gpusight.ui.app import GpusightApp
+from gpusight.ui.messages import FrameReady
 from support.fake_nvml import FakeGpu, FakeScenario
-from support.terminal import ENTER_ALT_SCREEN, PtyGputop, set_size
+from support.terminal import ENTER_ALT_SCREEN, PtyGpusight, set_size
 
 LOST_TERMINAL_CPU_SECONDS = 0.75
-"""Most CPU time gputop may use between losing its terminal and exiting (a spin would use ~1 s per second)."""
+"""Most CPU time gpusight may use between losing its terminal and exiting (a spin would use ~1 s per second)."""
 
 IDLE_CPU_FRACTION = 0.5
-"""Most CPU (fraction of one core) gputop may use while idling after a resize storm at a 0.5 s interval."""
+"""Most CPU (fraction of one core) gpusight may use while idling after a resize storm at a 0.5 s interval."""
 
 BLOCKED_CALL_MS = 2000
 """How long every NVML call blocks in the quit tests."""
@@ -50,13 +50,13 @@ def cpu_seconds(process: psutil.Process) -> float:
 
 
 @pytest.fixture
-def start_gputop() -> Iterator[Callable[..., PtyGputop]]:
-    """Factory starting gputop on a pty; everything is cleaned up after the test."""
-    started: list[PtyGputop] = []
+def start_gpusight() -> Iterator[Callable[..., PtyGpusight]]:
+    """Factory starting gpusight on a pty; everything is cleaned up after the test."""
+    started: list[PtyGpusight] = []
 
     def start(size: tuple[int, int] = (100, 30), *, controlling: bool = True, stdin_tty: bool = True,
-              args: tuple[str, ...] = ("--demo", "healthy")) -> PtyGputop:
-        app = PtyGputop(size, controlling=controlling, stdin_tty=stdin_tty, args=args)
+              args: tuple[str, ...] = ("--demo", "healthy")) -> PtyGpusight:
+        app = PtyGpusight(size, controlling=controlling, stdin_tty=stdin_tty, args=args)
         started.append(app)
         return app
 
@@ -66,8 +66,8 @@ def start_gputop() -> Iterator[Callable[..., PtyGputop]]:
 
 
 @pytest.mark.parametrize(("sig", "status"), [(signal.SIGHUP, 129), (signal.SIGTERM, 143)])
-def test_hangup_and_terminate_exit_cleanly_and_restore_the_terminal(start_gputop, sig, status):
-    app = start_gputop()
+def test_hangup_and_terminate_exit_cleanly_and_restore_the_terminal(start_gpusight, sig, status):
+    app = start_gpusight()
     app.wait_up()
     assert not app.canonical()  # the app really had the terminal in raw mode
 
@@ -80,8 +80,8 @@ def test_hangup_and_terminate_exit_cleanly_and_restore_the_terminal(start_gputop
 
 
 @pytest.mark.parametrize("controlling", [True, False], ids=["with-sighup", "without-sighup"])
-def test_a_vanished_terminal_ends_gputop_without_spinning(start_gputop, controlling):
-    app = start_gputop(controlling=controlling)
+def test_a_vanished_terminal_ends_gpusight_without_spinning(start_gpusight, controlling):
+    app = start_gpusight(controlling=controlling)
     app.wait_up()
     before = cpu_seconds(psutil.Process(app.proc.pid))
 
@@ -92,8 +92,8 @@ def test_a_vanished_terminal_ends_gputop_without_spinning(start_gputop, controll
     assert app.rusage_cpu - before < LOST_TERMINAL_CPU_SECONDS
 
 
-def test_stdin_at_end_of_file_ends_gputop_and_restores_the_screen(start_gputop):
-    app = start_gputop(stdin_tty=False)
+def test_stdin_at_end_of_file_ends_gpusight_and_restores_the_screen(start_gpusight):
+    app = start_gpusight(stdin_tty=False)
 
     assert app.reap() == 129
     assert app.restored() or ENTER_ALT_SCREEN not in app.output
@@ -101,19 +101,19 @@ def test_stdin_at_end_of_file_ends_gputop_and_restores_the_screen(start_gputop):
     assert "Traceback" not in app.text()
 
 
-def test_a_resize_storm_leaves_gputop_responsive_and_idle(start_gputop):
-    app = start_gputop()
+def test_a_resize_storm_leaves_gpusight_responsive_and_idle(start_gpusight):
+    app = start_gpusight()
     app.wait_up()
     rng = random.Random(7)
     sizes = [(20, 5), (1, 1), (300, 100), (80, 24), (43, 11), (160, 45), (200, 2)]
     for _ in range(300):
-        set_size(app.slave, *rng.choice(sizes))  # the kernel sends SIGWINCH to gputop for each change
+        set_size(app.slave, *rng.choice(sizes))  # the kernel sends SIGWINCH to gpusight for each change
         time.sleep(0.002)
     set_size(app.slave, 100, 30)
     time.sleep(1.0)  # let the last resize's full redraw through; after that only changed cells are sent
     settled = len(app.output)
     os.write(app.master, b"?")
-    app.wait_for(lambda: b"gputop keys" in app.output[settled:], "the help screen after the storm")
+    app.wait_for(lambda: b"gpusight keys" in app.output[settled:], "the help screen after the storm")
     os.write(app.master, b"\x1b")
     time.sleep(0.5)
     process = psutil.Process(app.proc.pid)
@@ -129,8 +129,8 @@ def test_a_resize_storm_leaves_gputop_responsive_and_idle(start_gputop):
     assert "Traceback" not in app.text()
 
 
-def test_a_20x5_terminal_runs_and_quits(start_gputop):
-    app = start_gputop(size=(20, 5))
+def test_a_20x5_terminal_runs_and_quits(start_gpusight):
+    app = start_gpusight(size=(20, 5))
     app.wait_for(lambda: ENTER_ALT_SCREEN in app.output and len(app.output) > 2000, "the first screen")
     drawn = len(app.output)
     app.wait_for(lambda: len(app.output) > drawn, "a later update")
@@ -148,7 +148,7 @@ def test_a_20x5_screen_keeps_every_line_inside_the_terminal():
                       history=History(100))
     for _ in range(10):
         sampler.poll_once()
-    app = GputopApp(sampler)
+    app = GpusightApp(sampler)
     lines: list[str] = []
 
     async def main() -> None:
@@ -170,9 +170,9 @@ def test_a_20x5_screen_keeps_every_line_inside_the_terminal():
 
 @pytest.mark.parametrize("key", [b"q", b"\x03"], ids=["q", "ctrl-c"])
 def test_quitting_takes_under_a_second_while_nvml_blocks_and_never_shuts_nvml_down_under_a_call(
-        start_gputop, nvml_scenario, key):
+        start_gpusight, nvml_scenario, key):
     nvml_scenario.write(FakeScenario(gpus=[FakeGpu(), FakeGpu()]))
-    app = start_gputop(size=(120, 40), args=("--interval", "0.2"))
+    app = start_gpusight(size=(120, 40), args=("--interval", "0.2"))
     app.wait_up(marker=b"H100")
     nvml_scenario.clear_log()
     nvml_scenario.write(FakeScenario(gpus=[FakeGpu(), FakeGpu()], call_delay_ms=BLOCKED_CALL_MS))
@@ -191,9 +191,9 @@ def test_quitting_takes_under_a_second_while_nvml_blocks_and_never_shuts_nvml_do
     assert all(count == 0 for count in in_flight_at_shutdown), in_flight_at_shutdown
 
 
-def test_a_driver_that_hangs_from_the_start_still_gets_a_screen_that_quits(start_gputop, nvml_scenario):
+def test_a_driver_that_hangs_from_the_start_still_gets_a_screen_that_quits(start_gpusight, nvml_scenario):
     nvml_scenario.write(FakeScenario(gpus=[FakeGpu(), FakeGpu()], call_delay_ms=BLOCKED_CALL_MS))
-    app = start_gputop(size=(120, 40), args=("--interval", "0.2"))
+    app = start_gpusight(size=(120, 40), args=("--interval", "0.2"))
     app.wait_for(lambda: ENTER_ALT_SCREEN in app.output and b"Quit" in app.output, "the screen without data")
     assert any(call.symbol.endswith(".delay") for call in nvml_scenario.calls()), "the first poll is still blocked"
 
@@ -207,9 +207,9 @@ def test_a_driver_that_hangs_from_the_start_still_gets_a_screen_that_quits(start
     assert "Traceback" not in app.text()
 
 
-def test_quitting_with_nvml_answering_shuts_nvml_down_once_with_no_call_in_flight(start_gputop, nvml_scenario):
+def test_quitting_with_nvml_answering_shuts_nvml_down_once_with_no_call_in_flight(start_gpusight, nvml_scenario):
     nvml_scenario.write(FakeScenario(gpus=[FakeGpu(pcie_tx_kbps=100, pcie_rx_kbps=200)], pcie_delay_ms=20))
-    app = start_gputop(size=(120, 40), args=("--interval", "0.2"))
+    app = start_gpusight(size=(120, 40), args=("--interval", "0.2"))
     app.wait_up(marker=b"H100")
     app.wait_for(lambda: nvml_scenario.count("nvmlDeviceGetPcieThroughput") > 3, "the PCIe thread to poll")
 

@@ -1,6 +1,6 @@
 """Hostile recordings: millions of damaged lines are counted, not stored, and only regular files are replayed.
 
-Each case runs the real CLI (``python -m gputop --replay FILE --once``) in a subprocess, on real files,
+Each case runs the real CLI (``python -m gpusight --replay FILE --once``) in a subprocess, on real files,
 FIFOs and devices, with a deadline so that a hang fails instead of blocking the suite.
 """
 
@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from gputop.collect.serialize import snapshot_to_json
-from gputop.demo.source import DemoSource
-from gputop.recordings.replay import MAX_SHOWN_PROBLEMS, ReplaySource
+from gpusight.collect.serialize import snapshot_to_json
+from gpusight.demo.source import DemoSource
+from gpusight.recordings.replay import MAX_SHOWN_PROBLEMS, ReplaySource
 
 DAMAGED_LINES = 1_000_000
 """Damaged lines in the large recording: enough that keeping a message for each costs hundreds of MB."""
@@ -74,7 +74,7 @@ def run_measured(args: list[str], workdir: Path) -> tuple[int, str, str, int]:
     counts the memory of the process it was forked from, which for the test runner can be large.
     """
     peak_file = workdir / "peak"
-    command = [sys.executable, "-c", _MEASURE_PEAK, str(peak_file), sys.executable, "-m", "gputop", *args]
+    command = [sys.executable, "-c", _MEASURE_PEAK, str(peak_file), sys.executable, "-m", "gpusight", *args]
     proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, start_new_session=True)
     try:
@@ -82,7 +82,7 @@ def run_measured(args: list[str], workdir: Path) -> tuple[int, str, str, int]:
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.communicate()
-        pytest.fail(f"gputop {' '.join(args)} did not finish within {DEADLINE:.0f} s")
+        pytest.fail(f"gpusight {' '.join(args)} did not finish within {DEADLINE:.0f} s")
     return proc.returncode, out, err, int(peak_file.read_text())
 
 
@@ -151,11 +151,11 @@ def test_a_looping_replay_counts_each_damaged_line_once(tmp_path):
 
 def refused(path: Path) -> None:
     """The CLI refuses ``path`` as a recording within a few seconds, in one line, with status 1."""
-    done = subprocess.run([sys.executable, "-m", "gputop", "--replay", str(path), "--once"],
+    done = subprocess.run([sys.executable, "-m", "gpusight", "--replay", str(path), "--once"],
                           capture_output=True, text=True, timeout=30, check=False, stdin=subprocess.DEVNULL)
     assert done.returncode == 1, done.stdout + done.stderr
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
-    assert done.stderr.startswith(f"gputop: cannot read recording {path}: not a regular file")
+    assert done.stderr.startswith(f"gpusight: cannot read recording {path}: not a regular file")
     assert done.stdout == ""
 
 
@@ -189,7 +189,7 @@ def test_a_symlink_to_a_recording_is_replayed(tmp_path):
     recording.write_bytes(good_lines(2))
     link = tmp_path / "link.jsonl"
     link.symlink_to(recording)
-    done = subprocess.run([sys.executable, "-m", "gputop", "--replay", str(link), "--once"],
+    done = subprocess.run([sys.executable, "-m", "gpusight", "--replay", str(link), "--once"],
                           capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0, done.stderr
     assert "replay: link.jsonl" in done.stdout

@@ -1,4 +1,4 @@
-"""End to end: ``gputop --replay FILE --at 03:10`` in a real terminal (tmux on a pty, read back with
+"""End to end: ``gpusight --replay FILE --at 03:10`` in a real terminal (tmux on a pty, read back with
 ``capture-pane``), steered with the replay keys: each answer shows on the position bar.
 
 The waits are generous (a hang fails, a slow machine does not); the seek latency itself is measured in
@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from test_ui_e2e_tmux import Tmux, alive, wait_until
 
-from gputop.recordings.opening import open_seekable
+from gpusight.recordings.opening import open_seekable
 from support.recordings import write_demo_recording
 
 pytestmark = pytest.mark.skipif(__import__("shutil").which("tmux") is None, reason="needs tmux")
@@ -34,7 +34,7 @@ def recording(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The day in the compact format (the default for ``--record``), or as JSON lines where it is not available."""
     folder = tmp_path_factory.mktemp("pty")
     try:
-        path = write_demo_recording(folder / "night.gputop", 86400, interval=INTERVAL,
+        path = write_demo_recording(folder / "night.gpusight", 86400, interval=INTERVAL,
                                     scenarios=("healthy", "input-bound"), segment_s=1200)
     except NotImplementedError:
         path = write_demo_recording(folder / "night.jsonl.gz", 86400, interval=INTERVAL,
@@ -44,7 +44,7 @@ def recording(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def tmux() -> Iterator[Tmux]:
-    server = Tmux(f"gputop-replay-{os.getpid()}-{time.monotonic_ns()}")
+    server = Tmux(f"gpusight-replay-{os.getpid()}-{time.monotonic_ns()}")
     yield server
     server.kill_server()
 
@@ -74,7 +74,7 @@ def shows(tmux: Tmux, **expected: object) -> bool:
 
 
 def test_replay_at_a_time_then_steered_with_the_keys(tmux: Tmux, tmp_path: Path, recording: Path):
-    command = ["env", "TZ=UTC", f"PYTHONPATH={REPO}", sys.executable, "-m", "gputop", "--replay", str(recording),
+    command = ["env", "TZ=UTC", f"PYTHONPATH={REPO}", sys.executable, "-m", "gpusight", "--replay", str(recording),
                "--at", "03:10"]
     pid = tmux.start(command, (80, 24), tmp_path)
     wait_until(lambda: bar(tmux) is not None, "the position bar")
@@ -105,4 +105,4 @@ def test_replay_at_a_time_then_steered_with_the_keys(tmux: Tmux, tmp_path: Path,
     tmux.keys("01:30:00", "Enter")
     wait_until(lambda: bar(tmux) is not None and "01:30:00" <= bar(tmux)[2] < "01:31:00", "go to 01:30")
     tmux.keys("q")
-    wait_until(lambda: not alive(pid), "gputop to exit after q")
+    wait_until(lambda: not alive(pid), "gpusight to exit after q")

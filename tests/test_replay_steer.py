@@ -14,20 +14,20 @@ from pathlib import Path
 
 import pytest
 
-from gputop.advice.engine import AdviceEngine
-from gputop.collect.frame import Frame
-from gputop.collect.gpu_selection import GpuIds, GpuSelectingSource
-from gputop.collect.sampler import Sampler
-from gputop.collect.steering import ChangeSpeed, SeekBy, SeekEvent, SeekTo, TogglePause
-from gputop.recordings.playback import LEAD_IN_SECONDS, SPEEDS, event_after, step_speed
-from gputop.recordings.replay import ReplaySource
+from gpusight.advice.engine import AdviceEngine
+from gpusight.collect.frame import Frame
+from gpusight.collect.gpu_selection import GpuIds, GpuSelectingSource
+from gpusight.collect.sampler import Sampler
+from gpusight.collect.steering import ChangeSpeed, SeekBy, SeekEvent, SeekTo, TogglePause
+from gpusight.recordings.playback import LEAD_IN_SECONDS, SPEEDS, event_after, step_speed
+from gpusight.recordings.replay import ReplaySource
 from support.recordings import DAY_START, write_demo_recording
 from support.timezone import utc  # noqa: F401 - autouse: local time is UTC here
 
 SECONDS = 1200
 
 
-@pytest.fixture(scope="module", params=["run.gputop", "run.jsonl.gz"], ids=["compact", "jsonl.gz"])
+@pytest.fixture(scope="module", params=["run.gpusight", "run.jsonl.gz"], ids=["compact", "jsonl.gz"])
 def recording(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """20 minutes at 1 Hz from 00:00 UTC, the advice changing every 5 minutes, in each format."""
     path = tmp_path_factory.mktemp("steer") / request.param
@@ -187,7 +187,7 @@ def test_looping_after_a_seek_near_the_end_starts_again(recording: Path):
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "gputop", *args], capture_output=True, text=True, timeout=120,
+    return subprocess.run([sys.executable, "-m", "gpusight", *args], capture_output=True, text=True, timeout=120,
                           env={**__import__("os").environ, "TZ": "UTC"})
 
 
@@ -204,7 +204,7 @@ def test_at_prints_the_snapshot_at_that_time(recording: Path):
 def test_at_outside_the_recording_is_one_line_naming_its_span(recording: Path):
     done = run_cli("--replay", str(recording), "--at", "03:10", "--once")
     assert done.returncode == 1
-    assert done.stderr == "gputop: --at 03:10 is outside the recording (2025-11-23 00:00:00 to 00:19:59)\n"
+    assert done.stderr == "gpusight: --at 03:10 is outside the recording (2025-11-23 00:00:00 to 00:19:59)\n"
     done = run_cli("--at", "03:10", "--once")
     assert done.returncode == 2 and "--at needs --replay" in done.stderr
 

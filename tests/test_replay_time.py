@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gputop.recordings.replay_time import parse_when, span_text
+from gpusight.recordings.replay_time import parse_when, span_text
 from support.timezone import utc  # noqa: F401 - autouse: local time is UTC here
 
 START = 1_763_856_000.0 + 30.5  # 2025-11-23 00:00:30.5 UTC

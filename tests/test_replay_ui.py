@@ -10,15 +10,15 @@ from test_ui_app import demo_sampler, run_app, screen_text, wait_for
 from textual.pilot import Pilot
 from textual.widgets import Input
 
-from gputop.collect.model import Severity
-from gputop.collect.sampler import Sampler
-from gputop.collect.steering import AdviceEvent, PlaybackState
-from gputop.recordings.replay import ReplaySource
-from gputop.ui.actions import ACTIONS, REPLAY_ONLY
-from gputop.ui.app import GputopApp
-from gputop.ui.goto_dialog import GoToDialog
-from gputop.ui.help_screen import HelpScreen
-from gputop.ui.playback_bar import PlaybackBar, bar_text
+from gpusight.collect.model import Severity
+from gpusight.collect.sampler import Sampler
+from gpusight.collect.steering import AdviceEvent, PlaybackState
+from gpusight.recordings.replay import ReplaySource
+from gpusight.ui.actions import ACTIONS, REPLAY_ONLY
+from gpusight.ui.app import GpusightApp
+from gpusight.ui.goto_dialog import GoToDialog
+from gpusight.ui.help_screen import HelpScreen
+from gpusight.ui.playback_bar import PlaybackBar, bar_text
 from support.recordings import DAY_START, write_demo_recording
 from support.timezone import utc  # noqa: F401 - autouse: local time is UTC here
 
@@ -31,18 +31,18 @@ def recording(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_demo_recording(path, SECONDS, scenarios=("healthy", "input-bound"), segment_s=300)
 
 
-def replay_app(recording: Path) -> GputopApp:
+def replay_app(recording: Path) -> GpusightApp:
     """The app on a replay polled only when asked (a one-hour interval), indexed before it starts."""
     replay = ReplaySource(recording)
     assert replay.wait_indexed(30)
-    return GputopApp(Sampler(replay, 3600.0))
+    return GpusightApp(Sampler(replay, 3600.0))
 
 
-def bar_line(app: GputopApp) -> str:
+def bar_line(app: GpusightApp) -> str:
     return next(line for line in screen_text(app).splitlines() if "x1" in line or " x" in line and "━" in line)
 
 
-def position(app: GputopApp) -> float | None:
+def position(app: GpusightApp) -> float | None:
     frame = app.frame
     return None if frame is None or frame.playback is None else frame.playback.position
 
@@ -54,7 +54,7 @@ def key_of(action: str) -> str:
 def test_the_bar_fits_80x24_and_shows_the_span_speed_and_position(recording: Path):
     app = replay_app(recording)
 
-    async def body(app: GputopApp, pilot: Pilot) -> None:
+    async def body(app: GpusightApp, pilot: Pilot) -> None:
         await wait_for(pilot, lambda: position(app) is not None)
         bar = app.query_one(PlaybackBar)
         assert bar.display and bar.region.height == 1 and bar.region.width == 80
@@ -75,7 +75,7 @@ def test_every_replay_key_steers_the_replay(recording: Path):
     async def press(pilot: Pilot, action: str) -> None:
         await pilot.press(key_of(action))
 
-    async def body(app: GputopApp, pilot: Pilot) -> None:
+    async def body(app: GpusightApp, pilot: Pilot) -> None:
         await wait_for(pilot, lambda: position(app) is not None)
         seen = set()
 
@@ -113,7 +113,7 @@ def test_every_replay_key_steers_the_replay(recording: Path):
 def test_the_go_to_dialog_says_what_is_wrong_and_stays_open(recording: Path):
     app = replay_app(recording)
 
-    async def body(app: GputopApp, pilot: Pilot) -> None:
+    async def body(app: GpusightApp, pilot: Pilot) -> None:
         await wait_for(pilot, lambda: position(app) is not None)
         await pilot.press("G")
         await wait_for(pilot, lambda: isinstance(app.screen, GoToDialog))
@@ -130,9 +130,9 @@ def test_the_go_to_dialog_says_what_is_wrong_and_stays_open(recording: Path):
 
 
 def test_without_a_replay_the_keys_do_nothing_and_the_bar_is_hidden():
-    app = GputopApp(demo_sampler("healthy"))
+    app = GpusightApp(demo_sampler("healthy"))
 
-    async def body(app: GputopApp, pilot: Pilot) -> None:
+    async def body(app: GpusightApp, pilot: Pilot) -> None:
         assert not app.query_one(PlaybackBar).display
         before = app.frame
         await pilot.press("right_square_bracket", "G", "full_stop", "greater_than_sign", "space")
@@ -148,7 +148,7 @@ def test_without_a_replay_the_keys_do_nothing_and_the_bar_is_hidden():
 def test_the_help_screen_lists_the_replay_keys_on_a_replay(recording: Path):
     app = replay_app(recording)
 
-    async def body(app: GputopApp, pilot: Pilot) -> None:
+    async def body(app: GpusightApp, pilot: Pilot) -> None:
         await wait_for(pilot, lambda: position(app) is not None)
         await pilot.press("question_mark")
         assert isinstance(app.screen, HelpScreen)

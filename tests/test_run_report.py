@@ -1,4 +1,4 @@
-"""The run report's numbers (gputop.run_report.summary), its HTML's escaping, and ``gputop --report`` on real files."""
+"""The run report's numbers (gpusight.run_report.summary), its HTML's escaping, and ``gpusight --report`` on real files."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from gputop.collect.history import History
-from gputop.collect.model import (
+from gpusight.collect.history import History
+from gpusight.collect.model import (
     Advice,
     DeviceSample,
     HostSample,
@@ -22,14 +22,14 @@ from gputop.collect.model import (
     SourceKind,
     WorkloadKind,
 )
-from gputop.recordings.formats import COMPACT_MAGIC, RecordingProblem
-from gputop.recordings.jsonl.writer import JsonlWriter
-from gputop.recordings.opening import read_recording
-from gputop.run_report.command import default_output
-from gputop.run_report.html import hours, render_html, script_json
-from gputop.run_report.session import summarize_history
-from gputop.run_report.summary import IDLE_UTIL_PERCENT, RunAccumulator, summarize
-from gputop.snapshot_export.markdown import md_escape, render_report
+from gpusight.recordings.formats import COMPACT_MAGIC, RecordingProblem
+from gpusight.recordings.jsonl.writer import JsonlWriter
+from gpusight.recordings.opening import read_recording
+from gpusight.run_report.command import default_output
+from gpusight.run_report.html import hours, render_html, script_json
+from gpusight.run_report.session import summarize_history
+from gpusight.run_report.summary import IDLE_UTIL_PERCENT, RunAccumulator, summarize
+from gpusight.snapshot_export.markdown import md_escape, render_markdown
 from support.demo_run import Segment, record_demo_run
 
 T0 = 1_795_000_000.0
@@ -151,7 +151,7 @@ def test_process_and_job_gpu_hours_peak_memory_and_ranks() -> None:
 
 
 def test_a_job_id_reused_by_a_later_session_is_another_job() -> None:
-    """Job ids restart with every gputop session: an appended recording's job 1 with new processes is a new job."""
+    """Job ids restart with every gpusight session: an appended recording's job 1 with new processes is a new job."""
     items = []
     for i in range(60):
         pid = 10 if i < 30 else 20  # the second session's job 1 is another trainer
@@ -204,7 +204,7 @@ def test_a_sessions_summary_from_its_history_has_the_recordings_numbers(tmp_path
     assert [(f.advice_id, f.seconds, f.episodes) for f in session.findings] == [
         (f.advice_id, f.seconds, f.episodes) for f in recorded.findings]
     assert len(session.findings) == 3
-    markdown = render_report(history.latest, history, session, "x.html")  # type: ignore[arg-type]
+    markdown = render_markdown(history.latest, history, session, "x.html")  # type: ignore[arg-type]
     section = markdown.split("## Run summary", 1)[1]
     assert "[x.html](x.html)" in section
     assert f"Idle GPU-hours: {hours(recorded.idle_gpu_hours)}" in section
@@ -235,15 +235,15 @@ def test_default_output_name() -> None:
     assert default_output(Path("odd.html")) == Path("odd.html.html")
 
 
-def _gputop(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "gputop", *map(str, args)], capture_output=True, text=True, cwd=cwd,
+def _gpusight(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "gpusight", *map(str, args)], capture_output=True, text=True, cwd=cwd,
                           timeout=120)
 
 
 def test_cli_writes_the_report_of_a_recorded_run_and_prints_its_path(tmp_path: Path) -> None:
     recording = tmp_path / "run.jsonl.gz"
     record_demo_run(recording, [Segment("healthy", 60, pause=30), Segment("input-bound", 60)])
-    result = _gputop("--report", recording, cwd=tmp_path)
+    result = _gpusight("--report", recording, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert result.stdout == f"{tmp_path / 'run.html'}\n"
     page = (tmp_path / "run.html").read_text()
@@ -264,7 +264,7 @@ def test_compact_and_jsonl_recordings_of_one_run_give_the_same_report_numbers(tm
         (g.mean_util, g.p95_util, g.idle_hours) for g in plain.gpus]
     assert [(f.advice_id, f.seconds) for f in compact.findings] == [(f.advice_id, f.seconds) for f in plain.findings]
     assert [(p.pid, p.gpu_hours) for p in compact.processes] == [(p.pid, p.gpu_hours) for p in plain.processes]
-    result = _gputop("--report", tmp_path / "run.gtr", cwd=tmp_path)
+    result = _gpusight("--report", tmp_path / "run.gtr", cwd=tmp_path)
     assert result.returncode == 0 and result.stdout == f"{tmp_path / 'run.html'}\n"
 
 
@@ -272,7 +272,7 @@ def test_compact_and_jsonl_recordings_of_one_run_give_the_same_report_numbers(tm
 def test_cli_empty_or_unreadable_recording_is_one_line_and_status_1(tmp_path: Path, content: bytes) -> None:
     recording = tmp_path / "bad.jsonl"
     recording.write_bytes(content)
-    result = _gputop("--report", recording, cwd=tmp_path)
+    result = _gpusight("--report", recording, cwd=tmp_path)
     assert result.returncode == 1
     assert result.stderr.count("\n") == 1 and "no readable snapshot" in result.stderr
     assert not (tmp_path / "bad.html").exists()
@@ -283,10 +283,10 @@ def test_cli_unwritable_output_leaves_nothing(tmp_path: Path) -> None:
     record_demo_run(recording, [Segment("healthy", 20)])
     locked = tmp_path / "locked"
     locked.mkdir()
-    missing = _gputop("--report", recording, "-o", tmp_path / "nowhere" / "r.html", cwd=tmp_path)
-    assert missing.returncode == 1 and missing.stderr.startswith("gputop: cannot write report")
+    missing = _gpusight("--report", recording, "-o", tmp_path / "nowhere" / "r.html", cwd=tmp_path)
+    assert missing.returncode == 1 and missing.stderr.startswith("gpusight: cannot write report")
     assert missing.stderr.count("\n") == 1
-    into_directory = _gputop("--report", recording, "-o", locked, cwd=tmp_path)
+    into_directory = _gpusight("--report", recording, "-o", locked, cwd=tmp_path)
     assert into_directory.returncode == 1 and into_directory.stderr.count("\n") == 1
     assert list(locked.iterdir()) == [] and sorted(p.name for p in tmp_path.iterdir()) == ["locked", "run.jsonl"]
 
@@ -295,8 +295,8 @@ def test_cli_refuses_to_replace_the_recording_and_usage_errors(tmp_path: Path) -
     recording = tmp_path / "run.jsonl"
     record_demo_run(recording, [Segment("healthy", 10)])
     size = recording.stat().st_size
-    same = _gputop("--report", recording, "-o", recording, cwd=tmp_path)
+    same = _gpusight("--report", recording, "-o", recording, cwd=tmp_path)
     assert same.returncode == 1 and "would replace the recording" in same.stderr
     assert recording.stat().st_size == size
-    assert _gputop("-o", "x.html", cwd=tmp_path).returncode == 2
-    assert _gputop("--report", recording, "--demo", cwd=tmp_path).returncode == 2
+    assert _gpusight("-o", "x.html", cwd=tmp_path).returncode == 2
+    assert _gpusight("--report", recording, "--demo", cwd=tmp_path).returncode == 2

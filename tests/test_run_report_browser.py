@@ -1,6 +1,6 @@
 """The HTML report of a real recorded run, rendered by a real headless Chromium (Debian's ``chromium``).
 
-The run is recorded by the real app (``gputop --demo stalls --record``); the page is loaded from a ``file://`` URL
+The run is recorded by the real app (``gpusight --demo stalls --record``); the page is loaded from a ``file://`` URL
 with background networking off. ``--dump-dom`` gives the DOM after the page's scripts ran: every section, a canvas
 per chart, the advice lanes, ``data-ready`` set and no script error written into the page. A screenshot must not be
 blank. Skipped, with the reason, when chromium is not installed.
@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from gputop.collect.model import Advice, DeviceSample, ProcessSample, Severity, Snapshot, SourceKind
-from gputop.recordings.jsonl.writer import JsonlWriter
-from gputop.run_report.html import SECTIONS, asset
+from gpusight.collect.model import Advice, DeviceSample, ProcessSample, Severity, Snapshot, SourceKind
+from gpusight.recordings.jsonl.writer import JsonlWriter
+from gpusight.run_report.html import SECTIONS, asset
 
 CHROMIUM = shutil.which("chromium")
 
@@ -84,9 +84,9 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The report of a 10-second run recorded by the real app (demo ``stalls``: a trainer that stalls, advice)."""
     directory = tmp_path_factory.mktemp("report")
     recording = directory / "stalls.jsonl"
-    subprocess.run([sys.executable, "-m", "gputop", "--demo", "stalls", "--record", str(recording), "--duration", "10",
+    subprocess.run([sys.executable, "-m", "gpusight", "--demo", "stalls", "--record", str(recording), "--duration", "10",
                     "--interval", "0.5"], check=True, capture_output=True, timeout=120)
-    result = subprocess.run([sys.executable, "-m", "gputop", "--report", str(recording)], capture_output=True,
+    result = subprocess.run([sys.executable, "-m", "gpusight", "--report", str(recording)], capture_output=True,
                             text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     return Path(result.stdout.strip())
@@ -121,7 +121,7 @@ def test_hostile_text_from_the_recording_stays_text(tmp_path: Path) -> None:
                                 devices=(DeviceSample(index=0, name=evil, utilization_gpu_percent=50.0),),
                                 processes=(process,), advice=(advice,)))
     recorder.close()
-    subprocess.run([sys.executable, "-m", "gputop", "--report", str(recording)], check=True, capture_output=True,
+    subprocess.run([sys.executable, "-m", "gpusight", "--report", str(recording)], check=True, capture_output=True,
                    timeout=120)
     dom = chromium(tmp_path / "evil.html", "--dump-dom").stdout
     body = re.search(r"<body[^>]*>", dom)

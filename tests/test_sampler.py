@@ -4,10 +4,10 @@ stop that neither waits on nor closes the source under a poll that blocks (a hun
 import threading
 import time
 
-from gputop.collect.history import History
-from gputop.collect.live import LiveSource
-from gputop.collect.model import Advice, DeviceSample, Snapshot
-from gputop.collect.sampler import MIN_INTERVAL, Sampler, clamp_interval
+from gpusight.collect.history import History
+from gpusight.collect.live import LiveSource
+from gpusight.collect.model import Advice, DeviceSample, Snapshot
+from gpusight.collect.sampler import MIN_INTERVAL, Sampler, clamp_interval
 from support.fake_nvml import FakeGpu, FakeScenario
 
 
@@ -158,7 +158,7 @@ def test_stop_without_a_thread_closes_the_source_once():
     sampler.stop()
     sampler.start()
     assert not source.closed
-    assert not any(t.name == "gputop-sampler" and t.is_alive() for t in threading.enumerate())
+    assert not any(t.name == "gpusight-sampler" and t.is_alive() for t in threading.enumerate())
 
 
 def test_stop_does_not_wait_for_a_slow_poll_and_the_thread_closes_the_source_after_it():

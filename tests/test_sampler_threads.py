@@ -14,11 +14,11 @@ from collections.abc import Iterator
 
 import pytest
 
-from gputop.collect.filters import Filters
-from gputop.collect.frame import Frame
-from gputop.collect.history import History
-from gputop.collect.model import DeviceSample, HostSample, Snapshot, SourceKind
-from gputop.collect.sampler import MIN_INTERVAL, Sampler
+from gpusight.collect.filters import Filters
+from gpusight.collect.frame import Frame
+from gpusight.collect.history import History
+from gpusight.collect.model import DeviceSample, HostSample, Snapshot, SourceKind
+from gpusight.collect.sampler import MIN_INTERVAL, Sampler
 
 MIB = 1 << 20
 T0 = 1_700_000_000.0

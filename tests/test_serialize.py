@@ -7,7 +7,7 @@ from enum import Enum
 import jsonschema
 import pytest
 
-from gputop.collect.model import (
+from gpusight.collect.model import (
     SCHEMA_VERSION,
     Advice,
     DeviceSample,
@@ -17,8 +17,8 @@ from gputop.collect.model import (
     ProcessSample,
     Snapshot,
 )
-from gputop.collect.schema import json_schema, record_shape
-from gputop.collect.serialize import (
+from gpusight.collect.schema import json_schema, record_shape
+from gpusight.collect.serialize import (
     SnapshotFormatError,
     record_from_dict,
     snapshot_from_dict,
@@ -50,7 +50,7 @@ def test_round_trip_through_json_is_exact():
     assert snapshot_from_dict(json.loads(snapshot_to_json(original))) == original
 
 
-def test_what_gputop_writes_has_every_key_of_the_schema():
+def test_what_gpusight_writes_has_every_key_of_the_schema():
     data = snapshot_to_dict(full_snapshot())
     assert snapshot_from_dict(data, complete=True) == full_snapshot()
     assert data["schema"] == SCHEMA_VERSION
@@ -182,7 +182,7 @@ def test_a_field_json_cannot_hold_is_refused_when_the_schema_is_derived():
         record_shape(Loose)
 
 
-def test_the_json_schema_document_is_valid_and_accepts_what_gputop_writes():
+def test_the_json_schema_document_is_valid_and_accepts_what_gpusight_writes():
     document = json_schema()
     jsonschema.Draft202012Validator.check_schema(document)
     jsonschema.validate(json.loads(snapshot_to_json(full_snapshot())), document)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from gputop.collect.model import (
+from gpusight.collect.model import (
     Advice,
     GpuProcessType,
     ProcessRole,
@@ -25,15 +25,15 @@ from gputop.collect.model import (
     SourceKind,
     StringEnum,
 )
-from gputop.collect.serialize import (
+from gpusight.collect.serialize import (
     SnapshotFormatError,
     snapshot_from_dict,
     snapshot_to_dict,
     snapshot_to_json,
 )
-from gputop.demo.source import DemoSource
-from gputop.recordings.formats import RecordingProblem
-from gputop.recordings.opening import read_recording
+from gpusight.demo.source import DemoSource
+from gpusight.recordings.formats import RecordingProblem
+from gpusight.recordings.opening import read_recording
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -196,8 +196,8 @@ def python310() -> str | None:
 
 CHECK_UNDER_310 = """
 import json, sys
-from gputop.collect.model import ProcessRole, ProcessSample, Severity, Snapshot, SourceKind
-from gputop.collect.serialize import snapshot_from_dict, snapshot_to_json
+from gpusight.collect.model import ProcessRole, ProcessSample, Severity, Snapshot, SourceKind
+from gpusight.collect.serialize import snapshot_from_dict, snapshot_to_json
 snapshot = Snapshot(timestamp=1.0, source=SourceKind.REPLAY, processes=(ProcessSample(pid=1, role=ProcessRole.GPU),))
 back = snapshot_from_dict(json.loads(snapshot_to_json(snapshot)))
 print(sys.version_info[:2], f"{Severity.WARN}", str(SourceKind.DEMO), json.loads(snapshot_to_json(back))["source"],

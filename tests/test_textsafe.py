@@ -3,7 +3,7 @@
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gputop.textsafe import safe_text
+from gpusight.textsafe import safe_text
 
 HOSTILE = [
     ("\x1b[31mred\x1b[0m", "red"),

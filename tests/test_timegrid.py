@@ -6,8 +6,8 @@ import tracemalloc
 
 import pytest
 
-from gputop.collect.model import DeviceSample, Snapshot
-from gputop.collect.timegrid import (
+from gpusight.collect.model import DeviceSample, Snapshot
+from gpusight.collect.timegrid import (
     CHART_METRICS,
     LEVEL_COLUMNS,
     MAX_COLUMN_SECONDS,

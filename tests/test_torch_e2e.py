@@ -1,6 +1,6 @@
-"""End to end: the real example training job (CPU torch) beside a real ``gputop --json`` on the fake NVML.
+"""End to end: the real example training job (CPU torch) beside a real ``gpusight --json`` on the fake NVML.
 
-The job is reported as a GPU compute process through the fake library; gputop must join the job's
+The job is reported as a GPU compute process through the fake library; gpusight must join the job's
 own status record (input wait, steps/s, loader settings) to that process, ignore corrupt and stale
 records of other processes, and show the measured columns in the process table.
 """
@@ -21,9 +21,9 @@ import psutil
 import pytest
 from textual.app import App, ComposeResult
 
-from gputop.collect.host.trainer_status import StatusFormatError, parse_status
-from gputop.collect.model import ProcessSample, Snapshot, SourceKind
-from gputop.ui.process_table import ProcessTable
+from gpusight.collect.host.trainer_status import StatusFormatError, parse_status
+from gpusight.collect.model import ProcessSample, Snapshot, SourceKind
+from gpusight.ui.process_table import ProcessTable
 from support.fake_nvml import FakeGpu, FakeScenario, fake_nvml_env
 from support.procs import kill_tree, sleeper, wait_until
 
@@ -32,9 +32,9 @@ pytest.importorskip("torch")
 GIB = 1 << 30
 
 
-def gputop(env: dict, *args: str, timeout: float = 90) -> dict:
-    """Run ``gputop --json ARGS`` and return its snapshot."""
-    out = subprocess.run([sys.executable, "-m", "gputop", "--json", *args], capture_output=True, text=True, env=env, check=False,
+def gpusight(env: dict, *args: str, timeout: float = 90) -> dict:
+    """Run ``gpusight --json ARGS`` and return its snapshot."""
+    out = subprocess.run([sys.executable, "-m", "gpusight", "--json", *args], capture_output=True, text=True, env=env, check=False,
                          timeout=timeout)
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout)
@@ -52,7 +52,7 @@ def current_record(path: Path) -> dict | None:
 
 @pytest.fixture
 def runtime_base(tmp_path: Path) -> Path:
-    """A private directory to serve as ``$XDG_RUNTIME_DIR`` for the job and for gputop."""
+    """A private directory to serve as ``$XDG_RUNTIME_DIR`` for the job and for gpusight."""
     base = tmp_path / "run"
     base.mkdir(mode=0o700)
     return base
@@ -68,12 +68,12 @@ def starved_job(runtime_base: Path) -> Iterator[subprocess.Popen]:
     """
     env = dict(os.environ, XDG_RUNTIME_DIR=str(runtime_base), OMP_NUM_THREADS="1")
     job = subprocess.Popen(
-        [sys.executable, "-m", "gputop.examples.train", "--io-ms", "25", "--num-workers", "0", "--batch-size", "8",
+        [sys.executable, "-m", "gpusight.examples.train", "--io-ms", "25", "--num-workers", "0", "--batch-size", "8",
          "--width", "32", "--depth", "1", "--duration", "300", "--report-every", "60"],
         env=env, stdout=subprocess.DEVNULL,
     )
     try:
-        path = runtime_base / "gputop" / f"{job.pid}.json"
+        path = runtime_base / "gpusight" / f"{job.pid}.json"
         wait_until(lambda: (r := current_record(path)) and r["active"] and r["window_seconds"] >= 1.0,
                    "the job's status record", timeout=90)
         yield job
@@ -84,18 +84,18 @@ def starved_job(runtime_base: Path) -> Iterator[subprocess.Popen]:
 
 def write_config(tmp_path: Path) -> Path:
     """An XDG config home whose advice thresholds hold for 2 s over a 4 s window, so a short run suffices."""
-    folder = tmp_path / "config" / "gputop"
+    folder = tmp_path / "config" / "gpusight"
     folder.mkdir(parents=True)
     (folder / "config.toml").write_text("[advice]\nhold_s = 2.0\nwindow_s = 4.0\n")
     return tmp_path / "config"
 
 
-def test_gputop_json_carries_the_jobs_measured_fields_and_ignores_bad_records(
+def test_gpusight_json_carries_the_jobs_measured_fields_and_ignores_bad_records(
     tmp_path, fake_nvml_lib, runtime_base, starved_job
 ):
-    folder = runtime_base / "gputop"
+    folder = runtime_base / "gpusight"
     with sleeper() as corrupt, sleeper() as stale, sleeper() as plain:
-        (folder / f"{corrupt.pid}.json").write_text('{"kind": "gputop.trainer_status", "schema": 1, "pid": ')
+        (folder / f"{corrupt.pid}.json").write_text('{"kind": "gpusight.trainer_status", "schema": 1, "pid": ')
         record = current_record(folder / f"{starved_job.pid}.json")
         record.update(pid=stale.pid, create_time=psutil.Process(stale.pid).create_time(), updated_at=time.time() - 600)
         (folder / f"{stale.pid}.json").write_text(json.dumps(record))
@@ -104,7 +104,7 @@ def test_gputop_json_carries_the_jobs_measured_fields_and_ignores_bad_records(
                                            (plain.pid, GIB)])]
         env = fake_nvml_env(fake_nvml_lib, FakeScenario(gpus=gpus).write(tmp_path / "s.txt"))
         env["XDG_RUNTIME_DIR"] = str(runtime_base)
-        data = gputop(env)
+        data = gpusight(env)
     by_pid = {p["pid"]: p for p in data["processes"]}
     job = by_pid[starved_job.pid]
     assert job["input_wait_percent"] > 50
@@ -123,7 +123,7 @@ def test_the_advice_cites_the_measured_wait(tmp_path, fake_nvml_lib, runtime_bas
     env = fake_nvml_env(fake_nvml_lib, FakeScenario(gpus=[gpu]).write(tmp_path / "s.txt"))
     env["XDG_RUNTIME_DIR"] = str(runtime_base)
     env["XDG_CONFIG_HOME"] = str(write_config(tmp_path))
-    data = gputop(env, "--duration", "6", "--interval", "0.25")
+    data = gpusight(env, "--duration", "6", "--interval", "0.25")
     [job] = [p for p in data["processes"] if p["pid"] == starved_job.pid]
     wait = job["input_wait_percent"]
     assert wait > 50

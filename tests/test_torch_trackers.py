@@ -1,4 +1,4 @@
-"""``gputop.torch`` logging GPU metrics and the input wait into a real SummaryWriter and a real MLflow run.
+"""``gpusight.torch`` logging GPU metrics and the input wait into a real SummaryWriter and a real MLflow run.
 
 A real training loop (CPU torch, a DataLoader whose batches take time) runs in a child process whose
 NVML is the fake library; what it logged is read back with TensorBoard's own loader and MLflow's client.
@@ -29,7 +29,7 @@ TRAINING = """
 import json, sys, time
 import torch
 from torch.utils.data import DataLoader, Dataset
-import gputop.torch
+import gpusight.torch
 
 class Slow(Dataset):
     def __len__(self):
@@ -62,7 +62,7 @@ def train(tmp_path: Path, library: Path, setup: str, loop: str, teardown: str, e
     environ = fake_nvml_env(library, scenario, base={**os.environ, **(env or {}), "CUDA_VISIBLE_DEVICES": "0"})
     out = subprocess.run([sys.executable, "-c", code], env=environ, capture_output=True, text=True, timeout=180)
     assert out.returncode == 0, out.stderr
-    assert "gputop.torch" not in out.stderr, out.stderr  # no warning: NVML answered, the tracker took every point
+    assert "gpusight.torch" not in out.stderr, out.stderr  # no warning: NVML answered, the tracker took every point
     return out.stdout
 
 
@@ -71,23 +71,23 @@ def test_watch_logs_gpu_metrics_and_input_wait_into_a_summary_writer(tmp_path, f
     train(tmp_path, fake_nvml_lib, f"""
         from torch.utils.tensorboard import SummaryWriter
         writer = SummaryWriter({str(runs)!r})
-        watched = gputop.torch.watch(loader, log_to=gputop.torch.SystemMetrics(writer, every_seconds=0.05), publish=False)
+        watched = gpusight.torch.watch(loader, log_to=gpusight.torch.SystemMetrics(writer, every_seconds=0.05), publish=False)
         """, "watched", "writer.close()")
     accumulator = EventAccumulator(str(runs), size_guidance={"scalars": 0})
     accumulator.Reload()
     tags = set(accumulator.Tags()["scalars"])
-    assert {"gputop/gpu0/utilization_percent", "gputop/gpu0/power_watts", "gputop/gpu0/temperature_celsius",
-            "gputop/gpu0/memory_used_gib", "gputop/input_wait_percent", "gputop/steps_per_second"} <= tags
-    assert not any(tag.startswith("gputop/gpu1/") for tag in tags)  # CUDA_VISIBLE_DEVICES=0: only the GPU it uses
-    utilization = accumulator.Scalars("gputop/gpu0/utilization_percent")
+    assert {"gpusight/gpu0/utilization_percent", "gpusight/gpu0/power_watts", "gpusight/gpu0/temperature_celsius",
+            "gpusight/gpu0/memory_used_gib", "gpusight/input_wait_percent", "gpusight/steps_per_second"} <= tags
+    assert not any(tag.startswith("gpusight/gpu1/") for tag in tags)  # CUDA_VISIBLE_DEVICES=0: only the GPU it uses
+    utilization = accumulator.Scalars("gpusight/gpu0/utilization_percent")
     assert {event.value for event in utilization} == {87.0}
-    assert {event.value for event in accumulator.Scalars("gputop/gpu0/power_watts")} == {312.5}
-    assert {event.value for event in accumulator.Scalars("gputop/gpu0/memory_used_gib")} == {3.0}
+    assert {event.value for event in accumulator.Scalars("gpusight/gpu0/power_watts")} == {312.5}
+    assert {event.value for event in accumulator.Scalars("gpusight/gpu0/memory_used_gib")} == {3.0}
     steps = [event.step for event in utilization]
     assert steps == sorted(steps) and len(steps) >= 2
     assert 0 <= steps[0] and steps[-1] == 23  # the last batch of the second epoch (12 a pass, counted from 0)
     assert 11 in steps  # each pass ends with a point
-    wait = [event.value for event in accumulator.Scalars("gputop/input_wait_percent")]
+    wait = [event.value for event in accumulator.Scalars("gpusight/input_wait_percent")]
     assert all(0.0 < value <= 100.0 for value in wait)
 
 
@@ -96,7 +96,7 @@ def test_system_metrics_logs_every_nth_step_of_the_programs_own_count(tmp_path, 
     train(tmp_path, fake_nvml_lib, f"""
         from torch.utils.tensorboard import SummaryWriter
         writer = SummaryWriter({str(runs)!r})
-        metrics = gputop.torch.SystemMetrics(writer, every_n_steps=5, gpus=[1], prefix="sys/")
+        metrics = gpusight.torch.SystemMetrics(writer, every_n_steps=5, gpus=[1], prefix="sys/")
         """, "loader", "metrics.close(); writer.close()", body="metrics.step(1000 + step)")
     accumulator = EventAccumulator(str(runs), size_guidance={"scalars": 0})
     accumulator.Reload()
@@ -115,7 +115,7 @@ def test_watch_logs_into_the_active_mlflow_run(tmp_path, fake_nvml_lib):
     out = train(tmp_path, fake_nvml_lib, """
         import mlflow
         run = mlflow.start_run()
-        watched = gputop.torch.watch(loader, log_to="mlflow", publish=False)
+        watched = gpusight.torch.watch(loader, log_to="mlflow", publish=False)
         """, "watched", """
         mlflow.end_run()
         print(json.dumps(run.info.run_id))
@@ -125,17 +125,17 @@ def test_watch_logs_into_the_active_mlflow_run(tmp_path, fake_nvml_lib):
     from mlflow.tracking import MlflowClient
 
     client = MlflowClient(tracking_uri=store.as_uri())
-    history = client.get_metric_history(run_id, "gputop/gpu0/utilization_percent")
+    history = client.get_metric_history(run_id, "gpusight/gpu0/utilization_percent")
     assert [metric.value for metric in history] and {metric.value for metric in history} == {87.0}
     assert [m.step for m in history] == sorted(m.step for m in history) and history[-1].step == 23
-    assert {m.value for m in client.get_metric_history(run_id, "gputop/gpu0/temperature_celsius")} == {61.0}
-    assert client.get_metric_history(run_id, "gputop/input_wait_percent")
-    assert client.get_metric_history(run_id, "gputop/gpu1/utilization_percent") == []
+    assert {m.value for m in client.get_metric_history(run_id, "gpusight/gpu0/temperature_celsius")} == {61.0}
+    assert client.get_metric_history(run_id, "gpusight/input_wait_percent")
+    assert client.get_metric_history(run_id, "gpusight/gpu1/utilization_percent") == []
 
 
 def test_a_failing_tracker_warns_once_and_never_reaches_the_loop():
-    import gputop.torch
-    from gputop.torch.window import WindowStats
+    import gpusight.torch
+    from gpusight.torch.window import WindowStats
 
     class Unreachable:
         """A writer whose server is gone."""
@@ -152,36 +152,36 @@ def test_a_failing_tracker_warns_once_and_never_reaches_the_loop():
                         step_seconds=0.1, wait_seconds=0.025)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        with gputop.torch.SystemMetrics(writer, every_n_steps=1) as metrics:  # NVML here: no scenario, no driver
+        with gpusight.torch.SystemMetrics(writer, every_n_steps=1) as metrics:  # NVML here: no scenario, no driver
             for step in range(3):
                 assert metrics.step(step, stats)
                 assert metrics.flush()
     assert writer.calls == 3  # the input wait still goes out; each failure is swallowed
     assert sorted(str(w.message) for w in caught if w.category is RuntimeWarning) == [
-        "gputop.torch: logging system metrics failed: tracking server unreachable",
-        "gputop.torch: no GPU metrics: NVIDIA driver not loaded: the kernel module is not running "
+        "gpusight.torch: logging system metrics failed: tracking server unreachable",
+        "gpusight.torch: no GPU metrics: NVIDIA driver not loaded: the kernel module is not running "
         "(NVML_ERROR_DRIVER_NOT_LOADED)",
     ]
 
 
 @pytest.mark.parametrize(("log_to", "error"), [("wandb", ValueError), (object(), TypeError)])
 def test_an_unknown_tracker_is_refused_at_once(log_to, error):
-    import gputop.torch
+    import gpusight.torch
 
     with pytest.raises(error, match='log_to must be a SummaryWriter or "mlflow"'):
-        gputop.torch.watch([1, 2], log_to=log_to, publish=False)
+        gpusight.torch.watch([1, 2], log_to=log_to, publish=False)
 
 
 def test_mlflow_without_an_active_run_says_what_to_do(tmp_path, monkeypatch):
-    import gputop.torch
+    import gpusight.torch
 
     monkeypatch.setenv("MLFLOW_TRACKING_URI", (tmp_path / "mlruns").as_uri())
     with pytest.raises(ValueError, match=r"needs an active MLflow run: call mlflow.start_run\(\) first"):
-        list(gputop.torch.watch([1, 2], log_to="mlflow", publish=False))
+        list(gpusight.torch.watch([1, 2], log_to="mlflow", publish=False))
 
 
-def test_importing_gputop_and_its_torch_logging_loads_no_tracker_library():
-    code = ("import sys, gputop, gputop.cli, gputop.torch.system_metrics, gputop.convert.tensorboard; "
+def test_importing_gpusight_and_its_torch_logging_loads_no_tracker_library():
+    code = ("import sys, gpusight, gpusight.cli, gpusight.torch.system_metrics, gpusight.convert.tensorboard; "
             "print(sorted(m for m in ('mlflow', 'tensorboard', 'torch.utils.tensorboard') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
     assert out.stdout.strip() == "[]"

@@ -1,4 +1,4 @@
-"""gputop.torch.watch on real DataLoaders (CPU torch): the measured wait share, the loader settings, the status record.
+"""gpusight.torch.watch on real DataLoaders (CPU torch): the measured wait share, the loader settings, the status record.
 
 Ratios are checked with wide margins (a slow loader waits most of each step, a fast one hardly at
 all), never absolute durations.
@@ -22,9 +22,9 @@ from support.procs import wait_until
 torch = pytest.importorskip("torch")
 from torch.utils.data import DataLoader, Dataset, TensorDataset  # noqa: E402 - only once importorskip found torch
 
-import gputop.torch as gt  # noqa: E402
-from gputop.collect.host.trainer_status import TrainerStatusReader, parse_status  # noqa: E402
-from gputop.torch.window import RollingWindow  # noqa: E402
+import gpusight.torch as gt  # noqa: E402
+from gpusight.collect.host.trainer_status import TrainerStatusReader, parse_status  # noqa: E402
+from gpusight.torch.window import RollingWindow  # noqa: E402
 
 
 class SleepyDataset(Dataset):
@@ -43,11 +43,11 @@ class SleepyDataset(Dataset):
 
 @pytest.fixture
 def runtime_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A private ``$XDG_RUNTIME_DIR``; the records go in its ``gputop`` folder."""
+    """A private ``$XDG_RUNTIME_DIR``; the records go in its ``gpusight`` folder."""
     base = tmp_path / "run"
     base.mkdir(mode=0o700)
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(base))
-    return base / "gputop"
+    return base / "gpusight"
 
 
 def read_record(path: Path) -> dict:
@@ -186,12 +186,12 @@ def test_the_record_appears_updates_and_disappears_with_the_process(tmp_path):
     script = textwrap.dedent(
         """
         import select, sys, time
-        import gputop.torch
+        import gpusight.torch
         def forever():
             while True:
                 time.sleep(0.01)
                 yield 1
-        for _ in gputop.torch.watch(forever(), publish_interval=0.05):
+        for _ in gpusight.torch.watch(forever(), publish_interval=0.05):
             if select.select([sys.stdin], [], [], 0)[0]:  # a line from the test: stop
                 break
         """
@@ -199,7 +199,7 @@ def test_the_record_appears_updates_and_disappears_with_the_process(tmp_path):
     env = dict(os.environ, XDG_RUNTIME_DIR=str(base))
     child = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE, env=env)
     try:
-        path = base / "gputop" / f"{child.pid}.json"
+        path = base / "gpusight" / f"{child.pid}.json"
         first = wait_until(lambda: path.exists() and read_record(path), "the status record", timeout=60)
         later = wait_until(
             lambda: (r := read_record(path))["updated_at"] > first["updated_at"] and r, "an update", timeout=30

@@ -1,6 +1,6 @@
 """The monitor's side of trainer status records: parsing, validation against the live process, and the host join.
 
-Records are written here by hand (not with gputop.torch), as real files in a real runtime directory,
+Records are written here by hand (not with gpusight.torch), as real files in a real runtime directory,
 for real processes: this test process itself and a child it starts.
 """
 
@@ -16,25 +16,25 @@ from pathlib import Path
 import psutil
 import pytest
 
-from gputop.collect.host.source import HostSource
-from gputop.collect.host.trainer_status import (
+from gpusight.collect.host.source import HostSource
+from gpusight.collect.host.trainer_status import (
     MAX_RECORD_BYTES,
     StatusFormatError,
     TrainerStatusReader,
     parse_status,
     status_dirs,
 )
-from gputop.collect.model import ProcessSample
+from gpusight.collect.model import ProcessSample
 from support.procs import sleeper
 
 
 @pytest.fixture
 def runtime_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A private ``$XDG_RUNTIME_DIR`` for this test; records go in its ``gputop`` folder."""
+    """A private ``$XDG_RUNTIME_DIR`` for this test; records go in its ``gpusight`` folder."""
     base = tmp_path / "run"
     base.mkdir(mode=0o700)
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(base))
-    folder = base / "gputop"
+    folder = base / "gpusight"
     folder.mkdir(mode=0o700)
     return folder
 
@@ -42,7 +42,7 @@ def runtime_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def record(owner: int, **overrides: object) -> dict:
     """A valid record for the live process ``owner``, with ``overrides`` applied (None removes a key)."""
     data = {
-        "kind": "gputop.trainer_status",
+        "kind": "gpusight.trainer_status",
         "schema": 1,
         "pid": owner,
         "create_time": psutil.Process(owner).create_time(),
@@ -251,7 +251,7 @@ def test_between_epochs_the_settings_stay_but_the_rates_are_unknown(runtime_dir)
 
 def test_processes_without_a_good_record_carry_no_measured_fields(runtime_dir):
     with sleeper() as plain, sleeper() as corrupt, sleeper() as stale:
-        write(runtime_dir, corrupt.pid, '{"kind": "gputop.trainer_status", "schema": 1, "pid": ')
+        write(runtime_dir, corrupt.pid, '{"kind": "gpusight.trainer_status", "schema": 1, "pid": ')
         write(runtime_dir, stale.pid, record(stale.pid, updated_at=time.time() - 3600))
         source = HostSource()
         try:

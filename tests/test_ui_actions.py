@@ -13,18 +13,18 @@ from textual.command import CommandPalette
 from textual.pilot import Pilot
 from textual.widgets import Input, OptionList
 
-from gputop.collect.filters import current_user_filter
-from gputop.collect.timegrid import ZOOM_FACTORS
-from gputop.ui.actions import ACTIONS, OTHER_KEYS
-from gputop.ui.advice_panel import AdvicePanel
-from gputop.ui.app import GputopApp
-from gputop.ui.gpu_detail import GpuDetailScreen
-from gputop.ui.gpu_panel import GpuArea, GpuPanel
-from gputop.ui.help_screen import HelpScreen
-from gputop.ui.kill_dialog import KillDialog
-from gputop.ui.process_table import ProcessTable
+from gpusight.collect.filters import current_user_filter
+from gpusight.collect.timegrid import ZOOM_FACTORS
+from gpusight.ui.actions import ACTIONS, OTHER_KEYS
+from gpusight.ui.advice_panel import AdvicePanel
+from gpusight.ui.app import GpusightApp
+from gpusight.ui.gpu_detail import GpuDetailScreen
+from gpusight.ui.gpu_panel import GpuArea, GpuPanel
+from gpusight.ui.help_screen import HelpScreen
+from gpusight.ui.kill_dialog import KillDialog
+from gpusight.ui.process_table import ProcessTable
 
-Check = Callable[[GputopApp, Pilot, str], Awaitable[None]]
+Check = Callable[[GpusightApp, Pilot, str], Awaitable[None]]
 """Presses ``key`` (after any setup it needs) and asserts that its action ran, leaving the main screen."""
 
 
@@ -41,7 +41,7 @@ async def open_palette(pilot: Pilot, query: str = "") -> list[str]:
     return [str(options.get_option_at_index(i).prompt).split("\n")[0] for i in range(options.option_count)]
 
 
-async def close_to_main(app: GputopApp, pilot: Pilot) -> None:
+async def close_to_main(app: GpusightApp, pilot: Pilot) -> None:
     """Pop every screen above the main one."""
     while len(app.screen_stack) > 1:
         app.pop_screen()
@@ -51,52 +51,52 @@ async def close_to_main(app: GputopApp, pilot: Pilot) -> None:
 # -- one check per action: press the key, see what it did ---------------------------------------
 
 
-async def check_pause(app: GputopApp, pilot: Pilot, key: str) -> None:
+async def check_pause(app: GpusightApp, pilot: Pilot, key: str) -> None:
     before = app.sampler.paused
     await pilot.press(key)
     assert app.sampler.paused is not before
 
 
-async def check_slower(app: GputopApp, pilot: Pilot, key: str) -> None:
+async def check_slower(app: GpusightApp, pilot: Pilot, key: str) -> None:
     app.sampler.set_interval(1.0)
     await pilot.press(key)
     assert app.sampler.interval == 2.0
 
 
-async def check_faster(app: GputopApp, pilot: Pilot, key: str) -> None:
+async def check_faster(app: GpusightApp, pilot: Pilot, key: str) -> None:
     app.sampler.set_interval(2.0)
     await pilot.press(key)
     assert app.sampler.interval == 1.0
 
 
-async def check_export(app: GputopApp, pilot: Pilot, key: str) -> None:
+async def check_export(app: GpusightApp, pilot: Pilot, key: str) -> None:
     before = set(app.export_dir.glob("*")) if app.export_dir.exists() else set()
     await pilot.press(key)
     await app.workers.wait_for_complete()
     assert {p.suffix for p in set(app.export_dir.glob("*")) - before} == {".html", ".json", ".md", ".svg"}
 
 
-async def check_filter(app: GputopApp, pilot: Pilot, key: str) -> None:
+async def check_filter(app: GpusightApp, pilot: Pilot, key: str) -> None:
     await pilot.press(key)
     assert isinstance(app.focused, Input) and app.focused.display
     await pilot.press("escape")
 
 
-async def check_clear_filter(app: GputopApp, pilot: Pilot, key: str) -> None:
+async def check_clear_filter(app: GpusightApp, pilot: Pilot, key: str) -> None:
     await pilot.press("slash", "x")
     assert app.query_one(ProcessTable).filter_text == "x"
     await pilot.press(key)
     assert app.query_one(ProcessTable).filter_text == "" and not app.query_one("#filter").display
 
 
-async def check_toggle_workers(app: GputopApp, pilot: Pilot, key: str) -> None:
+async def check_toggle_workers(app: GpusightApp, pilot: Pilot, key: str) -> None:
     table = app.query_one(ProcessTable)
     before = table.workers_collapsed
     await pilot.press(key)
     assert table.workers_collapsed is not before
 
 
-async def check_gpu_detail(app: GputopApp, pilot: Pilot, key: str) -> None:
+async def check_gpu_detail(app: GpusightApp, pilot: Pilot, key: str) -> None:
     panel = list(app.query(GpuPanel))[1]
     panel.focus()
     await pilot.press(key)
@@ -106,14 +106,14 @@ async def check_gpu_detail(app: GputopApp, pilot: Pilot, key: str) -> None:
     app.query_one(ProcessTable).focus()
 
 
-async def check_kill(app: GputopApp, pilot: Pilot, key: str) -> None:
+async def check_kill(app: GpusightApp, pilot: Pilot, key: str) -> None:
     await pilot.press(key)
     await pilot.pause()
     assert isinstance(app.screen, KillDialog)
     await close_to_main(app, pilot)
 
 
-async def check_toggle_advice(app: GputopApp, pilot: Pilot, key: str) -> None:
+async def check_toggle_advice(app: GpusightApp, pilot: Pilot, key: str) -> None:
     advice = app.query_one(AdvicePanel)
     before = advice.display
     await pilot.press(key)
@@ -121,13 +121,13 @@ async def check_toggle_advice(app: GputopApp, pilot: Pilot, key: str) -> None:
     assert advice.display is not before
 
 
-async def check_help(app: GputopApp, pilot: Pilot, key: str) -> None:
+async def check_help(app: GpusightApp, pilot: Pilot, key: str) -> None:
     await pilot.press(key)
     assert isinstance(app.screen, HelpScreen)
     await close_to_main(app, pilot)
 
 
-async def check_zoom(app: GputopApp, pilot: Pilot, key: str) -> None:
+async def check_zoom(app: GpusightApp, pilot: Pilot, key: str) -> None:
     gpus = app.query_one("#gpus", GpuArea)
     before = gpus.choice.level
     await pilot.press(key)
@@ -135,21 +135,21 @@ async def check_zoom(app: GputopApp, pilot: Pilot, key: str) -> None:
     gpus.set_choice(dataclasses.replace(gpus.choice, level=before))
 
 
-async def check_chart_metric(app: GputopApp, pilot: Pilot, key: str) -> None:
+async def check_chart_metric(app: GpusightApp, pilot: Pilot, key: str) -> None:
     gpus = app.query_one("#gpus", GpuArea)
     before = gpus.choice.history
     await pilot.press(key)
     assert gpus.choice.history != before
 
 
-def others(app: GputopApp) -> list[int]:
+def others(app: GpusightApp) -> list[int]:
     """PIDs on screen that belong to someone other than the user running the test."""
     assert app.snapshot is not None
     mine = current_user_filter()
     return [p.pid for p in app.snapshot.processes if not mine.matches(p.user)]
 
 
-async def check_toggle_mine(app: GputopApp, pilot: Pilot, key: str) -> None:
+async def check_toggle_mine(app: GpusightApp, pilot: Pilot, key: str) -> None:
     assert others(app), "the demo's processes belong to other users"
     await pilot.press(key)
     assert app.sampler.filters.user == current_user_filter()
@@ -159,7 +159,7 @@ async def check_toggle_mine(app: GputopApp, pilot: Pilot, key: str) -> None:
 
 
 def check_sort(sort_key: str) -> Check:
-    async def check(app: GputopApp, pilot: Pilot, key: str) -> None:
+    async def check(app: GpusightApp, pilot: Pilot, key: str) -> None:
         table = app.query_one(ProcessTable)
         table.sort_by("pid" if sort_key != "pid" else "memory")
         await pilot.press(key)
@@ -200,9 +200,9 @@ def test_every_action_has_a_check() -> None:
 
 
 def test_every_key_runs_its_action(tmp_path: Path) -> None:
-    app = GputopApp(demo_sampler("mixed"), export_dir=tmp_path / "exports")
+    app = GpusightApp(demo_sampler("mixed"), export_dir=tmp_path / "exports")
 
-    async def body(app: GputopApp, pilot: Pilot) -> None:
+    async def body(app: GpusightApp, pilot: Pilot) -> None:
         for action, check in CHECKS.items():
             for key in table_keys(action):
                 await check(app, pilot, key)
@@ -212,9 +212,9 @@ def test_every_key_runs_its_action(tmp_path: Path) -> None:
 
 
 def test_q_quits() -> None:
-    app = GputopApp(demo_sampler("healthy"))
+    app = GpusightApp(demo_sampler("healthy"))
 
-    async def body(app: GputopApp, pilot: Pilot) -> None:
+    async def body(app: GpusightApp, pilot: Pilot) -> None:
         await pilot.press(*table_keys("quit"))
 
     run_app(app, (80, 24), body)
@@ -224,9 +224,9 @@ def test_q_quits() -> None:
 @pytest.mark.parametrize("opened_with", [(), ("question_mark",), ("k",), ("ctrl+p",), ("tab", "enter"), ("slash", "x")],
                          ids=["main", "help", "signal-dialog", "palette", "gpu-details", "filter"])
 def test_ctrl_c_quits_from_every_screen_and_dialog(opened_with: tuple[str, ...]) -> None:
-    app = GputopApp(demo_sampler("healthy"))
+    app = GpusightApp(demo_sampler("healthy"))
 
-    async def body(app: GputopApp, pilot: Pilot) -> None:
+    async def body(app: GpusightApp, pilot: Pilot) -> None:
         await pilot.press(*opened_with)
         await pilot.pause()
         if opened_with:  # a screen, a dialog or the filter is open
@@ -239,9 +239,9 @@ def test_ctrl_c_quits_from_every_screen_and_dialog(opened_with: tuple[str, ...])
 
 
 def test_ctrl_c_copies_while_text_is_selected() -> None:
-    app = GputopApp(demo_sampler("healthy"))
+    app = GpusightApp(demo_sampler("healthy"))
 
-    async def body(app: GputopApp, pilot: Pilot) -> None:
+    async def body(app: GpusightApp, pilot: Pilot) -> None:
         await pilot.press("slash", *"python")
         field = app.query_one("#filter", Input)
         field.select_all()
@@ -258,9 +258,9 @@ def test_ctrl_c_copies_while_text_is_selected() -> None:
 
 
 def test_help_screen_shows_every_action_and_the_other_keys(tmp_path: Path) -> None:
-    app = GputopApp(demo_sampler("healthy"), export_dir=tmp_path / "exports")
+    app = GpusightApp(demo_sampler("healthy"), export_dir=tmp_path / "exports")
 
-    async def body(app: GputopApp, pilot: Pilot) -> None:
+    async def body(app: GpusightApp, pilot: Pilot) -> None:
         await pilot.press("question_mark")
         assert isinstance(app.screen, HelpScreen)
         text = screen_text(app)
@@ -277,9 +277,9 @@ def test_help_screen_shows_every_action_and_the_other_keys(tmp_path: Path) -> No
 
 
 def test_the_palette_lists_every_action_once_and_runs_it() -> None:
-    app = GputopApp(demo_sampler("healthy"))
+    app = GpusightApp(demo_sampler("healthy"))
 
-    async def body(app: GputopApp, pilot: Pilot) -> None:
+    async def body(app: GpusightApp, pilot: Pilot) -> None:
         titles = await open_palette(pilot)
         assert len(titles) == len(set(titles)), titles
         assert {entry.title for entry in ACTIONS if entry.palette and not entry.replay} <= set(titles)
@@ -296,9 +296,9 @@ def test_the_palette_lists_every_action_once_and_runs_it() -> None:
 
 
 def test_readonly_leaves_the_signal_out_of_the_palette_and_marks_it_in_help() -> None:
-    app = GputopApp(demo_sampler("healthy"), readonly=True)
+    app = GpusightApp(demo_sampler("healthy"), readonly=True)
 
-    async def body(app: GputopApp, pilot: Pilot) -> None:
+    async def body(app: GpusightApp, pilot: Pilot) -> None:
         titles = await open_palette(pilot)
         assert "Send signal" not in titles and "Pause / resume" in titles
         await close_to_main(app, pilot)

@@ -16,24 +16,24 @@ from textual.pilot import Pilot
 from textual.widgets import Input
 from textual.widgets._toast import Toast
 
-from gputop.advice.config import Thresholds
-from gputop.advice.engine import AdviceEngine
-from gputop.collect.frame import Frame
-from gputop.collect.history import History
-from gputop.collect.model import Advice, DeviceSample, ErrorNote, ProcessSample, Severity, Snapshot
-from gputop.collect.sampler import MIN_INTERVAL, Sampler
-from gputop.collect.timegrid import TimeGrid
-from gputop.demo.frozen import frozen_demo_sampler
-from gputop.demo.source import DemoSource
-from gputop.recordings.jsonl.writer import JsonlWriter
-from gputop.recordings.replay import ReplaySource
-from gputop.ui.advice_panel import AdvicePanel, AdviceSummary
-from gputop.ui.app import GputopApp
-from gputop.ui.gpu_detail import GpuDetailScreen
-from gputop.ui.gpu_panel import GpuPanel
-from gputop.ui.messages import FrameReady, TerminalLost
-from gputop.ui.process_table import ProcessTable
-from gputop.ui.watchdog import TerminalWatchdog, terminal_alive
+from gpusight.advice.config import Thresholds
+from gpusight.advice.engine import AdviceEngine
+from gpusight.collect.frame import Frame
+from gpusight.collect.history import History
+from gpusight.collect.model import Advice, DeviceSample, ErrorNote, ProcessSample, Severity, Snapshot
+from gpusight.collect.sampler import MIN_INTERVAL, Sampler
+from gpusight.collect.timegrid import TimeGrid
+from gpusight.demo.frozen import frozen_demo_sampler
+from gpusight.demo.source import DemoSource
+from gpusight.recordings.jsonl.writer import JsonlWriter
+from gpusight.recordings.replay import ReplaySource
+from gpusight.ui.advice_panel import AdvicePanel, AdviceSummary
+from gpusight.ui.app import GpusightApp
+from gpusight.ui.gpu_detail import GpuDetailScreen
+from gpusight.ui.gpu_panel import GpuPanel
+from gpusight.ui.messages import FrameReady, TerminalLost
+from gpusight.ui.process_table import ProcessTable
+from gpusight.ui.watchdog import TerminalWatchdog, terminal_alive
 from support.jobs import with_jobs
 
 SIZES = [(80, 24), (160, 45)]
@@ -95,7 +95,7 @@ def demo_sampler(
     return sampler
 
 
-def run_app(app: GputopApp, size: tuple[int, int], body: Callable[[GputopApp, Pilot], Awaitable[None]]) -> None:
+def run_app(app: GpusightApp, size: tuple[int, int], body: Callable[[GpusightApp, Pilot], Awaitable[None]]) -> None:
     """Run ``body`` against the app in a headless terminal of ``size``."""
 
     async def main() -> None:
@@ -106,7 +106,7 @@ def run_app(app: GputopApp, size: tuple[int, int], body: Callable[[GputopApp, Pi
     asyncio.run(main())
 
 
-def screen_text(app: GputopApp) -> str:
+def screen_text(app: GpusightApp) -> str:
     """Every line of the current screen as plain text."""
     return "\n".join(strip.text for strip in app.screen._compositor.render_strips())
 
@@ -120,7 +120,7 @@ async def wait_for(pilot: Pilot, condition: Callable[[], bool], tries: int = 100
     assert condition()
 
 
-def toasts(app: GputopApp) -> list[Toast]:
+def toasts(app: GpusightApp) -> list[Toast]:
     return list(app.screen.query(Toast))
 
 
@@ -133,9 +133,9 @@ def toast_text(toast: Toast) -> str:
 
 def test_demo_data_is_shown_and_labelled_simulated() -> None:
     sampler = demo_sampler("mixed")
-    app = GputopApp(sampler)
+    app = GpusightApp(sampler)
 
-    async def body(app: GputopApp, pilot: Pilot) -> None:
+    async def body(app: GpusightApp, pilot: Pilot) -> None:
         text = screen_text(app)
         snapshot = sampler.history.latest
         assert "demo: mixed (simulated)" in text
@@ -161,9 +161,9 @@ def test_replay_is_labelled_replay(tmp_path: Path) -> None:
     sampler = Sampler(ReplaySource(path), interval=3600.0)
     for _ in range(5):
         sampler.poll_once()
-    app = GputopApp(sampler)
+    app = GpusightApp(sampler)
 
-    async def body(app: GputopApp, pilot: Pilot) -> None:
+    async def body(app: GpusightApp, pilot: Pilot) -> None:
         text = screen_text(app)
         assert "replay: run.jsonl" in text
         assert "simulated" not in text.split("\n")[0].replace("source demo", "")
@@ -181,9 +181,9 @@ def test_a_lost_gpu_is_marked_and_the_others_still_show() -> None:
     sampler = Sampler(EditedSource(DemoSource("healthy", seed=0, clock=SteppingClock()), lose_gpu1), interval=3600.0)
     for _ in range(20):
         sampler.poll_once()
-    app = GputopApp(sampler)
+    app = GpusightApp(sampler)
 
-    async def body(app: GputopApp, pilot: Pilot) -> None:
+    async def body(app: GpusightApp, pilot: Pilot) -> None:
         text = screen_text(app)
         assert "LOST" in text and "GPU has fallen off the bus" in text
         assert len(app.query(GpuPanel)) == 4
@@ -198,9 +198,9 @@ def test_without_gpus_the_reason_is_shown() -> None:
 
     sampler = Sampler(EditedSource(DemoSource("healthy", seed=0, clock=SteppingClock()), no_gpus), interval=3600.0)
     sampler.poll_once()
-    app = GputopApp(sampler)
+    app = GpusightApp(sampler)
 
-    async def body(app: GputopApp, pilot: Pilot) -> None:
+    async def body(app: GpusightApp, pilot: Pilot) -> None:
         text = screen_text(app)
         assert "No GPU data: NVML library libnvidia-ml.so.1 not found" in text
         assert not app.query(GpuPanel)
@@ -213,9 +213,9 @@ def test_nvml_errors_show_as_warnings_in_the_advice_panel() -> None:
     sampler = demo_sampler("healthy")
     sampler.add_standing_error(ErrorNote("nvml", "NVML library libnvidia-ml.so.1 not found"))
     sampler.poll_once()
-    app = GputopApp(sampler)
+    app = GpusightApp(sampler)
 
-    async def body(app: GputopApp, pilot: Pilot) -> None:
+    async def body(app: GpusightApp, pilot: Pilot) -> None:
         text = screen_text(app)
         assert "WARN" in text and "NVML library libnvidia-ml.so.1 not found" in text
 
@@ -226,9 +226,9 @@ def test_nvml_errors_show_as_warnings_in_the_advice_panel() -> None:
 @pytest.mark.parametrize("gpus", [1, 8])
 def test_one_and_eight_gpus_fit(size: tuple[int, int], gpus: int) -> None:
     sampler = demo_sampler("mixed", gpus=gpus)
-    app = GputopApp(sampler)
+    app = GpusightApp(sampler)
 
-    async def body(app: GputopApp, pilot: Pilot) -> None:
+    async def body(app: GpusightApp, pilot: Pilot) -> None:
         screen = app.screen.region
         panels = list(app.query(GpuPanel))
         assert len(panels) == gpus
@@ -258,9 +258,9 @@ def test_one_and_eight_gpus_fit(size: tuple[int, int], gpus: int) -> None:
 def test_ascii_mode_draws_no_box_or_block_characters(scenario: str) -> None:
     """4 GPUs in the full layout, and 8 in strips, whose GPU names are cut to fit."""
     sampler = demo_sampler(scenario)
-    app = GputopApp(sampler, ascii_mode=True)
+    app = GpusightApp(sampler, ascii_mode=True)
 
-    async def body(app: GputopApp, pilot: Pilot) -> None:
+    async def body(app: GpusightApp, pilot: Pilot) -> None:
         lines = screen_text(app).split("\n")
         # The footer is Textual's own; everything above it is ours.
         body_text = "\n".join(lines[:-1])
@@ -279,9 +279,9 @@ def test_hostile_process_text_is_shown_escaped() -> None:
         gpu_memory_bytes=1,
     )
     sampler = demo_sampler("small-batch", gpus=1, extra=(hostile,))
-    app = GputopApp(sampler)
+    app = GpusightApp(sampler)
 
-    async def body(app: GputopApp, pilot: Pilot) -> None:
+    async def body(app: GpusightApp, pilot: Pilot) -> None:
         table = app.query_one(ProcessTable)
         table.sort_by("pid")
         await pilot.pause()
@@ -302,9 +302,9 @@ def test_hostile_process_text_is_shown_escaped() -> None:
 
 def test_enter_on_a_process_shows_its_cpu_and_its_wait_for_a_cpu() -> None:
     shared = ProcessSample(pid=1, device_index=0, name="train", cpu_percent=59.0, cpu_wait_percent=38.0, gpu_memory_bytes=1)
-    app = GputopApp(demo_sampler("small-batch", gpus=1, extra=(shared,)))
+    app = GpusightApp(demo_sampler("small-batch", gpus=1, extra=(shared,)))
 
-    async def body(app: GputopApp, pilot: Pilot) -> None:
+    async def body(app: GpusightApp, pilot: Pilot) -> None:
         table = app.query_one(ProcessTable)
         table.sort_by("pid")
         await pilot.pause()
@@ -322,9 +322,9 @@ def test_enter_on_a_process_shows_its_cpu_and_its_wait_for_a_cpu() -> None:
 
 @pytest.mark.parametrize("size", SIZES)
 def test_jobs_are_shown_in_the_process_table(size: tuple[int, int]) -> None:
-    app = GputopApp(demo_sampler("mixed", edit=with_jobs))
+    app = GpusightApp(demo_sampler("mixed", edit=with_jobs))
 
-    async def body(app: GputopApp, pilot: Pilot) -> None:
+    async def body(app: GpusightApp, pilot: Pilot) -> None:
         await pilot.press("t")  # workers folded: every GPU process is in view
         await pilot.pause()
         text = screen_text(app)
@@ -362,9 +362,9 @@ def test_job_scoped_advice_names_the_job_and_its_gpus(tmp_path: Path, size: tupl
     sampler = Sampler(ReplaySource(path), interval=3600.0)  # no advisor: the recorded advice is shown
     for _ in range(3):
         sampler.poll_once()
-    app = GputopApp(sampler)
+    app = GpusightApp(sampler)
 
-    async def body(app: GputopApp, pilot: Pilot) -> None:
+    async def body(app: GpusightApp, pilot: Pilot) -> None:
         if not app.query_one(AdvicePanel).display:
             assert "job1 on GPUs 0-3: Rank 2 of job 1 holds back" in screen_text(app)
             await pilot.press("a")
@@ -379,9 +379,9 @@ def test_job_scoped_advice_names_the_job_and_its_gpus(tmp_path: Path, size: tupl
 
 @pytest.mark.parametrize("size", SIZES)
 def test_ascii_mode_writes_jobs_in_ascii(size: tuple[int, int]) -> None:
-    app = GputopApp(demo_sampler("mixed", edit=with_jobs), ascii_mode=True)
+    app = GpusightApp(demo_sampler("mixed", edit=with_jobs), ascii_mode=True)
 
-    async def body(app: GputopApp, pilot: Pilot) -> None:
+    async def body(app: GpusightApp, pilot: Pilot) -> None:
         table = app.query_one(ProcessTable)
         shown = "\n".join(table.render_line(y).text for y in range(table.scrollable_content_region.height))
         assert ("job 1 - rank 0/4" if size[0] >= 120 else "1:0/4") in shown
@@ -397,9 +397,9 @@ def test_ascii_mode_writes_jobs_in_ascii(size: tuple[int, int]) -> None:
 
 def test_enter_on_a_process_tells_its_job_and_escaped_evidence() -> None:
     hostile = " [red]x[/red] \x1b[2J\x07"
-    app = GputopApp(demo_sampler("mixed", edit=lambda s: with_jobs(s, hostile=hostile)))
+    app = GpusightApp(demo_sampler("mixed", edit=lambda s: with_jobs(s, hostile=hostile)))
 
-    async def body(app: GputopApp, pilot: Pilot) -> None:
+    async def body(app: GpusightApp, pilot: Pilot) -> None:
         table = app.query_one(ProcessTable)
         table.sort_by("job")
         table.focus()
@@ -422,9 +422,9 @@ def test_enter_on_a_process_tells_its_job_and_escaped_evidence() -> None:
 
 def test_pause_stops_updates_and_resume_restarts_them() -> None:
     sampler = demo_sampler("healthy", interval=MIN_INTERVAL, prefill=2, live_clock=True)
-    app = GputopApp(sampler)
+    app = GpusightApp(sampler)
 
-    async def body(app: GputopApp, pilot: Pilot) -> None:
+    async def body(app: GpusightApp, pilot: Pilot) -> None:
         start = app.snapshots_applied
         await wait_for(pilot, lambda: app.snapshots_applied > start + 1)
         await pilot.press("p")
@@ -446,9 +446,9 @@ def test_pause_stops_updates_and_resume_restarts_them() -> None:
 
 def test_plus_and_minus_change_the_interval() -> None:
     sampler = demo_sampler("healthy", interval=0.5)
-    app = GputopApp(sampler)
+    app = GpusightApp(sampler)
 
-    async def body(app: GputopApp, pilot: Pilot) -> None:
+    async def body(app: GpusightApp, pilot: Pilot) -> None:
         await pilot.press("plus")
         assert sampler.interval == 1.0
         assert "every 1s" in screen_text(app).split("\n")[0]
@@ -462,21 +462,21 @@ def test_plus_and_minus_change_the_interval() -> None:
 
 def test_q_quits_and_stops_the_sampler() -> None:
     sampler = demo_sampler("healthy", interval=MIN_INTERVAL, live_clock=True)
-    app = GputopApp(sampler)
+    app = GpusightApp(sampler)
 
-    async def body(app: GputopApp, pilot: Pilot) -> None:
-        assert any(t.name == "gputop-sampler" for t in threading.enumerate())
+    async def body(app: GpusightApp, pilot: Pilot) -> None:
+        assert any(t.name == "gpusight-sampler" for t in threading.enumerate())
         await pilot.press("q")
 
     run_app(app, (80, 24), body)
     assert app.return_code == 0
-    assert not any(t.name == "gputop-sampler" and t.is_alive() for t in threading.enumerate())
+    assert not any(t.name == "gpusight-sampler" and t.is_alive() for t in threading.enumerate())
 
 
 def test_sort_filter_and_worker_keys_drive_the_process_table() -> None:
-    app = GputopApp(demo_sampler("mixed"))
+    app = GpusightApp(demo_sampler("mixed"))
 
-    async def body(app: GputopApp, pilot: Pilot) -> None:
+    async def body(app: GpusightApp, pilot: Pilot) -> None:
         table = app.query_one(ProcessTable)
         await pilot.press("m")
         assert table.sort_key == "memory"
@@ -505,9 +505,9 @@ def test_sort_filter_and_worker_keys_drive_the_process_table() -> None:
 
 def test_enter_on_a_gpu_opens_its_detail_screen() -> None:
     sampler = demo_sampler("throttling")
-    app = GputopApp(sampler)
+    app = GpusightApp(sampler)
 
-    async def body(app: GputopApp, pilot: Pilot) -> None:
+    async def body(app: GpusightApp, pilot: Pilot) -> None:
         panels = list(app.query(GpuPanel))
         panels[2].focus()
         await pilot.press("enter")
@@ -526,9 +526,9 @@ def test_enter_on_a_gpu_opens_its_detail_screen() -> None:
 
 def test_a_double_click_on_a_gpu_opens_its_detail_screen() -> None:
     sampler = demo_sampler("throttling")
-    app = GputopApp(sampler)
+    app = GpusightApp(sampler)
 
-    async def body(app: GputopApp, pilot: Pilot) -> None:
+    async def body(app: GpusightApp, pilot: Pilot) -> None:
         panel = list(app.query(GpuPanel))[3]
         assert not panel.has_focus
         await pilot.click(panel, offset=(10, 1))
@@ -549,9 +549,9 @@ def test_a_double_click_on_a_gpu_opens_its_detail_screen() -> None:
 ])
 def test_each_demo_story_shows_its_advice_at_start(scenario: str, titles: tuple[str, ...]) -> None:
     """The prefilled history lets the story's advice stand on the first frame; scrolling the panel reaches each one."""
-    app = GputopApp(frozen_demo_sampler(scenario))
+    app = GpusightApp(frozen_demo_sampler(scenario))
 
-    async def body(app: GputopApp, pilot: Pilot) -> None:
+    async def body(app: GpusightApp, pilot: Pilot) -> None:
         await wait_for(pilot, lambda: app.snapshots_applied >= 1)
         advice = app.query_one(AdvicePanel)
         assert advice.display
@@ -572,9 +572,9 @@ def test_each_demo_story_shows_its_advice_at_start(scenario: str, titles: tuple[
 
 def test_advice_folds_to_a_summary_on_narrow_terminals_and_a_toggles_it() -> None:
     sampler = demo_sampler("input-bound")
-    app = GputopApp(sampler)
+    app = GpusightApp(sampler)
 
-    async def body(app: GputopApp, pilot: Pilot) -> None:
+    async def body(app: GpusightApp, pilot: Pilot) -> None:
         advice, summary = app.query_one(AdvicePanel), app.query_one(AdviceSummary)
         assert not advice.display and summary.display
         assert summary.region.height == 1
@@ -591,9 +591,9 @@ def test_advice_folds_to_a_summary_on_narrow_terminals_and_a_toggles_it() -> Non
 
 
 def test_readonly_hides_and_disables_the_signal_key() -> None:
-    app = GputopApp(demo_sampler("healthy"), readonly=True)
+    app = GpusightApp(demo_sampler("healthy"), readonly=True)
 
-    async def body(app: GputopApp, pilot: Pilot) -> None:
+    async def body(app: GpusightApp, pilot: Pilot) -> None:
         assert "Signal" not in screen_text(app).split("\n")[-1]
         await pilot.press("k")
         await pilot.pause()
@@ -603,9 +603,9 @@ def test_readonly_hides_and_disables_the_signal_key() -> None:
 
 
 def test_k_opens_the_signal_dialog_for_the_selected_process() -> None:
-    app = GputopApp(demo_sampler("healthy"))
+    app = GpusightApp(demo_sampler("healthy"))
 
-    async def body(app: GputopApp, pilot: Pilot) -> None:
+    async def body(app: GpusightApp, pilot: Pilot) -> None:
         selected = app.query_one(ProcessTable).selected_process()
         await pilot.press("k")
         await pilot.pause()
@@ -623,9 +623,9 @@ def test_k_opens_the_signal_dialog_for_the_selected_process() -> None:
 
 def test_s_exports_four_files(tmp_path: Path) -> None:
     export_dir = tmp_path / "exports"
-    app = GputopApp(demo_sampler("healthy"), export_dir=export_dir)
+    app = GpusightApp(demo_sampler("healthy"), export_dir=export_dir)
 
-    async def body(app: GputopApp, pilot: Pilot) -> None:
+    async def body(app: GpusightApp, pilot: Pilot) -> None:
         await pilot.press("s")
         await app.workers.wait_for_complete()
         await pilot.pause()
@@ -641,9 +641,9 @@ def test_s_exports_four_files(tmp_path: Path) -> None:
 def test_unwritable_export_dir_notifies_and_keeps_running(tmp_path: Path) -> None:
     blocker = tmp_path / "a-file"
     blocker.write_text("not a directory")
-    app = GputopApp(demo_sampler("healthy"), export_dir=blocker / "exports")
+    app = GpusightApp(demo_sampler("healthy"), export_dir=blocker / "exports")
 
-    async def body(app: GputopApp, pilot: Pilot) -> None:
+    async def body(app: GpusightApp, pilot: Pilot) -> None:
         await pilot.press("s")
         await app.workers.wait_for_complete()
         await pilot.pause()

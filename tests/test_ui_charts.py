@@ -11,10 +11,10 @@ import re
 from test_ui_app import demo_sampler, run_app, screen_text
 from textual.pilot import Pilot
 
-from gputop.ui.app import GputopApp
-from gputop.ui.chart_choice import HISTORIES
-from gputop.ui.gpu_detail import GpuDetailScreen
-from gputop.ui.gpu_panel import MODE_LINE, MODE_STRIP, STRIP_GUTTER, GpuArea, GpuPanel, chart_width
+from gpusight.ui.app import GpusightApp
+from gpusight.ui.chart_choice import HISTORIES
+from gpusight.ui.gpu_detail import GpuDetailScreen
+from gpusight.ui.gpu_panel import MODE_LINE, MODE_STRIP, STRIP_GUTTER, GpuArea, GpuPanel, chart_width
 
 CHART_CELLS = set(" ▁▂▃▄▅▆▇█")
 """What a chart cell may hold."""
@@ -26,14 +26,14 @@ PREFILL = 240
 """Polls of history before the app starts: two minutes at the stepping clock's 0.5 s."""
 
 
-def area(app: GputopApp) -> GpuArea:
+def area(app: GpusightApp) -> GpuArea:
     return app.query_one("#gpus", GpuArea)
 
 
 def test_eight_gpus_at_160x45_chart_all_six_histories_at_least_20_columns_wide() -> None:
-    app = GputopApp(demo_sampler("mixed", prefill=PREFILL))
+    app = GpusightApp(demo_sampler("mixed", prefill=PREFILL))
 
-    async def body(app: GputopApp, pilot: Pilot) -> None:
+    async def body(app: GpusightApp, pilot: Pilot) -> None:
         panels = list(app.query(GpuPanel))
         assert len(panels) == 8
         for panel in panels:
@@ -55,9 +55,9 @@ def test_eight_gpus_at_160x45_chart_all_six_histories_at_least_20_columns_wide()
 
 
 def test_eight_gpus_at_80x24_take_one_line_each_and_v_cycles_the_charted_metric() -> None:
-    app = GputopApp(demo_sampler("mixed", prefill=PREFILL))
+    app = GpusightApp(demo_sampler("mixed", prefill=PREFILL))
 
-    async def body(app: GputopApp, pilot: Pilot) -> None:
+    async def body(app: GpusightApp, pilot: Pilot) -> None:
         panels = list(app.query(GpuPanel))
         assert [panel.mode for panel in panels] == [MODE_LINE] * 8
         assert all(panel.size.height == 1 for panel in panels)
@@ -81,9 +81,9 @@ def test_eight_gpus_at_80x24_take_one_line_each_and_v_cycles_the_charted_metric(
 
 
 def test_z_zooms_every_chart_to_longer_columns_and_back() -> None:
-    app = GputopApp(demo_sampler("healthy", prefill=PREFILL))
+    app = GpusightApp(demo_sampler("healthy", prefill=PREFILL))
 
-    async def body(app: GputopApp, pilot: Pilot) -> None:
+    async def body(app: GpusightApp, pilot: Pilot) -> None:
         periods = []
         for _ in range(4):
             match = re.search(r"last (\S+) · (\S+)/column", str(area(app).border_title))
@@ -97,9 +97,9 @@ def test_z_zooms_every_chart_to_longer_columns_and_back() -> None:
 
 
 def test_a_few_gpus_keep_the_full_layout_and_advice_sits_beside_them() -> None:
-    app = GputopApp(demo_sampler("input-bound", gpus=2, prefill=PREFILL))
+    app = GpusightApp(demo_sampler("input-bound", gpus=2, prefill=PREFILL))
 
-    async def body(app: GputopApp, pilot: Pilot) -> None:
+    async def body(app: GpusightApp, pilot: Pilot) -> None:
         panels = list(app.query(GpuPanel))
         assert [panel.mode for panel in panels] == ["full", "full"]
         assert all(panel.chart_rows_count >= 3 for panel in panels)
@@ -110,18 +110,18 @@ def test_a_few_gpus_keep_the_full_layout_and_advice_sits_beside_them() -> None:
 
 
 def test_advice_sits_below_many_gpus_and_takes_no_room_when_there_is_none() -> None:
-    busy = GputopApp(demo_sampler("mixed", prefill=PREFILL))
+    busy = GpusightApp(demo_sampler("mixed", prefill=PREFILL))
 
-    async def below(app: GputopApp, pilot: Pilot) -> None:
+    async def below(app: GpusightApp, pilot: Pilot) -> None:
         advice, gpus = app.query_one("#advice"), app.query_one("#gpus")
         assert app.snapshot is not None and app.snapshot.advice
         assert advice.display and advice.region.width == 160
         assert advice.region.y >= gpus.region.bottom and advice.region.bottom <= 44  # in view, above the footer
 
     run_app(busy, (160, 45), below)
-    calm = GputopApp(demo_sampler("healthy", prefill=PREFILL))
+    calm = GpusightApp(demo_sampler("healthy", prefill=PREFILL))
 
-    async def hidden(app: GputopApp, pilot: Pilot) -> None:
+    async def hidden(app: GpusightApp, pilot: Pilot) -> None:
         assert app.snapshot is not None and app.snapshot.advice and not app.snapshot.errors  # only "nothing looks wrong"
         assert all(advice.id.startswith("healthy:") for advice in app.snapshot.advice)
         assert not app.query_one("#advice").display
@@ -132,9 +132,9 @@ def test_advice_sits_below_many_gpus_and_takes_no_room_when_there_is_none() -> N
 
 
 def test_the_detail_screen_charts_the_six_histories_wide() -> None:
-    app = GputopApp(demo_sampler("mixed", prefill=PREFILL))
+    app = GpusightApp(demo_sampler("mixed", prefill=PREFILL))
 
-    async def body(app: GputopApp, pilot: Pilot) -> None:
+    async def body(app: GpusightApp, pilot: Pilot) -> None:
         await app.run_action("gpu_detail(2)")
         await pilot.pause(0.2)
         assert isinstance(app.screen, GpuDetailScreen)

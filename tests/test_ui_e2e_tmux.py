@@ -1,4 +1,4 @@
-"""End to end: the real ``gputop --demo`` in a tmux terminal, read back with ``capture-pane``."""
+"""End to end: the real ``gpusight --demo`` in a tmux terminal, read back with ``capture-pane``."""
 
 from __future__ import annotations
 
@@ -32,16 +32,16 @@ class Tmux:
     def start(self, command: list[str], size: tuple[int, int], cwd: Path) -> int:
         shell = "exec " + " ".join(_quote(part) for part in command)
         self.run(
-            "new-session", "-d", "-s", "gputop", "-x", str(size[0]), "-y", str(size[1]), "-c", str(cwd),
+            "new-session", "-d", "-s", "gpusight", "-x", str(size[0]), "-y", str(size[1]), "-c", str(cwd),
             "-e", "TERM=xterm-256color", shell,
         )
-        return int(self.run("display-message", "-p", "-t", "gputop", "#{pane_pid}").strip())
+        return int(self.run("display-message", "-p", "-t", "gpusight", "#{pane_pid}").strip())
 
     def screen(self) -> str:
-        return self.run("capture-pane", "-p", "-t", "gputop")
+        return self.run("capture-pane", "-p", "-t", "gpusight")
 
     def keys(self, *keys: str) -> None:
-        self.run("send-keys", "-t", "gputop", *keys)
+        self.run("send-keys", "-t", "gpusight", *keys)
 
     def kill_server(self) -> None:
         subprocess.run(["tmux", "-L", self.socket, "kill-server"], check=False, capture_output=True, timeout=10)
@@ -51,10 +51,10 @@ def _quote(part: str) -> str:
     return "'" + part.replace("'", "'\\''") + "'"
 
 
-def gputop_command(*args: str) -> list[str]:
+def gpusight_command(*args: str) -> list[str]:
     """The installed console script, or the module when the script is not on PATH."""
-    script = shutil.which("gputop")
-    return [script, *args] if script else [sys.executable, "-m", "gputop", *args]
+    script = shutil.which("gpusight")
+    return [script, *args] if script else [sys.executable, "-m", "gpusight", *args]
 
 
 def wait_until(condition: Callable[[], bool], what: str) -> None:
@@ -75,7 +75,7 @@ def alive(pid: int) -> bool:
 
 @pytest.fixture
 def tmux() -> Iterator[Tmux]:
-    server = Tmux(f"gputop-test-{os.getpid()}-{time.monotonic_ns()}")
+    server = Tmux(f"gpusight-test-{os.getpid()}-{time.monotonic_ns()}")
     yield server
     server.kill_server()
 
@@ -83,7 +83,7 @@ def tmux() -> Iterator[Tmux]:
 @pytest.mark.parametrize("size", [(80, 24), (160, 45)])
 def test_demo_runs_exports_and_quits(tmux: Tmux, tmp_path: Path, size: tuple[int, int]) -> None:
     export_dir = tmp_path / "exports"
-    pid = tmux.start(gputop_command("--demo", "--export-dir", str(export_dir)), size, tmp_path)
+    pid = tmux.start(gpusight_command("--demo", "--export-dir", str(export_dir)), size, tmp_path)
     wait_until(lambda: "simulated" in tmux.screen() and "H100" in tmux.screen(), "the demo screen")
     lines = tmux.screen().splitlines()
     assert "demo: mixed (simulated)" in lines[0]
@@ -95,11 +95,11 @@ def test_demo_runs_exports_and_quits(tmux: Tmux, tmp_path: Path, size: tuple[int
     # Files are written to temporary names and renamed, so wait for the final names.
     wait_until(lambda: exported() == [".html", ".json", ".md", ".svg"], "the four export files")
     tmux.keys("q")
-    wait_until(lambda: not alive(pid), "gputop to exit after q")
+    wait_until(lambda: not alive(pid), "gpusight to exit after q")
 
 
-def test_killing_the_session_ends_gputop(tmux: Tmux, tmp_path: Path) -> None:
-    pid = tmux.start(gputop_command("--demo", "healthy"), (160, 45), tmp_path)
+def test_killing_the_session_ends_gpusight(tmux: Tmux, tmp_path: Path) -> None:
+    pid = tmux.start(gpusight_command("--demo", "healthy"), (160, 45), tmp_path)
     wait_until(lambda: "simulated" in tmux.screen(), "the demo screen")
-    tmux.run("kill-session", "-t", "gputop")
-    wait_until(lambda: not alive(pid), "gputop to exit after its terminal was closed (SIGHUP)")
+    tmux.run("kill-session", "-t", "gpusight")
+    wait_until(lambda: not alive(pid), "gpusight to exit after its terminal was closed (SIGHUP)")

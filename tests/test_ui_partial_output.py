@@ -2,9 +2,9 @@
 
 The unit tests pin the span arithmetic and the exact terminal bytes: cropped on both sides, an SGR
 only where the style changes, no reset per segment, no newlines. The app tests run the real
-``GputopApp`` and check that Textual builds its partial updates with our class (and with its own
-when ``GPUTOP_PARTIAL_OUTPUT=0``). The fallback tests give ``install`` a stand-in for Textual's
-compositor module whose ``ChopsUpdate`` differs. The tmux test runs the real ``gputop --demo`` for
+``GpusightApp`` and check that Textual builds its partial updates with our class (and with its own
+when ``GPUSIGHT_PARTIAL_OUTPUT=0``). The fallback tests give ``install`` a stand-in for Textual's
+compositor module whose ``ChopsUpdate`` differs. The tmux test runs the real ``gpusight --demo`` for
 a while (thousands of partial updates), pauses it, and compares the terminal's cells and colours
 with what a full repaint of the same paused screen draws.
 """
@@ -26,16 +26,16 @@ from rich.console import Console
 from rich.segment import Segment
 from rich.style import Style
 from test_ui_app import demo_sampler, run_app
-from test_ui_e2e_tmux import Tmux, gputop_command, tmux, wait_until  # noqa: F401 - tmux is a fixture
+from test_ui_e2e_tmux import Tmux, gpusight_command, tmux, wait_until  # noqa: F401 - tmux is a fixture
 from textual import _compositor
 from textual.geometry import Region
 from textual.pilot import Pilot
 from textual.strip import Strip
 
-from gputop.ui.app import GputopApp
-from gputop.ui.header import HeaderBar
-from gputop.ui.line_diff import MERGE_GAP, changed_spans, line_regions
-from gputop.ui.partial_output import SWITCH, SpanChopsUpdate, activate, install, status
+from gpusight.ui.app import GpusightApp
+from gpusight.ui.header import HeaderBar
+from gpusight.ui.line_diff import MERGE_GAP, changed_spans, line_regions
+from gpusight.ui.partial_output import SWITCH, SpanChopsUpdate, activate, install, status
 
 RED = Style(color="red")
 BLUE = Style(color="blue")
@@ -155,7 +155,7 @@ def test_a_link_is_written_as_textual_writes_it_from_the_default_style() -> None
 # -- the real app: which class Textual uses, and what a partial update of it writes ---------------
 
 
-def header_cells_update(app: GputopApp, x: int, width: int) -> tuple[object, str]:
+def header_cells_update(app: GpusightApp, x: int, width: int) -> tuple[object, str]:
     """Refresh ``width`` cells of the header from column ``x`` and return Textual's partial update and its text."""
     header = app.query_one(HeaderBar)
     header.refresh(Region(x, 0, width, 1))
@@ -167,15 +167,15 @@ def header_cells_update(app: GputopApp, x: int, width: int) -> tuple[object, str
 
 
 def run_and_render_header_cells(monkeypatch: pytest.MonkeyPatch, switch: str | None) -> tuple[object, object, str]:
-    """Start the real app (with ``GPUTOP_PARTIAL_OUTPUT=switch``); the compositor's update class, an update, its text."""
+    """Start the real app (with ``GPUSIGHT_PARTIAL_OUTPUT=switch``); the compositor's update class, an update, its text."""
     if switch is None:
         monkeypatch.delenv(SWITCH, raising=False)
     else:
         monkeypatch.setenv(SWITCH, switch)
-    app = GputopApp(demo_sampler("mixed", gpus=2, prefill=3), live=False)
+    app = GpusightApp(demo_sampler("mixed", gpus=2, prefill=3), live=False)
     seen: list[tuple[object, object, str]] = []
 
-    async def body(app: GputopApp, pilot: Pilot) -> None:
+    async def body(app: GpusightApp, pilot: Pilot) -> None:
         seen.append((_compositor.ChopsUpdate, *header_cells_update(app, 100, 3)))
 
     run_app(app, (160, 45), body)
@@ -245,7 +245,7 @@ def compositor_module(update_class: type | None) -> ModuleType:
         (None, "textual._compositor has no ChopsUpdate"),
         (ChopsUpdateWithCrop, "ChopsUpdate(chops=, spans=, chop_ends=) fails: "),
         (ChopsUpdateRenamed, "ChopsUpdate has no chops, spans, chop_ends"),
-        (ChopsUpdateLookalike, "ChopsUpdate is not the class gputop extends"),
+        (ChopsUpdateLookalike, "ChopsUpdate is not the class gpusight extends"),
     ],
     ids=["missing", "other-arguments", "other-attributes", "other-class"],
 )
@@ -258,11 +258,11 @@ def test_install_falls_back_when_textual_internals_differ(
     assert getattr(module, "ChopsUpdate", None) is update_class
     minor = ".".join(textual.__version__.split(".")[:2])
     assert status({}, module) == f"unavailable (Textual {minor} internals differ: {found})"
-    with caplog.at_level(logging.WARNING, logger="gputop.ui.partial_output"):
+    with caplog.at_level(logging.WARNING, logger="gpusight.ui.partial_output"):
         assert activate({}, module) is False
     assert getattr(module, "ChopsUpdate", None) is update_class
     assert [r.getMessage() for r in caplog.records] == [
-        f"gputop: partial output unavailable (Textual {minor} internals differ: {found}); Textual's own output is used"
+        f"gpusight: partial output unavailable (Textual {minor} internals differ: {found}); Textual's own output is used"
     ]
 
 
@@ -281,18 +281,18 @@ def test_status_says_active_or_names_the_switch() -> None:
 def test_partial_updates_leave_exactly_what_a_full_repaint_draws(
     tmux: Tmux, tmp_path: Path, size: tuple[int, int]  # noqa: F811 - pytest fixture
 ) -> None:
-    tmux.start(gputop_command("--demo", "--interval", "0.1"), size, tmp_path)
+    tmux.start(gpusight_command("--demo", "--interval", "0.1"), size, tmp_path)
     wait_until(lambda: "simulated" in tmux.screen() and "H100" in tmux.screen(), "the demo screen")
     time.sleep(6)  # about 60 polls of changing numbers, charts, bars and process rows
     tmux.keys("p")
     wait_until(lambda: "PAUSED" in tmux.screen(), "the pause")
     time.sleep(1.5)  # let the once-a-second panels apply the last snapshot
-    incremental = tmux.run("capture-pane", "-p", "-e", "-t", "gputop")
+    incremental = tmux.run("capture-pane", "-p", "-e", "-t", "gpusight")
     tmux.keys("?")  # the help screen covers everything; closing it repaints the main screen whole
-    wait_until(lambda: "gputop keys" in tmux.screen(), "the help screen")
+    wait_until(lambda: "gpusight keys" in tmux.screen(), "the help screen")
     tmux.keys("Escape")
-    wait_until(lambda: "gputop keys" not in tmux.screen(), "the main screen again")
+    wait_until(lambda: "gpusight keys" not in tmux.screen(), "the main screen again")
     time.sleep(1.0)
-    repainted = tmux.run("capture-pane", "-p", "-e", "-t", "gputop")
+    repainted = tmux.run("capture-pane", "-p", "-e", "-t", "gpusight")
     assert "PAUSED" in repainted
     assert incremental.splitlines() == repainted.splitlines()

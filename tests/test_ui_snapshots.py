@@ -13,18 +13,18 @@ import pytest
 from test_ui_app import EditedSource
 from textual.pilot import Pilot
 
-from gputop.demo.frozen import frozen_demo_sampler
-from gputop.ui.advice_panel import AdvicePanel
-from gputop.ui.app import GputopApp
-from gputop.ui.gpu_panel import GpuPanel
-from gputop.ui.process_table import ProcessTable
+from gpusight.demo.frozen import frozen_demo_sampler
+from gpusight.ui.advice_panel import AdvicePanel
+from gpusight.ui.app import GpusightApp
+from gpusight.ui.gpu_panel import GpuPanel
+from gpusight.ui.process_table import ProcessTable
 from support.jobs import with_jobs
 from support.timezone import utc  # noqa: F401  (autouse: every test here runs in UTC)
 
 
-def frozen_app(scenario: str, **kwargs: object) -> GputopApp:
+def frozen_app(scenario: str, **kwargs: object) -> GpusightApp:
     """The app over ``scenario`` with two minutes of history and a stopped clock (hourly polls)."""
-    return GputopApp(frozen_demo_sampler(scenario, interval=3600.0), **kwargs)
+    return GpusightApp(frozen_demo_sampler(scenario, interval=3600.0), **kwargs)
 
 
 async def settle(pilot: Pilot) -> None:
@@ -63,7 +63,7 @@ def test_main_screen_with_jobs(snap_compare, size: tuple[int, int]) -> None:
         pilot.app.query_one(ProcessTable).update_snapshot(pilot.app.snapshot, at_once=True)  # not a second later
         await pilot.pause()
 
-    assert snap_compare(GputopApp(sampler), terminal_size=size, run_before=shown)
+    assert snap_compare(GpusightApp(sampler), terminal_size=size, run_before=shown)
 
 
 def test_ascii_mode(snap_compare) -> None:

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from gputop.demo.source import DemoSource
-from gputop.recordings.jsonl.writer import JsonlWriter
+from gpusight.demo.source import DemoSource
+from gpusight.recordings.jsonl.writer import JsonlWriter
 from support.jobs import with_jobs
-from support.terminal import PtyGputop
+from support.terminal import PtyGpusight
 
 INTERVAL = 0.25
 SNAPSHOTS = 120
@@ -47,7 +47,7 @@ def steady_recording(path: Path, jobs: bool = False) -> list[int]:
 def test_a_steady_screen_resends_no_process_rows(tmp_path: Path, size: tuple[int, int], jobs: bool) -> None:
     recording = tmp_path / "steady.jsonl"
     pids = steady_recording(recording, jobs)
-    app = PtyGputop(size, controlling=True, args=("--replay", str(recording), "--no-advice"))
+    app = PtyGpusight(size, controlling=True, args=("--replay", str(recording), "--no-advice"))
     job = ("job 1 · rank 0/4" if size[0] >= 160 else "1·0/4").encode() if jobs else b""
     try:
         app.wait_for(
@@ -58,7 +58,7 @@ def test_a_steady_screen_resends_no_process_rows(tmp_path: Path, size: tuple[int
         start = len(app.output)
         time.sleep(6.0)
         later = bytes(app.output[start:])
-        assert app.proc.poll() is None, "gputop should still be replaying"
+        assert app.proc.poll() is None, "gpusight should still be replaying"
     finally:
         app.cleanup()
     if size[0] >= 160:

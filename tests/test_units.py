@@ -2,7 +2,7 @@
 
 import pytest
 
-from gputop.units import NA, fmt_bytes, fmt_celsius, fmt_duration, fmt_mhz, fmt_percent, fmt_rate, fmt_watts
+from gpusight.units import NA, fmt_bytes, fmt_celsius, fmt_duration, fmt_mhz, fmt_percent, fmt_rate, fmt_watts
 
 
 @pytest.mark.parametrize("fn", [fmt_bytes, fmt_rate, fmt_percent, fmt_watts, fmt_celsius, fmt_mhz, fmt_duration])

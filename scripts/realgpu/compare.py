@@ -1,10 +1,10 @@
-"""Compare a gputop recording with the nvidia-smi streams taken beside it (harness phase ``fields``).
+"""Compare a gpusight recording with the nvidia-smi streams taken beside it (harness phase ``fields``).
 
 Usage: ``python scripts/realgpu/compare.py FIELDS_DIR`` (the folder holding ``precision.jsonl.gz``,
-``smi-stream.csv``, ``dmon.txt``, ``dmon-gpm.txt`` and ``pmon-stream.txt``). Each gputop snapshot is
+``smi-stream.csv``, ``dmon.txt``, ``dmon-gpm.txt`` and ``pmon-stream.txt``). Each gpusight snapshot is
 paired with the nvidia-smi row nearest in time (within 0.3 s; within 0.6 s for the 1 s dmon/pmon
 rows), and a Markdown table gives, per field, the pairs compared, the median and largest absolute
-difference in gputop's unit, and the exact matches. The nvidia-smi streams are read as UTC.
+difference in gpusight's unit, and the exact matches. The nvidia-smi streams are read as UTC.
 """
 
 from __future__ import annotations
@@ -72,8 +72,8 @@ def number(text: str | None) -> float | None:
 
 
 def mask_names(text: str | None) -> tuple[str, ...] | None:
-    """nvidia-smi's hexadecimal clocks-event mask decoded with gputop's names."""
-    from gputop.collect.nvml.device import decode_throttle_reasons
+    """nvidia-smi's hexadecimal clocks-event mask decoded with gpusight's names."""
+    from gpusight.collect.nvml.device import decode_throttle_reasons
 
     return None if text is None or not text.startswith("0x") else decode_throttle_reasons(int(text, 16))
 
@@ -101,7 +101,7 @@ SMI: list[tuple[str, Pick, str, Callable[[str | None], Any]]] = [
     ("name", lambda d: d["name"], "name", lambda t: t),
     ("uuid", lambda d: d["uuid"], "uuid", lambda t: t),
 ]
-"""gputop device field (how to read it, in nvidia-smi's unit), the --query-gpu column, how to parse it."""
+"""gpusight device field (how to read it, in nvidia-smi's unit), the --query-gpu column, how to parse it."""
 
 DMON: list[tuple[str, Pick, str, str]] = [
     ("pcie_rx_bytes_per_s (MB/s) vs dmon rxpci", lambda d: d["pcie_rx_bytes_per_s"] / 1e6, "dmon", "rxpci"),
@@ -113,7 +113,7 @@ DMON: list[tuple[str, Pick, str, str]] = [
     ("tensor_active_percent vs GPM mmaact", lambda d: d["tensor_active_percent"], "gpm", "mmaact"),
     ("dram_active_percent vs GPM dram", lambda d: d["dram_active_percent"], "gpm", "dram"),
 ]
-"""gputop device field against a dmon column (``dmon`` = -s pucvmet, ``gpm`` = --gpm-metrics)."""
+"""gpusight device field against a dmon column (``dmon`` = -s pucvmet, ``gpm`` = --gpm-metrics)."""
 
 
 def _row(name: str, pairs: list[tuple[Any, Any]]) -> str:
@@ -135,7 +135,7 @@ def compare(folder: Path, recording: str = "precision.jsonl.gz") -> str:
     smi = read_smi(folder / "smi-stream.csv")
     day = smi[0][1]["timestamp"].split(" ")[0]
     dmon = {"dmon": read_dmon(folder / "dmon.txt", day), "gpm": read_dmon(folder / "dmon-gpm.txt", day)}
-    out = ["| gputop field | pairs | gputop mean | nvidia-smi mean | median abs diff | max abs diff | equal |",
+    out = ["| gpusight field | pairs | gpusight mean | nvidia-smi mean | median abs diff | max abs diff | equal |",
            "| --- | --- | --- | --- | --- | --- | --- |"]
     for name, pick, column, parse in SMI:
         pairs = []

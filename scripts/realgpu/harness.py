@@ -1,18 +1,18 @@
-"""Runs gputop beside real training jobs on a real NVIDIA GPU and keeps everything worth keeping.
+"""Runs gpusight beside real training jobs on a real NVIDIA GPU and keeps everything worth keeping.
 
 Usage: ``python scripts/realgpu/harness.py OUT_DIR PHASE...`` with phases
 
 - ``env``: versions, ``nvidia-smi -q``, the query-field list, NVML call costs on an idle GPU;
-- ``fields``: a GPU-bound convnet in fp32 (TF32 off), then bf16, while gputop records, the TUI runs,
-  and ``gputop --once --json``, ``nvidia-smi --query-gpu``, ``pmon`` and ``--query-compute-apps`` are
+- ``fields``: a GPU-bound convnet in fp32 (TF32 off), then bf16, while gpusight records, the TUI runs,
+  and ``gpusight --once --json``, ``nvidia-smi --query-gpu``, ``pmon`` and ``--query-compute-apps`` are
   taken together three times per precision, with nvidia-smi/dmon streams running throughout;
 - ``run_a`` (input-bound), ``run_b`` (fed, bf16, NVML cost probe alongside), ``run_c`` (trainer plus
   inference server): each recorded, ``--json --duration 20`` near the end, and a screenshot of the
-  live TUI at 160x45 taken with its ``s`` key; in run_a and run_c gputop's CPU at several intervals;
-- ``observer``: one fed trainer's step rate in windows without gputop and with the TUI at 0.5 s and 0.25 s;
+  live TUI at 160x45 taken with its ``s`` key; in run_a and run_c gpusight's CPU at several intervals;
+- ``observer``: one fed trainer's step rate in windows without gpusight and with the TUI at 0.5 s and 0.25 s;
 - ``procutil``: trainer and server; raw per-process utilization samples beside ``pmon`` and a recording;
 - ``pcie``: the units of the PCIe sources under a steady pinned copy;
-- ``pcie_check``: gputop's PCIe rates under that copy, beside dmon, with the raw byte counters.
+- ``pcie_check``: gpusight's PCIe rates under that copy, beside dmon, with the raw byte counters.
 
 ``--scale F`` multiplies every duration (a quick run on a laptop: ``--scale 0.2 --small``; ``--small``
 shrinks the model so it trains on a CPU). Every phase catches its own failure, so the others still run.
@@ -40,7 +40,7 @@ from pcie_units import COPY
 from terminal import BarePty, TmuxTerminal, open_terminal
 
 SRC = Path(__file__).resolve().parents[2]
-"""The gputop source tree this harness runs (put first on PYTHONPATH of every child)."""
+"""The gpusight source tree this harness runs (put first on PYTHONPATH of every child)."""
 
 SCREEN = (160, 45)
 """Terminal size of the live TUI."""
@@ -55,9 +55,9 @@ QUERY_FIELDS = (
 )
 """nvidia-smi --query-gpu fields wanted; those this nvidia-smi does not know are left out."""
 
-TRAIN = ("-m", "gputop.examples.convnet")
-SERVE = ("-m", "gputop.examples.serve")
-GPUTOP = ("-m", "gputop")
+TRAIN = ("-m", "gpusight.examples.convnet")
+SERVE = ("-m", "gpusight.examples.serve")
+GPUSIGHT = ("-m", "gpusight")
 
 
 class Harness:
@@ -126,10 +126,10 @@ class Harness:
 
     def tui(self, name: str, *extra: str) -> TmuxTerminal | BarePty:
         """The live TUI at 160x45 with ``extra`` flags, in a terminal named ``name``."""
-        terminal = open_terminal(f"gputop-{name}-{os.getpid()}")
+        terminal = open_terminal(f"gpusight-{name}-{os.getpid()}")
         env = {"PYTHONPATH": self.env["PYTHONPATH"], "TERM": "xterm-256color", "COLORTERM": "truecolor",
                "PYTHONUNBUFFERED": "1"}
-        terminal.start([sys.executable, *GPUTOP, *extra], SCREEN, env)
+        terminal.start([sys.executable, *GPUSIGHT, *extra], SCREEN, env)
         self.terminals.append(terminal)
         return terminal
 
@@ -203,7 +203,7 @@ def phase_env(h: Harness) -> None:
     h.nvidia_smi(["dmon", "--help"], d / "dmon-help.txt")
     h.nvidia_smi(["pmon", "--help"], d / "pmon-help.txt")
     (d / "query-fields.txt").write_text("\n".join(h.known_query_fields()) + "\n")
-    idle = subprocess.run([sys.executable, *GPUTOP, "--once", "--json"], check=False, capture_output=True, text=True,
+    idle = subprocess.run([sys.executable, *GPUSIGHT, "--once", "--json"], check=False, capture_output=True, text=True,
                           env=h.env, timeout=60)
     (d / "once-idle.json").write_text(idle.stdout + idle.stderr)
     cost = subprocess.run([sys.executable, str(SRC / "scripts/realgpu/nvml_cost.py"), str(d / "nvml-cost-idle.json"),
@@ -212,11 +212,11 @@ def phase_env(h: Harness) -> None:
 
 
 def take_field_set(h: Harness, d: Path, label: str) -> None:
-    """gputop --once --json, nvidia-smi --query-gpu, pmon and --query-compute-apps, all started at once."""
+    """gpusight --once --json, nvidia-smi --query-gpu, pmon and --query-compute-apps, all started at once."""
     fields = ",".join(h.known_query_fields())
     started = time.time()
     jobs = [
-        (subprocess.Popen([sys.executable, *GPUTOP, "--once", "--json"], stdout=subprocess.PIPE,
+        (subprocess.Popen([sys.executable, *GPUSIGHT, "--once", "--json"], stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE, env=h.env), d / f"once-{label}.json"),
         (subprocess.Popen(["nvidia-smi", f"--query-gpu=timestamp,{fields}", "--format=csv,nounits"],
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE), d / f"smi-{label}.csv"),
@@ -251,10 +251,10 @@ def start_streams(h: Harness, d: Path) -> None:
 
 
 def phase_fields(h: Harness) -> None:
-    """fp32 then bf16 training with gputop and nvidia-smi side by side."""
+    """fp32 then bf16 training with gpusight and nvidia-smi side by side."""
     d = h.out / "fields"
     d.mkdir(exist_ok=True)
-    recorder = h.python([*GPUTOP, "--record", str(d / "precision.jsonl.gz"), "--interval", "0.5"], d / "record.log")
+    recorder = h.python([*GPUSIGHT, "--record", str(d / "precision.jsonl.gz"), "--interval", "0.5"], d / "record.log")
     start_streams(h, d)
     tui = h.tui("fields", "--export-dir", str(d / "export"))
     common = ("--slow-ms", "0.5", "--num-workers", "14", "--pin-memory", "--persistent-workers",
@@ -294,7 +294,7 @@ RUN_SECONDS = 80.0
 """Length of each run."""
 
 CPU_RUNS = frozenset({"run_a", "run_c"})
-"""Runs during which gputop's CPU is also measured at 0.25 s and 1 s, in the TUI and headless."""
+"""Runs during which gpusight's CPU is also measured at 0.25 s and 1 s, in the TUI and headless."""
 
 COST_RUNS = frozenset({"run_b", "run_c"})
 """Runs during which the NVML cost probe polls (100 polls from 5 s in)."""
@@ -310,10 +310,10 @@ def cpu_seconds(pid: int) -> float | None:
 
 
 def phase_run(h: Harness, name: str) -> None:
-    """One recorded run with a TUI screenshot, a 20 s JSON summary and (run_c) gputop's CPU at several intervals."""
+    """One recorded run with a TUI screenshot, a 20 s JSON summary and (run_c) gpusight's CPU at several intervals."""
     d = h.out / name
     d.mkdir(exist_ok=True)
-    recorder = h.python([*GPUTOP, "--record", str(d / f"{name}.jsonl.gz"), "--interval", "0.5"], d / "record.log")
+    recorder = h.python([*GPUSIGHT, "--record", str(d / f"{name}.jsonl.gz"), "--interval", "0.5"], d / "record.log")
     h.spawn(["nvidia-smi", "pmon", "-s", "um", "-o", "T", "-d", "1"], d / "pmon-stream.txt")
     tui = h.tui(name, "--export-dir", str(d / "export"))
     measured: dict[str, int] = {"record@0.5": recorder.pid}
@@ -324,7 +324,7 @@ def phase_run(h: Harness, name: str) -> None:
             extra = h.tui(f"{name}-{interval}", "--interval", interval, "--export-dir", str(d / "export-cpu"))
             if extra.pid is not None:
                 measured[f"tui@{interval}"] = extra.pid
-            rec = h.python([*GPUTOP, "--record", f"/tmp/gputop-cpu-{interval}.jsonl", "--interval", interval],
+            rec = h.python([*GPUSIGHT, "--record", f"/tmp/gpusight-cpu-{interval}.jsonl", "--interval", interval],
                            d / f"record-{interval}.log")
             measured[f"record@{interval}"] = rec.pid
     jobs = []
@@ -346,7 +346,7 @@ def phase_run(h: Harness, name: str) -> None:
     start = {label: cpu_seconds(pid) for label, pid in measured.items()}
     began = time.monotonic()
     sleep_until(t0, h.seconds(RUN_SECONDS - 22))
-    summary = h.python([*GPUTOP, "--json", "--duration", str(h.seconds(20))], d / f"{name}-json.log")
+    summary = h.python([*GPUSIGHT, "--json", "--duration", str(h.seconds(20))], d / f"{name}-json.log")
     sleep_until(t0, h.seconds(60))
     elapsed = time.monotonic() - began
     for label, pid in measured.items():
@@ -354,7 +354,7 @@ def phase_run(h: Harness, name: str) -> None:
         first = start.get(label)
         cpu[label] = {"window_s": elapsed,
                       "cpu_ms_per_s": None if end is None or first is None else (end - first) / elapsed * 1000}
-    (d / "gputop-cpu.json").write_text(json.dumps(cpu, indent=1))
+    (d / "gpusight-cpu.json").write_text(json.dumps(cpu, indent=1))
     sleep_until(t0, h.seconds(RUN_SECONDS - 10))
     h.screenshot(tui, d / "export", name)
     summary.wait(h.seconds(30) + 30)
@@ -367,10 +367,10 @@ def phase_run(h: Harness, name: str) -> None:
 
 
 OBSERVER_PLAN = (None, "0.5", None, "0.25") * 3
-"""Observer windows in order: None runs no gputop, a number runs the TUI at that interval."""
+"""Observer windows in order: None runs no gpusight, a number runs the TUI at that interval."""
 
 OBSERVER_WINDOW_S = 12.0
-"""Length of one observer window; its first 2 s (gputop starting or quitting) are not counted."""
+"""Length of one observer window; its first 2 s (gpusight starting or quitting) are not counted."""
 
 
 def step_rate(log: Path, start: float, end: float) -> float | None:
@@ -384,7 +384,7 @@ def step_rate(log: Path, start: float, end: float) -> float | None:
 
 
 def phase_observer(h: Harness) -> None:
-    """One trainer; windows without gputop and with the TUI at 0.5 s and 0.25 s; medians of the step rate."""
+    """One trainer; windows without gpusight and with the TUI at 0.5 s and 0.25 s; medians of the step rate."""
     d = h.out / "observer"
     d.mkdir(exist_ok=True)
     steps = d / "steps.log"
@@ -405,13 +405,13 @@ def phase_observer(h: Harness) -> None:
             time.sleep(0.5)
             tui.close()
             h.terminals.remove(tui)
-        windows.append({"gputop": interval, "start": begin + h.seconds(2), "end": begin + h.seconds(OBSERVER_WINDOW_S)})
+        windows.append({"gpusight": interval, "start": begin + h.seconds(2), "end": begin + h.seconds(OBSERVER_WINDOW_S)})
     trainer.wait(h.seconds(60) + 60)
     for window in windows:
         window["steps_per_s"] = step_rate(steps, window["start"], window["end"])
     result: dict[str, object] = {"windows": windows}
     for condition in (None, "0.5", "0.25"):
-        rates = [w["steps_per_s"] for w in windows if w["gputop"] == condition and w["steps_per_s"] is not None]
+        rates = [w["steps_per_s"] for w in windows if w["gpusight"] == condition and w["steps_per_s"] is not None]
         result[f"median_{condition or 'off'}"] = statistics.median(rates) if rates else None
     (d / "observer.json").write_text(json.dumps(result, indent=1))
     print("observer:", {k: v for k, v in result.items() if k.startswith("median")}, flush=True)
@@ -419,10 +419,10 @@ def phase_observer(h: Harness) -> None:
 
 
 def phase_procutil(h: Harness) -> None:
-    """Two processes on the GPU: raw per-process utilization samples beside pmon and a gputop recording."""
+    """Two processes on the GPU: raw per-process utilization samples beside pmon and a gpusight recording."""
     d = h.out / "procutil"
     d.mkdir(exist_ok=True)
-    h.python([*GPUTOP, "--record", str(d / "procutil.jsonl.gz"), "--interval", "0.5"], d / "record.log")
+    h.python([*GPUSIGHT, "--record", str(d / "procutil.jsonl.gz"), "--interval", "0.5"], d / "record.log")
     h.spawn(["nvidia-smi", "pmon", "-s", "um", "-o", "T", "-d", "1"], d / "pmon-stream.txt")
     trainer, server = RUNS["run_c"]
     h.python(h.trainer_args(*trainer), d / "job0.log")
@@ -448,7 +448,7 @@ def phase_pcie(h: Harness) -> None:
 
 
 def phase_pcie_check(h: Harness) -> None:
-    """gputop's PCIe rates under a steady pinned copy each way, beside dmon, with the raw byte counters."""
+    """gpusight's PCIe rates under a steady pinned copy each way, beside dmon, with the raw byte counters."""
     d = h.out / "pcie_check"
     d.mkdir(exist_ok=True)
     h.spawn(["nvidia-smi", "dmon", "-s", "t", "-o", "T", "-d", "1"], d / "dmon.txt")
@@ -457,7 +457,7 @@ def phase_pcie_check(h: Harness) -> None:
         wait_for_text(d / "copy.log", direction, 60)
         time.sleep(h.seconds(1))
         raw = h.python([str(SRC / "scripts/realgpu/pcie_raw.py"), str(d / f"raw-{direction}.jsonl"), "2"], d / "raw.log")
-        summary = subprocess.run([sys.executable, *GPUTOP, "--json", "--duration", str(h.seconds(4)), "--interval", "0.5"],
+        summary = subprocess.run([sys.executable, *GPUSIGHT, "--json", "--duration", str(h.seconds(4)), "--interval", "0.5"],
                                  env=h.env, check=False, timeout=60, capture_output=True, text=True)
         (d / f"{direction}.json").write_text(summary.stdout + summary.stderr)
         raw.wait(30)
@@ -488,7 +488,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     harness = Harness(args.out.resolve(), args.scale, args.small)
-    os.chdir(harness.out)  # never the repository root: `python -m gputop` would import the gputop found there
+    os.chdir(harness.out)  # never the repository root: `python -m gpusight` would import the gpusight found there
     failed = []
     for name in args.phases:
         started = time.monotonic()

@@ -1,9 +1,9 @@
-"""Cost of NVML on the real driver: each call gputop makes, timed alone, and one NvmlSource poll, timed call by call.
+"""Cost of NVML on the real driver: each call gpusight makes, timed alone, and one NvmlSource poll, timed call by call.
 
 Usage: ``python scripts/realgpu/nvml_cost.py OUT.json [REPEATS]``. Part 1 calls each pynvml function
 ``REPEATS`` times (default 200; the 20 ms PCIe throughput call 10 times) on GPU 0 and keeps the
 median and 90th percentile. Part 2 wraps every public pynvml function with a timer and polls
-``gputop.collect.nvml.source.NvmlSource`` ``REPEATS`` times, 0.12 s apart (so GPM samples on every poll),
+``gpusight.collect.nvml.source.NvmlSource`` ``REPEATS`` times, 0.12 s apart (so GPM samples on every poll),
 giving the time per call type inside real polls and the time of a whole poll.
 """
 
@@ -92,7 +92,7 @@ def isolated_calls(handle: Any, repeats: int) -> dict[str, Any]:
 
 
 def _gpm_calls(handle: Any, repeats: int) -> dict[str, Any]:
-    """nvmlGpmSampleGet and nvmlGpmMetricsGet (six metrics, as gputop asks) timed alone."""
+    """nvmlGpmSampleGet and nvmlGpmMetricsGet (six metrics, as gpusight asks) timed alone."""
     p = pynvml
     try:
         if not p.nvmlGpmQueryDeviceSupport(handle).isSupportedDevice:
@@ -121,8 +121,8 @@ def _gpm_calls(handle: Any, repeats: int) -> dict[str, Any]:
 
 def timed_polls(repeats: int) -> dict[str, Any]:
     """Poll NvmlSource ``repeats`` times with every public pynvml function timed (outermost calls only)."""
-    from gputop.collect.host.source import HostSource
-    from gputop.collect.nvml.source import NvmlSource
+    from gpusight.collect.host.source import HostSource
+    from gpusight.collect.nvml.source import NvmlSource
 
     per_call: dict[str, list[int]] = defaultdict(list)
     depth = [0]

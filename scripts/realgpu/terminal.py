@@ -1,6 +1,6 @@
 """A terminal of a fixed size for the live TUI: a private tmux server, or a bare pty when tmux cannot run.
 
-Used by the real-GPU harness to run ``gputop`` at 160x45, press keys (``s`` exports an SVG of the
+Used by the real-GPU harness to run ``gpusight`` at 160x45, press keys (``s`` exports an SVG of the
 screen) and read the screen back (tmux only).
 """
 

@@ -1,5 +1,5 @@
 /*
- * fake_nvml.c: a scenario-driven fake of libnvidia-ml.so.1 for gputop's tests.
+ * fake_nvml.c: a scenario-driven fake of libnvidia-ml.so.1 for gpusight's tests.
  *
  * The real pynvml (ctypes) calls into this library exactly as it would call the NVIDIA one; only
  * the answers come from a text file. Built by tests/support/fake_nvml.py with

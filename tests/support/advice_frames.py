@@ -9,9 +9,9 @@ import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from gputop.advice.engine import AdviceEngine
-from gputop.collect.history import History
-from gputop.collect.model import (
+from gpusight.advice.engine import AdviceEngine
+from gpusight.collect.history import History
+from gpusight.collect.model import (
     Advice,
     DeviceSample,
     HostSample,

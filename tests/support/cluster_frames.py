@@ -1,4 +1,4 @@
-"""Real :class:`~gputop.cluster.frame.ClusterFrame` objects built in code, for driving the cluster view.
+"""Real :class:`~gpusight.cluster.frame.ClusterFrame` objects built in code, for driving the cluster view.
 
 Every value is a deterministic function of the host and GPU numbers, so screens are reproducible.
 """
@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
-from gputop.cluster.frame import (
+from gpusight.cluster.frame import (
     ClusterFrame,
     ClusterGpu,
     ClusterHistory,
@@ -16,8 +16,8 @@ from gputop.cluster.frame import (
     ClusterNode,
     ClusterProcess,
 )
-from gputop.collect.model import Advice, Severity, WorkloadKind
-from gputop.metric_names import FB_USED, GPU_TEMP, GPU_UTIL, PCIE_RX, PCIE_TX, POWER_USAGE
+from gpusight.collect.model import Advice, Severity, WorkloadKind
+from gpusight.metric_names import FB_USED, GPU_TEMP, GPU_UTIL, PCIE_RX, PCIE_TX, POWER_USAGE
 
 URL = "http://prometheus.test:9090"
 """The URL the frames name."""
@@ -88,13 +88,13 @@ def histories(hosts: list[int], gpus: int) -> tuple[ClusterHistory, ...]:
 
 
 def small_cluster() -> ClusterFrame:
-    """Three gputop nodes (one down), one dcgm-only node, 8 GPUs each, with jobs, processes and advice."""
+    """Three gpusight nodes (one down), one dcgm-only node, 8 GPUs each, with jobs, processes and advice."""
     nodes = [
-        ClusterNode(host=host_name(1), instances=("10.0.0.1:9400",), up=True, exporter="gputop",
+        ClusterNode(host=host_name(1), instances=("10.0.0.1:9400",), up=True, exporter="gpusight",
                     gpus=tuple(gpu(1, i) for i in range(8)), last_seen=T0, cpu_percent=45.0, iowait_percent=3.0),
-        ClusterNode(host=host_name(2), instances=("10.0.0.2:9400",), up=True, exporter="gputop",
+        ClusterNode(host=host_name(2), instances=("10.0.0.2:9400",), up=True, exporter="gpusight",
                     gpus=tuple(gpu(2, i) for i in range(8)), last_seen=T0),
-        ClusterNode(host=host_name(3), instances=("10.0.0.3:9400",), up=False, exporter="gputop",
+        ClusterNode(host=host_name(3), instances=("10.0.0.3:9400",), up=False, exporter="gpusight",
                     gpus=tuple(gpu(3, i) for i in range(8)), last_seen=T0 - 30,
                     note="down since 14:12:50 (3 scrapes missed)"),
         ClusterNode(host=host_name(4), instances=("10.0.0.4:9400",), up=True, exporter="dcgm",
@@ -143,13 +143,13 @@ def small_cluster() -> ClusterFrame:
         fleet_advice=fleet_advice,
         history=histories([1, 2, 3, 4], 8),
         problems=("node-003 stopped reporting: 3 scrapes missed",),
-        missing_panels=("processes, jobs, advice, host CPU: none from 1 node without gputop --serve (node-004)",),
+        missing_panels=("processes, jobs, advice, host CPU: none from 1 node without gpusight --serve (node-004)",),
         query_seconds=0.21,
     )
 
 
 def fleet(nodes: int = 100, gpus: int = 8, step: int = 0) -> ClusterFrame:
-    """A fleet of ``nodes`` gputop nodes of ``gpus`` GPUs; ``step`` moves the numbers (a later poll)."""
+    """A fleet of ``nodes`` gpusight nodes of ``gpus`` GPUs; ``step`` moves the numbers (a later poll)."""
     hosts = list(range(1, nodes + 1))
 
     def moved(h: int, i: int) -> ClusterGpu:
@@ -162,7 +162,7 @@ def fleet(nodes: int = 100, gpus: int = 8, step: int = 0) -> ClusterFrame:
         timestamp=T0 + step * 2,
         url=URL,
         nodes=tuple(
-            ClusterNode(host=host_name(h), instances=(f"10.0.{h // 256}.{h % 256}:9400",), up=True, exporter="gputop",
+            ClusterNode(host=host_name(h), instances=(f"10.0.{h // 256}.{h % 256}:9400",), up=True, exporter="gpusight",
                         gpus=tuple(moved(h, i) for i in range(gpus)), last_seen=T0)
             for h in hosts
         ),

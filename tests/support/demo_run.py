@@ -10,12 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from gputop.advice.engine import AdviceEngine
-from gputop.collect.history import History
-from gputop.collect.model import Snapshot, SourceKind
-from gputop.collect.sampler import Sampler
-from gputop.demo.source import DemoSource
-from gputop.recordings.opening import open_recorder
+from gpusight.advice.engine import AdviceEngine
+from gpusight.collect.history import History
+from gpusight.collect.model import Snapshot, SourceKind
+from gpusight.collect.sampler import Sampler
+from gpusight.demo.source import DemoSource
+from gpusight.recordings.opening import open_recorder
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
-"""Run a real ``gputop --serve`` child process and scrape it (for the exporter and cluster tests).
+"""Run a real ``gpusight --serve`` child process and scrape it (for the exporter and cluster tests).
 
-``serving([...])`` starts ``python -m gputop --serve 127.0.0.1:0 ...`` (port 0: the kernel picks a free one),
+``serving([...])`` starts ``python -m gpusight --serve 127.0.0.1:0 ...`` (port 0: the kernel picks a free one),
 reads the address it announces on stderr, and stops it with SIGTERM afterwards.
 """
 
@@ -21,12 +21,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 ANNOUNCE = re.compile(r"serving (https?://\S+)/metrics")
-"""The line ``gputop --serve`` writes to stderr once it listens."""
+"""The line ``gpusight --serve`` writes to stderr once it listens."""
 
 
 @dataclass
 class RunningExporter:
-    """A ``gputop --serve`` child and where it serves."""
+    """A ``gpusight --serve`` child and where it serves."""
 
     proc: subprocess.Popen[bytes]
     """The child process."""
@@ -60,9 +60,9 @@ class RunningExporter:
             time.sleep(0.2)
 
 
-def gputop_serve_argv(*extra: str, listen: str = "127.0.0.1:0") -> list[str]:
-    """``python -m gputop --serve LISTEN EXTRA...``."""
-    return [sys.executable, "-m", "gputop", "--serve", listen, *extra]
+def gpusight_serve_argv(*extra: str, listen: str = "127.0.0.1:0") -> list[str]:
+    """``python -m gpusight --serve LISTEN EXTRA...``."""
+    return [sys.executable, "-m", "gpusight", "--serve", listen, *extra]
 
 
 def read_announcement(proc: subprocess.Popen[bytes], timeout: float = 60.0) -> str:
@@ -73,7 +73,7 @@ def read_announcement(proc: subprocess.Popen[bytes], timeout: float = 60.0) -> s
     while True:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
-            raise AssertionError(f"gputop --serve did not announce itself in {timeout} s: {seen!r}")
+            raise AssertionError(f"gpusight --serve did not announce itself in {timeout} s: {seen!r}")
         ready, _, _ = select.select([proc.stderr], [], [], min(remaining, 0.5))
         if not ready:
             continue
@@ -83,7 +83,7 @@ def read_announcement(proc: subprocess.Popen[bytes], timeout: float = 60.0) -> s
         if found:
             return found.group(1)
         if not chunk:
-            raise AssertionError(f"gputop --serve exited ({proc.wait()}): {seen.decode('utf-8', 'replace')}")
+            raise AssertionError(f"gpusight --serve exited ({proc.wait()}): {seen.decode('utf-8', 'replace')}")
 
 
 def terminate(proc: subprocess.Popen[bytes], timeout: float = 10.0) -> None:
@@ -99,8 +99,8 @@ def terminate(proc: subprocess.Popen[bytes], timeout: float = 10.0) -> None:
 @contextmanager
 def serving(extra: Sequence[str] = (), env: Mapping[str, str] | None = None,
             listen: str = "127.0.0.1:0") -> Iterator[RunningExporter]:
-    """A running ``gputop --serve``, stopped with SIGTERM (then killed) afterwards."""
-    proc = subprocess.Popen(gputop_serve_argv(*extra, listen=listen), env=None if env is None else dict(env),
+    """A running ``gpusight --serve``, stopped with SIGTERM (then killed) afterwards."""
+    proc = subprocess.Popen(gpusight_serve_argv(*extra, listen=listen), env=None if env is None else dict(env),
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         yield RunningExporter(proc, read_announcement(proc))

@@ -1,8 +1,8 @@
 """Simulated nodes served in the Prometheus text format, for Prometheus to scrape in tests and the fleet benchmark.
 
 A :class:`SimNode` is what one node's exporter knows at one moment; :func:`render` writes it with
-``prometheus_client`` (never by hand) under the names of ``gputop.metric_names``: dcgm-exporter's device
-metrics, plus gputop's own series when ``gputop`` is True. :class:`ExpositionServer` serves callables
+``prometheus_client`` (never by hand) under the names of ``gpusight.metric_names``: dcgm-exporter's device
+metrics, plus gpusight's own series when ``gpusight`` is True. :class:`ExpositionServer` serves callables
 that produce the text on each scrape, so the values can move, and a route can be removed to kill a node.
 """
 
@@ -16,7 +16,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
 
-from gputop import metric_names as m
+from gpusight import metric_names as m
 
 TOTAL_MIB = 81559
 """Framebuffer of an H100 80GB in MiB."""
@@ -39,7 +39,7 @@ class SimGpu:
 
 @dataclass
 class SimJob:
-    """One job of a node (``gputop_job_info``)."""
+    """One job of a node (``gpusight_job_info``)."""
 
     job: int
     cluster_job: str = ""
@@ -68,8 +68,8 @@ class SimNode:
     gpus: list[SimGpu] = field(default_factory=list)
     jobs: list[SimJob] = field(default_factory=list)
     processes: list[SimProcess] = field(default_factory=list)
-    gputop: bool = True
-    """Serve gputop's own series (``gputop --serve``) rather than dcgm-exporter's alone."""
+    gpusight: bool = True
+    """Serve gpusight's own series (``gpusight --serve``) rather than dcgm-exporter's alone."""
 
 
 class _NodeCollector:
@@ -78,9 +78,9 @@ class _NodeCollector:
 
     def collect(self) -> Iterator[Metric]:
         node = self.node
-        hosts = [node.host, node.host] if node.gputop else [node.host]
-        host_labels = list(m.HOST_LABELS if node.gputop else (m.LABEL_HOSTNAME,))
-        device_labels = [label for label in m.DEVICE_LABELS if node.gputop or label != m.LABEL_HOSTNAME_NEW]
+        hosts = [node.host, node.host] if node.gpusight else [node.host]
+        host_labels = list(m.HOST_LABELS if node.gpusight else (m.LABEL_HOSTNAME,))
+        device_labels = [label for label in m.DEVICE_LABELS if node.gpusight or label != m.LABEL_HOSTNAME_NEW]
 
         def device_values(gpu: SimGpu) -> list[str]:
             values = {m.LABEL_GPU: str(gpu.index), m.LABEL_UUID: f"GPU-{node.host}-{gpu.index:04d}",
@@ -103,7 +103,7 @@ class _NodeCollector:
                     family.add_metric(device_values(gpu), value)
             if family.samples:
                 yield family
-        if not node.gputop:
+        if not node.gpusight:
             return
         info = GaugeMetricFamily(m.BUILD_INFO.name, m.BUILD_INFO.help, labels=host_labels + list(m.BUILD_INFO.labels))
         info.add_metric(hosts + ["test"], 1)

@@ -99,7 +99,7 @@ class PrometheusServer:
         binary = shutil.which(PROMETHEUS)
         if binary is None:
             raise RuntimeError(SKIP_REASON)
-        self.directory = Path(tempfile.mkdtemp(prefix="gputop-prometheus-"))
+        self.directory = Path(tempfile.mkdtemp(prefix="gpusight-prometheus-"))
         config = self.directory / "prometheus.yml"
         config.write_text(self.config(), encoding="utf-8")
         self.port = free_port()

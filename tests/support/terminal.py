@@ -3,7 +3,7 @@
 :class:`PtyTerminal` starts a command on the slave side of a fresh pty of a given size, in its own
 session, and a thread drains the master side the way a terminal emulator would, so the program never
 blocks on output. The test keeps its copy of the slave, so it can read the terminal modes after the
-program is gone. :class:`PtyGputop` is the same for ``python -m gputop``.
+program is gone. :class:`PtyGpusight` is the same for ``python -m gpusight``.
 """
 
 from __future__ import annotations
@@ -42,9 +42,9 @@ def set_size(fd: int, columns: int, rows: int) -> None:
     fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
 
 
-def gputop_argv(*args: str) -> list[str]:
-    """The command line that runs this checkout's gputop with ``args``."""
-    return [sys.executable, "-m", "gputop", *args]
+def gpusight_argv(*args: str) -> list[str]:
+    """The command line that runs this checkout's gpusight with ``args``."""
+    return [sys.executable, "-m", "gpusight", *args]
 
 
 class PtyTerminal:
@@ -218,8 +218,8 @@ class PtyTerminal:
         self.cleanup()
 
 
-class PtyGputop(PtyTerminal):
-    """``gputop --demo healthy`` (or ``gputop *args``) on a pty of ``size`` (columns, rows)."""
+class PtyGpusight(PtyTerminal):
+    """``gpusight --demo healthy`` (or ``gpusight *args``) on a pty of ``size`` (columns, rows)."""
 
     def __init__(
         self,
@@ -231,7 +231,7 @@ class PtyGputop(PtyTerminal):
         env: dict[str, str] | None = None,
         cwd: str | Path | None = None,
     ) -> None:
-        super().__init__(gputop_argv(*args), size, env=env, controlling=controlling, stdin_tty=stdin_tty, cwd=cwd)
+        super().__init__(gpusight_argv(*args), size, env=env, controlling=controlling, stdin_tty=stdin_tty, cwd=cwd)
 
     def wait_up(self, marker: bytes = b"simulated") -> None:
         """Wait until the app has taken over the terminal and drawn a header holding ``marker``."""

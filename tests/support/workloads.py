@@ -26,7 +26,7 @@ import psutil
 from support.procs import kill_tree, read_comm, wait_until
 
 SECRET_ENV = {"HF_TOKEN": "hf_secret_never_shown", "AWS_SECRET_ACCESS_KEY": "aws_secret_never_shown"}
-"""Secrets put into every rank's environment: they must never appear in gputop's output."""
+"""Secrets put into every rank's environment: they must never appear in gpusight's output."""
 
 FOLLOW_PARENT = """
 import os, sys, time

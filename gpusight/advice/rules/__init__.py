@@ -1,0 +1,55 @@
+"""The advice rules, one module each; :data:`RULES` lists them in evaluation order."""
+
+from __future__ import annotations
+
+from gpusight.advice.rules import (
+    batch_headroom,
+    comm_bound,
+    few_workers,
+    free_capacity,
+    gpu_underused,
+    healthy,
+    idle_holding,
+    imbalance,
+    input_bound,
+    launch_bound,
+    mixed_precision,
+    oom_risk,
+    pcie_h2d,
+    periodic_stall,
+    serving_batching,
+    serving_idle,
+    storage_bound,
+    straggler,
+    throttling,
+)
+from gpusight.advice.rules.base import Rule
+
+RULES: tuple[Rule, ...] = (
+    input_bound.RULE,
+    few_workers.RULE,
+    storage_bound.RULE,
+    gpu_underused.RULE,
+    batch_headroom.RULE,
+    oom_risk.RULE,
+    mixed_precision.RULE,
+    launch_bound.RULE,
+    pcie_h2d.RULE,
+    throttling.RULE,
+    idle_holding.RULE,
+    imbalance.RULE,
+    straggler.RULE,
+    periodic_stall.RULE,
+    comm_bound.RULE,
+    serving_idle.RULE,
+    serving_batching.RULE,
+    free_capacity.RULE,
+    healthy.RULE,
+)
+"""Every rule, in evaluation order."""
+
+SUMMARIES: dict[str, str] = {rule.name: rule.summary for rule in RULES}
+"""Each rule's name -> its summary: what its advice means, in words that do not change with the figures."""
+
+HEALTHY = healthy.RULE.name
+"""Name of the rule whose advice yields to any other advice on the same GPU."""

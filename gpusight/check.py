@@ -1,0 +1,253 @@
+"""``gpusight --check``: sample for a while with the advice engine, print the advice that stands, exit by its severity.
+
+For cron jobs, Slurm prologs/epilogs and CI smoke tests (docs/check.md). Exit statuses: ``EXIT_OK`` when no
+warn or critical advice stands, ``EXIT_WARN``, ``EXIT_CRITICAL`` (also when a GPU was lost during the
+check) and ``EXIT_CANNOT_CHECK``.
+
+A check shorter than the rules' averaging windows and hold times would never see advice form, so each
+threshold whose name ends in ``window_s`` and is longer than the check is cut to the check's time, and each
+ending in ``hold_s`` to half of it (``fit_thresholds``); the others keep their values, and the report's first
+line names what was cut.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import signal
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from gpusight.advice.config import Thresholds
+from gpusight.advice.engine import AdviceEngine
+from gpusight.collect.model import Severity, Snapshot
+from gpusight.collect.sampler import Sampler
+from gpusight.textsafe import safe_text
+
+EXIT_OK = 0
+"""No advice at warn or above stands."""
+EXIT_WARN = 1
+"""Warn advice stands (and nothing critical)."""
+EXIT_CRITICAL = 2
+"""Critical advice stands, or a GPU was lost during the check."""
+EXIT_CANNOT_CHECK = 3
+"""Nothing could be checked: no NVML (and not --demo), no GPU, a bad recording or a usage error."""
+
+WINDOW_SUFFIX = "window_s"
+"""Thresholds ending in this are averaging windows; a short check cuts them to its time."""
+HOLD_SUFFIX = "hold_s"
+"""Thresholds ending in this are how long a condition must hold; a short check cuts them to half its time,
+so that a condition that forms after the first polls can still hold long enough to show."""
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+"""Signals that end a check early; it still reports what stood then."""
+
+_SLICE_S = 0.1
+"""Longest sleep between looks at the stop flag."""
+
+
+@dataclass(frozen=True, slots=True)
+class CheckPlan:
+    """What a check samples and how its thresholds were fitted."""
+
+    what: str
+    """The data checked, e.g. ``"live data"``, ``"demo data"``, ``"recording run.jsonl"``."""
+    duration_s: float | None
+    """Seconds of sampling asked for (recording time with a replay); None: a whole recording."""
+    fitting: Fitting
+    """Which windows and holds were cut to fit the check."""
+
+
+@dataclass(frozen=True, slots=True)
+class Fitting:
+    """The windows and holds a short check cut to fit its time."""
+
+    window_cap_s: float
+    """Longest window kept, seconds (the check's time less one poll)."""
+    hold_cap_s: float
+    """Longest hold kept, seconds (half the window cap)."""
+    cut: tuple[tuple[str, float], ...] = ()
+    """(threshold name, its value before) for each one cut, in declaration order; empty when all fit."""
+
+
+@dataclass(frozen=True, slots=True)
+class CheckResult:
+    """What a check saw."""
+
+    snapshot: Snapshot
+    """The last snapshot, filtered like the other modes, with its advice."""
+    elapsed_s: float
+    """Seconds sampled (recording time with a replay)."""
+    lost_gpus: frozenset[int]
+    """GPUs found lost on any poll of the check."""
+    stopped_by: str | None
+    """Name of the signal that ended the check early, or None."""
+    cannot_check: str | None
+    """Why nothing could be checked, or None."""
+
+
+def fitted_names(thresholds: Thresholds) -> list[str]:
+    """Names of the thresholds a short check may cut: every ``*window_s`` and ``*hold_s`` field."""
+    return [f.name for f in dataclasses.fields(thresholds) if f.name.endswith((WINDOW_SUFFIX, HOLD_SUFFIX))]
+
+
+def fit_thresholds(thresholds: Thresholds, available_s: float | None, interval_s: float) -> tuple[Thresholds, Fitting]:
+    """``thresholds`` with the windows and holds that do not fit ``available_s`` seconds of data cut to fit.
+
+    The last poll must still see a condition that held from the first one, so one poll interval is
+    kept aside: windows are cut to what is left, holds to half of it. Thresholds that fit keep their
+    values; nothing changes when the time is unknown (a whole recording).
+    """
+    if available_s is None:
+        return thresholds, Fitting(float("inf"), float("inf"))
+    window_cap = max(0.0, available_s - interval_s)
+    hold_cap = window_cap / 2
+    cut: list[tuple[str, float]] = []
+    changes: dict[str, Any] = {}
+    for name in fitted_names(thresholds):
+        value = getattr(thresholds, name)
+        cap = window_cap if name.endswith(WINDOW_SUFFIX) else hold_cap
+        if value > cap:
+            cut.append((name, value))
+            changes[name] = cap
+    return dataclasses.replace(thresholds, **changes), Fitting(window_cap, hold_cap, tuple(cut))
+
+
+def plan_check(engine: AdviceEngine, interval_s: float, what: str, duration_s: float | None,
+               available_s: float | None) -> CheckPlan:
+    """Fit ``engine``'s thresholds to ``available_s`` seconds of data (see ``fit_thresholds``) and describe the check."""
+    engine.thresholds, fitting = fit_thresholds(engine.thresholds, available_s, interval_s)
+    return CheckPlan(what, duration_s, fitting)
+
+
+class StopFlag:
+    """Set by SIGINT or SIGTERM while ``catching`` is active; remembers which signal came."""
+
+    def __init__(self) -> None:
+        self.signal_name: str | None = None
+        """Name of the signal received, or None."""
+
+    @property
+    def requested(self) -> bool:
+        """True once a stop signal arrived."""
+        return self.signal_name is not None
+
+    @contextmanager
+    def catching(self) -> Iterator[None]:
+        """Catch the stop signals inside the block, restoring the previous handlers after it."""
+
+        def handler(signum: int, frame: object) -> None:
+            self.signal_name = signal.Signals(signum).name
+
+        previous = {sig: signal.signal(sig, handler) for sig in STOP_SIGNALS}
+        try:
+            yield
+        finally:
+            for sig, old in previous.items():
+                signal.signal(sig, old)
+
+    def sleep(self, seconds: float) -> bool:
+        """Sleep up to ``seconds``; False when a stop signal cut it short."""
+        end = time.monotonic() + seconds
+        while not self.requested:
+            remaining = end - time.monotonic()
+            if remaining <= 0:
+                return True
+            time.sleep(min(_SLICE_S, remaining))
+        return False
+
+
+def sample_for_check(sampler: Sampler, duration_s: float | None, live: bool,
+              finished: Callable[[], bool] | None = None) -> CheckResult:
+    """Sample with ``sampler`` and return what stood at the end.
+
+    Live or demo data (``finished`` None) is polled at the sampler's interval for ``duration_s``
+    seconds. A recording (``finished`` says when it has been read to its end) is read as fast as it
+    goes, to its end or for ``duration_s`` seconds of recording time. SIGINT and SIGTERM end either
+    early. ``live`` data with no GPU after the first poll ends the check at once: nothing to check.
+    """
+    stop = StopFlag()
+    lost: set[int] = set()
+
+    def poll() -> Snapshot:
+        snapshot = sampler.poll_once()
+        lost.update(d.index for d in snapshot.devices if d.lost)
+        return snapshot
+
+    with stop.catching():
+        snapshot = poll()
+        started, start_clock = snapshot.timestamp, time.monotonic()
+        if live and not snapshot.devices:
+            return CheckResult(snapshot, 0.0, frozenset(lost), None, _why_no_gpus(snapshot))
+        if finished is not None:
+            while not stop.requested and not finished():
+                if duration_s is not None and snapshot.timestamp - started >= duration_s:
+                    break
+                snapshot = poll()
+            elapsed = snapshot.timestamp - started
+        else:
+            end = start_clock + (duration_s or 0.0)
+            while (remaining := end - time.monotonic()) > 0 and stop.sleep(min(sampler.interval, remaining)):
+                snapshot = poll()
+            elapsed = time.monotonic() - start_clock
+    return CheckResult(snapshot, elapsed, frozenset(lost), stop.signal_name, None)
+
+
+def _why_no_gpus(snapshot: Snapshot) -> str:
+    """The source's own reason there are no GPUs (driver missing, ...), or a plain one."""
+    reasons = [e.message for e in snapshot.errors if e.scope in ("nvml", "filter")]
+    return "; ".join(reasons) if reasons else "no NVIDIA GPU found"
+
+
+def exit_status(result: CheckResult) -> int:
+    """The check's exit status (see the ``EXIT_*`` constants)."""
+    if result.cannot_check is not None:
+        return EXIT_CANNOT_CHECK
+    severities = {advice.severity for advice in result.snapshot.advice}
+    if Severity.CRITICAL in severities or result.lost_gpus:
+        return EXIT_CRITICAL
+    return EXIT_WARN if Severity.WARN in severities else EXIT_OK
+
+
+def headline(plan: CheckPlan, result: CheckResult, interval_s: float) -> str:
+    """The report's first line: what was checked, for how long, and which of the rules' times were cut to fit."""
+    devices = len(result.snapshot.devices)
+    if plan.duration_s is None:
+        span = f"{result.elapsed_s:.0f} s of {plan.what} (the whole recording)"
+    else:
+        span = f"{plan.duration_s:g} s of {plan.what}"
+    line = f"gpusight check: {span}, {devices} GPU{'s' if devices != 1 else ''}, polled every {interval_s:g} s"
+    if result.stopped_by is not None:
+        line += f"; stopped by {result.stopped_by} after {result.elapsed_s:.1f} s"
+    fitting = plan.fitting
+    if fitting.cut:
+        names = ", ".join(f"{name} {value:g} s" for name, value in fitting.cut)
+        line += (f"; cut to fit: windows to {fitting.window_cap_s:.1f} s, holds to {fitting.hold_cap_s:.1f} s "
+                 f"({names})")
+    elif plan.duration_s is not None:
+        line += "; rule windows and holds fit as set"
+    return line
+
+
+def render_check(plan: CheckPlan, result: CheckResult, interval_s: float) -> str:
+    """The text report: headline, each standing advice, lost GPUs, notes, and the verdict with its exit status."""
+    snapshot = result.snapshot
+    lines = [headline(plan, result, interval_s), ""]
+    for item in snapshot.advice:
+        lines.append(f"{safe_text(item.severity).upper():<8} {safe_text(item.scope)}: {safe_text(item.title)}")
+        lines.append(f"         evidence: {safe_text(item.evidence)}")
+        lines.append(f"         action:   {safe_text(item.action)}")
+    if not snapshot.advice:
+        lines.append("no advice stands")
+    lines += [f"LOST     gpu{index}: the GPU stopped answering during the check" for index in sorted(result.lost_gpus)]
+    lost_scopes = {f"gpu{index}" for index in result.lost_gpus}
+    notes = [e for e in snapshot.errors if e.scope not in lost_scopes]
+    if notes:
+        lines.append("")
+        lines += [f"note: {safe_text(e.scope)}: {safe_text(e.message)}" for e in notes]
+    counts = {severity: sum(1 for a in snapshot.advice if a.severity == severity) for severity in Severity}
+    summary = ", ".join(f"{counts[s]} {s}" for s in Severity)
+    lines += ["", f"result: {summary}; exit {exit_status(result)}"]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,81 @@
+"""``main``: parse the command line and run the mode it asks for."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from gpusight.cli.output import CliError, reader_gone, write_stdout
+from gpusight.cli.parser import asks_for_check, build_parser, check_usage
+from gpusight.cli.pipeline import build_pipeline
+from gpusight.cli.runners import record_headless, run_check, run_once, run_tui
+from gpusight.convert import command as convert
+from gpusight.prometheus_exporter import command as exporter
+from gpusight.recordings.jsonl.stream import names_stdout
+from gpusight.run_report import command as run_report
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run gpusight with ``argv`` (default ``sys.argv[1:]``); returns the exit status."""
+    from gpusight.check import EXIT_CANNOT_CHECK
+
+    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    if asks_for_check(argv):
+        parser.usage_status = EXIT_CANNOT_CHECK
+    args = parser.parse_args(argv)
+    check_usage(parser, args)
+    try:
+        if args.convert is not None:
+            return convert.run(args)
+        if args.report is not None:
+            return run_report.run(args)
+        if args.cluster is not None:
+            return _run_cluster(parser, args)
+        if args.json_schema:
+            from gpusight.collect.schema import json_schema
+
+            return 0 if write_stdout(json.dumps(json_schema(), indent=2) + "\n") else reader_gone()
+        return _run(args)
+    except CliError as exc:
+        print(f"gpusight: {exc}", file=sys.stderr)
+        return EXIT_CANNOT_CHECK if args.check else 1
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return reader_gone()
+
+
+def _run_cluster(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    """``--cluster URL``: the fleet view (see gpusight.cluster.command)."""
+    from gpusight.cluster import command
+
+    command.check_arguments(parser, args)
+    if not (args.once or args.json) and sys.stdout.isatty():
+        from gpusight.ui.cluster_app import run_tui as run_cluster_tui
+
+        return run_cluster_tui(args)
+    return command.run_once(args)
+
+
+def _run(args: argparse.Namespace) -> int:
+    """The modes that sample a source: check, serve, one-shot, headless recording or the live TUI."""
+    pipeline = build_pipeline(args)
+    sampler = pipeline.sampler
+    try:
+        plan = pipeline.plan_check(args) if args.check else None
+        pipeline.prepare(args)
+        if plan is not None:
+            return run_check(sampler, args, plan)
+        if args.serve is not None:
+            return exporter.serve(sampler, args)
+        if args.once or args.json or args.duration is not None or args.export is not None:
+            return run_once(sampler, args)
+        if not sys.stdout.isatty() or names_stdout(args.record):
+            if args.record is not None:
+                return record_headless(sampler, args)
+            return run_once(sampler, args)
+        return run_tui(pipeline, args)
+    finally:
+        sampler.stop()

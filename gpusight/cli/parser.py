@@ -1,0 +1,229 @@
+"""The command line's flags: every option with its help, and the usage rules checked after parsing."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from pathlib import Path
+from typing import NoReturn
+
+from gpusight import __version__
+from gpusight.cli.output import reader_gone, write_stdout
+from gpusight.cluster.command import add_arguments as add_cluster_arguments
+from gpusight.collect.sampler import DEFAULT_INTERVAL, MIN_INTERVAL
+from gpusight.convert import command as convert
+from gpusight.prometheus_exporter import command as exporter
+from gpusight.recordings import start_at
+from gpusight.run_report import command as run_report
+
+DEFAULT_EXPORT_DIR = Path("gpusight-snapshots")
+"""Where the ``s`` key writes snapshot exports unless ``--export-dir`` says otherwise."""
+
+
+STATS_FILE_ENV = "GPUSIGHT_STATS_FILE"
+"""Environment variable naming a file where the live UI writes JSON statistics on exit (for benchmarks).
+
+Keys: ``interval_s``, ``polls`` (polls taken), ``max_gap_s`` (longest time between the starts of two
+polls), ``last_poll_s`` (duration of the last poll), ``snapshots_shown``, ``first_frame_s`` (seconds
+from process start to the first screen showing sampled data, or null), ``chart_column_s`` (the chart
+grid's column period) and ``chart_paged`` (whether the app pages its charts rather than scrolling).
+"""
+
+
+MAX_DURATION_SECONDS = 30 * 86400.0
+"""Longest ``--duration`` accepted: 30 days, longer than any single training run we record in one go."""
+
+MAX_INTERVAL_SECONDS = 3600.0
+"""Longest ``--interval`` accepted: one poll an hour."""
+
+def seconds_arg(value: str) -> float:
+    """Argparse type for a number of seconds: finite and not negative (range checks follow in ``main``)."""
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {value!r}") from None
+    if not math.isfinite(seconds):
+        raise argparse.ArgumentTypeError(f"must be a finite number of seconds, not {value!r}")
+    if seconds < 0:
+        raise argparse.ArgumentTypeError(f"must not be negative: {value!r}")
+    return seconds
+
+
+def path_arg(value: str) -> Path:
+    """Argparse type for a file or directory path: an empty string is refused, never read as ``.``."""
+    if not value.strip():
+        raise argparse.ArgumentTypeError("must not be empty")
+    return Path(value)
+
+
+def gpu_ids_arg(value: str) -> tuple[str, ...]:
+    """Argparse type for ``--gpus``: comma-separated GPU ids (checked against the GPUs once NVML runs)."""
+    ids = tuple(part.strip() for part in value.split(","))
+    if not any(ids):
+        raise argparse.ArgumentTypeError("must name at least one GPU, e.g. 0,3 or GPU-5f3a")
+    return ids
+
+
+class GpusightParser(argparse.ArgumentParser):
+    """An argument parser whose usage errors exit with ``usage_status`` (2 as usual, 3 for ``--check``)."""
+
+    usage_status = 2
+    """Exit status of a usage error."""
+
+    def error(self, message: str) -> NoReturn:
+        """Print the usage and ``message`` to stderr and exit with ``usage_status``."""
+        self.print_usage(sys.stderr)
+        self.exit(self.usage_status, f"{self.prog}: error: {message}\n")
+
+
+def asks_for_check(argv: list[str]) -> bool:
+    """True when ``argv`` has ``--check`` (or a prefix argparse would take for it), before any ``--``."""
+    for word in argv:
+        if word == "--":
+            return False
+        if len(word) > 4 and "--check".startswith(word):
+            return True
+    return False
+
+
+class VersionAction(argparse.Action):
+    """``--version``: the version, then whether Textual sends only the changed cells (see gpusight.ui.partial_output).
+
+    The second line is worked out only when asked for, so other commands never import Textual for it.
+    """
+
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS, help: str | None = None) -> None:
+        super().__init__(option_strings, dest=dest, default=argparse.SUPPRESS, nargs=0, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object,
+                 option_string: str | None = None) -> None:
+        from gpusight.ui.partial_output import status
+
+        parser.exit(0 if write_stdout(f"gpusight {__version__}\npartial output: {status()}\n") else reader_gone())
+
+
+def build_parser() -> GpusightParser:
+    """The argument parser; ``--help`` documents every flag."""
+    from gpusight.demo.source import DEFAULT_SCENARIO, SCENARIOS
+
+    scenarios = "; ".join(f"{name}: {text}" for name, text in SCENARIOS.items()).replace("%", "%%")
+    parser = GpusightParser(
+        prog="gpusight",
+        description="Live GPU monitor for deep-learning training that tells you why your GPU is under-used. "
+        "Runs a terminal UI when stdout is a terminal, otherwise prints one snapshot and exits.",
+        epilog="`gps` is the same program. Data sources: NVML (default), --demo, --replay. "
+        f"Setting {STATS_FILE_ENV}=FILE makes the live UI write its sampling statistics to FILE as JSON on exit.",
+    )
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument(
+        "--demo",
+        nargs="?",
+        const=DEFAULT_SCENARIO,
+        choices=sorted(SCENARIOS),
+        metavar="SCENARIO",
+        help=f"show simulated data instead of real GPUs (default scenario: {DEFAULT_SCENARIO}). Scenarios: {scenarios}",
+    )
+    source.add_argument("--replay", type=path_arg, metavar="FILE", help="play back a recording made with --record")
+    parser.add_argument("--loop", action="store_true", help="with --replay: start again at the end")
+    start_at.add_arguments(parser)
+    parser.add_argument(
+        "--record", type=path_arg, metavar="FILE",
+        help="append every snapshot to FILE in the compact format (docs/recording.md), or as JSON lines when FILE "
+        "ends in .jsonl (.jsonl.gz: gzip-compressed); "
+        "without a terminal and without --once/--duration, records until interrupted (SIGINT, SIGTERM or SIGHUP "
+        "closes the file cleanly). FILE '-' streams JSON lines to stdout, flushed per snapshot, with no screen",
+    )
+    parser.add_argument("--once", action="store_true", help="print one snapshot as a table and exit (implied when stdout is not a terminal)")
+    parser.add_argument(
+        "--check", action="store_true",
+        help="sample for --duration seconds (a recording: to its end, or --duration seconds of it) with the advice "
+        "rules, print the advice that stands and exit 0 (nothing at warn or above), 1 (warn), 2 (critical, or a "
+        "GPU lost) or 3 (could not check, usage error); with --json the final snapshot as JSON. See docs/check.md",
+    )
+    parser.add_argument("--json", action="store_true", help="print the snapshot as JSON instead of a table (implies --once)")
+    parser.add_argument(
+        "--duration", type=seconds_arg, metavar="SECONDS",
+        help="with --once/--json: sample this long before printing, so rates and windowed advice are real",
+    )
+    parser.add_argument(
+        "--interval", type=seconds_arg, metavar="SECONDS",
+        help=f"polling period in seconds (default {DEFAULT_INTERVAL}; at least {MIN_INTERVAL}; "
+        "--replay defaults to the recording's own pace)",
+    )
+    parser.add_argument(
+        "--export", type=path_arg, metavar="DIR",
+        help="with --once: also write the snapshot export (JSON with history, Markdown report, HTML run report, SVG screen) "
+        "into DIR",
+    )
+    parser.add_argument(
+        "--export-dir", type=path_arg, default=DEFAULT_EXPORT_DIR, metavar="DIR",
+        help=f"where the 's' key writes snapshot exports (default ./{DEFAULT_EXPORT_DIR}/)",
+    )
+    parser.add_argument("--readonly", action="store_true", help="disable actions that change anything (sending signals)")
+    parser.add_argument("--ascii", action="store_true", help="draw charts and borders with ASCII only")
+    parser.add_argument("--no-advice", action="store_true", help="do not evaluate the advice rules")
+    parser.add_argument(
+        "--config", type=path_arg, metavar="FILE",
+        help="config file with [advice] thresholds, [filters] and [charts] (default $XDG_CONFIG_HOME/gpusight/config.toml)",
+    )
+    gpus = parser.add_mutually_exclusive_group()
+    gpus.add_argument(
+        "--gpus", type=gpu_ids_arg, metavar="IDS",
+        help="watch only these GPUs, in this order: NVML indexes or UUIDs (or unique prefixes such as GPU-5f3a), "
+        "comma-separated, e.g. 0,3; the others are not polled",
+    )
+    gpus.add_argument(
+        "--cuda-visible", action="store_true",
+        help="watch the GPUs CUDA_VISIBLE_DEVICES shows to CUDA programs, in its order, with CUDA's numbers "
+        "beside NVML's (integer entries are NVML indexes: CUDA's numbers with CUDA_DEVICE_ORDER=PCI_BUS_ID)",
+    )
+    parser.add_argument(
+        "--user", metavar="NAME",
+        help="show only NAME's GPU processes (with their DataLoader workers) and the advice about them; "
+        "every GPU stays visible",
+    )
+    parser.add_argument("--no-filters", action="store_true", help="ignore the [filters] section of the config file")
+    parser.add_argument(
+        "--json-schema", action="store_true",
+        help="print the JSON Schema of --json output and recording lines, and exit",
+    )
+    add_cluster_arguments(parser)
+    parser.add_argument(
+        "--version", action=VersionAction,
+        help="print the version and whether partial output (only changed cells are sent; "
+        "GPUSIGHT_PARTIAL_OUTPUT=0 turns it off) is active, and exit",
+    )
+    exporter.add_arguments(parser)
+    convert.add_arguments(parser)
+    run_report.add_arguments(parser)
+    return parser
+
+
+
+
+def check_usage(parser: GpusightParser, args: argparse.Namespace) -> None:
+    """The usage rules no single flag can check; a broken one is a usage error (exit 3 in check mode)."""
+    if args.interval is not None and not MIN_INTERVAL <= args.interval <= MAX_INTERVAL_SECONDS:
+        parser.error(f"--interval must be at least {MIN_INTERVAL} and at most {MAX_INTERVAL_SECONDS:g} seconds")
+    if args.duration is not None and args.duration > MAX_DURATION_SECONDS:
+        parser.error(f"--duration must be at most {MAX_DURATION_SECONDS:.0f} seconds (30 days)")
+    if args.loop and args.replay is None:
+        parser.error("--loop needs --replay")
+    start_at.check_arguments(parser, args)
+    if args.check:
+        _check_check_args(parser, args)
+    exporter.check_arguments(parser, args)
+    convert.check_arguments(parser, args)
+    run_report.check_arguments(parser, args)
+
+
+def _check_check_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """The usage rules of ``--check``; a broken one is a usage error (exit 3 in check mode)."""
+    if args.replay is None and args.duration is None:
+        parser.error("--check needs --duration SECONDS: how long to sample")
+    if args.loop and args.duration is None:
+        parser.error("--check --loop needs --duration: a looping recording never ends")
+    for flag, given in (("--once", args.once), ("--export", args.export is not None), ("--no-advice", args.no_advice)):
+        if given:
+            parser.error(f"--check cannot be combined with {flag}")

@@ -1,0 +1,193 @@
+"""The sampler the command line and the config file ask for: its source, filters, advice, chart grid and recorder.
+
+:func:`build_pipeline` assembles it; :meth:`Pipeline.prepare` then gets it ready to show data (a demo's
+prefilled history, the GPUs asked for checked against the data, a replay seeked to ``--at``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from gpusight.cli.output import CliError
+from gpusight.collect.chart_settings import ChartSettings
+from gpusight.collect.filters import Filters
+from gpusight.collect.history import History
+from gpusight.collect.model import ErrorNote
+from gpusight.collect.sampler import DEFAULT_INTERVAL, MIN_INTERVAL, Sampler
+from gpusight.collect.source import SnapshotSource
+from gpusight.collect.timegrid import TimeGrid
+from gpusight.recordings import start_at
+from gpusight.recordings.jsonl.stream import JsonLinesStream, names_stdout
+
+if TYPE_CHECKING:
+    from gpusight.check import CheckPlan
+    from gpusight.demo.prefill import DemoClock
+    from gpusight.recordings.replay import ReplaySource
+
+
+@dataclass(frozen=True, slots=True)
+class Pipeline:
+    """A sampler built from the command line, with what it was built from."""
+
+    sampler: Sampler
+    """Polls the source, with filters, advice, history, chart grid and recorder."""
+    charts: ChartSettings
+    """The config file's chart settings (column period, scrolling or paging)."""
+    demo_clock: DemoClock | None
+    """The demo's clock, shifted back while its history is prefilled; None for live data and replays."""
+    replay: ReplaySource | None
+    """The recording played (under any GPU selection), for ``--at``; None for live and demo data."""
+
+    def prepare(self, args: argparse.Namespace) -> None:
+        """Prefill a demo, stop when the GPUs asked for are not in the data, and seek a replay to ``--at`` once more."""
+        if self.demo_clock is not None:
+            from gpusight.demo.prefill import prefill_demo
+
+            prefill_demo(self.sampler, self.demo_clock, args.demo)
+        if self.sampler.filters.gpus is not None:
+            _check_gpu_selection(self.sampler)
+            if self.replay is not None:  # the GPU check's poll played the snapshot the first seek chose
+                _start_at(self.replay, args.at)
+
+    def plan_check(self, args: argparse.Namespace) -> CheckPlan:
+        """Fit the advice engine's windows and holds to the data the check will have (see gpusight.check)."""
+        from gpusight.advice.engine import AdviceEngine
+        from gpusight.check import plan_check
+
+        sampler = self.sampler
+        if not isinstance(sampler.advisor, AdviceEngine):
+            raise CliError("--check needs the advice rules")
+        if args.demo is not None:  # the demo's prefilled history counts too
+            from gpusight.demo.source import prefill_seconds
+
+            what, available = f"demo data ({args.demo})", args.duration + prefill_seconds(args.demo)
+        elif args.replay is not None:
+            what, available = f"recording {args.replay.name}", args.duration
+        else:
+            what, available = "live data", args.duration
+        return plan_check(sampler.advisor, sampler.interval, what, args.duration, available)
+
+
+def build_pipeline(args: argparse.Namespace) -> Pipeline:
+    """The sampler the command line and the config file ask for, not yet started."""
+    from gpusight.collect.chart_settings import chart_settings_from_config
+    from gpusight.config_file import config_path, read_config
+
+    document, warnings = read_config(args.config)
+    config = args.config or config_path()
+    filters, problems = _choose_filters(args, document, config)
+    charts, chart_problems = chart_settings_from_config(document, str(config))
+    problems += chart_problems
+    interval = args.interval
+    source: SnapshotSource
+    demo_clock: DemoClock | None = None
+    replay: ReplaySource | None = None
+    if args.demo is not None:
+        from gpusight.demo.prefill import DemoClock
+        from gpusight.demo.source import DemoSource
+
+        demo_clock = DemoClock()
+        source = DemoSource(args.demo, clock=demo_clock)
+    elif args.replay is not None:
+        replay = _open_replay(args.replay, args.loop, args.at)
+        if interval is None and replay.recorded_interval:
+            interval = max(MIN_INTERVAL, replay.recorded_interval)
+        source = replay
+    else:
+        from gpusight.collect.live import LiveSource
+        from gpusight.collect.nvml.source import NvmlSource
+
+        source = LiveSource(NvmlSource(gpus=filters.gpus))
+    if filters.gpus is not None and (demo_clock is not None or replay is not None):
+        from gpusight.collect.gpu_selection import GpuSelectingSource
+
+        source = GpuSelectingSource(source, filters.gpus)
+    sampler = Sampler(
+        source, interval or DEFAULT_INTERVAL, History(), advisor=None, recorder=None, filters=filters,
+        grid=TimeGrid(charts.column_seconds),
+    )
+    if not args.no_advice:
+        problems += _attach_advice(sampler, document, config)
+    for warning in warnings + problems:
+        sampler.add_standing_error(ErrorNote("config", warning))
+    if names_stdout(args.record):
+        sampler.recorder = JsonLinesStream(sys.stdout, flush_each=True)
+    elif args.record is not None:
+        from gpusight.recordings.formats import RecordingError
+        from gpusight.recordings.opening import open_recorder
+
+        try:
+            sampler.recorder = open_recorder(args.record)
+        except RecordingError as exc:
+            sampler.stop()
+            raise CliError(str(exc)) from exc
+    return Pipeline(sampler, charts, demo_clock, replay)
+
+
+def _open_replay(path: Path, loop: bool, when: str | None) -> ReplaySource:
+    """The replay of ``path``, seeked to ``when`` (``--at``) when given; a recording that cannot be played is a CliError."""
+    from gpusight.recordings.replay import ReplayError, ReplaySource
+
+    try:
+        replay = ReplaySource(path, loop=loop)
+    except ReplayError as exc:
+        raise CliError(str(exc)) from exc
+    _start_at(replay, when)
+    return replay
+
+
+def _start_at(replay: ReplaySource, when: str | None) -> None:
+    """Seek ``replay`` to ``when`` (nothing when None); a time outside the recording is a CliError."""
+    from gpusight.recordings.replay import ReplayError
+
+    try:
+        start_at.start_at(replay, when)
+    except ReplayError as exc:
+        raise CliError(str(exc)) from exc
+
+
+def _choose_filters(args: argparse.Namespace, document: dict[str, object], config: Path) -> tuple[Filters, list[str]]:
+    """The config file's ``[filters]`` (unless ``--no-filters``) overridden by ``--gpus``/``--cuda-visible``/``--user``."""
+    from gpusight.collect.filters import UnknownUserError, filters_from_config, user_filter
+    from gpusight.collect.gpu_selection import CudaVisible, GpuIds
+
+    live = args.demo is None and args.replay is None  # demo and replay data name users of other hosts
+    filters, warnings = Filters(), list[str]()
+    if not args.no_filters and "filters" in document:
+        filters, warnings = filters_from_config(document["filters"], str(config), os.environ, users_must_exist=live)
+    if args.gpus is not None:
+        filters = dataclasses.replace(filters, gpus=GpuIds(args.gpus))
+    elif args.cuda_visible:
+        filters = dataclasses.replace(filters, gpus=CudaVisible.from_environment(os.environ))
+    if args.user is not None:
+        try:
+            filters = dataclasses.replace(filters, user=user_filter(args.user, must_exist=live))
+        except UnknownUserError as exc:
+            raise CliError(f"--user: {exc}") from exc
+    return filters, warnings
+
+
+def _check_gpu_selection(sampler: Sampler) -> None:
+    """Poll once if nothing was polled yet, and stop with the source's reason when the GPUs asked for do not exist."""
+    from gpusight.collect.gpu_selection import GpuSelecting
+
+    if sampler.history.latest is None:
+        sampler.poll_once()
+    if isinstance(sampler.source, GpuSelecting) and sampler.source.selection_error is not None:
+        raise CliError(sampler.source.selection_error)
+
+
+def _attach_advice(sampler: Sampler, document: dict[str, object], config: Path) -> list[str]:
+    """Give the sampler the advice engine with the config's thresholds; returns the warnings about them."""
+    from gpusight.advice.config import thresholds_from_config
+    from gpusight.advice.engine import AdviceEngine
+
+    thresholds, warnings = thresholds_from_config(document, config)
+    sampler.advisor = AdviceEngine(thresholds)
+    return warnings

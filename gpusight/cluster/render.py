@@ -1,0 +1,98 @@
+"""``gpusight --cluster URL --once``: a :class:`ClusterFrame` as a compact plain-text table grouped by host.
+
+Every string that came from an exporter (host names, process names, users, advice) goes through ``safe_text``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+
+from gpusight.cluster.frame import ClusterFrame, ClusterGpu, ClusterJob, ClusterNode, ClusterProcess
+from gpusight.collect.model import Advice
+from gpusight.textsafe import safe_text
+from gpusight.units import NA, fmt_bytes, fmt_celsius, fmt_percent, fmt_watts
+
+PROCESS_COLUMN = 60
+"""Longest text in a GPU row's processes column."""
+
+
+def render_cluster(frame: ClusterFrame, requests: int | None = None, fetched: int | None = None) -> str:
+    """The whole report: title, one block per node, fleet advice, node advice, problems, missing panels."""
+    lines = [_title(frame, requests, fetched)]
+    jobs = {(job.host, job.job): job for job in frame.jobs}
+    by_gpu: dict[tuple[str, int | None], list[ClusterProcess]] = defaultdict(list)
+    for process in frame.processes:
+        by_gpu[(process.host, process.gpu)].append(process)
+    for node in frame.nodes:
+        lines.append("")
+        lines.extend(_node_lines(node, by_gpu, jobs))
+    if frame.fleet_advice:
+        lines += ["", "Fleet advice"]
+        for advice in frame.fleet_advice:
+            lines.extend(_advice_lines(advice))
+    if frame.node_advice:
+        lines += ["", "Advice raised on the nodes (gpusight --serve)"]
+        for host, advice in frame.node_advice:
+            where = f"{host} {advice.scope}" if advice.scope else host
+            lines.append(f"  {advice.severity.value.upper():<8} {safe_text(where)}: {safe_text(advice.title)}")
+    if frame.problems:
+        lines += ["", "Problems"] + [f"  {safe_text(problem)}" for problem in frame.problems]
+    if frame.missing_panels:
+        lines += ["", "Not available"] + [f"  {safe_text(line)}" for line in frame.missing_panels]
+    return "\n".join(lines) + "\n"
+
+
+def _title(frame: ClusterFrame, requests: int | None, fetched: int | None) -> str:
+    down = sum(1 for node in frame.nodes if not node.up)
+    gpus = sum(len(node.gpus) for node in frame.nodes)
+    cost = []
+    if requests is not None:
+        cost.append(f"{requests} queries")
+    if fetched is not None:
+        cost.append(fmt_bytes(fetched))
+    if frame.query_seconds is not None:
+        cost.append(f"{frame.query_seconds:.2f} s")
+    nodes = f"{len(frame.nodes)} node{'s' if len(frame.nodes) != 1 else ''}" + (f" ({down} down)" if down else "")
+    return (f"gpusight --cluster {safe_text(frame.url)} at {time.strftime('%H:%M:%S', time.localtime(frame.timestamp))}: "
+            f"{nodes}, {gpus} GPUs, {len({j.cluster_job or (j.host, j.job) for j in frame.jobs})} jobs"
+            + (f" · {', '.join(cost)}" if cost else ""))
+
+
+def _node_lines(node: ClusterNode, by_gpu: dict[tuple[str, int | None], list[ClusterProcess]],
+                jobs: dict[tuple[str, int], ClusterJob]) -> list[str]:
+    state = "up" if node.up else "DOWN"
+    exporter = "gpusight --serve" if node.exporter == "gpusight" else "dcgm-exporter"
+    head = f"{safe_text(node.host)}  {state}  {exporter}"
+    if node.cpu_percent is not None:
+        head += f"  CPU {fmt_percent(node.cpu_percent)} iowait {fmt_percent(node.iowait_percent)}"
+    if node.note:
+        head += f"  ({safe_text(node.note)}{'; last values' if not node.up and node.gpus else ''})"
+    lines = [head, f"  {'GPU':>3}  {'UTIL':>5}  {'MEMORY':<17} {'POWER':>6} {'TEMP':>5}  PROCESSES"]
+    for gpu in node.gpus:
+        lines.append(_gpu_line(gpu, by_gpu.get((node.host, gpu.index), []), jobs))
+    return lines
+
+
+def _gpu_line(gpu: ClusterGpu, processes: list[ClusterProcess], jobs: dict[tuple[str, int], ClusterJob]) -> str:
+    if gpu.memory_used_bytes is None:
+        memory = NA
+    elif gpu.memory_total_bytes is None:
+        memory = fmt_bytes(gpu.memory_used_bytes)
+    else:
+        memory = f"{fmt_bytes(gpu.memory_used_bytes)}/{fmt_bytes(gpu.memory_total_bytes)}"
+    util = "LOST" if gpu.lost else fmt_percent(gpu.utilization_percent)
+    who = []
+    for process in processes:
+        job = jobs.get((process.host, process.job))
+        where = job.cluster_job if job is not None and job.cluster_job else f"job {process.job}"
+        sm = f" SM {fmt_percent(process.sm_percent)}" if process.sm_percent is not None else ""
+        who.append(f"{safe_text(process.name) or '?'} r{safe_text(process.rank)} {safe_text(where)}{sm}")
+    return (f"  {gpu.index:>3}  {util:>5}  {memory:<17} {fmt_watts(gpu.power_watts):>6} "
+            f"{fmt_celsius(gpu.temperature_celsius):>5}  {safe_text('; '.join(who), PROCESS_COLUMN)}").rstrip()
+
+
+def _advice_lines(advice: Advice) -> list[str]:
+    return [f"  {advice.severity.value.upper():<8} {safe_text(advice.title)}",
+            f"  {'':<8} {safe_text(advice.evidence)}",
+            f"  {'':<8} -> {safe_text(advice.action)}"]

@@ -1,0 +1,21 @@
+"""What the sampler hands out after each poll: one immutable frame for every widget to draw from."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpusight.collect.model import Snapshot
+from gpusight.collect.steering import PlaybackState
+from gpusight.collect.timegrid import ChartView
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Frame:
+    """The newest snapshot (seen through the filters) and the chart history as of that poll."""
+
+    snapshot: Snapshot
+    """Devices, processes, host, advice and errors of the poll."""
+    charts: ChartView
+    """Chart columns of every zoom level, including the ones this poll changed or appended."""
+    playback: PlaybackState | None = None
+    """Where a replay stands (drawn by the position bar); None for live and demo data."""

@@ -1,0 +1,361 @@
+"""Which GPUs to watch: ``--gpus`` ids and ``CUDA_VISIBLE_DEVICES`` resolved against the GPUs present.
+
+Selection happens at the source, so the other GPUs are never polled: the NVML source opens only the
+chosen GPUs (see :class:`gpusight.collect.nvml.source.NvmlSource`), and :class:`GpuSelectingSource` drops the
+others from demo and replay data before history and advice see them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from gpusight.collect.jobs import trim_jobs
+from gpusight.collect.model import DeviceSample, ErrorNote, ScopeKind, Snapshot
+from gpusight.collect.source import SnapshotSource
+from gpusight.collect.steering import Command, LeadIn, PlaybackState, SteerableSource
+
+CUDA_VISIBLE_DEVICES = "CUDA_VISIBLE_DEVICES"
+"""The environment variable that tells CUDA programs which GPUs they see, and in which order."""
+
+CUDA_DEVICE_ORDER = "CUDA_DEVICE_ORDER"
+"""The environment variable that says how CUDA numbers the GPUs (``FASTEST_FIRST`` by default, or ``PCI_BUS_ID``)."""
+
+PCI_BUS_ID = "PCI_BUS_ID"
+"""The ``CUDA_DEVICE_ORDER`` under which CUDA numbers GPUs as NVML does."""
+
+FILTER_SCOPE = "filters"
+"""Scope of the notes a GPU selection adds to every snapshot (e.g. a truncated CUDA_VISIBLE_DEVICES)."""
+
+_SHOWN_ENTRY = 40
+"""Longest piece of a user-given id quoted back in a message."""
+
+_SHOWN_VALUE = 200
+"""Longest CUDA_VISIBLE_DEVICES value quoted in a description (room for a few full UUIDs)."""
+
+_LEADING_DIGITS = re.compile(r"[0-9]+")
+_UUID_PREFIX = "GPU-"
+
+
+@dataclass(frozen=True, slots=True)
+class GpuIdentity:
+    """One GPU as a selection sees it: its NVML index, UUID and name (the last two None when unknown)."""
+
+    index: int
+    """NVML index."""
+    uuid: str | None = None
+    """``GPU-...`` identifier."""
+    name: str | None = None
+    """Marketing name, for messages."""
+
+
+GpuLookup = Callable[[int], GpuIdentity]
+"""The identity of the GPU at an NVML index; only called when an id names a UUID, or for an error message."""
+
+
+@dataclass(frozen=True, slots=True)
+class GpuIds:
+    """GPUs named by the user: NVML indexes or unique prefixes of UUIDs (``GPU-5f3a``), shown in that order."""
+
+    ids: tuple[str, ...]
+    """The ids as given."""
+    origin: str = "--gpus"
+    """Where they come from, named in messages: ``--gpus`` or the config file's ``[filters] gpus``."""
+    lenient: bool = False
+    """True for ids from the config file: an id that names no GPU is a warning and the filter is dropped,
+    where on the command line it ends gpusight with an error."""
+
+    def describe(self) -> str:
+        """``GPUs 0,3`` for the header."""
+        return "GPUs " + ",".join(self.ids)
+
+
+@dataclass(frozen=True, slots=True)
+class CudaVisible:
+    """The GPUs ``CUDA_VISIBLE_DEVICES`` shows to CUDA programs, in CUDA's order and with CUDA's numbers.
+
+    Integer entries are read as NVML indexes, which is CUDA's numbering when ``CUDA_DEVICE_ORDER=PCI_BUS_ID``
+    (and on machines whose GPUs are all alike); otherwise the selection says that CUDA may number them
+    differently.
+    """
+
+    value: str | None
+    """The variable's value; None when it is not set (CUDA then sees every GPU)."""
+    device_order: str | None = None
+    """The value of ``CUDA_DEVICE_ORDER``, or None when it is not set."""
+
+    @classmethod
+    def from_environment(cls, environ: Mapping[str, str]) -> CudaVisible:
+        """The request ``environ`` makes (``CUDA_VISIBLE_DEVICES`` and ``CUDA_DEVICE_ORDER``)."""
+        return cls(environ.get(CUDA_VISIBLE_DEVICES), environ.get(CUDA_DEVICE_ORDER))
+
+    def describe(self) -> str:
+        """``CUDA_VISIBLE_DEVICES=3,0`` (or that it is unset or empty) for the header."""
+        if self.value is None:
+            return f"{CUDA_VISIBLE_DEVICES} unset: all GPUs"
+        if not self.value.strip():
+            return f"{CUDA_VISIBLE_DEVICES} empty: no GPU"
+        return f"{CUDA_VISIBLE_DEVICES}={cut_text(self.value, _SHOWN_VALUE)}"
+
+
+GpuRequest = GpuIds | CudaVisible
+"""A request for a set of GPUs."""
+
+
+@dataclass(frozen=True, slots=True)
+class SelectedGpu:
+    """A GPU that is watched."""
+
+    index: int
+    """NVML index."""
+    cuda_index: int | None = None
+    """Its number in CUDA programs under ``CUDA_VISIBLE_DEVICES``, or None when that is not in use."""
+
+
+@dataclass(frozen=True, slots=True)
+class GpuSelection:
+    """A request resolved against the GPUs present."""
+
+    gpus: tuple[SelectedGpu, ...]
+    """The GPUs to watch, in display order."""
+    notes: tuple[str, ...] = ()
+    """What the user should know about the selection (shown with every snapshot)."""
+    error: str | None = None
+    """Why the request names GPUs that do not exist (then ``gpus`` is empty); one line listing the GPUs there are."""
+
+
+def resolve_gpus(request: GpuRequest, indexes: Iterable[int], lookup: GpuLookup) -> GpuSelection:
+    """Resolve ``request`` against the GPUs at ``indexes`` (NVML indexes); ``lookup`` tells their UUIDs."""
+    present = tuple(indexes)
+    if isinstance(request, CudaVisible):
+        return _resolve_cuda_visible(request, present, _Inventory(present, lookup))
+    return _resolve_ids(request, present, _Inventory(present, lookup))
+
+
+class _Inventory:
+    """The GPUs' identities, asked for once and only when needed."""
+
+    def __init__(self, indexes: tuple[int, ...], lookup: GpuLookup) -> None:
+        self._indexes = indexes
+        self._lookup = lookup
+        self._known: tuple[GpuIdentity, ...] | None = None
+
+    def all(self) -> tuple[GpuIdentity, ...]:
+        if self._known is None:
+            self._known = tuple(self._lookup(index) for index in self._indexes)
+        return self._known
+
+    def by_uuid(self, prefix: str) -> list[int]:
+        """Indexes of the GPUs whose UUID starts with ``prefix`` (case does not matter)."""
+        wanted = prefix.lower()
+        return [gpu.index for gpu in self.all() if gpu.uuid is not None and gpu.uuid.lower().startswith(wanted)]
+
+    def listing(self) -> str:
+        """``GPUs here: 0 GPU-... (NVIDIA H100), 1 ...`` for an error message."""
+        if not self._indexes:
+            return "there are no GPUs here"
+        parts = []
+        for gpu in self.all():
+            name = f" ({gpu.name})" if gpu.name else ""
+            parts.append(f"{gpu.index} {gpu.uuid or 'no UUID'}{name}")
+        return "GPUs here: " + ", ".join(parts)
+
+
+def _resolve_ids(request: GpuIds, present: tuple[int, ...], inventory: _Inventory) -> GpuSelection:
+    chosen: list[int] = []
+    for token in request.ids:
+        index, problem = _index_of(token, present, inventory)
+        if problem is not None:
+            message = f"{request.origin}: {problem}; {inventory.listing()}"
+            if request.lenient:
+                return GpuSelection(tuple(SelectedGpu(i) for i in present), notes=(message + "; showing all GPUs",))
+            return GpuSelection((), error=message)
+        if index is not None and index not in chosen:
+            chosen.append(index)
+    return GpuSelection(tuple(SelectedGpu(i) for i in chosen))
+
+
+def _index_of(token: str, present: tuple[int, ...], inventory: _Inventory) -> tuple[int | None, str | None]:
+    """(NVML index, None) for a ``--gpus`` id, or (None, why it names no single GPU)."""
+    shown = cut_text(token)
+    if not token:
+        return None, "empty GPU id"
+    if _LEADING_DIGITS.fullmatch(token):
+        if int(token) in present:
+            return int(token), None
+        return None, f"there is no GPU {shown}"
+    if token[: len(_UUID_PREFIX)].upper() == _UUID_PREFIX:
+        matches = inventory.by_uuid(token)
+        if len(matches) == 1:
+            return matches[0], None
+        if not matches:
+            return None, f"no GPU has a UUID starting with {shown!r}"
+        return None, f"{shown!r} matches GPUs {', '.join(map(str, matches))}; give more of the UUID"
+    return None, f"{shown!r} is neither a GPU index nor a UUID (GPU-...)"
+
+
+def _resolve_cuda_visible(request: CudaVisible, present: tuple[int, ...], inventory: _Inventory) -> GpuSelection:
+    """The GPUs CUDA sees for ``request``, as CUDA reads it: the first entry that names no GPU ends the list."""
+    value = request.value
+    if value is None:
+        return GpuSelection(tuple(SelectedGpu(i) for i in present))
+    if not value.strip():
+        return GpuSelection((), notes=(f"{CUDA_VISIBLE_DEVICES} is empty: CUDA programs see no GPU",))
+    visible: list[int] = []
+    notes: list[str] = []
+    by_uuid: bool | None = None
+    for raw in value.split(","):
+        entry = raw.strip()
+        index, problem, uuid_entry = _cuda_entry(entry, present, inventory)
+        if problem is None and by_uuid is not None and uuid_entry != by_uuid:
+            problem = "mixes UUIDs and indexes"
+        if problem is not None:
+            seen = ",".join(map(str, visible)) or "none"
+            notes.append(f"{CUDA_VISIBLE_DEVICES}: entry {cut_text(entry)!r} {problem}, so CUDA ignores it and every "
+                         f"entry after it; GPUs visible to CUDA: {seen}")
+            break
+        assert index is not None
+        if index in visible:
+            return GpuSelection((), notes=(f"{CUDA_VISIBLE_DEVICES} names GPU {index} twice: CUDA programs see no GPU",))
+        by_uuid = uuid_entry
+        visible.append(index)
+    if by_uuid is False and request.device_order != PCI_BUS_ID and len({gpu.name for gpu in inventory.all()}) > 1:
+        notes.append(f"{CUDA_DEVICE_ORDER} is not {PCI_BUS_ID} and the GPUs differ: CUDA may number them fastest "
+                     f"first, so its GPU numbers can name other GPUs than shown; set {CUDA_DEVICE_ORDER}={PCI_BUS_ID}")
+    gpus = tuple(SelectedGpu(index, cuda) for cuda, index in enumerate(visible))
+    return GpuSelection(gpus, notes=tuple(notes))
+
+
+def _cuda_entry(entry: str, present: tuple[int, ...], inventory: _Inventory) -> tuple[int | None, str | None, bool]:
+    """(NVML index, None, is a UUID) for one CUDA_VISIBLE_DEVICES entry, or (None, why it is invalid, ...).
+
+    Like CUDA, an entry that starts with digits is read as the number they form.
+    """
+    digits = _LEADING_DIGITS.match(entry)
+    if digits:
+        index = int(digits.group())
+        return (index, None, False) if index in present else (None, "names no GPU", False)
+    if entry[: len(_UUID_PREFIX)].upper() == _UUID_PREFIX:
+        matches = inventory.by_uuid(entry)
+        if len(matches) == 1:
+            return matches[0], None, True
+        return None, ("matches no GPU" if not matches else "matches several GPUs"), True
+    return None, "is not a GPU index or a GPU- UUID", False
+
+
+def select_gpus(snapshot: Snapshot, selection: GpuSelection) -> Snapshot:
+    """``snapshot`` with only the selected GPUs (in selection order, CUDA numbers set) and what belongs to them.
+
+    Processes on other GPUs, and the advice and error notes scoped to other GPUs or to those
+    processes, are dropped; jobs keep only their processes and GPUs that are shown (a job with none
+    is dropped, with its advice); the selection's notes are added to the errors.
+    """
+    wanted = {gpu.index for gpu in selection.gpus}
+    by_index = {device.index: device for device in snapshot.devices}
+    devices = tuple(
+        dataclasses.replace(by_index[gpu.index], cuda_index=gpu.cuda_index)
+        for gpu in selection.gpus
+        if gpu.index in by_index
+    )
+    processes = tuple(p for p in snapshot.processes if p.device_index in wanted)
+    pids = {p.pid for p in processes} | {p.ppid for p in processes if p.ppid is not None}
+    jobs = trim_jobs(snapshot.jobs, processes)
+    kept = {ScopeKind.GPU: wanted, ScopeKind.PID: pids, ScopeKind.JOB: {job.id for job in jobs}}
+    advice = tuple(a for a in snapshot.advice if scope_kept(a.scope, kept))
+    errors = tuple(e for e in snapshot.errors if scope_kept(e.scope, kept))
+    notes = tuple(ErrorNote(FILTER_SCOPE, note) for note in selection.notes)
+    return dataclasses.replace(
+        snapshot, devices=devices, processes=processes, jobs=jobs, advice=advice, errors=errors + notes
+    )
+
+
+def scope_kept(scope: str, kept: Mapping[ScopeKind, set[int]]) -> bool:
+    """Whether something scoped ``scope`` stays: a scope of a kind in ``kept`` only when its number is kept."""
+    parsed = ScopeKind.parse(scope)
+    if parsed is None or parsed[1] is None or parsed[0] not in kept:
+        return True
+    return parsed[1] in kept[parsed[0]]
+
+
+@runtime_checkable
+class GpuSelecting(Protocol):
+    """A source asked for some GPUs, which can say when they do not exist."""
+
+    @property
+    def selection_error(self) -> str | None:
+        """Why the GPUs asked for cannot be shown (one line listing the GPUs there are), or None."""
+        ...
+
+
+class GpuSelectingSource:
+    """Demo or replay data limited to the requested GPUs (the NVML source selects GPUs itself).
+
+    The request is resolved against the GPUs of the first snapshot; ``selection_error`` then says
+    when it names a GPU that is not there.
+    """
+
+    def __init__(self, source: SnapshotSource, request: GpuRequest) -> None:
+        self.source = source
+        """The wrapped source."""
+        self.request = request
+        """The GPUs asked for."""
+        self.kind = source.kind
+        """The wrapped source's kind."""
+        self._selection: GpuSelection | None = None
+
+    @property
+    def selection_error(self) -> str | None:
+        """Why the request cannot be met (e.g. no GPU 7 in the data), or None; known after the first poll."""
+        return None if self._selection is None else self._selection.error
+
+    def poll(self) -> Snapshot:
+        """The wrapped source's snapshot with only the selected GPUs."""
+        snapshot = self.source.poll()
+        if self._selection is None:
+            identities = {d.index: GpuIdentity(d.index, d.uuid, d.name) for d in snapshot.devices}
+            self._selection = resolve_gpus(self.request, identities, identities.__getitem__)
+        return select_gpus(snapshot, self._selection)
+
+    def take_lead_in(self) -> LeadIn | None:
+        """The wrapped replay's lead-in with only the selected GPUs (see ``SteerableSource``)."""
+        lead_in = self.source.take_lead_in() if isinstance(self.source, SteerableSource) else None
+        if lead_in is None or self._selection is None:
+            return lead_in
+        selection = self._selection
+        return dataclasses.replace(lead_in, snapshots=tuple(select_gpus(s, selection) for s in lead_in.snapshots))
+
+    def playback_state(self) -> PlaybackState | None:
+        """The wrapped replay's playback state (see ``SteerableSource``)."""
+        return self.source.playback_state() if isinstance(self.source, SteerableSource) else None
+
+    def steer(self, command: Command) -> None:
+        """Pass ``command`` to the wrapped replay (see ``SteerableSource``); nothing for other sources."""
+        if isinstance(self.source, SteerableSource):
+            self.source.steer(command)
+
+    def start_indexing(self) -> None:
+        """Have the wrapped replay index its recording (see ``SteerableSource``); nothing for other sources."""
+        if isinstance(self.source, SteerableSource):
+            self.source.start_indexing()
+
+    @property
+    def finished(self) -> bool:
+        """True once the wrapped replay has played its last snapshot (see ``SteerableSource``)."""
+        return isinstance(self.source, SteerableSource) and self.source.finished
+
+    def close(self) -> None:
+        """Close the wrapped source."""
+        self.source.close()
+
+
+def gpu_number(device: DeviceSample) -> str:
+    """How a GPU is numbered on screen: its NVML index ``3``, or ``3 (cuda:0)`` with its CUDA number when it has one."""
+    return str(device.index) if device.cuda_index is None else f"{device.index} (cuda:{device.cuda_index})"
+
+
+def cut_text(text: str, most: int = _SHOWN_ENTRY) -> str:
+    """``text``, cut to ``most`` characters with an ellipsis (user-given text quoted back in a message)."""
+    return text if len(text) <= most else text[: most - 1] + "…"

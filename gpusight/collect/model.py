@@ -1,0 +1,450 @@
+"""Immutable snapshot dataclasses.
+
+Every metric that a GPU, driver or operating system cannot provide is ``None`` (shown as N/A),
+never 0, so "unsupported" is never confused with "idle".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+SCHEMA_VERSION = 3
+"""Version of the snapshot layout written to JSON output and recordings (2 added jobs and NVLink; 3 added
+containers, scheduler job ids and the GPUs' PCI bus ids)."""
+
+
+class StringEnum(str, Enum):
+    """A fixed set of strings: each member equals, prints and serializes as its value.
+
+    JSON output and comparisons with plain strings therefore see the same strings as before the
+    field was an enum. ``__str__`` is the value on every Python version (``enum.StrEnum`` does
+    this from 3.11 only). The values are part of the JSON contract: a reader rejects a value it
+    does not know, so adding one is a layout change.
+    """
+
+    def __str__(self) -> str:
+        return str.__str__(self)
+
+
+class SourceKind(StringEnum):
+    """Where a snapshot's data comes from (``Snapshot.source``)."""
+
+    NVML = "nvml"
+    """Live: NVML for the GPUs, psutil for the host."""
+    DEMO = "demo"
+    """Simulated by a demo scenario."""
+    REPLAY = "replay"
+    """Read back from a recording."""
+
+
+class ProcessRole(StringEnum):
+    """Why a process is listed (``ProcessSample.role``)."""
+
+    GPU = "gpu"
+    """It holds a GPU context."""
+    DATALOADER_WORKER = "dataloader_worker"
+    """It is a PyTorch DataLoader worker feeding a GPU process."""
+
+
+class GpuProcessType(StringEnum):
+    """The kinds of context a GPU process holds, as NVML lists them (``ProcessSample.gpu_process_type``)."""
+
+    COMPUTE = "compute"
+    """A CUDA (compute) context."""
+    GRAPHICS = "graphics"
+    """A graphics context."""
+    COMPUTE_GRAPHICS = "compute+graphics"
+    """Both: the process is in NVML's compute and graphics lists."""
+
+
+class WorkloadKind(StringEnum):
+    """What a job's GPU processes do (``JobSample.kind``), which decides the advice that fits them."""
+
+    TRAINING = "training"
+    """A training run: a launcher, distributed-training variables, DataLoader workers or ``gpusight.torch``."""
+    INFERENCE = "inference"
+    """An inference server (vLLM, TGI, Triton, SGLang, ...): load follows requests, memory is held by design."""
+    NOTEBOOK = "notebook"
+    """An interactive notebook kernel (Jupyter/IPython)."""
+    UNKNOWN = "unknown"
+    """Nothing tells: treated like training by the rules, with no serving or notebook advice."""
+
+
+class ContainerRuntime(StringEnum):
+    """What isolates a process from the host (``ContainerSample.runtime``), as its cgroup and namespaces tell."""
+
+    DOCKER = "docker"
+    """A Docker container (``docker-ID.scope`` or ``/docker/ID``)."""
+    CONTAINERD = "containerd"
+    """A containerd container outside Kubernetes, or one of a pod's containers run by containerd (``cri-containerd-``)."""
+    CRIO = "cri-o"
+    """A CRI-O container (``crio-ID.scope``), usually one of a Kubernetes pod's."""
+    PODMAN = "podman"
+    """A Podman container (``libpod-ID.scope``)."""
+    SLURM = "slurm"
+    """A Slurm job step's cgroup (``/slurm/uid_U/job_J/step_S`` or ``slurmstepd.scope/job_J``)."""
+    NAMESPACE = "namespace"
+    """Only its own PID namespace tells it apart (``unshare --pid``, a sandbox): no runtime is recognised."""
+
+
+class Severity(StringEnum):
+    """How urgent a piece of advice is (``Advice.severity``); members run from most to least severe."""
+
+    CRITICAL = "critical"
+    """Needs attention now."""
+    WARN = "warn"
+    """Costs throughput now and is worth fixing."""
+    INFO = "info"
+    """Worth knowing: spare capacity, an easy gain, or a healthy GPU."""
+
+
+class ScopeKind(StringEnum):
+    """What an advice scope names: the host, one job, one GPU or one process.
+
+    A scope (``Advice.scope``) is the kind's value, followed by the job id, GPU index or pid:
+    ``"host"``, ``"job3"``, ``"gpu0"``, ``"pid1234"``. Members are in the order advice is
+    listed within a severity.
+    """
+
+    HOST = "host"
+    """The whole machine."""
+    JOB = "job"
+    """One job (``JobSample.id``): processes that work together, possibly on several GPUs."""
+    GPU = "gpu"
+    """One GPU, by NVML index."""
+    PID = "pid"
+    """One process, by pid."""
+
+    def of(self, number: int | None = None) -> str:
+        """The scope for job id, GPU index or pid ``number`` (none for the host), e.g. ``"gpu0"``."""
+        return self.value if number is None else f"{self.value}{number}"
+
+    @classmethod
+    def parse(cls, scope: str) -> tuple[ScopeKind, int | None] | None:
+        """(kind, number) of a scope such as ``"gpu0"`` (number None when absent); None for another form."""
+        for kind in cls:
+            if scope.startswith(kind.value):
+                number = scope[len(kind.value) :]
+                if not number:
+                    return kind, None
+                if number.isascii() and number.isdigit():
+                    return kind, int(number)
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class DriverInfo:
+    """Versions of the NVIDIA driver stack."""
+
+    driver_version: str | None = None
+    """Kernel driver version, e.g. ``"550.54.15"``."""
+    cuda_driver_version: str | None = None
+    """Highest CUDA version the driver supports, e.g. ``"12.4"``."""
+    nvml_version: str | None = None
+    """Version of the NVML library itself."""
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceSample:
+    """One GPU at one instant."""
+
+    index: int
+    """NVML device index."""
+    name: str | None = None
+    """Marketing name, e.g. ``"NVIDIA H100 80GB HBM3"``."""
+    uuid: str | None = None
+    """Stable ``GPU-...`` identifier."""
+    pci_bus_id: str | None = None
+    """PCI bus id as NVML writes it, e.g. ``"00000000:3B:00.0"``."""
+    minor_number: int | None = None
+    """The device's minor number: it is ``/dev/nvidiaN`` (dcgm-exporter's ``device="nvidiaN"``)."""
+    cuda_index: int | None = None
+    """The GPU's number in CUDA programs under ``CUDA_VISIBLE_DEVICES`` (``--cuda-visible``); None otherwise."""
+    lost: bool = False
+    """True when the GPU fell off the bus or stopped answering; other fields are then None."""
+    utilization_gpu_percent: float | None = None
+    """Percent of the last sample period during which any kernel ran (not SM occupancy)."""
+    utilization_memory_percent: float | None = None
+    """Percent of time the memory controller was busy."""
+    memory_used_bytes: int | None = None
+    """Device memory in use by contexts (excludes driver-reserved memory)."""
+    memory_total_bytes: int | None = None
+    """Total device memory."""
+    memory_reserved_bytes: int | None = None
+    """Memory reserved by the driver and firmware (``nvmlDeviceGetMemoryInfo_v2``)."""
+    power_watts: float | None = None
+    """Current power draw."""
+    power_limit_watts: float | None = None
+    """Enforced power limit."""
+    temperature_celsius: float | None = None
+    """GPU core temperature."""
+    fan_percent: float | None = None
+    """Fan speed as percent of maximum; None on passively cooled boards."""
+    clock_sm_mhz: int | None = None
+    """Current SM clock."""
+    clock_memory_mhz: int | None = None
+    """Current memory clock."""
+    pstate: int | None = None
+    """Performance state, 0 (fastest) to 15."""
+    energy_joules: float | None = None
+    """Energy consumed since the driver loaded."""
+    throttle_reasons: tuple[str, ...] = ()
+    """Active clock-event (throttle) reasons, decoded to names such as ``"hw_thermal"``."""
+    pcie_tx_bytes_per_s: float | None = None
+    """PCIe bytes per second sent by the GPU to the host."""
+    pcie_rx_bytes_per_s: float | None = None
+    """PCIe bytes per second received by the GPU from the host."""
+    ecc_errors_uncorrected: int | None = None
+    """Volatile uncorrected ECC error count; None where ECC is off or unsupported."""
+    mig_mode: bool | None = None
+    """True when MIG is enabled; None where MIG is unsupported."""
+    compute_capability: tuple[int, int] | None = None
+    """CUDA compute capability (major, minor)."""
+    sm_active_percent: float | None = None
+    """GPM: percent of SM cycles with at least one warp resident (Hopper and later)."""
+    sm_occupancy_percent: float | None = None
+    """GPM: achieved warp occupancy as a percent of the maximum."""
+    tensor_active_percent: float | None = None
+    """GPM: percent of cycles the tensor cores were busy."""
+    dram_active_percent: float | None = None
+    """GPM: DRAM bandwidth utilization percent."""
+    nvlink_tx_bytes_per_s: float | None = None
+    """NVLink data bytes per second sent by the GPU over all its links; None without NVLink."""
+    nvlink_rx_bytes_per_s: float | None = None
+    """NVLink data bytes per second received by the GPU over all its links; None without NVLink."""
+    error: str | None = None
+    """One-line reason when the device is lost or a call failed in a way worth showing."""
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessSample:
+    """A process that uses a GPU, or a DataLoader worker feeding one."""
+
+    pid: int
+    """Process id as seen in this PID namespace (NVML's PID for GPU processes)."""
+    role: ProcessRole = ProcessRole.GPU
+    """A GPU process or a DataLoader worker."""
+    device_index: int | None = None
+    """GPU the process uses; for a worker, the GPU of its trainer."""
+    trainer_pid: int | None = None
+    """For a DataLoader worker, the GPU process it feeds; None for GPU processes."""
+    ppid: int | None = None
+    """Parent process id."""
+    name: str | None = None
+    """Process name (``comm``); untrusted text."""
+    cmdline: str | None = None
+    """Full command line joined by spaces; untrusted text."""
+    user: str | None = None
+    """Owner's user name (or numeric uid when unknown)."""
+    gpu_memory_bytes: int | None = None
+    """GPU memory held by the process on ``device_index``."""
+    sm_percent: float | None = None
+    """Per-process SM utilization from ``nvmlDeviceGetProcessUtilization``."""
+    gpu_memory_percent: float | None = None
+    """Per-process memory-controller utilization."""
+    gpu_process_type: GpuProcessType | None = None
+    """Compute, graphics or both, for GPU processes."""
+    cpu_percent: float | None = None
+    """CPU use since the previous poll, 100 = one full core."""
+    rss_bytes: int | None = None
+    """Resident host memory."""
+    elapsed_seconds: float | None = None
+    """Time since the process started."""
+    create_time: float | None = None
+    """Epoch seconds when the process started; with ``pid`` it identifies the process."""
+    status: str | None = None
+    """psutil status, e.g. ``"running"``, ``"sleeping"``, ``"zombie"``."""
+    num_workers: int | None = None
+    """For a GPU process, how many DataLoader workers were found under it."""
+    note: str | None = None
+    """Why details are missing, e.g. ``"access denied"``, ``"exited"``, or that it is a host PID outside this PID
+    namespace (gpusight in a container)."""
+    input_wait_percent: float | None = None
+    """Measured inside the training loop (``gpusight.torch``): percent of recent step time spent waiting for data."""
+    steps_per_second: float | None = None
+    """Measured inside the training loop: training steps per second over the recent window."""
+    loader_num_workers: int | None = None
+    """The watched DataLoader's ``num_workers`` setting, as the trainer reports it."""
+    loader_pin_memory: bool | None = None
+    """The watched DataLoader's ``pin_memory`` setting."""
+    loader_persistent_workers: bool | None = None
+    """The watched DataLoader's ``persistent_workers`` setting."""
+    loader_prefetch_factor: int | None = None
+    """The watched DataLoader's ``prefetch_factor`` (None with ``num_workers=0``)."""
+    loader_batch_size: int | None = None
+    """The watched DataLoader's ``batch_size`` (None with a custom batch sampler)."""
+    cuda_allocated_bytes: int | None = None
+    """``torch.cuda.memory_allocated`` as the trainer reports it: memory held by live tensors."""
+    cuda_reserved_bytes: int | None = None
+    """``torch.cuda.memory_reserved``: memory held by PyTorch's caching allocator."""
+    cuda_peak_bytes: int | None = None
+    """``torch.cuda.max_memory_allocated``: the peak of allocated memory."""
+    autocast: bool | None = None
+    """Whether autocast (mixed precision) is active in the trainer's forward pass; None when not known."""
+    job: int | None = None
+    """For a GPU process, the ``JobSample.id`` of the job it belongs to; None when not grouped."""
+    rank: int | None = None
+    """Its distributed rank (``RANK`` in its environment) when readable; None otherwise."""
+    cpu_wait_percent: float | None = None
+    """Percent of the interval since the previous poll the process was runnable but waiting for a CPU (on a run
+    queue), 100 = one core's worth; its main thread's, from ``/proc/PID/schedstat``. High when its cores are
+    oversubscribed: with ``cpu_percent``, what it would use with a core of its own. None where unknown (no such
+    file, not Linux, first read)."""
+    container: ContainerSample | None = None
+    """The container, pod or Slurm job the process runs in; None when it runs directly on the host (or unknown)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ContainerSample:
+    """Where a process runs when it is not directly on the host: its container, Kubernetes pod or Slurm job.
+
+    Read from ``/proc/PID/cgroup`` (cgroup v1 and v2) and ``/proc/PID/status`` (``NSpid``). Each field is None
+    where nothing tells it.
+    """
+
+    runtime: ContainerRuntime
+    """What isolates it."""
+    id: str | None = None
+    """The container id in full (64 hex digits for Docker, containerd, CRI-O and Podman); None for Slurm and bare
+    namespaces."""
+    name: str | None = None
+    """A readable name: the container's hostname (Docker's short id, a Kubernetes pod's name) when readable."""
+    pod_uid: str | None = None
+    """The Kubernetes pod's UID, from a ``kubepods`` cgroup path."""
+    pod_namespace: str | None = None
+    """The Kubernetes namespace of the pod, when readable."""
+    slurm_job_id: str | None = None
+    """The Slurm job id: from the cgroup path (``job_J``) or ``SLURM_JOB_ID`` in the environment."""
+    pid_in_container: int | None = None
+    """Its pid inside its own PID namespace (the last ``NSpid`` entry) when that differs from the host's."""
+
+
+@dataclass(frozen=True, slots=True)
+class JobSample:
+    """GPU processes that work together, as the evidence groups them; every GPU process belongs to one job."""
+
+    id: int
+    """Small number, stable while the job runs (``job 3``); numbers are not reused within a session."""
+    kind: WorkloadKind
+    """What the job does: training, inference serving, a notebook, or unknown."""
+    evidence: str
+    """How the job was recognised and its kind told, e.g. ``"torchrun PID 4100; RANK/WORLD_SIZE set"``."""
+    pids: tuple[int, ...]
+    """Its GPU processes, in rank order where ranks are known, else in pid order."""
+    devices: tuple[int, ...]
+    """Indexes of the GPUs its processes use, ascending."""
+    world_size: int | None = None
+    """``WORLD_SIZE`` from the environment (ranks on every node); None when not readable."""
+    launcher_pid: int | None = None
+    """The launcher (torchrun, deepspeed, mpirun, ...) that started the processes, when there is one."""
+    cluster_key: str | None = None
+    """What names this job on every node it spans, for joining nodes in a cluster view: ``"slurm:12345"``, a pod
+    ``"pod:NAMESPACE/NAME"``, or ``"rdzv:HASH"`` (a hash of the rendezvous address, port and run id, never the
+    values themselves); None for a job of one machine with no such id."""
+
+
+@dataclass(frozen=True, slots=True)
+class HostSample:
+    """The host machine at one instant."""
+
+    hostname: str | None = None
+    """Short host name."""
+    cpu_percent_per_core: tuple[float, ...] = ()
+    """Busy percent of each logical core since the previous poll."""
+    iowait_percent: float | None = None
+    """Percent of CPU time waiting for I/O since the previous poll; None where not reported."""
+    load_average: tuple[float, float, float] | None = None
+    """1, 5 and 15 minute load averages."""
+    memory_used_bytes: int | None = None
+    """Host memory in use (total minus available)."""
+    memory_total_bytes: int | None = None
+    """Total host memory."""
+    swap_used_bytes: int | None = None
+    """Swap in use."""
+    swap_total_bytes: int | None = None
+    """Total swap."""
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorNote:
+    """A fault worth telling the user about, in one line."""
+
+    scope: str
+    """Where it happened: ``"nvml"``, ``"host"``, ``"gpu0"``, ``"replay"``, ..."""
+    message: str
+    """One-line reason, e.g. ``"NVIDIA driver not loaded (NVML_ERROR_DRIVER_NOT_LOADED)"``."""
+
+
+@dataclass(frozen=True, slots=True)
+class Advice:
+    """One piece of live advice: what is wrong, the evidence in numbers and what to change."""
+
+    id: str
+    """Stable identifier of the rule and scope, e.g. ``"input_bound:gpu0"``."""
+    severity: Severity
+    """How urgent it is."""
+    scope: str
+    """``"host"``, ``"gpu0"``, ``"pid1234"`` and so on (see :class:`ScopeKind`)."""
+    title: str
+    """One-line summary."""
+    evidence: str
+    """The numbers behind it."""
+    action: str
+    """The concrete change to make."""
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """Everything known at one poll: driver, host, devices, processes, advice and errors."""
+
+    timestamp: float
+    """Epoch seconds of the poll."""
+    source: SourceKind
+    """Live, demo or replayed data."""
+    host: HostSample = field(default_factory=HostSample)
+    """Host CPU and memory."""
+    driver: DriverInfo | None = None
+    """Driver versions; None when NVML is unavailable."""
+    devices: tuple[DeviceSample, ...] = ()
+    """GPUs in index order."""
+    processes: tuple[ProcessSample, ...] = ()
+    """GPU processes, each followed by its DataLoader workers."""
+    jobs: tuple[JobSample, ...] = ()
+    """The jobs the GPU processes form, by id."""
+    advice: tuple[Advice, ...] = ()
+    """Live advice, highest severity first."""
+    errors: tuple[ErrorNote, ...] = ()
+    """Faults met during this poll."""
+    label: str | None = None
+    """Human description of the source, e.g. ``"demo: input-bound (simulated)"``."""
+    schema: int = SCHEMA_VERSION
+    """Layout version."""
+
+
+@dataclass(frozen=True, slots=True)
+class GpuReading:
+    """What a GPU source (NVML) returns from one poll, before host data is joined in."""
+
+    driver: DriverInfo | None = None
+    """Driver versions; None when NVML is unavailable."""
+    devices: tuple[DeviceSample, ...] = ()
+    """GPUs in index order (lost ones included, marked ``lost``)."""
+    processes: tuple[ProcessSample, ...] = ()
+    """GPU processes with only NVML fields set (pid, device_index, memory, SM %, type)."""
+    errors: tuple[ErrorNote, ...] = ()
+    """Faults met during this poll."""
+
+
+@dataclass(frozen=True, slots=True)
+class HostReading:
+    """What the host source returns from one poll."""
+
+    host: HostSample
+    """Host CPU and memory."""
+    processes: tuple[ProcessSample, ...] = ()
+    """The GPU processes, enriched with psutil fields, each followed by its DataLoader workers."""
+    jobs: tuple[JobSample, ...] = ()
+    """The jobs the GPU processes form."""
+    errors: tuple[ErrorNote, ...] = ()
+    """Faults met during this poll."""

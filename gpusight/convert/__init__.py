@@ -1,0 +1,1 @@
+"""Hand-offs of recordings: ``gpusight --convert`` between formats and to TensorBoard event files."""

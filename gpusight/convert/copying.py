@@ -1,0 +1,71 @@
+"""Copying a recording's snapshots to a writer, counting the damaged parts skipped: what every conversion shares."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gpusight.collect.model import Snapshot
+from gpusight.recordings.formats import RecordingProblem
+from gpusight.recordings.opening import read_recording
+
+SHOWN_PROBLEMS = 5
+"""How many damaged parts are listed one by one before the rest are only counted."""
+
+
+class ConvertError(Exception):
+    """A conversion that cannot be done; ``str()`` is the one line for the user."""
+
+
+@dataclass
+class Tally:
+    """What a conversion read: snapshots, and the damaged parts it skipped."""
+
+    snapshots: int = 0
+    """Snapshots written."""
+    problems: int = 0
+    """Damaged parts skipped."""
+    first_problems: list[RecordingProblem] = field(default_factory=list)
+    """The first :data:`SHOWN_PROBLEMS` of them."""
+
+
+def copy_snapshots(source: Path, write: Callable[[int, Snapshot], None]) -> Tally:
+    """Read ``source`` and hand each snapshot with its number to ``write``, counting the damaged parts skipped.
+
+    Raises :class:`ConvertError` when ``source`` cannot be opened or holds no snapshot at all.
+    """
+    tally = Tally()
+    for item in _read(source):
+        if isinstance(item, RecordingProblem):
+            tally.problems += 1
+            if len(tally.first_problems) < SHOWN_PROBLEMS:
+                tally.first_problems.append(item)
+        else:
+            write(tally.snapshots, item)
+            tally.snapshots += 1
+    if tally.snapshots == 0:
+        detail = f" ({tally.problems} unreadable part{'s' * (tally.problems != 1)}: {tally.first_problems[0]})" \
+            if tally.first_problems else ""
+        raise ConvertError(f"{source} holds no snapshots{detail}")
+    return tally
+
+
+def _read(source: Path) -> Iterable[Snapshot | RecordingProblem]:
+    """The recording's items; an unreadable file is a :class:`ConvertError`."""
+    try:
+        return read_recording(source)
+    except OSError as exc:
+        raise ConvertError(f"cannot read recording {source}: {exc.strerror or exc}") from exc
+
+
+def size_text(count: int) -> str:
+    """A byte count for people: ``512 B``, ``3.4 MB``, ``1.2 GB``."""
+    if count < 1000:
+        return f"{count} B"
+    value, unit = count / 1000, "kB"
+    for bigger in ("MB", "GB"):
+        if value < 1000:
+            break
+        value, unit = value / 1000, bigger
+    return f"{value:.1f} {unit}"

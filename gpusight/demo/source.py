@@ -1,0 +1,395 @@
+"""The demo source: simulated H100 servers that tell a story (``gpusight --demo [SCENARIO]``).
+
+Every value is a smooth, seeded function of the clock (see :mod:`gpusight.demo.noise`), so a
+demo moves like real data yet gives the same snapshot for the same seed and time. Every snapshot is
+labelled ``demo: <scenario> (simulated)`` so it can never pass for live data.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from gpusight.collect.jobs import Grouping, JobTracker, ProcessHints, group_jobs
+from gpusight.collect.model import (
+    DeviceSample,
+    DriverInfo,
+    GpuProcessType,
+    HostSample,
+    ProcessRole,
+    ProcessSample,
+    Snapshot,
+    SourceKind,
+    WorkloadKind,
+)
+from gpusight.collect.workload import find_sign, parse_command
+from gpusight.demo.noise import SmoothNoise
+from gpusight.demo.scenarios import FREE, SCENARIO_SPECS, Job, Scenario, Workload
+
+SCENARIOS: dict[str, str] = {name: spec.description for name, spec in SCENARIO_SPECS.items()}
+"""Scenario name -> one-line description."""
+
+DEFAULT_SCENARIO = "mixed"
+"""The scenario ``--demo`` shows when none is named: a busy shared server."""
+
+GIB = 1024**3
+"""Bytes in a GiB."""
+MIB = 1024**2
+"""Bytes in a MiB."""
+
+H100_NAME = "NVIDIA H100 80GB HBM3"
+"""NVML name of the simulated GPU."""
+H100_MEMORY_TOTAL = 81559 * MIB
+"""Device memory NVML reports for an H100 80GB."""
+H100_MEMORY_RESERVED = 541 * MIB
+"""Memory the driver reserves on an H100."""
+H100_POWER_LIMIT = 700.0
+"""Board power limit of an H100 SXM, watts."""
+H100_MEMORY_CLOCK = 2619
+"""HBM3 clock, MHz."""
+DEMO_MASTER_PORT = 29500
+"""``MASTER_PORT`` of the demo's first torchrun job; later jobs count up from it."""
+DEMO_DRIVER = DriverInfo(driver_version="550.90.07", cuda_driver_version="12.4", nvml_version="12.550.90.07")
+"""Driver versions the demo reports."""
+WORKER_NAME = "pt_data_worker"
+"""The process name PyTorch gives DataLoader workers."""
+STALL_WATTS = 115.0
+"""Power of a stalled H100: clocks still up, no kernels running."""
+STALL_EDGE_S = 0.25
+"""Seconds a stall takes to begin or end in the readings (NVML averages utilization over its sample period)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _SimGpu:
+    """A simulated GPU: identity, behaviour and its noise channels."""
+
+    index: int
+    uuid: str
+    workload: Workload
+    load: SmoothNoise
+    power: SmoothNoise
+    temperature: SmoothNoise
+    clock: SmoothNoise
+    pcie: SmoothNoise
+    gpm: SmoothNoise
+    nvlink: SmoothNoise
+    energy_base: float
+
+
+@dataclass(frozen=True, slots=True)
+class _SimProcess:
+    """A simulated process: fixed identity plus the noise its CPU use follows."""
+
+    pid: int
+    ppid: int
+    role: ProcessRole
+    device_index: int
+    trainer_pid: int | None
+    name: str
+    cmdline: str
+    user: str
+    create_time: float
+    core: int
+    rss_bytes: int
+    cpu_range: tuple[float, float]
+    running_share: float
+    gpu_memory_bytes: int
+    memory_moves: bool
+    num_workers: int | None
+    guest: bool
+    cpu: SmoothNoise
+    status: SmoothNoise
+
+
+class DemoSource:
+    """Simulated snapshots of one scenario (see :data:`SCENARIOS`); cheap enough to poll at 4 Hz."""
+
+    kind = SourceKind.DEMO
+    """Value of ``Snapshot.source`` for demo data."""
+
+    def __init__(self, scenario: str = "healthy", seed: int = 0, clock: Callable[[], float] = time.time) -> None:
+        if scenario not in SCENARIO_SPECS:
+            raise ValueError(f"unknown demo scenario {scenario!r}; choose one of: {', '.join(SCENARIOS)}")
+        self.scenario = scenario
+        """Name of the scenario shown."""
+        self.seed = seed
+        """Seed of every random choice and noise channel."""
+        self.clock = clock
+        """Source of the simulated time (epoch seconds); tests and the demo prefill replace it."""
+        self.label = f"demo: {scenario} (simulated)"
+        """Label put on every snapshot."""
+        self._spec: Scenario = SCENARIO_SPECS[scenario]
+        self._start = clock()
+        rng = random.Random(f"gpusight-demo/{scenario}/{seed}")
+        self._gpus = self._build_gpus(rng)
+        self._hints: dict[int, ProcessHints] = {}
+        self._processes = self._build_processes(rng)
+        self._grouping: Grouping | None = None
+        self._trainers = tuple(
+            tuple(p for p in self._processes if p.role == ProcessRole.GPU and p.device_index == gpu.index)
+            for gpu in self._gpus
+        )
+        self._cores = tuple(SmoothNoise(seed, f"core{c}", 2.5) for c in range(self._spec.cores))
+        self._host_noise = SmoothNoise(seed, "host", 4.0)
+
+    def _build_gpus(self, rng: random.Random) -> tuple[_SimGpu, ...]:
+        workloads = [FREE] * self._spec.gpu_count
+        for job in self._spec.jobs:
+            if job.guest:
+                continue
+            for index, workload in zip(job.gpus, job.workloads, strict=True):
+                workloads[index] = workload
+        uptime = rng.uniform(3, 20) * 86400.0
+        gpus = []
+        for index, workload in enumerate(workloads):
+            channel = f"gpu{index}"
+            gpus.append(
+                _SimGpu(
+                    index=index,
+                    uuid=f"GPU-{uuid.UUID(int=rng.getrandbits(128), version=4)}",
+                    workload=workload,
+                    load=SmoothNoise(self.seed, channel + "load", 0.9 if workload.bursty else 2.2),
+                    power=SmoothNoise(self.seed, channel + "power", 1.6),
+                    temperature=SmoothNoise(self.seed, channel + "temp", 9.0),
+                    clock=SmoothNoise(self.seed, channel + "clock", 3.0),
+                    pcie=SmoothNoise(self.seed, channel + "pcie", 0.8),
+                    gpm=SmoothNoise(self.seed, channel + "gpm", 1.9),
+                    nvlink=SmoothNoise(self.seed, channel + "nvlink", 0.7),
+                    energy_base=uptime * (workload.power[0] + workload.power[1]) * 0.5,
+                )
+            )
+        return tuple(gpus)
+
+    def _build_processes(self, rng: random.Random) -> tuple[_SimProcess, ...]:
+        processes: list[_SimProcess] = []
+        next_pid = rng.randrange(20_000, 90_000)
+        next_core = 2
+        for number, job in enumerate(self._spec.jobs):
+            next_pid += rng.randrange(500, 40_000)
+            parent = next_pid if job.launcher is not None else next_pid - rng.randrange(50, 400)
+            created = self._start - job.age_hours * 3600.0
+            trainers = []
+            for index, workload in zip(job.gpus, job.workloads, strict=True):
+                next_pid += rng.randrange(1, 4)
+                trainers.append((next_pid, index, workload))
+            for rank, (pid, index, workload) in enumerate(trainers):
+                self._hints[pid] = _hints(job, number, rank, parent, created)
+                channel = f"pid{pid}"
+                processes.append(
+                    _SimProcess(
+                        pid=pid, ppid=parent, role=ProcessRole.GPU, device_index=index, trainer_pid=None,
+                        name=_comm(job), cmdline=job.cmdline, user=job.user, create_time=round(created + 1.5, 2),
+                        core=next_core, rss_bytes=int(job.rss_gib * GIB * rng.uniform(0.95, 1.05)),
+                        cpu_range=workload.trainer_cpu, running_share=0.0,
+                        gpu_memory_bytes=int(workload.gpu_memory_gib * GIB) // (2 * MIB) * (2 * MIB),
+                        memory_moves=workload.util[1] > 0 and not workload.server, num_workers=workload.workers,
+                        guest=job.guest,
+                        cpu=SmoothNoise(self.seed, channel, 1.3),
+                        status=SmoothNoise(self.seed, channel + "status", 0.7),
+                    )
+                )
+                next_core += 2
+                for _ in range(workload.workers):
+                    next_pid += rng.randrange(1, 3)
+                    channel = f"pid{next_pid}"
+                    processes.append(
+                        _SimProcess(
+                            pid=next_pid, ppid=pid, role=ProcessRole.DATALOADER_WORKER, device_index=index, trainer_pid=pid,
+                            name=WORKER_NAME, cmdline=job.cmdline, user=job.user,
+                            create_time=round(created + 38.0 + rng.uniform(0, 0.4), 2), core=next_core,
+                            rss_bytes=int(rng.uniform(2.1, 3.4) * GIB), cpu_range=workload.worker_cpu,
+                            running_share=workload.worker_running, gpu_memory_bytes=0, memory_moves=False,
+                            num_workers=None, guest=job.guest, cpu=SmoothNoise(self.seed, channel, 1.1),
+                            status=SmoothNoise(self.seed, channel + "status", 0.6),
+                        )
+                    )
+                    next_core += 1
+        return tuple(processes)
+
+    def poll(self) -> Snapshot:
+        """The simulated machine at the clock's current time."""
+        t = self.clock()
+        devices = tuple(self._device(gpu, t) for gpu in self._gpus)
+        processes = tuple(self._process(proc, devices[proc.device_index], t) for proc in self._processes)
+        if self._grouping is None:  # the demo's processes never change: group them once
+            self._grouping = group_jobs(processes, self._hints, JobTracker())
+        return Snapshot(
+            timestamp=t,
+            source=self.kind,
+            host=self._host(processes, t),
+            driver=DEMO_DRIVER,
+            devices=devices,
+            processes=self._grouping.apply(processes),
+            jobs=self._grouping.jobs,
+            label=self.label,
+        )
+
+    def _device(self, gpu: _SimGpu, t: float) -> DeviceSample:
+        w = gpu.workload
+        x = gpu.load.unit(t)
+        if w.bursty:
+            x = x * x * x
+        util = round(w.util[0] + (w.util[1] - w.util[0]) * x)
+        power = w.power[0] + (w.power[1] - w.power[0]) * (0.6 * x + 0.4 * gpu.power.unit(t))
+        busy = _busy(w, t)
+        if busy < 1.0:  # a stall: no kernels, power down to what the clocks alone draw
+            util = round(util * busy)
+            power = STALL_WATTS + (power - STALL_WATTS) * busy
+        heat = 0.25 * x + 0.75 * gpu.temperature.unit(t)
+        temp = round(w.temperature[0] + (w.temperature[1] - w.temperature[0]) * heat)
+        clock = w.clock_sm[0] + (w.clock_sm[1] - w.clock_sm[0]) * gpu.clock.unit(t)
+        throttle = w.throttle
+        if w.hot_throttle is not None and temp >= w.temperature[1] - 1:
+            throttle = throttle + (w.hot_throttle,)
+        pcie = (x if w.bursty else gpu.pcie.unit(t)) * busy
+        nvlink_tx = nvlink_rx = None
+        if w.nvlink_gbs is not None:  # ring all-reduce: each GPU receives about what it sends, a moment apart
+            low, high = w.nvlink_gbs
+            nvlink_tx = round((low + (high - low) * gpu.nvlink.unit(t)) * 1e9 * busy)
+            nvlink_rx = round((low + (high - low) * gpu.nvlink.unit(t - 0.3)) * 1e9 * busy)
+        gpm = 0.94 + 0.06 * gpu.gpm.unit(t)
+        return DeviceSample(
+            index=gpu.index,
+            name=H100_NAME,
+            uuid=gpu.uuid,
+            pci_bus_id=f"00000000:{0x18 + 0x10 * gpu.index:02X}:00.0",  # as an 8-GPU HGX board numbers its buses
+            minor_number=gpu.index,
+            utilization_gpu_percent=float(util),
+            utilization_memory_percent=float(round(util * w.memory_util_share * gpm)),
+            memory_used_bytes=sum(self._gpu_memory(p, t) for p in self._trainers[gpu.index]),
+            memory_total_bytes=H100_MEMORY_TOTAL,
+            memory_reserved_bytes=H100_MEMORY_RESERVED,
+            power_watts=round(power, 2),
+            power_limit_watts=H100_POWER_LIMIT,
+            temperature_celsius=float(temp),
+            fan_percent=None,
+            clock_sm_mhz=round(clock / 15.0) * 15,
+            clock_memory_mhz=H100_MEMORY_CLOCK,
+            pstate=0,
+            energy_joules=round(gpu.energy_base + (t - self._start) * (w.power[0] + w.power[1]) * 0.5, 3),
+            throttle_reasons=throttle,
+            pcie_tx_bytes_per_s=round((w.pcie_tx_gbs[0] + (w.pcie_tx_gbs[1] - w.pcie_tx_gbs[0]) * pcie) * 1e9),
+            pcie_rx_bytes_per_s=round((w.pcie_rx_gbs[0] + (w.pcie_rx_gbs[1] - w.pcie_rx_gbs[0]) * pcie) * 1e9),
+            ecc_errors_uncorrected=0,
+            mig_mode=False,
+            compute_capability=(9, 0),
+            sm_active_percent=round(util * w.sm_share * gpm, 1),
+            sm_occupancy_percent=round(util * w.occupancy_share * gpm, 1),
+            tensor_active_percent=round(util * w.tensor_share * gpm, 1),
+            dram_active_percent=round(util * w.dram_share * gpm, 1),
+            nvlink_tx_bytes_per_s=nvlink_tx,
+            nvlink_rx_bytes_per_s=nvlink_rx,
+        )
+
+    def _gpu_memory(self, proc: _SimProcess, t: float) -> int:
+        """A trainer's GPU memory: steady, with the small steps a caching allocator makes while busy."""
+        if not proc.memory_moves:
+            return proc.gpu_memory_bytes
+        return proc.gpu_memory_bytes + round(proc.status.value(t * 0.05) * 64) * 2 * MIB
+
+    def _process(self, proc: _SimProcess, device: DeviceSample, t: float) -> ProcessSample:
+        lo, hi = proc.cpu_range
+        cpu = round(lo + (hi - lo) * proc.cpu.unit(t), 1)
+        if proc.role == ProcessRole.GPU:
+            util = 0.0 if proc.guest else device.utilization_gpu_percent or 0.0
+            return ProcessSample(
+                pid=proc.pid, role=ProcessRole.GPU, device_index=proc.device_index, ppid=proc.ppid, name=proc.name,
+                cmdline=proc.cmdline, user=proc.user, gpu_memory_bytes=self._gpu_memory(proc, t),
+                sm_percent=float(max(0, round(util - 3 * proc.status.unit(t)))),
+                gpu_memory_percent=0.0 if proc.guest else device.utilization_memory_percent,
+                gpu_process_type=GpuProcessType.COMPUTE, cpu_percent=cpu,
+                rss_bytes=proc.rss_bytes, elapsed_seconds=round(max(0.0, t - proc.create_time), 2),
+                create_time=proc.create_time, status="running" if cpu >= 50 else "sleeping",
+                num_workers=proc.num_workers,
+            )
+        running = proc.status.unit(t) < proc.running_share
+        if not proc.guest and _busy(self._gpus[proc.device_index].workload, t) < 0.5:  # asleep on a full queue
+            cpu, running = round(0.2 + 1.3 * proc.cpu.unit(t), 1), False
+        return ProcessSample(
+            pid=proc.pid, role=ProcessRole.DATALOADER_WORKER, device_index=proc.device_index, trainer_pid=proc.trainer_pid,
+            ppid=proc.ppid, name=proc.name, cmdline=proc.cmdline, user=proc.user, cpu_percent=cpu,
+            rss_bytes=proc.rss_bytes, elapsed_seconds=round(max(0.0, t - proc.create_time), 2),
+            create_time=proc.create_time, status="running" if running else "sleeping",
+        )
+
+    def _host(self, processes: tuple[ProcessSample, ...], t: float) -> HostSample:
+        spec = self._spec
+        cores = [1.0 + 4.0 * noise.unit(t) for noise in self._cores]
+        total_cpu = 0.0
+        for proc, sample in zip(self._processes, processes, strict=True):
+            load = sample.cpu_percent or 0.0
+            total_cpu += load
+            core = proc.core
+            while load > 0:
+                index = core % spec.cores
+                room = 100.0 - cores[index]
+                used = min(room, load)
+                cores[index] += used
+                load -= used
+                core += 1
+                if core - proc.core >= spec.cores:
+                    break
+        busy = total_cpu / 100.0 + spec.cores * 0.02
+        wobble = self._host_noise.value(t)
+        rss = sum(sample.rss_bytes or 0 for sample in processes)
+        iowait = spec.iowait[0] + (spec.iowait[1] - spec.iowait[0]) * self._host_noise.unit(0.7 * t)
+        total = spec.memory_gib * GIB
+        return HostSample(
+            hostname=spec.hostname,
+            cpu_percent_per_core=tuple(round(min(100.0, c), 1) for c in cores),
+            iowait_percent=round(iowait, 1),
+            load_average=(round(busy * (1.0 + 0.05 * wobble), 2), round(busy * 0.99, 2), round(busy * 0.97, 2)),
+            memory_used_bytes=min(total, int(total * 0.035) + rss),
+            memory_total_bytes=total,
+            swap_used_bytes=0,
+            swap_total_bytes=0,
+        )
+
+    def close(self) -> None:
+        """Nothing to release; present for the source protocol."""
+
+
+def _busy(workload: Workload, t: float) -> float:
+    """How much of the time the GPU works at ``t``: 1.0 between stalls (and without any), 0.0 inside one,
+    in between over ``STALL_EDGE_S`` at its edges."""
+    if workload.stall is None:
+        return 1.0
+    period, idle = workload.stall
+    phase = t % period
+    if phase >= idle:
+        return 1.0
+    return max(0.0, 1.0 - min(phase, idle - phase) / STALL_EDGE_S)
+
+
+def prefill_seconds(scenario: str) -> float:
+    """Simulated history to run before ``scenario`` shows: long enough for its advice to have held."""
+    return SCENARIO_SPECS[scenario].prefill_s
+
+
+def _hints(job: Job, number: int, rank: int, parent: int, created: float) -> ProcessHints:
+    """What the host would read about rank ``rank`` of ``job`` (its scenario's ``number``-th), started by ``parent``.
+
+    A torchrun job's ranks carry the distributed environment and have the launcher as parent; other
+    runs have their shell as parent, or a Jupyter server, which sets ``JPY_PARENT_PID`` in its kernels.
+    """
+    argv = tuple((job.launcher or job.parent).split())
+    parent_name = parse_command(argv).program.lstrip("-")[:15]
+    env: dict[str, str] = {}
+    if job.launcher is not None:
+        size = str(len(job.gpus))
+        env = {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(DEMO_MASTER_PORT + number), "RANK": str(rank),
+               "LOCAL_RANK": str(rank), "WORLD_SIZE": size, "LOCAL_WORLD_SIZE": size,
+               "TORCHELASTIC_RUN_ID": f"{job.user}-{number}"}
+    else:
+        sign = find_sign(parse_command(argv))
+        if sign is not None and sign.kind is WorkloadKind.NOTEBOOK:
+            env = {"JPY_PARENT_PID": str(parent)}
+    return ProcessHints(env=env, parent_name=parent_name, parent_argv=argv, parent_start=round(created, 2))
+
+
+def _comm(job: Job) -> str:
+    """The kernel's process name for the trainer: the executable's base name, cut to 15 bytes."""
+    return job.cmdline.split()[0].rsplit("/", 1)[-1][:15]

@@ -1,0 +1,177 @@
+"""The Prometheus metric and label names that gpusight serves (``--serve``) and reads (``--cluster``), declared once.
+
+Device metrics carry dcgm-exporter's names, units and labels, so dashboards built for dcgm-exporter work
+unchanged; gpusight's own metrics carry the ``gpusight_`` prefix. ``docs/exporter.md`` lists the mapping.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+
+@dataclass(frozen=True, slots=True)
+class MetricName:
+    """One metric family: its name, type, help text and the labels beyond the ones every series of its kind has."""
+
+    name: str
+    """The family's name as exposed (without a counter's ``_total``: dcgm-exporter's counters have none)."""
+    kind: Literal["gauge", "counter"]
+    """Prometheus type."""
+    help: str
+    """The ``# HELP`` text, with the unit."""
+    labels: tuple[str, ...] = ()
+    """Labels of its own, after the common ones (``DEVICE_LABELS`` for device metrics, ``HOST_LABELS`` for the rest)."""
+
+
+# -- labels -----------------------------------------------------------------------------------------------------
+
+LABEL_GPU = "gpu"
+"""NVML index of the GPU, as a string."""
+LABEL_UUID = "UUID"
+"""The GPU's ``GPU-...`` UUID (dcgm-exporter's default spelling)."""
+LABEL_PCI_BUS_ID = "pci_bus_id"
+"""The GPU's PCI bus id."""
+LABEL_DEVICE = "device"
+"""``nvidiaN``, N being the GPU's minor number."""
+LABEL_MODEL = "modelName"
+"""The GPU's product name."""
+LABEL_HOSTNAME = "Hostname"
+"""The node's name (dcgm-exporter 3.x/4.x before May 2026)."""
+LABEL_HOSTNAME_NEW = "hostname"
+"""The node's name as dcgm-exporter writes it since May 2026 (its PR #655); gpusight writes both, reads either."""
+LABEL_DRIVER = "DCGM_FI_DRIVER_VERSION"
+"""The driver version."""
+
+DEVICE_LABELS = (LABEL_GPU, LABEL_UUID, LABEL_PCI_BUS_ID, LABEL_DEVICE, LABEL_MODEL, LABEL_HOSTNAME,
+                 LABEL_HOSTNAME_NEW, LABEL_DRIVER)
+"""The labels of every device series, in this order."""
+HOST_LABELS = (LABEL_HOSTNAME, LABEL_HOSTNAME_NEW)
+"""The labels of every gpusight host, job, process and advice series."""
+
+LABEL_JOB = "gpusight_job"
+"""gpusight's job number on its node (``JobSample.id``); not Prometheus's own ``job`` label."""
+LABEL_CLUSTER_JOB = "cluster_job"
+"""``JobSample.cluster_key``: the same on every node a job spans (empty when none)."""
+LABEL_KIND = "kind"
+"""A job's workload kind (training, inference, notebook, unknown)."""
+LABEL_RANK = "rank"
+"""A process's distributed rank, or its place within its job when no rank is readable."""
+LABEL_PROCESS = "process"
+"""A process's name (``comm``), never its command line unless ``--serve-cmdline`` opts in."""
+LABEL_USER = "user"
+"""The process owner's user name."""
+LABEL_CONTAINER = "container"
+"""Container name or short id ("" on the host)."""
+LABEL_POD = "pod"
+"""Kubernetes pod name ("" when none)."""
+LABEL_NAMESPACE = "namespace"
+"""Kubernetes namespace ("" when none)."""
+LABEL_SLURM_JOB = "slurm_job_id"
+"""Slurm job id ("" when none)."""
+LABEL_COMMAND = "command"
+"""A process's command line: only with ``--serve-cmdline``."""
+LABEL_ADVICE_ID = "advice"
+"""An advice id such as ``input_bound:gpu0``."""
+LABEL_RULE = "rule"
+"""The rule that raised advice (the id before the colon)."""
+LABEL_SEVERITY = "severity"
+"""critical, warn or info."""
+LABEL_SUMMARY = "summary"
+"""What advice means in a few words, fixed per rule (``Rule.summary``): never the figures, which would churn series."""
+LABEL_SCOPE = "scope"
+"""What advice is about: ``host``, ``job3``, ``gpu0``, ``pid1234``."""
+LABEL_CORE = "core"
+"""A CPU core's number."""
+LABEL_VERSION = "version"
+"""gpusight's version."""
+LABEL_SOURCE = "source"
+"""Where the served data comes from: ``nvml`` (live), ``demo`` (simulated) or ``replay`` (a recording)."""
+
+# -- dcgm-exporter's device metrics -------------------------------------------------------------------------------
+
+GPU_UTIL = MetricName("DCGM_FI_DEV_GPU_UTIL", "gauge", "GPU utilization (in %).")
+MEM_COPY_UTIL = MetricName("DCGM_FI_DEV_MEM_COPY_UTIL", "gauge", "Memory utilization (in %).")
+FB_USED = MetricName("DCGM_FI_DEV_FB_USED", "gauge", "Framebuffer memory used (in MiB).")
+FB_FREE = MetricName("DCGM_FI_DEV_FB_FREE", "gauge", "Framebuffer memory free (in MiB).")
+FB_RESERVED = MetricName("DCGM_FI_DEV_FB_RESERVED", "gauge", "Framebuffer memory reserved (in MiB).")
+POWER_USAGE = MetricName("DCGM_FI_DEV_POWER_USAGE", "gauge", "Power draw (in W).")
+ENERGY = MetricName("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "gauge",
+                    "Total energy consumption since boot (in mJ); a counter served as a gauge to keep its name.")
+"""dcgm-exporter types it ``counter`` but writes no ``_total``; prometheus_client's text format always appends
+``_total`` to a counter, which would rename the series, so gpusight serves it as a gauge under the same name
+(``rate()``/``increase()`` work on it alike; docs/exporter.md)."""
+GPU_TEMP = MetricName("DCGM_FI_DEV_GPU_TEMP", "gauge", "GPU temperature (in C).")
+SM_CLOCK = MetricName("DCGM_FI_DEV_SM_CLOCK", "gauge", "SM clock frequency (in MHz).")
+MEM_CLOCK = MetricName("DCGM_FI_DEV_MEM_CLOCK", "gauge", "Memory clock frequency (in MHz).")
+CLOCK_EVENTS = MetricName("DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "gauge",
+                          "Current clock event (throttle) reasons, NVML's bitmask.")
+SM_ACTIVE = MetricName("DCGM_FI_PROF_SM_ACTIVE", "gauge", "The ratio of cycles an SM has at least 1 warp assigned.")
+SM_OCCUPANCY = MetricName("DCGM_FI_PROF_SM_OCCUPANCY", "gauge", "The ratio of number of warps resident on an SM.")
+TENSOR_ACTIVE = MetricName("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "gauge",
+                           "Ratio of cycles the tensor (HMMA) pipe is active.")
+DRAM_ACTIVE = MetricName("DCGM_FI_PROF_DRAM_ACTIVE", "gauge",
+                         "Ratio of cycles the device memory interface is active sending or receiving data.")
+PCIE_TX = MetricName("DCGM_FI_PROF_PCIE_TX_BYTES", "gauge",
+                     "The rate of data transmitted over the PCIe bus (in bytes per second).")
+PCIE_RX = MetricName("DCGM_FI_PROF_PCIE_RX_BYTES", "gauge",
+                     "The rate of data received over the PCIe bus (in bytes per second).")
+NVLINK_TX = MetricName("DCGM_FI_PROF_NVLINK_TX_BYTES", "gauge",
+                       "The rate of data transmitted over NVLink, all links (in bytes per second).")
+NVLINK_RX = MetricName("DCGM_FI_PROF_NVLINK_RX_BYTES", "gauge",
+                       "The rate of data received over NVLink, all links (in bytes per second).")
+
+DEVICE_METRICS = (GPU_UTIL, MEM_COPY_UTIL, FB_USED, FB_FREE, FB_RESERVED, POWER_USAGE, ENERGY, GPU_TEMP, SM_CLOCK,
+                  MEM_CLOCK, CLOCK_EVENTS, SM_ACTIVE, SM_OCCUPANCY, TENSOR_ACTIVE, DRAM_ACTIVE, PCIE_TX, PCIE_RX,
+                  NVLINK_TX, NVLINK_RX)
+"""Every device metric gpusight serves under dcgm-exporter's names, each series labelled with ``DEVICE_LABELS``."""
+
+# -- gpusight's own metrics ------------------------------------------------------------------------------------------
+
+GPU_LOST = MetricName("gpusight_gpu_lost", "gauge", "1 while the GPU has fallen off the bus or stopped answering.",
+                      (LABEL_GPU, LABEL_UUID))
+ADVICE = MetricName("gpusight_advice", "gauge", "1 for each piece of advice standing now.",
+                    (LABEL_ADVICE_ID, LABEL_RULE, LABEL_SEVERITY, LABEL_SCOPE, LABEL_SUMMARY))
+JOB_INFO = MetricName("gpusight_job_info", "gauge", "1 for each job running now, with what identifies it.",
+                      (LABEL_JOB, LABEL_CLUSTER_JOB, LABEL_KIND, LABEL_SLURM_JOB, LABEL_POD, LABEL_NAMESPACE))
+JOB_PROCESSES = MetricName("gpusight_job_processes", "gauge", "GPU processes of the job on this node.", (LABEL_JOB,))
+JOB_WORLD_SIZE = MetricName("gpusight_job_world_size", "gauge", "WORLD_SIZE of the job, where readable.", (LABEL_JOB,))
+JOB_MEMORY = MetricName("gpusight_job_gpu_memory_bytes", "gauge", "GPU memory the job's processes use on this node.",
+                        (LABEL_JOB,))
+PROCESS_INFO = MetricName("gpusight_process_info", "gauge", "1 for each GPU process, with what identifies it.",
+                          (LABEL_JOB, LABEL_RANK, LABEL_GPU, LABEL_PROCESS, LABEL_USER, LABEL_CONTAINER, LABEL_POD,
+                           LABEL_NAMESPACE, LABEL_SLURM_JOB))
+PROCESS_MEMORY = MetricName("gpusight_process_gpu_memory_bytes", "gauge", "GPU memory the process uses.",
+                            (LABEL_JOB, LABEL_RANK, LABEL_GPU))
+PROCESS_SM = MetricName("gpusight_process_sm_percent", "gauge", "The process's share of the GPU's SMs (in %).",
+                        (LABEL_JOB, LABEL_RANK, LABEL_GPU))
+PROCESS_CPU = MetricName("gpusight_process_cpu_percent", "gauge", "CPU the process uses (in %, 100 = one core).",
+                         (LABEL_JOB, LABEL_RANK, LABEL_GPU))
+WORKERS = MetricName("gpusight_dataloader_workers", "gauge", "DataLoader worker processes of the process.",
+                     (LABEL_JOB, LABEL_RANK, LABEL_GPU))
+WORKERS_CPU = MetricName("gpusight_dataloader_workers_cpu_percent", "gauge",
+                         "CPU its DataLoader workers use together (in %, 100 = one core).",
+                         (LABEL_JOB, LABEL_RANK, LABEL_GPU))
+INPUT_WAIT = MetricName("gpusight_input_wait_percent", "gauge",
+                        "Share of step time spent waiting for the next batch, measured by gpusight.torch (in %).",
+                        (LABEL_JOB, LABEL_RANK, LABEL_GPU))
+HOST_CPU = MetricName("gpusight_host_cpu_percent", "gauge", "Host CPU use averaged over all cores (in %).")
+HOST_CORE_CPU = MetricName("gpusight_host_core_cpu_percent", "gauge", "CPU use of one core (in %).", (LABEL_CORE,))
+HOST_IOWAIT = MetricName("gpusight_host_iowait_percent", "gauge", "Host CPU time waiting for I/O (in %).")
+HOST_MEMORY_USED = MetricName("gpusight_host_memory_used_bytes", "gauge", "Host memory in use.")
+HOST_MEMORY_TOTAL = MetricName("gpusight_host_memory_total_bytes", "gauge", "Host memory in all.")
+SNAPSHOT_TIME = MetricName("gpusight_snapshot_timestamp_seconds", "gauge",
+                           "When the snapshot served was taken (Unix time).")
+SNAPSHOT_AGE = MetricName("gpusight_snapshot_age_seconds", "gauge",
+                          "How old the snapshot served was at scrape time: grows while NVML hangs.")
+BUILD_INFO = MetricName("gpusight_build_info", "gauge",
+                        "1, labelled with gpusight's version and its data source (demo data is simulated).",
+                        (LABEL_VERSION, LABEL_SOURCE))
+SERIES_DROPPED = MetricName("gpusight_series_dropped", "gauge",
+                            "GPU processes left out of the per-process series by the cap (the smallest in memory).")
+
+GPUSIGHT_METRICS = (GPU_LOST, ADVICE, JOB_INFO, JOB_PROCESSES, JOB_WORLD_SIZE, JOB_MEMORY, PROCESS_INFO,
+                  PROCESS_MEMORY, PROCESS_SM, PROCESS_CPU, WORKERS, WORKERS_CPU, INPUT_WAIT, HOST_CPU, HOST_CORE_CPU,
+                  HOST_IOWAIT, HOST_MEMORY_USED, HOST_MEMORY_TOTAL, SNAPSHOT_TIME, SNAPSHOT_AGE, BUILD_INFO,
+                  SERIES_DROPPED)
+"""Every ``gpusight_`` metric, each series labelled with ``HOST_LABELS`` and then its own labels."""

@@ -1,0 +1,161 @@
+"""The one-shot text report printed by ``gpusight --once``: devices, processes with their workers, containers and jobs,
+advice.
+
+Jobs and containers are written as the process table writes them (:mod:`gpusight.job_text`, which loads no UI library).
+"""
+
+from __future__ import annotations
+
+import time
+
+from gpusight import __version__
+from gpusight.collect.gpu_selection import gpu_number
+from gpusight.collect.model import DeviceSample, JobSample, ProcessRole, ProcessSample, Snapshot
+from gpusight.job_text import container_labels, job_facts, job_label, jobs_by_id, scope_label
+from gpusight.textsafe import safe_text
+from gpusight.units import (
+    NA,
+    fmt_bytes,
+    fmt_celsius,
+    fmt_duration,
+    fmt_percent,
+    fmt_rate,
+    fmt_watts,
+)
+
+MIN_WIDTH = 60
+"""Narrowest layout; command lines are cut to fit the width given."""
+_CONTAINER_WIDTH = 24
+"""Longest container label (a pod's name can be long); longer ones are cut."""
+
+
+def render_once(snapshot: Snapshot, width: int | None = 120, filters: str | None = None) -> str:
+    """Return the one-shot report for ``snapshot`` as plain text.
+
+    Command lines are cut to fit ``width`` columns; with ``width=None`` (output to a pipe or a
+    file) they are printed whole. ``filters`` describes the filters in force (shown under the title).
+    """
+    width = None if width is None else max(MIN_WIDTH, width)
+    lines = [_title(snapshot)]
+    if filters:
+        lines.append(f"filters: {safe_text(filters)}")
+    lines.append("")
+    lines += _device_lines(snapshot.devices)
+    lines += ["", _host_line(snapshot)]
+    jobs = jobs_by_id(snapshot)
+    lines += ["", *_process_lines(snapshot.processes, jobs, width)]
+    if snapshot.jobs:
+        lines += ["", "JOBS"]
+        for job in snapshot.jobs:
+            lines.append(f"  job {job.id}: {job_facts(job)}")
+            if job.cluster_key:
+                lines.append(f"      across nodes: {safe_text(job.cluster_key)}")
+            lines.append(f"      evidence: {safe_text(job.evidence, None if width is None else max(10, width - 16))}")
+    if snapshot.advice:
+        lines += ["", "ADVICE"]
+        for item in snapshot.advice:
+            scope = scope_label(item.scope, jobs)
+            lines.append(f"  [{safe_text(item.severity)}] {safe_text(scope)}: {safe_text(item.title)}")
+            lines.append(f"      evidence: {safe_text(item.evidence)}")
+            lines.append(f"      action:   {safe_text(item.action)}")
+    if snapshot.errors:
+        lines += ["", "ERRORS"]
+        lines += [f"  {safe_text(e.scope)}: {safe_text(e.message)}" for e in snapshot.errors]
+    return "\n".join(lines) + "\n"
+
+
+def _title(snapshot: Snapshot) -> str:
+    driver = snapshot.driver
+    parts = [f"gpusight {__version__}"]
+    if snapshot.host.hostname:
+        parts.append(f"host {safe_text(snapshot.host.hostname)}")
+    if driver is not None:
+        parts.append(f"driver {safe_text(driver.driver_version) or NA}")
+        parts.append(f"CUDA {safe_text(driver.cuda_driver_version) or NA}")
+    parts.append(safe_text(snapshot.label or snapshot.source))
+    parts.append(time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(snapshot.timestamp)))
+    return " | ".join(parts)
+
+
+def _device_lines(devices: tuple[DeviceSample, ...]) -> list[str]:
+    if not devices:
+        return ["No GPUs."]
+    numbers = {d.index: gpu_number(d) for d in devices}
+    gpu_width = max(4, *(len(n) + 1 for n in numbers.values()))
+    header = f"{'GPU':<{gpu_width}}{'NAME':<24}{'UTIL':>5}{'MEM':>6} {'USED/TOTAL':<17}{'POWER/LIMIT':<12}{'TEMP':>5}{'FAN':>5}  {'PCIe RX/TX':<19}{'SM':>5}{'TC':>5}  THROTTLE"
+    lines = [header]
+    for d in devices:
+        name = safe_text(d.name, 23) or NA
+        if d.lost:
+            lines.append(f"{numbers[d.index]:<{gpu_width}}{name:<24}LOST: {safe_text(d.error) or 'GPU is lost'}")
+            continue
+        mem_pct = None
+        if d.memory_used_bytes is not None and d.memory_total_bytes:
+            mem_pct = 100.0 * d.memory_used_bytes / d.memory_total_bytes
+        used_total = f"{fmt_bytes(d.memory_used_bytes)}/{fmt_bytes(d.memory_total_bytes)}"
+        power = f"{fmt_watts(d.power_watts)}/{fmt_watts(d.power_limit_watts)}"
+        pcie = f"{fmt_rate(d.pcie_rx_bytes_per_s)}/{fmt_rate(d.pcie_tx_bytes_per_s)}"
+        throttle = safe_text(",".join(r for r in d.throttle_reasons if r != "gpu_idle")) or "-"
+        lines.append(
+            f"{numbers[d.index]:<{gpu_width}}{name:<24}{fmt_percent(d.utilization_gpu_percent):>5}{fmt_percent(mem_pct):>6} "
+            f"{used_total:<17}{power:<12}{fmt_celsius(d.temperature_celsius):>5}{fmt_percent(d.fan_percent):>5}  "
+            f"{pcie:<19}{fmt_percent(d.sm_active_percent):>5}{fmt_percent(d.tensor_active_percent):>5}  {throttle}"
+        )
+    return lines
+
+
+def _host_line(snapshot: Snapshot) -> str:
+    host = snapshot.host
+    cores = host.cpu_percent_per_core
+    cpu = NA
+    if cores:
+        cpu = f"{sum(cores) / len(cores):.0f}% avg, {sum(1 for c in cores if c >= 90)} of {len(cores)} cores busy"
+    load = " ".join(f"{v:.2f}" for v in host.load_average) if host.load_average else NA
+    return (
+        f"HOST  CPU {cpu} | iowait {fmt_percent(host.iowait_percent)} | "
+        f"mem {fmt_bytes(host.memory_used_bytes)}/{fmt_bytes(host.memory_total_bytes)} | "
+        f"swap {fmt_bytes(host.swap_used_bytes)}/{fmt_bytes(host.swap_total_bytes)} | load {load}"
+    )
+
+
+def _process_lines(processes: tuple[ProcessSample, ...], jobs: dict[int, JobSample], width: int | None) -> list[str]:
+    """The process table; its JOB column is there when the snapshot has jobs, its CONTAINER column when some GPU
+    process runs in a container, pod, Slurm job or PID namespace; each as wide as its longest entry."""
+    if not processes:
+        return ["No GPU processes."]
+    labels = {p.pid: job_label(p, jobs) for p in processes if p.role == ProcessRole.GPU}
+    job_width = max([3, *map(len, labels.values())]) + 1 if jobs else 0
+    job_header = f"{'JOB':<{job_width}}" if job_width else ""
+    places = {p.pid: safe_text(container_labels(p.container)[0], _CONTAINER_WIDTH)
+              for p in processes if p.role == ProcessRole.GPU and p.container is not None}
+    place_width = max([9, *map(len, places.values())]) + 1 if places else 0
+    place_header = f"{'CONTAINER':<{place_width}}" if place_width else ""
+    fixed = (f"{'GPU':<4}{'PID':>8} {'USER':<10}{place_header}{job_header}{'GPU MEM':>9}{'SM':>5}{'CPU':>6}{'RSS':>9}"
+             f"{'ELAPSED':>11}  ")
+    room = None if width is None else max(10, width - len(fixed))
+    lines = [fixed + "COMMAND"]
+    for p in processes:
+        worker = p.role == ProcessRole.DATALOADER_WORKER
+        gpu = "" if worker else ("-" if p.device_index is None else str(p.device_index))
+        pid = f"└{p.pid}" if worker else str(p.pid)
+        user = safe_text(p.user, 9) or NA
+        if worker:
+            command = f"{safe_text(p.name) or 'worker'} ({safe_text(p.status) or NA})"
+        else:
+            command = safe_text(p.cmdline) or safe_text(p.name) or NA
+            if p.num_workers:
+                command = f"[{p.num_workers} workers] {command}"
+            if p.input_wait_percent is not None:
+                rate = "" if p.steps_per_second is None else f", {p.steps_per_second:.1f} steps/s"
+                command = f"[waits {p.input_wait_percent:.0f}% for data{rate}] {command}"
+        if p.note:
+            command = f"({safe_text(p.note)}) {command}"
+        gpu_mem = "" if worker else fmt_bytes(p.gpu_memory_bytes)
+        sm = "" if worker else fmt_percent(p.sm_percent)
+        job = f"{'' if worker else labels.get(p.pid, ''):<{job_width}}" if job_width else ""
+        place = f"{'' if worker else places.get(p.pid, ''):<{place_width}}" if place_width else ""
+        lines.append(
+            f"{gpu:<4}{pid:>8} {user:<10}{place}{job}{gpu_mem:>9}{sm:>5}{fmt_percent(p.cpu_percent):>6}"
+            f"{fmt_bytes(p.rss_bytes):>9}{fmt_duration(p.elapsed_seconds):>11}  {safe_text(command, room)}"
+        )
+    return lines

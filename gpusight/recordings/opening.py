@@ -1,0 +1,74 @@
+"""The front door to recordings: open any recording for writing, streaming or seeking, whatever its format.
+
+A name decides the format a recording is written in (JSON lines for ``.jsonl``/``.jsonl.gz``, else the
+compact format); a file's first bytes decide how it is read, whatever its name.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Generator
+from typing import BinaryIO
+
+from gpusight.collect.model import Snapshot
+from gpusight.recordings.compact import CompactRecording, CompactWriter, read_compact
+from gpusight.recordings.files import open_regular_file
+from gpusight.recordings.formats import (
+    COMPACT_MAGIC,
+    RecordingFormat,
+    RecordingProblem,
+    SeekableRecording,
+    format_for_name,
+    sniff_format,
+)
+from gpusight.recordings.jsonl.index import JsonlRecording
+from gpusight.recordings.jsonl.reader import read_jsonl
+from gpusight.recordings.jsonl.writer import JsonlWriter
+
+
+def open_recorder(path: str | os.PathLike[str]) -> CompactWriter | JsonlWriter:
+    """The writer for a recording at ``path``: JSON lines for ``.jsonl``/``.jsonl.gz`` names, else the compact format.
+
+    Raises :class:`RecordingError` (one line for the user) when the file cannot be opened for writing.
+    """
+    if format_for_name(path) is RecordingFormat.COMPACT:
+        return CompactWriter(path)
+    return JsonlWriter(path)
+
+
+def open_seekable(path: str | os.PathLike[str]) -> SeekableRecording:
+    """Open any recording for random access, its format told by its first bytes; raises ``OSError`` when unreadable."""
+    with open_regular_file(path) as file:
+        head = file.read(len(COMPACT_MAGIC))
+    if sniff_format(head) is RecordingFormat.COMPACT:
+        return CompactRecording(path)
+    return JsonlRecording(path)
+
+
+def read_recording(path: str | os.PathLike[str]) -> Generator[Snapshot | RecordingProblem, None, None]:
+    """Stream a recording's snapshots in order, with a :class:`RecordingProblem` for each unreadable part.
+
+    The file is opened at once, so a missing or unreadable file raises ``OSError`` here, and so does
+    anything but a regular file (after symlinks): a FIFO or a device such as ``/dev/zero`` could block
+    or never end. The format (compact, JSON lines, gzip) is told by the content, not the name. Never raises while iterating:
+    a read error ends the stream with a problem. Closing the iterator closes the file.
+    """
+    return _records(open_regular_file(path))
+
+
+def _records(file: BinaryIO) -> Generator[Snapshot | RecordingProblem, None, None]:
+    with file:
+        if _starts_compact(file):
+            yield from read_compact(file)
+            return
+        yield from read_jsonl(file)
+
+
+def _starts_compact(file: BinaryIO) -> bool:
+    """True when the file is a compact recording; either way it is left at its start."""
+    try:
+        head = file.read(len(COMPACT_MAGIC))
+        file.seek(0)
+    except OSError:
+        return False
+    return sniff_format(head) is RecordingFormat.COMPACT

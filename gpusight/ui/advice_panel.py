@@ -1,0 +1,210 @@
+"""The advice side panel and its one-line summary for narrow terminals.
+
+Shows the snapshot's faults (e.g. "NVML not found") as warnings first, then the live advice,
+most severe first, each with scope, title, evidence and the action to take; a job's scope names
+its GPUs (``job3 on GPUs 0-7``). All text is built as ``rich.text.Text`` from escaped strings, so
+nothing in it is read as markup.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+
+from rich.style import Style
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import VerticalScroll
+from textual.widgets import Static
+
+from gpusight.collect.model import Advice, ErrorNote, JobSample, Severity, Snapshot
+from gpusight.job_text import jobs_by_id, scope_label
+from gpusight.textsafe import safe_text
+from gpusight.ui.format import severity_rank
+
+TEXT_REFRESH_SECONDS = 2.0
+"""Least time between two redraws of the advice text when only its numbers changed."""
+
+SEVERITY_LABELS = {Severity.CRITICAL: "CRIT", Severity.WARN: "WARN", Severity.INFO: "INFO"}
+"""Badge text of each severity."""
+
+ADVICE_COMPONENTS = {
+    "advice--critical",
+    "advice--warn",
+    "advice--info",
+    "advice--scope",
+    "advice--title",
+    "advice--evidence",
+    "advice--action",
+    "advice--key",
+}
+"""Component classes of the advice widgets (styled in gpusight.tcss)."""
+
+StyleLookup = Callable[[str], Style]
+"""Maps a part name (``"warn"``, ``"title"``, ...) to its style."""
+
+
+def sorted_advice(advice: tuple[Advice, ...]) -> list[Advice]:
+    """Advice most severe first (stable within a severity)."""
+    return sorted(advice, key=lambda item: severity_rank(item.severity))
+
+
+def advice_text(
+    advice: tuple[Advice, ...],
+    errors: tuple[ErrorNote, ...],
+    jobs: Mapping[int, JobSample],
+    style: StyleLookup,
+    ascii_mode: bool = False,
+) -> Text:
+    """The panel's body: errors as warnings, then advice items; a calm line when there is nothing.
+
+    ``jobs`` (by id) lets a job's scope name its GPUs.
+    """
+    arrow = "->" if ascii_mode else "→"
+    text = Text()
+    for note in errors:
+        if text:
+            text.append("\n\n")
+        text.append(" WARN ", style=style("warn"))
+        text.append(f" {safe_text(note.scope)}", style=style("scope"))
+        text.append(f"\n{safe_text(note.message)}")
+    for item in sorted_advice(advice):
+        if text:
+            text.append("\n\n")
+        severity = item.severity if item.severity in SEVERITY_LABELS else Severity.INFO
+        text.append(f" {SEVERITY_LABELS[severity]} ", style=style(severity))
+        text.append(f" {safe_text(scope_label(item.scope, jobs))} ", style=style("scope"))
+        text.append(safe_text(item.title), style=style("title"))
+        if item.evidence:
+            text.append(f"\n{safe_text(item.evidence)}", style=style("evidence"))
+        if item.action:
+            text.append(f"\n{arrow} ", style=style("action"))
+            text.append(safe_text(item.action), style=style("action"))
+    if not text:
+        text.append("No advice: nothing looks wrong.", style=style("evidence"))
+    return text
+
+
+def summary_text(
+    advice: tuple[Advice, ...], errors: tuple[ErrorNote, ...], jobs: Mapping[int, JobSample], style: StyleLookup
+) -> Text:
+    """One line: counts per severity and the most severe title, with the key that opens the panel."""
+    text = Text(no_wrap=True, overflow="ellipsis")
+    counts: dict[Severity, int] = {}
+    for item in advice:
+        counts[item.severity] = counts.get(item.severity, 0) + 1
+    if errors:
+        text.append(f" {len(errors)} error{'s' if len(errors) > 1 else ''} ", style=style("warn"))
+        text.append(" ")
+    for severity in Severity:
+        if counts.get(severity):
+            text.append(f" {counts[severity]} {SEVERITY_LABELS[severity]} ", style=style(severity))
+            text.append(" ")
+    if not advice and not errors:
+        text.append("advice: nothing looks wrong ", style=style("evidence"))
+    text.append("a", style=style("key"))
+    text.append(" advice  ", style=style("evidence"))
+    top = sorted_advice(advice)
+    if errors:
+        text.append(f"{safe_text(errors[0].scope)}: {safe_text(errors[0].message)}")
+    elif top:
+        text.append(f"{safe_text(scope_label(top[0].scope, jobs))}: {safe_text(top[0].title)}")
+    return text
+
+
+def outline(snapshot: Snapshot) -> tuple[object, ...]:
+    """What identifies the advice on screen, without the live numbers in evidence and actions."""
+    jobs = jobs_by_id(snapshot)
+    return (
+        tuple((a.id, a.severity, scope_label(a.scope, jobs), a.title) for a in snapshot.advice),
+        snapshot.errors,
+    )
+
+
+class AdvicePanel(VerticalScroll):
+    """Scrollable list of live advice and faults.
+
+    New, gone or changed items show at once; when only the numbers in the evidence change the
+    text is refreshed at most every :data:`TEXT_REFRESH_SECONDS`, and a layout pass happens only
+    when the wrapped text changes height (a layout pass repaints the whole screen).
+    """
+
+    COMPONENT_CLASSES = ADVICE_COMPONENTS
+    """Styles of the severities and parts."""
+
+    def __init__(self, *, ascii_mode: bool = False, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.ascii_mode = ascii_mode
+        """Use ASCII arrows."""
+        self._latest: Snapshot | None = None
+        self._state: tuple[tuple[Advice, ...], tuple[ErrorNote, ...], tuple[JobSample, ...]] | None = None
+        self._outline: tuple[object, ...] | None = None
+        self._shown_at = -float("inf")
+        self._body = Static(Text("Waiting for the first snapshot."), classes="advice-body")
+
+    def compose(self) -> ComposeResult:
+        """The body text."""
+        yield self._body
+
+    def _style(self, part: str) -> Style:
+        return self.get_component_rich_style(f"advice--{part}", partial=True)
+
+    def notify_style_update(self) -> None:
+        """Rebuild the text with the new theme on the next snapshot."""
+        super().notify_style_update()
+        self._state = None
+        self._outline = None
+
+    def show(self, snapshot: Snapshot, *, force: bool = False) -> None:
+        """Display ``snapshot``'s advice and errors (kept for later while the panel is hidden)."""
+        self._latest = snapshot
+        if not self.display and not force:
+            return
+        state = (snapshot.advice, snapshot.errors, snapshot.jobs)
+        if state == self._state and not force:
+            return
+        shape = outline(snapshot)
+        now = time.monotonic()
+        if not force and shape == self._outline and now - self._shown_at < TEXT_REFRESH_SECONDS:
+            return
+        self._state, self._outline, self._shown_at = state, shape, now
+        body = self._body
+        text = advice_text(snapshot.advice, snapshot.errors, jobs_by_id(snapshot), self._style, self.ascii_mode)
+        body.update(text, layout=False)
+        width = body.content_region.width
+        if width <= 0 or body.get_content_height(self.size, self.app.size, width) != body.content_region.height:
+            body.refresh(layout=True)
+        count = len(snapshot.advice) + len(snapshot.errors)
+        self.border_title = f"Advice ({count})" if count else "Advice"
+
+    def reveal(self) -> None:
+        """Bring the text up to date after the panel was hidden."""
+        if self._latest is not None:
+            self.show(self._latest, force=True)
+
+
+class AdviceSummary(Static):
+    """One-line digest of the advice, shown instead of the panel when it is collapsed."""
+
+    COMPONENT_CLASSES = ADVICE_COMPONENTS
+    """Styles of the severities and parts."""
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(Text(""), id=id)
+        self._outline: tuple[object, ...] | None = None
+
+    def _style(self, part: str) -> Style:
+        return self.get_component_rich_style(f"advice--{part}", partial=True)
+
+    def notify_style_update(self) -> None:
+        """Rebuild the text with the new theme on the next snapshot."""
+        super().notify_style_update()
+        self._outline = None
+
+    def show(self, snapshot: Snapshot) -> None:
+        """Display the digest of ``snapshot``'s advice when its items changed (it shows no numbers)."""
+        shape = outline(snapshot)
+        if shape == self._outline:
+            return
+        self._outline = shape
+        self.update(summary_text(snapshot.advice, snapshot.errors, jobs_by_id(snapshot), self._style), layout=False)

@@ -1,0 +1,526 @@
+"""The gpusight Textual application: header, GPU panels, host panel, process table and advice panel.
+
+The sampler polls on its own thread and posts one coalescing :class:`FrameReady` message per
+poll; every widget updates from that immutable frame on the main thread and none of them calls
+NVML or psutil or reads the sampler's history. GPU panels are mounted once (again only when the
+set of GPUs changes) and the layout adapts to the terminal: full charts when there is room, two
+lines or one per GPU when there is not. The advice panel takes no room while it has nothing to
+say (a one-line summary says so), sits beside a few GPUs, below many, and folds into the summary
+line on narrow terminals.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Iterable, Mapping
+from functools import partial
+from pathlib import Path
+from typing import ClassVar
+
+from textual import work
+from textual.app import ComposeResult, SystemCommand
+from textual.binding import BindingType
+from textual.containers import Horizontal, Vertical
+from textual.geometry import Size
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import Footer, Input
+
+from gpusight.advice.rules.healthy import is_all_clear
+from gpusight.collect.filters import current_user_filter
+from gpusight.collect.frame import Frame
+from gpusight.collect.model import JobSample, ProcessSample, Snapshot
+from gpusight.collect.sampler import Sampler
+from gpusight.collect.steering import ChangeSpeed, SeekBy, SeekEvent, SeekTo, TogglePause
+from gpusight.job_text import container_facts, job_facts, job_label, jobs_by_id
+from gpusight.textsafe import safe_text
+from gpusight.ui.actions import ACTIONS, READONLY_DISABLED, REPLAY_ONLY, help_rows, palette_actions, palette_help
+from gpusight.ui.advice_panel import AdvicePanel, AdviceSummary
+from gpusight.ui.chart_choice import ChartChoice
+from gpusight.ui.goto_dialog import GoToDialog
+from gpusight.ui.gpu_detail import GpuDetailScreen
+from gpusight.ui.gpu_panel import GpuArea, GpuPanel, choose_layout
+from gpusight.ui.header import HeaderBar
+from gpusight.ui.help_screen import HelpScreen
+from gpusight.ui.host_panel import HostPanel
+from gpusight.ui.messages import FrameReady
+from gpusight.ui.partial_output import activate as activate_partial_output
+from gpusight.ui.playback_bar import PlaybackBar
+from gpusight.ui.process_table import ProcessTable
+from gpusight.ui.terminal_guard import TerminalGuardedApp
+from gpusight.units import fmt_bytes, fmt_percent
+
+WIDE_MIN_COLUMNS = 120
+"""Terminals at least this wide show the advice panel beside the GPUs by default."""
+
+ADVICE_WIDTH = 44
+"""Columns of the advice panel when it sits beside the GPUs."""
+
+ADVICE_BESIDE_MAX_GPUS = 2
+"""With more GPUs than this, open advice sits below them, so their charts keep the full width."""
+
+ADVICE_BELOW_MAX_LINES = 8
+"""Most lines the advice panel takes below the GPUs (it scrolls beyond)."""
+
+MAX_INTERVAL = 60.0
+"""Longest polling period the ``+`` key goes to, in seconds."""
+
+
+class Body(Horizontal):
+    """The area between the header and the footer; posts :class:`BodyResized` when its size changes."""
+
+    def on_resize(self) -> None:
+        """Tell the app (which gets no resize event after the first) that the layout may need redoing."""
+        self.post_message(BodyResized())
+
+
+class BodyResized(Message):
+    """The body changed size, usually because the terminal did."""
+
+
+class GpusightApp(TerminalGuardedApp):
+    """The live monitor. Runs ``sampler`` while mounted and stops it on exit."""
+
+    CSS_PATH = "gpusight.tcss"
+    TITLE = "gpusight"
+    AUTO_FOCUS = "#processes"
+    """Focus the process table from the start (one focus change, so the footer is built once)."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [entry.binding() for entry in ACTIONS]
+
+    def __init__(
+        self,
+        sampler: Sampler,
+        *,
+        readonly: bool = False,
+        ascii_mode: bool = False,
+        export_dir: Path = Path("gpusight-snapshots"),
+        live: bool = True,
+        paged_charts: bool = True,
+    ) -> None:
+        super().__init__()
+        activate_partial_output()
+        self.sampler = sampler
+        """Source of snapshots; started on mount, stopped on exit."""
+        self.live = live
+        """False to show only the sampler's newest snapshot without polling (for rendering an export)."""
+        self.readonly = readonly
+        """Disable sending signals."""
+        self.ascii_mode = ascii_mode
+        """Draw charts, bars and borders with ASCII only."""
+        self.export_dir = export_dir
+        """Where ``s`` writes snapshot exports."""
+        self.replaying = sampler.steerable
+        """True when the sampler plays a recording, steered through it by the replay keys; False for live and demo."""
+        self.frame: Frame | None = None
+        """The frame on screen."""
+        self.snapshots_applied = 0
+        """How many snapshots have been shown since start."""
+        self.first_frame_at: float | None = None
+        """Wall-clock time (``time.time()``) of the first screen refresh that showed sampled data."""
+        self._advice_open: bool | None = None
+        self._has_advice = False
+        self._laid_out_for = Size(0, 0)
+        self._advice_shown = False
+        self._core_count = -1
+        self._header = HeaderBar(ascii_mode=ascii_mode, id="header")
+        self._gpus = GpuArea(ascii_mode=ascii_mode, id="gpus")
+        self._gpus.choice = ChartChoice(paged=paged_charts)
+        self._host = HostPanel(ascii_mode=ascii_mode, id="host")
+        self._filter = Input(placeholder="filter processes: pid, user, name, command or job 3", id="filter")
+        self._processes = ProcessTable(ascii_mode=ascii_mode, id="processes")
+        self._advice = AdvicePanel(ascii_mode=ascii_mode, id="advice")
+        self._summary = AdviceSummary(id="advice-summary")
+        self._bar = PlaybackBar(ascii_mode=ascii_mode, id="playback")
+        self._footer = Footer()
+
+    # -- building and layout ------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        """Header, body (GPUs, host, processes | advice), advice summary, footer."""
+        yield self._header
+        with Body(id="body"):
+            with Vertical(id="main"):
+                yield self._gpus
+                yield self._host
+                yield self._filter
+                yield self._processes
+            yield self._advice
+        yield self._summary
+        yield self._bar
+        self._footer.compact = self.size.width < WIDE_MIN_COLUMNS
+        yield self._footer
+
+    async def on_mount(self) -> None:
+        """Apply styles, show the newest known snapshot, subscribe to the sampler and start it."""
+        self.set_class(self.ascii_mode, "-ascii")
+        self._filter.display = False
+        self._bar.display = self.replaying
+        if self.replaying:
+            self.sampler.prepare_steering()
+        self._advice.border_title = "Advice"
+        self._processes.border_title = "Processes"
+        self._header.show_filters(self.sampler.filters.describe())
+        self._header.show(None, self.sampler.interval, self.sampler.paused)
+        latest = self.sampler.latest_frame
+        if latest is not None:
+            await self._apply(latest)
+        self._relayout()
+        self._processes.focus()
+        if self.live:
+            self.sampler.subscribe(self._on_sampler_snapshot)
+            self.sampler.start()
+        self._install_terminal_guards()
+
+    def on_unmount(self) -> None:
+        """Stop polling and the watchdog."""
+        self._remove_terminal_guards()
+        if self.live:
+            self.sampler.stop()
+
+    def on_resize(self) -> None:
+        """Pick the layout for the first size (Textual sends later sizes to the screen only)."""
+        self._relayout()
+
+    def on_body_resized(self) -> None:
+        """The terminal changed size: re-pick the layout unless it was already made for this size."""
+        if self.size != self._laid_out_for:
+            self._relayout()
+
+    def _advice_visible(self) -> bool:
+        """Whether the advice panel is open: as toggled with ``a``, else on wide terminals when it has something to say."""
+        if self._advice_open is not None:
+            return self._advice_open
+        return self.size.width >= WIDE_MIN_COLUMNS and self._has_advice
+
+    def _advice_place(self) -> str:
+        """Where the advice panel goes: ``hidden``, ``beside`` a few GPUs, ``below`` many, or ``full`` width (narrow)."""
+        if not self._advice_visible():
+            return "hidden"
+        if self.size.width < WIDE_MIN_COLUMNS:
+            return "full"
+        return "beside" if self._gpus.gpu_count <= ADVICE_BESIDE_MAX_GPUS else "below"
+
+    def _relayout(self) -> None:
+        """Share the height between GPUs, host and processes; place, fold or hide the advice panel."""
+        width, height = self._laid_out_for = self.size
+        narrow = width < WIDE_MIN_COLUMNS
+        place = self._advice_place()
+        advice = place != "hidden"
+        self.set_class(narrow, "-narrow")
+        self.set_class(advice, "-advice-open")
+        self.set_class(place == "below", "-advice-below")
+        if advice and not self._advice_shown:
+            self.call_after_refresh(self._advice.reveal)
+        self._advice_shown = advice
+        self._summary.display = not advice
+        self._footer.compact = narrow
+        body = height - 2 - (0 if advice else 1) - (1 if self._filter.display else 0) - (1 if self._bar.display else 0)
+        below = min(ADVICE_BELOW_MAX_LINES, max(4, body // 5)) if place == "below" else 0
+        self._advice.styles.width = ADVICE_WIDTH if place == "beside" else "1fr"
+        self._advice.styles.height = below if place == "below" else "1fr"
+        main_width = width - (ADVICE_WIDTH if place == "beside" else 0)
+        body -= below
+        host_rows = 1 if body < 30 else 3
+        host_height = self._host.height_for(main_width, host_rows)
+        self._host.set_max_grid_rows(host_rows)
+        self._host.styles.height = host_height
+        process_min = max(4, body // 4)
+        budget = max(2, body - host_height - process_min)
+        # One line of the GPU area is its top border, which names the charts' time span.
+        mode, rows = choose_layout(max(1, self._gpus.gpu_count), budget - 1, body // 2 - 1)
+        self._gpus.apply_layout(mode, rows, budget)
+
+    # -- snapshots ----------------------------------------------------------------------------
+
+    def _on_sampler_snapshot(self, frame: Frame) -> None:
+        """Sampler-thread callback: hand the frame to the UI thread (newest wins)."""
+        self.post_message(FrameReady(frame))
+
+    async def on_frame_ready(self, message: FrameReady) -> None:
+        """Show a new frame unless paused."""
+        if self.sampler.paused:
+            return
+        await self._apply(message.frame)
+
+    async def _apply(self, frame: Frame) -> None:
+        snapshot = frame.snapshot
+        self.frame = frame
+        self.snapshots_applied += 1
+        if self.first_frame_at is None:
+            self.call_after_refresh(self._note_first_frame)
+        gpu_count = self._gpus.gpu_count
+        await self._gpus.show(frame)
+        self._host.show(snapshot.host, snapshot.timestamp)
+        cores = len(snapshot.host.cpu_percent_per_core)
+        has_advice = _has_advice(snapshot)
+        if gpu_count != self._gpus.gpu_count or cores != self._core_count or has_advice != self._has_advice:
+            self._core_count, self._has_advice = cores, has_advice
+            self._relayout()
+        self._processes.update_snapshot(snapshot)
+        self._advice.show(snapshot)
+        self._summary.show(snapshot)
+        self._header.show(snapshot, self.sampler.interval, self.sampler.paused)
+        self._bar.show(frame.playback)
+        if isinstance(self.screen, GpuDetailScreen):
+            self.screen.show(frame, self._gpus.choice)
+
+    def _note_first_frame(self) -> None:
+        if self.first_frame_at is None:
+            self.first_frame_at = time.time()
+
+    # -- actions ------------------------------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Hide what ``--readonly`` disables; Esc clears the filter only while one is open."""
+        if self.readonly and action in READONLY_DISABLED:
+            return False
+        if action in REPLAY_ONLY and not self.replaying:
+            return False
+        if action == "clear_filter":
+            return self._filter.display or None
+        return True
+
+    def action_pause(self) -> None:
+        """Pause or resume polling; in a replay, playback (the bar shows it)."""
+        if self.replaying:
+            self.sampler.steer(TogglePause())
+            return
+        if self.sampler.paused:
+            self.sampler.resume()
+        else:
+            self.sampler.pause()
+        self._header.show(self.snapshot, self.sampler.interval, self.sampler.paused)
+
+    def action_play_pause(self) -> None:
+        """Pause or resume playback (replay only)."""
+        self.action_pause()
+
+    def action_speed(self, steps: int) -> None:
+        """Play ``steps`` speed steps faster (negative: slower)."""
+        self.sampler.steer(ChangeSpeed(steps))
+
+    def action_skip(self, seconds: int) -> None:
+        """Jump ``seconds`` of recorded time (negative: back)."""
+        self.sampler.steer(SeekBy(seconds))
+
+    def action_advice_event(self, direction: int) -> None:
+        """Jump to the next (1) or previous (-1) advice event."""
+        self.sampler.steer(SeekEvent(forward=direction > 0))
+
+    def action_go_to(self) -> None:
+        """Ask for a time and jump there."""
+        state = self.frame.playback if self.frame is not None else None
+        if state is None or state.end is None:
+            self.notify("The recording is still being indexed; try again in a moment.", severity="warning")
+            return
+
+        def done(target: float | None) -> None:
+            if target is not None:
+                self.sampler.steer(SeekTo(target))
+
+        self.push_screen(GoToDialog(state.start, state.end), done)
+
+    def action_slower(self) -> None:
+        """Double the polling interval."""
+        self._set_interval(min(MAX_INTERVAL, self.sampler.interval * 2))
+
+    def action_faster(self) -> None:
+        """Halve the polling interval (not below the sampler's minimum)."""
+        self._set_interval(self.sampler.interval / 2)
+
+    def _set_interval(self, seconds: float) -> None:
+        self.sampler.set_interval(seconds)
+        self._header.show(self.snapshot, self.sampler.interval, self.sampler.paused)
+
+    def action_sort(self, key: str) -> None:
+        """Sort the process table by ``key`` (again to reverse)."""
+        self._processes.sort_by(key)
+
+    def action_toggle_workers(self) -> None:
+        """Show or hide DataLoader worker rows."""
+        self._processes.toggle_workers()
+
+    def action_filter(self) -> None:
+        """Open the process filter."""
+        self._filter.display = True
+        self._filter.focus()
+        self._relayout()
+        self.refresh_bindings()
+
+    def action_clear_filter(self) -> None:
+        """Clear and close the process filter."""
+        if not self._filter.display:
+            return
+        self._filter.value = ""
+        self._filter.display = False
+        self._processes.set_filter("")
+        self._processes.focus()
+        self._relayout()
+        self.refresh_bindings()
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        """Filter the process table as the user types."""
+        if event.input is self._filter:
+            self._processes.set_filter(event.value)
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        """Enter in the filter returns to the table (the filter stays; Esc clears it)."""
+        if event.input is self._filter:
+            if not event.value:
+                self.action_clear_filter()
+            else:
+                self._processes.focus()
+
+    def action_toggle_advice(self) -> None:
+        """Show or hide the advice panel."""
+        self._advice_open = not self._advice_visible()
+        self._relayout()
+
+    async def action_toggle_mine(self) -> None:
+        """Show only the current user's processes and the advice about them, or everyone's again."""
+        filters = self.sampler.filters
+        mine = current_user_filter()
+        shown = self.sampler.set_filters(dataclasses.replace(filters, user=None if filters.user == mine else mine))
+        self._header.show_filters(self.sampler.filters.describe())
+        if shown is not None:  # shown now (paused too), not at the process table's once-a-second pace
+            await self._apply(shown)
+            self._processes.update_snapshot(shown.snapshot, at_once=True)
+
+    def action_help(self) -> None:
+        """Show every key."""
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen(help_rows(readonly=self.readonly, export_dir=safe_text(str(self.export_dir)),
+                                                  replay=self.replaying)))
+
+    def action_gpu_detail(self, device_index: int | None = None) -> None:
+        """Open the detail screen of GPU ``device_index``, else of the focused GPU (the first when none is)."""
+        focused = self.focused
+        panels = self._gpus.panels
+        if device_index is not None:
+            index = device_index
+        elif isinstance(focused, GpuPanel):
+            index = focused.device_index
+        elif panels:
+            index = panels[0].device_index
+        else:
+            self.notify("No GPU to show.", severity="warning")
+            return
+        screen = GpuDetailScreen(index, ascii_mode=self.ascii_mode)
+        self.push_screen(screen)
+        if self.frame is not None:
+            self.call_after_refresh(self._show_detail, screen)
+
+    def _show_detail(self, screen: GpuDetailScreen) -> None:
+        if self.frame is not None and screen.is_mounted:
+            screen.show(self.frame, self._gpus.choice)
+
+    @property
+    def snapshot(self) -> Snapshot | None:
+        """The snapshot on screen (the frame's)."""
+        return None if self.frame is None else self.frame.snapshot
+
+    @property
+    def chart_choice(self) -> ChartChoice:
+        """The charts' zoom level, motion and one-line metric."""
+        return self._gpus.choice
+
+    def action_zoom(self) -> None:
+        """Chart a longer time per column (1 s, 10 s, 1 min by default), then back to the closest."""
+        self._set_choice(self._gpus.choice.zoomed())
+
+    def action_chart_metric(self) -> None:
+        """Chart the next metric in the one-line layout."""
+        self._set_choice(self._gpus.choice.next_metric())
+
+    def _set_choice(self, choice: ChartChoice) -> None:
+        self._gpus.set_choice(choice)
+        if isinstance(self.screen, GpuDetailScreen) and self.frame is not None:
+            self.screen.show(self.frame, choice)
+
+    def on_process_table_process_selected(self, event: ProcessTable.ProcessSelected) -> None:
+        """Enter on a process: show its full (escaped) command line, container and job."""
+        process = event.process
+        jobs = {} if self.snapshot is None else jobs_by_id(self.snapshot)
+        summary = process_summary(process, jobs, self.ascii_mode)
+        self.notify(summary, title=f"PID {process.pid}", markup=False, timeout=10)
+
+    def action_kill(self) -> None:
+        """Ask to send a signal to the selected process (not in read-only mode)."""
+        if self.readonly:
+            self.notify("Read-only mode: sending signals is disabled.", severity="warning")
+            return
+        process = self._processes.selected_process()
+        if process is None:
+            self.notify("Select a process first.", severity="warning")
+            return
+        from gpusight.ui.kill_dialog import KillDialog
+
+        def done(result: str | None) -> None:
+            if result:
+                self.notify(result, markup=False)
+
+        self.push_screen(KillDialog(process), done)
+
+    def action_export(self) -> None:
+        """Write the snapshot, its history and this screen into the export directory."""
+        if self.snapshot is None:
+            self.notify("Nothing to export yet.", severity="warning")
+            return
+        self._export(self.snapshot, self.export_screenshot())
+
+    @work(thread=True, group="export")
+    def _export(self, snapshot: Snapshot, svg: str) -> None:
+        """Export on a worker thread so the screen keeps updating."""
+        from gpusight.snapshot_export.export_set import ExportError, export_snapshot
+
+        try:
+            result = export_snapshot(self.export_dir, snapshot, self.sampler.history, svg)
+        except ExportError as exc:
+            self.call_from_thread(self.notify, f"Export failed: {exc}", severity="error", markup=False)
+            return
+        paths = ", ".join(str(path) for path in result.paths)
+        self.call_from_thread(self.notify, f"Exported: {paths}", markup=False)
+
+    def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
+        """The command palette: every gpusight action once, then Textual's commands that none of them replaces."""
+        export_dir = safe_text(str(self.export_dir))
+        ours = palette_actions(readonly=self.readonly, replay=self.replaying)
+        for entry in ours:
+            yield SystemCommand(entry.title, palette_help(entry, export_dir), partial(self.run_action, entry.action))
+        titles = {entry.title for entry in ours}
+        yield from (command for command in super().get_system_commands(screen) if command.title not in titles)
+
+
+def _has_advice(snapshot: Snapshot) -> bool:
+    """True when the advice panel has something to say: a fault, or advice other than "nothing looks wrong"."""
+    return bool(snapshot.errors) or not all(is_all_clear(advice) for advice in snapshot.advice)
+
+
+def process_summary(process: ProcessSample, jobs: Mapping[int, JobSample], ascii_mode: bool) -> str:
+    """A few lines about a process for the Enter notification, its container and job (from ``jobs``) included.
+
+    All text is escaped and bounded; ``ascii_mode`` writes the job with ASCII only.
+    """
+    lines = [
+        f"{safe_text(process.name, 60) or 'unknown'} (user {safe_text(process.user, 32) or 'unknown'})",
+        (
+            f"GPU {process.device_index if process.device_index is not None else 'N/A'}, "
+            f"GPU memory {fmt_bytes(process.gpu_memory_bytes)}, host memory {fmt_bytes(process.rss_bytes)}"
+        ),
+        safe_text(process.cmdline, 400) or "(no command line)",
+    ]
+    if process.cpu_percent is not None or process.cpu_wait_percent is not None:
+        lines.insert(2, f"CPU {fmt_percent(process.cpu_percent)}, waiting for a CPU {fmt_percent(process.cpu_wait_percent)}")
+    if process.note:
+        lines.append(safe_text(process.note, 120))
+    if process.container is not None:
+        lines.append(f"in {safe_text(container_facts(process.container), 240)}")
+    job = None if process.job is None else jobs.get(process.job)
+    if job is not None:
+        lines.append(f"{job_label(process, jobs, ascii_mode=ascii_mode)}: {job_facts(job)}")
+        if job.cluster_key:
+            lines.append(f"across nodes: {safe_text(job.cluster_key, 80)}")
+        lines.append(f"evidence: {safe_text(job.evidence, 200)}")
+    return "\n".join(lines)

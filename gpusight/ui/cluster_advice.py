@@ -1,0 +1,62 @@
+"""Advice in the cluster view: the fleet's (beside or below the table, or one line on narrow terminals) and a node's.
+
+The text is built by :func:`gpusight.ui.advice_panel.advice_text` from escaped strings, so remote evidence
+is never read as markup; it is redrawn only when the advice changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich.style import Style
+from rich.text import Text
+from textual.widgets import Static
+
+from gpusight.cluster.frame import ClusterFrame
+from gpusight.collect.model import Advice
+from gpusight.ui.advice_panel import ADVICE_COMPONENTS, advice_text, summary_text
+from gpusight.ui.cluster_text import node_advice_line
+
+
+class AdviceText(Static):
+    """Advice items under optional lead lines; ``show`` redraws only when they changed."""
+
+    COMPONENT_CLASSES = ADVICE_COMPONENTS
+    """Styles of the severities and parts (gpusight.tcss)."""
+
+    def __init__(self, *, ascii_mode: bool = False, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(Text(""), id=id, classes=classes)
+        self.ascii_mode = ascii_mode
+        """Use ASCII arrows."""
+        self._state: tuple[object, ...] | None = None
+
+    def _style(self, part: str) -> Style:
+        return self.get_component_rich_style(f"advice--{part}", partial=True)
+
+    def notify_style_update(self) -> None:
+        """Rebuild the text with the new theme on the next ``show``."""
+        super().notify_style_update()
+        self._state = None
+
+    def show(self, advice: Sequence[Advice], lead: Sequence[str] = (), *, summary: bool = False) -> None:
+        """Show ``advice`` after the ``lead`` lines; ``summary``: one line of counts and the top title instead."""
+        state = (tuple(advice), tuple(lead), summary)
+        if state == self._state:
+            return
+        self._state = state
+        if summary:
+            text = summary_text(tuple(advice), (), {}, self._style)
+            for line in lead:
+                text.append("  " + line, style=self._style("evidence"))
+        else:
+            text = Text()
+            for line in lead:
+                text.append(line + "\n\n", style=self._style("evidence"))
+            text.append_text(advice_text(tuple(advice), (), {}, self._style, self.ascii_mode))
+        self.update(text)
+
+
+def fleet_lead(frame: ClusterFrame) -> list[str]:
+    """The line above the fleet advice: how much advice the nodes raise themselves."""
+    line = node_advice_line(frame)
+    return [] if line is None else [line]

@@ -1,0 +1,217 @@
+"""The GPU detail screen (Enter on a GPU): every field of the device and its history charts, wide.
+
+The five histories of the main screen (utilization, memory, power, temperature, PCIe RX and TX)
+come first, one full-width chart each; the SM clock, fan and GPM activity follow, half width,
+when the GPU reports them. Every chart reads the frame's time grid at the main screen's zoom.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Grid, Vertical, VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Footer, Static
+
+from gpusight.collect.frame import Frame
+from gpusight.collect.gpu_selection import gpu_number
+from gpusight.collect.model import DeviceSample
+from gpusight.collect.timegrid import ChartView
+from gpusight.textsafe import safe_text
+from gpusight.ui.chart import Chart
+from gpusight.ui.chart_choice import HISTORIES, PCIE_METRICS, ChartChoice, duration_text, pcie_scale, scale_maximum, value_text
+from gpusight.ui.format import (
+    memory_pair,
+    percent_of,
+    power_pair,
+    short_gpu_name,
+    throttle_badges,
+)
+from gpusight.units import (
+    NA,
+    fmt_bytes,
+    fmt_celsius,
+    fmt_mhz,
+    fmt_percent,
+    fmt_rate,
+    fmt_watts,
+)
+
+GPM_METRICS = ("sm_active_percent", "tensor_active_percent", "dram_active_percent")
+"""Charts shown only when the GPU reports them (Hopper and later)."""
+
+EXTRA_TITLES = {
+    "clock_sm_mhz": "SM clock",
+    "fan_percent": "fan",
+    "sm_active_percent": "SM active",
+    "tensor_active_percent": "tensor active",
+    "dram_active_percent": "DRAM active",
+}
+"""The detail screen's half-width charts, after the five histories."""
+
+HISTORY_TITLES = {
+    "utilization_gpu_percent": "GPU util",
+    "memory_used_bytes": "memory used",
+    "power_watts": "power",
+    "temperature_celsius": "temperature",
+    "pcie_rx_bytes_per_s": "PCIe RX",
+    "pcie_tx_bytes_per_s": "PCIe TX",
+}
+"""Caption of each full-width history chart."""
+
+
+def device_fields(device: DeviceSample) -> list[tuple[str, str]]:
+    """Every field of ``device`` as (label, text with units); unknown values read ``N/A``."""
+    capability = device.compute_capability
+    badges = ", ".join(label for label, _ in throttle_badges(device.throttle_reasons)) or "none"
+    mig = NA if device.mig_mode is None else ("enabled" if device.mig_mode else "disabled")
+    return [
+        ("name", safe_text(device.name) or NA),
+        ("uuid", safe_text(device.uuid) or NA),
+        ("state", "LOST: " + (safe_text(device.error) or "not answering") if device.lost else "ok"),
+        ("GPU utilization", fmt_percent(device.utilization_gpu_percent)),
+        ("memory controller", fmt_percent(device.utilization_memory_percent)),
+        ("memory used/total", memory_pair(device.memory_used_bytes, device.memory_total_bytes)),
+        ("memory used %", fmt_percent(percent_of(device.memory_used_bytes, device.memory_total_bytes))),
+        ("memory reserved", fmt_bytes(device.memory_reserved_bytes)),
+        ("power/limit", power_pair(device.power_watts, device.power_limit_watts)),
+        ("energy", NA if device.energy_joules is None else f"{device.energy_joules / 3.6e6:.3f} kWh"),
+        ("temperature", fmt_celsius(device.temperature_celsius)),
+        ("fan", fmt_percent(device.fan_percent)),
+        ("SM clock", fmt_mhz(device.clock_sm_mhz)),
+        ("memory clock", fmt_mhz(device.clock_memory_mhz)),
+        ("performance state", NA if device.pstate is None else f"P{device.pstate}"),
+        ("throttle reasons", badges),
+        ("PCIe RX", fmt_rate(device.pcie_rx_bytes_per_s)),
+        ("PCIe TX", fmt_rate(device.pcie_tx_bytes_per_s)),
+        ("SM active (GPM)", fmt_percent(device.sm_active_percent)),
+        ("SM occupancy (GPM)", fmt_percent(device.sm_occupancy_percent)),
+        ("tensor active (GPM)", fmt_percent(device.tensor_active_percent)),
+        ("DRAM active (GPM)", fmt_percent(device.dram_active_percent)),
+        ("ECC uncorrected", NA if device.ecc_errors_uncorrected is None else str(device.ecc_errors_uncorrected)),
+        ("MIG", mig),
+        ("compute capability", NA if capability is None else f"{capability[0]}.{capability[1]}"),
+    ]
+
+
+class LabelledChart(Vertical):
+    """A chart with a one-line caption holding the metric's name and current value."""
+
+    def __init__(self, title: str, *, ascii_mode: bool, id: str | None = None) -> None:
+        super().__init__(id=id, classes="labelled-chart")
+        self.title = title
+        """Metric name shown in the caption."""
+        self.caption = Static(Text(title), classes="chart-caption")
+        """The caption line."""
+        self.chart = Chart(ascii_mode=ascii_mode, classes="detail-chart")
+        """The chart itself."""
+
+    def compose(self) -> ComposeResult:
+        """Caption above chart."""
+        yield self.caption
+        yield self.chart
+
+    @property
+    def columns(self) -> int:
+        """How many time-grid columns the chart is wide (0 before layout)."""
+        return self.chart.size.width
+
+    def show(self, value: str, values: list[float | None], maximum: float | None, scale: str, span: str) -> None:
+        """Update the caption and the series (``values`` as wide as the chart)."""
+        self.caption.update(Text.assemble((self.title, "bold"), f" {value}", (f"  (0..{scale}, last {span})", "dim")))
+        self.chart.set_series(values, maximum)
+
+
+class GpuDetailScreen(Screen[None]):
+    """All fields of one GPU and its history charts, refreshed with every snapshot."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "app.pop_screen", "Back")]
+
+    def __init__(self, device_index: int, *, ascii_mode: bool = False) -> None:
+        super().__init__()
+        self.device_index = device_index
+        """NVML index of the GPU shown."""
+        self.ascii_mode = ascii_mode
+        """Draw charts with ASCII only."""
+        self._fields = Static(Text("waiting for data"), id="detail-fields")
+        self._charts: dict[str, LabelledChart] = {}
+        self._last_fields: list[tuple[str, str]] | None = None
+
+    def compose(self) -> ComposeResult:
+        """Fields on the left; on the right the five histories full width, then the extra charts."""
+        for name, title in {**HISTORY_TITLES, **EXTRA_TITLES}.items():
+            self._charts[name] = LabelledChart(title, ascii_mode=self.ascii_mode, id=f"chart-{name}")
+        with VerticalScroll(id="detail-left") as left:
+            left.border_title = f"GPU {self.device_index}"
+            yield self._fields
+        with VerticalScroll(id="detail-right"):
+            with Vertical(id="detail-histories"):
+                yield from (self._charts[name] for name in HISTORY_TITLES)
+            with Grid(id="detail-charts"):
+                yield from (self._charts[name] for name in EXTRA_TITLES)
+        yield Footer()
+
+    def show(self, frame: Frame, choice: ChartChoice) -> None:
+        """Refresh fields and charts from ``frame`` at the zoom level of ``choice``."""
+        device = next((d for d in frame.snapshot.devices if d.index == self.device_index), None)
+        if device is None:
+            self._fields.update(Text(f"GPU {self.device_index} is not in the latest snapshot."))
+            self._last_fields = None
+            return
+        fields = device_fields(device)
+        if fields != self._last_fields:
+            self._last_fields = fields
+            table = Table.grid(padding=(0, 1))
+            table.add_column(style="dim", no_wrap=True)
+            table.add_column()
+            for label, value in fields:
+                table.add_row(label, Text(value))
+            self._fields.update(table)
+        left = self.query_one("#detail-left")
+        left.border_title = f"GPU {gpu_number(device)} · {short_gpu_name(device.name)}"
+        self._show_charts(device, frame.charts, choice)
+
+    def _show_charts(self, device: DeviceSample, charts: ChartView, choice: ChartChoice) -> None:
+        def series(metric: str) -> list[float | None]:
+            columns = self._charts[metric].columns
+            return charts.series(choice.level, self.device_index, metric, columns, paged=choice.paged)
+
+        def span(metric: str) -> str:
+            return duration_text(charts.span_seconds(choice.level, self._charts[metric].columns))
+
+        windows = {history.metric: series(history.metric) for history in HISTORIES}
+        pcie_max = pcie_scale(*(windows[metric] for metric in PCIE_METRICS))
+        for metric, values in windows.items():
+            maximum = scale_maximum(metric, device, pcie_max)
+            scale = _scale_text(metric, maximum)
+            self._charts[metric].show(value_text(metric, device), values, maximum, scale, span(metric))
+        clocks = series("clock_sm_mhz")
+        clock_max = max((v for v in clocks if v is not None), default=None)
+        self._charts["clock_sm_mhz"].show(
+            fmt_mhz(device.clock_sm_mhz), clocks, clock_max, fmt_mhz(clock_max), span("clock_sm_mhz")
+        )
+        self._charts["fan_percent"].show(
+            fmt_percent(device.fan_percent), series("fan_percent"), 100.0, "100%", span("fan_percent")
+        )
+        for metric in GPM_METRICS:
+            chart = self._charts[metric]
+            chart.display = getattr(device, metric) is not None
+            if chart.display:
+                chart.show(fmt_percent(getattr(device, metric)), series(metric), 100.0, "100%", span(metric))
+
+
+def _scale_text(metric: str, maximum: float | None) -> str:
+    """The top of a history chart's scale with its unit."""
+    if metric == "memory_used_bytes":
+        return fmt_bytes(maximum)
+    if metric == "power_watts":
+        return fmt_watts(maximum)
+    if metric == "temperature_celsius":
+        return fmt_celsius(maximum)
+    if metric in PCIE_METRICS:
+        return fmt_rate(maximum)
+    return fmt_percent(maximum)

@@ -1,3 +1,0 @@
-"""gputop: a live GPU monitor for deep-learning training that says why a GPU is under-used."""
-
-__version__ = "0.1.0"

@@ -1,1 +1,0 @@
-"""gputop --cluster: a fleet of GPU nodes read from a Prometheus server."""

@@ -1,1 +1,0 @@
-"""Hand-offs of recordings: ``gputop --convert`` between formats and to TensorBoard event files."""

@@ -1,1 +1,0 @@
-"""The report of a run: its numbers (``summary``), plots (``series``, ``html``) and ``gputop --report``."""
