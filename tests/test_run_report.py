@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import subprocess
@@ -10,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+import gpusight.run_report
 from gpusight.collect.history import History
 from gpusight.collect.model import (
     Advice,
@@ -250,6 +252,9 @@ def test_cli_writes_the_report_of_a_recorded_run_and_prints_its_path(tmp_path: P
     for section in ("summary", "gpus", "host", "advice", "processes", "problems"):
         assert f'<section id="{section}">' in page
     assert re.search(r"gap: no snapshot from .* \(0:3\d\)", page)
+    # uPlot is inlined, so its MIT notice must travel with it, word for word.
+    notice = (Path(gpusight.run_report.__file__).parent / "assets" / "uPlot.LICENSE").read_text().strip()
+    assert html.escape(notice) in page and "Copyright (c) 2022 Leon Sorokin" in page
 
 
 def test_compact_and_jsonl_recordings_of_one_run_give_the_same_report_numbers(tmp_path: Path) -> None:

@@ -264,6 +264,14 @@ def _problems_section(summary: RunSummary) -> str:
     return f'<section id="problems"><h2>Problems</h2>{body}</section>'
 
 
+def _credits() -> str:
+    """The footer crediting uPlot, with its MIT notice (the licence asks for it in every copy, and the page is one)."""
+    notice = esc(asset("uPlot.LICENSE").strip())
+    return ('<footer><p>Made by gpusight. Charts drawn with <a href="https://github.com/leeoniya/uPlot">uPlot</a>, '
+            f"inlined under its licence:</p><details><summary>uPlot's licence</summary><pre>{notice}</pre></details>"
+            "</footer>")
+
+
 def render_html(summary: RunSummary, source: str, no_processes: str = "No GPU processes in this recording.") -> str:
     """The report of ``summary`` as one HTML document; ``source`` (a file name or a session) is shown as text,
     ``no_processes`` where there is no process to list."""
@@ -296,6 +304,7 @@ every {esc(f"{summary.interval_seconds:.3g}" if summary.interval_seconds else NA
 {_advice_section(summary)}
 {_processes_section(summary, no_processes)}
 {_problems_section(summary)}
+{_credits()}
 <script type="application/json" id="report-data">{script_json(data)}</script>
 <script>{asset("errors.js")}</script>
 <script>{asset("uPlot.iife.min.js")}</script>
