@@ -84,6 +84,7 @@ def test_tensorboard_reads_every_scalar_with_time_and_step(tmp_path, recording):
                         rf"{re.escape(str(tmp_path / 'tb'))}/events\.out\.tfevents\.\d+\..+\.gpusight \(tensorboard, [0-9.]+ k?B\); "
                         r"0 damaged parts skipped\n", out.stderr)
     accumulator = load(tmp_path / "tb")
+    assert accumulator.FirstEventTimestamp() == START  # the run starts at its first snapshot, not in 1970
     assert sorted(accumulator.Tags()["scalars"]) == sorted([
         "gpu0/utilization_percent", "gpu0/memory_used_gib", "gpu0/power_watts", "gpu0/temperature_celsius",
         "gpu0/sm_active_percent", "gpu0/pcie_rx_mb_per_s", "gpu0/pcie_tx_mb_per_s",

@@ -14,6 +14,7 @@ import functools
 import math
 import os
 import struct
+import time
 from collections.abc import Iterable
 from typing import BinaryIO
 
@@ -94,8 +95,9 @@ def scalar_fits(value: float) -> bool:
 class EventFileWriter:
     """Writes one TensorBoard event file: a version record, then one event per :meth:`write_scalars`.
 
-    The file is created new (never overwritten). Each event holds every scalar of one moment in one
-    ``Summary``, so a day at 1 Hz is 86,400 records however many GPUs there are.
+    The file is created new (never overwritten). The version record carries the first event's wall time:
+    TensorBoard takes a run's start from it (a 0 would date the run 1970 and sort it first). Each event holds
+    every scalar of one moment in one ``Summary``, so a day at 1 Hz is 86,400 records however many GPUs there are.
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
@@ -105,17 +107,26 @@ class EventFileWriter:
         self._heads: dict[str, bytes] = {}
         self.bytes_written = 0
         """Bytes written so far."""
-        self._write_record(b"\x09" + _pack_double(0.0) + _field(0x1A, FILE_VERSION))
+        self._versioned = False
 
     def write_scalars(self, wall_time: float, step: int, scalars: Iterable[tuple[str, float]]) -> None:
         """One event at ``wall_time`` (epoch seconds) and ``step`` holding ``scalars``; values that do not fit
         a float32 (see :func:`scalar_fits`) are left out."""
+        if not self._versioned:
+            self._write_version(wall_time)
         values = b"".join(self._head(tag) + _pack_float(value) for tag, value in scalars if scalar_fits(value))
         self._write_record(b"\x09" + _pack_double(wall_time) + b"\x10" + _varint(step) + _field(0x2A, values))
 
     def close(self) -> None:
-        """Flush and close the file."""
+        """Flush and close the file (a file without events still gets its version record, at the current time)."""
+        if not self._versioned:
+            self._write_version(time.time())
         self._file.close()
+
+    def _write_version(self, wall_time: float) -> None:
+        """The first record: the event file format's version, at ``wall_time``."""
+        self._write_record(b"\x09" + _pack_double(wall_time) + _field(0x1A, FILE_VERSION))
+        self._versioned = True
 
     def _head(self, tag: str) -> bytes:
         """The bytes of a ``Summary.Value`` with ``tag`` up to its float (cached: tags repeat every event)."""
