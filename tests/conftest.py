@@ -11,6 +11,10 @@ Fixtures
 - ``make_device_reader``: factory ``make_device_reader() -> (DeviceReader, SteppedClock)`` for GPU 0 of the
   current scenario, on a clock the test sets by hand (for the per-device read periods); closed afterwards.
 
+Tests that need an outside program (Prometheus, Chromium, a shell) skip, with the reason, where it is not
+installed. CI names them in ``GPUSIGHT_REQUIRE_TOOLS`` (``.ci/run``): there a missing one stops the run instead,
+so those tests cannot be skipped there unnoticed.
+
 A session-wide guard (autouse) loads the fake before anything else, so a plain
 ``CDLL("libnvidia-ml.so.1")`` in this process resolves to it (the dynamic loader matches the
 already-loaded SONAME) and puts its folder first in ``LD_LIBRARY_PATH`` for child processes. A real
@@ -22,6 +26,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import shutil
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +42,17 @@ from support.fake_nvml import (
     count_calls,
     read_call_log,
 )
+
+REQUIRED_TOOLS_ENV = "GPUSIGHT_REQUIRE_TOOLS"
+"""Programs (space-separated) that must be on PATH for this run; set by CI."""
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Stop the run when a program ``GPUSIGHT_REQUIRE_TOOLS`` names is missing (CI must not skip its tests)."""
+    missing = [tool for tool in os.environ.get(REQUIRED_TOOLS_ENV, "").split() if shutil.which(tool) is None]
+    if missing:
+        pytest.exit(f"{REQUIRED_TOOLS_ENV} needs {', '.join(missing)} on PATH; install them first (see README.md)",
+                    returncode=4)
 
 
 @pytest.fixture(scope="session")
