@@ -82,7 +82,7 @@ def zsh_candidates(function_dir: Path, line: str, home: Path) -> set[str]:
     capture.write_text("")
     setup = home / "capture-completion.zsh"
     setup.write_text(_ZSH_SETUP)
-    env = {**isolated_env(home), "COMPLETION_FPATH": str(function_dir), "COMPLETION_CAPTURE": str(capture)}
+    env = {**isolated_env(home), "TERM": "xterm", "COMPLETION_FPATH": str(function_dir), "COMPLETION_CAPTURE": str(capture)}
     with PtyTerminal(["zsh", "-f", "-i"], (200, 50), env=env, cwd=home) as terminal:
         terminal.send(f"source {shlex.quote(str(setup))}\n")
         terminal.wait_for(lambda: _ZSH_READY in capture.read_text(), "zsh to load compinit", timeout=SHELL_TIMEOUT_S)
