@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from gpusight import __version__
+from gpusight.cli.completion import PrintCompletionAction
 from gpusight.cli.output import reader_gone, write_stdout
 from gpusight.cluster.command import add_arguments as add_cluster_arguments
 from gpusight.collect.sampler import DEFAULT_INTERVAL, MIN_INTERVAL
@@ -16,6 +17,9 @@ from gpusight.convert import command as convert
 from gpusight.prometheus_exporter import command as exporter
 from gpusight.recordings import start_at
 from gpusight.run_report import command as run_report
+
+COMMAND_ALIAS = "gps"
+"""The program's short name: pyproject.toml's [project.scripts] installs it as ``gpusight`` and as this."""
 
 DEFAULT_EXPORT_DIR = Path("gpusight-snapshots")
 """Where the ``s`` key writes snapshot exports unless ``--export-dir`` says otherwise."""
@@ -112,7 +116,7 @@ def build_parser() -> GpusightParser:
         prog="gpusight",
         description="Live GPU monitor for deep-learning training that tells you why your GPU is under-used. "
         "Runs a terminal UI when stdout is a terminal, otherwise prints one snapshot and exits.",
-        epilog="`gps` is the same program. Data sources: NVML (default), --demo, --replay. "
+        epilog=f"`{COMMAND_ALIAS}` is the same program. Data sources: NVML (default), --demo, --replay. "
         f"Setting {STATS_FILE_ENV}=FILE makes the live UI write its sampling statistics to FILE as JSON on exit.",
     )
     source = parser.add_mutually_exclusive_group()
@@ -193,6 +197,11 @@ def build_parser() -> GpusightParser:
         "--version", action=VersionAction,
         help="print the version and whether partial output (only changed cells are sent; "
         "GPUSIGHT_PARTIAL_OUTPUT=0 turns it off) is active, and exit",
+    )
+    parser.add_argument(
+        "--print-completion", action=PrintCompletionAction, other_names=(COMMAND_ALIAS,),
+        help=f"print the completion script for SHELL (%(choices)s), for %(prog)s and {COMMAND_ALIAS}, and exit "
+        "(README.md, Shell completion, says where to install it)",
     )
     exporter.add_arguments(parser)
     convert.add_arguments(parser)
