@@ -22,8 +22,7 @@ def lint(root: Path) -> subprocess.CompletedProcess[str]:
     """``lint-imports`` with the project's contracts, over the package found under ``root``."""
     if root != REPO:
         shutil.copy(REPO / "pyproject.toml", root / "pyproject.toml")
-    lint_imports = Path(sys.executable).with_name("lint-imports")
-    command = [str(lint_imports)] if lint_imports.exists() else [sys.executable, "-m", "importlinter.cli"]
+    command = [sys.executable, "-c", "import sys; from importlinter.cli import lint_imports_command as lint; sys.exit(lint())"]
     return subprocess.run([*command, "--no-cache"], cwd=root, capture_output=True, text=True, timeout=120,
                           env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"})
 
