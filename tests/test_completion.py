@@ -148,6 +148,18 @@ def test_fish_completes_options_scenarios_files_and_directories(
     assert fish_candidates(script, f"{command} --export-dir {recordings}/", home) == [f"{recordings}/snapshots/"]
 
 
+def test_fish_describes_each_option_and_choice_in_one_short_clause(scripts: dict[str, Path], home: Path) -> None:
+    needs("fish")
+    out = subprocess.run(["fish", "-c", "source $argv[1]; complete -C 'gps --demo '; complete -C 'gps --'",
+                          str(scripts["fish"])], capture_output=True, text=True, timeout=30, env={"HOME": str(home)}, cwd=home)
+    described = dict(line.split("\t", 1) for line in out.stdout.splitlines() if "\t" in line)
+    assert described["healthy"] == described["--demo"] == "show simulated data instead of real GPUs"
+    assert described["--replay"] == "play back a recording made with --record"
+    assert max(len(text) for text in described.values()) <= 70
+    assert "Scenarios: mixed" in subprocess.run([sys.executable, "-m", "gpusight", "--help"], capture_output=True,
+                                                text=True, timeout=60).stdout  # --help keeps the whole text
+
+
 # the flag itself
 
 

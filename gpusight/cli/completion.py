@@ -31,6 +31,16 @@ FORMAT_OPTION = "--to"
 zsh and fish only its first, so DIR is left to the user."""
 
 
+SHORT_HELP_LENGTH = 70
+"""Longest description a shell shows beside an option or a choice; ``--help`` keeps the whole text."""
+
+
+def short_help(text: str) -> str:
+    """The first clause of an option's help (up to ``;``, ``.`` or ``(``), at most :data:`SHORT_HELP_LENGTH` characters."""
+    clause = re.split(r";\s|\.\s|\s\(", text, maxsplit=1)[0].strip()
+    return clause if len(clause) <= SHORT_HELP_LENGTH else clause[: SHORT_HELP_LENGTH - 1].rstrip() + "…"
+
+
 def _rewrite(script: str, pattern: str, replacement: str) -> str:
     """``script`` with every line matching ``pattern`` replaced; an error when none does (shtab changed its layout)."""
     rewritten, count = re.subn(pattern, replacement, script, flags=re.MULTILINE)
@@ -81,6 +91,9 @@ def completion_script(parser: argparse.ArgumentParser, shell: str, other_names: 
     }
     for option, completion in completions.items():
         parser._option_string_actions[option].complete = completion  # type: ignore[attr-defined]
+    for action in parser._actions:  # zsh and fish show the help beside every option and choice: its first clause
+        if action.help and action.help != argparse.SUPPRESS:
+            action.help = short_help(action.help)
     return _REGISTER_OTHER_NAMES[shell](shtab.complete(parser, shell), parser.prog, other_names)
 
 
