@@ -4,7 +4,8 @@
 - :mod:`~gpusight.cli.main`: :func:`main`, which dispatches to the mode asked for;
 - :mod:`~gpusight.cli.pipeline`: the sampler the flags and the config file ask for (source, filters, advice, recorder);
 - :mod:`~gpusight.cli.runners`: the modes that sample (``--once``, ``--check``, headless ``--record``, the TUI);
-- :mod:`~gpusight.cli.output`: writing to a stdout whose reader may go away, and one-line errors.
+- :mod:`~gpusight.cli.output`: writing to a stdout whose reader may go away, and one-line errors;
+- :mod:`~gpusight.cli.progress`: the progress bar on stderr while a whole recording is read.
 """
 
 from gpusight.cli.main import main
