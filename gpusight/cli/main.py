@@ -50,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
 def _run_convert(args: argparse.Namespace) -> int:
     """``--convert``, with a progress bar on stderr while IN is read (see gpusight.cli.progress).
 
-    None when the JSON lines go to stdout on a terminal: they would run through the bar.
+    No bar when the JSON lines go to stdout on a terminal: they would run through it.
     """
     from gpusight.cli.progress import reading_description, stderr_progress
 
