@@ -28,9 +28,9 @@ def main(argv: list[str] | None = None) -> int:
     check_usage(parser, args)
     try:
         if args.convert is not None:
-            return convert.run(args)
+            return _run_convert(args)
         if args.report is not None:
-            return run_report.run(args)
+            return _run_report(args)
         if args.cluster is not None:
             return _run_cluster(parser, args)
         if args.json_schema:
@@ -45,6 +45,26 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return reader_gone()
+
+
+def _run_convert(args: argparse.Namespace) -> int:
+    """``--convert``, with a progress bar on stderr while IN is read (see gpusight.cli.progress).
+
+    No bar when the JSON lines go to stdout on a terminal: they would run through it.
+    """
+    from gpusight.cli.progress import reading_description, stderr_progress
+
+    lines_on_terminal = convert.writes_stdout(args) and sys.stdout.isatty()
+    with stderr_progress(reading_description("converting", args.convert[0]), wanted=not lines_on_terminal) as progress:
+        return convert.run(args, progress)
+
+
+def _run_report(args: argparse.Namespace) -> int:
+    """``--report``, with a progress bar on stderr while the recording is read (see gpusight.cli.progress)."""
+    from gpusight.cli.progress import reading_description, stderr_progress
+
+    with stderr_progress(reading_description("reading", args.report)) as progress:
+        return run_report.run(args, progress)
 
 
 def _run_cluster(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:

@@ -28,6 +28,7 @@ from gpusight.recordings.jsonl.stream import JsonLinesStream, names_stdout
 if TYPE_CHECKING:
     from gpusight.check import CheckPlan
     from gpusight.demo.prefill import DemoClock
+    from gpusight.recordings.progress import ReadProgress
     from gpusight.recordings.replay import ReplaySource
 
 
@@ -131,23 +132,30 @@ def build_pipeline(args: argparse.Namespace) -> Pipeline:
 
 
 def _open_replay(path: Path, loop: bool, when: str | None) -> ReplaySource:
-    """The replay of ``path``, seeked to ``when`` (``--at``) when given; a recording that cannot be played is a CliError."""
+    """The replay of ``path``, seeked to ``when`` (``--at``) when given; a recording that cannot be played is a CliError.
+
+    The seek waits for the recording's index, so a bar on stderr (a terminal) shows how far its scan has got.
+    """
     from gpusight.recordings.replay import ReplayError, ReplaySource
 
     try:
         replay = ReplaySource(path, loop=loop)
     except ReplayError as exc:
         raise CliError(str(exc)) from exc
-    _start_at(replay, when)
+    if when is not None:
+        from gpusight.cli.progress import reading_description, stderr_progress
+
+        with stderr_progress(reading_description("indexing", path)) as progress:
+            _start_at(replay, when, progress)
     return replay
 
 
-def _start_at(replay: ReplaySource, when: str | None) -> None:
+def _start_at(replay: ReplaySource, when: str | None, progress: ReadProgress | None = None) -> None:
     """Seek ``replay`` to ``when`` (nothing when None); a time outside the recording is a CliError."""
     from gpusight.recordings.replay import ReplayError
 
     try:
-        start_at.start_at(replay, when)
+        start_at.start_at(replay, when, progress)
     except ReplayError as exc:
         raise CliError(str(exc)) from exc
 

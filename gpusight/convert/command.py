@@ -14,11 +14,15 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gpusight.convert.copying import ConvertError, Tally, copy_snapshots, size_text
 from gpusight.recordings.formats import format_for_name, sniff_format
 from gpusight.recordings.jsonl.stream import JsonLinesStream, names_stdout
 from gpusight.textsafe import safe_text
+
+if TYPE_CHECKING:
+    from gpusight.recordings.progress import ReadProgress
 
 TENSORBOARD = "tensorboard"
 """The one format ``--to`` knows."""
@@ -70,9 +74,15 @@ def check_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -
         parser.error("--convert: file names must not be empty")
 
 
-def run(args: argparse.Namespace) -> int:
+def writes_stdout(args: argparse.Namespace) -> bool:
+    """True when the conversion the arguments ask for writes to stdout (``--convert IN -``)."""
+    return args.to is None and names_stdout(args.convert[-1])
+
+
+def run(args: argparse.Namespace, progress: ReadProgress | None = None) -> int:
     """Do the conversion the arguments ask for; returns the exit status (errors: one line on stderr, status 1).
 
+    ``progress`` is told how far the read of ``IN`` has got, and that it ended before anything is printed.
     ``BrokenPipeError`` (stdout's reader went away) is left to the caller, which leaves quietly.
     """
     source = Path(args.convert[0])
@@ -80,11 +90,11 @@ def run(args: argparse.Namespace) -> int:
         if args.to is not None:
             from gpusight.convert.tensorboard import convert_to_tensorboard
 
-            tally, summary = convert_to_tensorboard(source, Path(args.to[1]), force=args.force)
-        elif names_stdout(args.convert[1]):
-            tally, summary = _convert_to_stdout(source)
+            tally, summary = convert_to_tensorboard(source, Path(args.to[1]), force=args.force, progress=progress)
+        elif writes_stdout(args):
+            tally, summary = _convert_to_stdout(source, progress)
         else:
-            tally, summary = _convert_to_file(source, Path(args.convert[1]), force=args.force)
+            tally, summary = _convert_to_file(source, Path(args.convert[1]), force=args.force, progress=progress)
     except ConvertError as exc:
         print(f"gpusight: {safe_text(str(exc))}", file=sys.stderr)
         return 1
@@ -92,15 +102,15 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _convert_to_stdout(source: Path) -> tuple[Tally, str]:
+def _convert_to_stdout(source: Path, progress: ReadProgress | None) -> tuple[Tally, str]:
     """JSON lines on stdout (flushed at the end and when the buffer fills)."""
     stream = JsonLinesStream(sys.stdout, flush_each=False)
-    tally = copy_snapshots(source, lambda _, snapshot: stream.write(snapshot))
+    tally = copy_snapshots(source, lambda _, snapshot: stream.write(snapshot), progress)
     stream.close()
     return tally, f"stdout (jsonl, {size_text(stream.bytes_written)})"
 
 
-def _convert_to_file(source: Path, target: Path, *, force: bool) -> tuple[Tally, str]:
+def _convert_to_file(source: Path, target: Path, *, force: bool, progress: ReadProgress | None) -> tuple[Tally, str]:
     """Write ``target`` under a temporary name beside it, then move it into place."""
     from gpusight.recordings.formats import RecordingError
     from gpusight.recordings.opening import open_recorder
@@ -113,7 +123,7 @@ def _convert_to_file(source: Path, target: Path, *, force: bool) -> tuple[Tally,
         raise ConvertError(str(exc).replace(str(partial), str(target))) from exc
     try:
         try:
-            tally = copy_snapshots(source, lambda _, snapshot: writer.write(snapshot))
+            tally = copy_snapshots(source, lambda _, snapshot: writer.write(snapshot), progress)
         finally:
             writer.close()
         os.replace(partial, target)

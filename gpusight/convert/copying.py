@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Generator
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gpusight.collect.model import Snapshot
 from gpusight.recordings.formats import RecordingProblem
 from gpusight.recordings.opening import read_recording
+
+if TYPE_CHECKING:
+    from gpusight.recordings.progress import ReadProgress
 
 SHOWN_PROBLEMS = 5
 """How many damaged parts are listed one by one before the rest are only counted."""
@@ -30,20 +35,23 @@ class Tally:
     """The first :data:`SHOWN_PROBLEMS` of them."""
 
 
-def copy_snapshots(source: Path, write: Callable[[int, Snapshot], None]) -> Tally:
+def copy_snapshots(source: Path, write: Callable[[int, Snapshot], None], progress: ReadProgress | None = None) -> Tally:
     """Read ``source`` and hand each snapshot with its number to ``write``, counting the damaged parts skipped.
 
+    ``progress`` is told how far the read has got, and that it ended before this returns or raises.
     Raises :class:`ConvertError` when ``source`` cannot be opened or holds no snapshot at all.
     """
     tally = Tally()
-    for item in _read(source):
-        if isinstance(item, RecordingProblem):
-            tally.problems += 1
-            if len(tally.first_problems) < SHOWN_PROBLEMS:
-                tally.first_problems.append(item)
-        else:
-            write(tally.snapshots, item)
-            tally.snapshots += 1
+    items = _read(source, progress)
+    with closing(items):
+        for item in items:
+            if isinstance(item, RecordingProblem):
+                tally.problems += 1
+                if len(tally.first_problems) < SHOWN_PROBLEMS:
+                    tally.first_problems.append(item)
+            else:
+                write(tally.snapshots, item)
+                tally.snapshots += 1
     if tally.snapshots == 0:
         detail = f" ({tally.problems} unreadable part{'s' * (tally.problems != 1)}: {tally.first_problems[0]})" \
             if tally.first_problems else ""
@@ -51,10 +59,10 @@ def copy_snapshots(source: Path, write: Callable[[int, Snapshot], None]) -> Tall
     return tally
 
 
-def _read(source: Path) -> Iterable[Snapshot | RecordingProblem]:
+def _read(source: Path, progress: ReadProgress | None) -> Generator[Snapshot | RecordingProblem, None, None]:
     """The recording's items; an unreadable file is a :class:`ConvertError`."""
     try:
-        return read_recording(source)
+        return read_recording(source, progress)
     except OSError as exc:
         raise ConvertError(f"cannot read recording {source}: {exc.strerror or exc}") from exc
 

@@ -14,12 +14,16 @@ import os
 import socket
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gpusight import old_name
 from gpusight.collect.model import Snapshot
 from gpusight.convert.copying import ConvertError, Tally, copy_snapshots, size_text
 from gpusight.convert.tfevents import EventFileWriter
 from gpusight.tracker_scalars import snapshot_scalars
+
+if TYPE_CHECKING:
+    from gpusight.recordings.progress import ReadProgress
 
 EVENT_FILE_PREFIX = "events.out.tfevents."
 """How every TensorBoard event file's name starts."""
@@ -28,11 +32,13 @@ OWN_SUFFIX = ".gpusight"
 """How the names of the event files gpusight writes end, so ``--force`` replaces only those."""
 
 
-def convert_to_tensorboard(source: Path, directory: Path, *, force: bool) -> tuple[Tally, str]:
+def convert_to_tensorboard(source: Path, directory: Path, *, force: bool,
+                           progress: ReadProgress | None = None) -> tuple[Tally, str]:
     """Write ``source``'s snapshots as one event file in ``directory`` (created when missing).
 
     A directory holding another program's event files is refused (TensorBoard would mix the two runs);
-    one holding an earlier conversion is refused unless ``force``, which replaces it.
+    one holding an earlier conversion is refused unless ``force``, which replaces it. ``progress`` is
+    told how far the read of ``source`` has got.
     """
     earlier = _earlier_conversions(directory, force=force)
     try:
@@ -43,7 +49,7 @@ def convert_to_tensorboard(source: Path, directory: Path, *, force: bool) -> tup
         raise ConvertError(f"cannot write into {directory}: {exc.strerror or exc}") from exc
     try:
         try:
-            tally = copy_snapshots(source, lambda number, snapshot: _write(writer, number, snapshot))
+            tally = copy_snapshots(source, lambda number, snapshot: _write(writer, number, snapshot), progress)
         finally:
             writer.close()
         for old in earlier:

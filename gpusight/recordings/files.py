@@ -5,7 +5,12 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from typing import BinaryIO
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, BinaryIO
+
+if TYPE_CHECKING:
+    from gpusight.recordings.progress import ReadProgress
 
 
 def open_regular_file(path: str | os.PathLike[str]) -> BinaryIO:
@@ -30,3 +35,16 @@ def _file_kind(mode: int) -> str:
     kinds = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe"), (stat.S_ISCHR, "a character device"),
              (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
     return next((name for test, name in kinds if test(mode)), "a special file")
+
+
+@contextmanager
+def reading(file: BinaryIO, progress: ReadProgress | None) -> Iterator[None]:
+    """Around a read of the whole of ``file``: tell ``progress`` (when given) the file's size now and the end on the way out."""
+    if progress is None:
+        yield
+        return
+    progress.begin(os.fstat(file.fileno()).st_size)
+    try:
+        yield
+    finally:
+        progress.end()

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Generator
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 from gpusight.collect.model import Snapshot
 from gpusight.recordings.compact import CompactRecording, CompactWriter, read_compact
-from gpusight.recordings.files import open_regular_file
+from gpusight.recordings.files import open_regular_file, reading
 from gpusight.recordings.formats import (
     COMPACT_MAGIC,
     RecordingFormat,
@@ -25,6 +25,9 @@ from gpusight.recordings.jsonl.index import JsonlRecording
 from gpusight.recordings.jsonl.reader import read_jsonl
 from gpusight.recordings.jsonl.writer import JsonlWriter
 
+if TYPE_CHECKING:
+    from gpusight.recordings.progress import ReadProgress
+
 
 def open_recorder(path: str | os.PathLike[str]) -> CompactWriter | JsonlWriter:
     """The writer for a recording at ``path``: JSON lines for ``.jsonl``/``.jsonl.gz`` names, else the compact format.
@@ -36,32 +39,39 @@ def open_recorder(path: str | os.PathLike[str]) -> CompactWriter | JsonlWriter:
     return JsonlWriter(path)
 
 
-def open_seekable(path: str | os.PathLike[str]) -> SeekableRecording:
-    """Open any recording for random access, its format told by its first bytes; raises ``OSError`` when unreadable."""
+def open_seekable(path: str | os.PathLike[str], progress: ReadProgress | None = None) -> SeekableRecording:
+    """Open any recording for random access, its format told by its first bytes; raises ``OSError`` when unreadable.
+
+    ``progress`` is told how far the index scan has got (a compact recording's walk from block to block is quick;
+    a JSON-lines recording is read whole).
+    """
     with open_regular_file(path) as file:
         head = file.read(len(COMPACT_MAGIC))
     if sniff_format(head) is RecordingFormat.COMPACT:
-        return CompactRecording(path)
-    return JsonlRecording(path)
+        return CompactRecording(path, progress)
+    return JsonlRecording(path, progress)
 
 
-def read_recording(path: str | os.PathLike[str]) -> Generator[Snapshot | RecordingProblem, None, None]:
+def read_recording(
+    path: str | os.PathLike[str], progress: ReadProgress | None = None,
+) -> Generator[Snapshot | RecordingProblem, None, None]:
     """Stream a recording's snapshots in order, with a :class:`RecordingProblem` for each unreadable part.
 
     The file is opened at once, so a missing or unreadable file raises ``OSError`` here, and so does
     anything but a regular file (after symlinks): a FIFO or a device such as ``/dev/zero`` could block
     or never end. The format (compact, JSON lines, gzip) is told by the content, not the name. Never raises while iterating:
-    a read error ends the stream with a problem. Closing the iterator closes the file.
+    a read error ends the stream with a problem. Closing the iterator closes the file, and ends ``progress``, which is
+    told the file's size and how much of it has been read (see :mod:`gpusight.recordings.progress`).
     """
-    return _records(open_regular_file(path))
+    return _records(open_regular_file(path), progress)
 
 
-def _records(file: BinaryIO) -> Generator[Snapshot | RecordingProblem, None, None]:
-    with file:
+def _records(file: BinaryIO, progress: ReadProgress | None) -> Generator[Snapshot | RecordingProblem, None, None]:
+    with file, reading(file, progress):
         if _starts_compact(file):
-            yield from read_compact(file)
+            yield from read_compact(file, progress)
             return
-        yield from read_jsonl(file)
+        yield from read_jsonl(file, progress)
 
 
 def _starts_compact(file: BinaryIO) -> bool:

@@ -24,6 +24,7 @@ import time
 from collections import deque
 from collections.abc import Generator, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gpusight.collect.model import ErrorNote, Snapshot, SourceKind
 from gpusight.collect.steering import (
@@ -40,6 +41,9 @@ from gpusight.collect.steering import (
 from gpusight.recordings.formats import RecordingProblem, SeekableRecording
 from gpusight.recordings.opening import open_seekable, read_recording
 from gpusight.recordings.playback import LEAD_IN_SECONDS, SPEEDS, event_after, step_speed
+
+if TYPE_CHECKING:
+    from gpusight.recordings.progress import ReadProgress
 
 MAX_SHOWN_PROBLEMS = 5
 """Damaged lines listed one by one; beyond this they are only counted."""
@@ -111,28 +115,31 @@ class ReplaySource:
         except OSError as exc:
             raise ReplayError(f"cannot read recording {self.path}: {exc.strerror or exc}") from exc
 
-    def start_indexing(self) -> None:
+    def start_indexing(self, progress: ReadProgress | None = None) -> None:
         """Open the recording for seeking on a background thread (once); seeks wait until it is ready.
 
         Playing needs no index, so ``--once`` and ``--check`` never build one. A compact recording opens
         at once; a JSON-lines one is scanned whole (on 2 cores about 0.5 s per GB of plain text, 16 s per GB
         of ``.jsonl.gz``). When it fails, seeks are dropped and ``index_error`` is shown on every snapshot.
+        ``progress`` is told how far the scan has got, from the indexing thread (only by the call that starts it).
         """
         with self._index_lock:
             if self._index_thread is not None or self._closed:
                 return
-            self._index_thread = threading.Thread(target=self._build_index, name="gpusight-replay-index", daemon=True)
+            self._index_thread = threading.Thread(target=self._build_index, args=(progress,), name="gpusight-replay-index",
+                                                  daemon=True)
             self._index_thread.start()
 
-    def wait_indexed(self, timeout: float | None = None) -> bool:
-        """Start indexing if needed and wait up to ``timeout`` seconds for it; True when it finished (or failed)."""
-        self.start_indexing()
+    def wait_indexed(self, timeout: float | None = None, progress: ReadProgress | None = None) -> bool:
+        """Start indexing if needed (see ``start_indexing``) and wait up to ``timeout`` seconds for it; True when it
+        finished (or failed)."""
+        self.start_indexing(progress)
         return self._indexed.wait(timeout)
 
-    def _build_index(self) -> None:
+    def _build_index(self, progress: ReadProgress | None) -> None:
         recording: SeekableRecording | None = None
         try:
-            recording = open_seekable(self.path)
+            recording = open_seekable(self.path, progress)
         except Exception as exc:  # any failure only disables seeking, and is shown
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else f"{type(exc).__name__}: {exc}"
             self.index_error = f"cannot seek in {self.path.name}: {reason}"

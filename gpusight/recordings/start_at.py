@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from gpusight.recordings.replay_time import WHEN_HELP, parse_when
 
 if TYPE_CHECKING:
+    from gpusight.recordings.progress import ReadProgress
     from gpusight.recordings.replay import ReplaySource
 
 
@@ -22,8 +23,9 @@ def check_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -
         parser.error("--at needs --replay")
 
 
-def start_at(replay: ReplaySource, when: str | None) -> None:
-    """Make ``replay``'s first poll show the snapshot at ``when`` (nothing when None); indexes the recording first.
+def start_at(replay: ReplaySource, when: str | None, progress: ReadProgress | None = None) -> None:
+    """Make ``replay``'s first poll show the snapshot at ``when`` (nothing when None); indexes the recording first,
+    telling ``progress`` how far the scan has got when this call starts it.
 
     Raises :class:`ReplayError` with a one-line message (naming the recording's span when ``when`` lies
     outside it), after closing ``replay``.
@@ -34,7 +36,7 @@ def start_at(replay: ReplaySource, when: str | None) -> None:
     if when is None:
         return
     try:
-        replay.wait_indexed()
+        replay.wait_indexed(progress=progress)
         if replay.index_error is not None or replay.last_timestamp is None:
             raise ReplayError(replay.index_error or f"cannot seek in {replay.path.name}")
         try:

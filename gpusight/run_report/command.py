@@ -6,9 +6,13 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gpusight.tempfiles import write_temp
 from gpusight.textsafe import safe_text
+
+if TYPE_CHECKING:
+    from gpusight.recordings.progress import ReadProgress
 
 _CONFLICTS = (("--demo", "demo"), ("--replay", "replay"), ("--record", "record"), ("--once", "once"),
               ("--json", "json"), ("--check", "check"), ("--duration", "duration"), ("--export", "export"),
@@ -70,8 +74,11 @@ def write_atomically(path: Path, text: str) -> None:
         raise
 
 
-def make_report(recording: Path, output: Path) -> None:
-    """Read ``recording`` (any format, streamed) and write its HTML report to ``output``; raises :class:`ReportError`."""
+def make_report(recording: Path, output: Path, progress: ReadProgress | None = None) -> None:
+    """Read ``recording`` (any format, streamed) and write its HTML report to ``output``; raises :class:`ReportError`.
+
+    ``progress`` is told how far the read has got, and that it ended before this returns or raises.
+    """
     from gpusight.recordings.opening import read_recording
     from gpusight.run_report.html import render_html
     from gpusight.run_report.summary import summarize
@@ -79,7 +86,7 @@ def make_report(recording: Path, output: Path) -> None:
     if output.exists() and recording.exists() and os.path.samefile(output, recording):
         raise ReportError(f"{output}: the report would replace the recording; choose another name with -o")
     try:
-        stream = read_recording(recording)
+        stream = read_recording(recording, progress)
     except OSError as exc:
         raise ReportError(f"cannot read recording {recording}: {exc.strerror or exc}") from exc
     try:
@@ -98,12 +105,15 @@ def make_report(recording: Path, output: Path) -> None:
         raise ReportError(f"cannot write report {output}: {exc.strerror or exc}") from exc
 
 
-def run(args: argparse.Namespace) -> int:
-    """``--report``: write the report, print its path; one line on stderr and exit status 1 on failure."""
+def run(args: argparse.Namespace, progress: ReadProgress | None = None) -> int:
+    """``--report``: write the report, print its path; one line on stderr and exit status 1 on failure.
+
+    ``progress`` is told how far the read of the recording has got (see :func:`make_report`).
+    """
     recording: Path = args.report
     output: Path = args.output if args.output is not None else default_output(recording)
     try:
-        make_report(recording, output)
+        make_report(recording, output, progress)
     except ReportError as exc:
         print(f"gpusight: {exc}", file=sys.stderr)
         return 1

@@ -20,6 +20,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import IO
 
 DEADLINE = 20.0
 """Seconds a step may take before it is called a hang (not a speed measurement)."""
@@ -48,7 +49,11 @@ def gpusight_argv(*args: str) -> list[str]:
 
 
 class PtyTerminal:
-    """``argv`` running on a ``columns`` x ``rows`` pseudo-terminal; everything it writes is collected."""
+    """``argv`` running on a ``columns`` x ``rows`` pseudo-terminal; everything it writes is collected.
+
+    With ``stdout`` (a file, or ``subprocess.PIPE`` for the caller to read from ``proc.stdout``) only its
+    stderr (and stdin) is the terminal.
+    """
 
     def __init__(
         self,
@@ -61,6 +66,7 @@ class PtyTerminal:
         cwd: str | Path | None = None,
         keep_output: bool = True,
         log_chunks: bool = False,
+        stdout: int | IO[bytes] | None = None,
     ) -> None:
         self.master, self.slave = pty.openpty()
         """Our end of the terminal, and our copy of the program's end."""
@@ -76,7 +82,7 @@ class PtyTerminal:
         self.proc = subprocess.Popen(
             list(argv),
             stdin=self.slave if stdin_tty else subprocess.DEVNULL,
-            stdout=self.slave,
+            stdout=self.slave if stdout is None else stdout,
             stderr=self.slave,
             env=base,
             cwd=cwd,
@@ -96,6 +102,7 @@ class PtyTerminal:
         self._keep_output = keep_output
         self._log_chunks = log_chunks
         self._master_open = True
+        self._slave_open = True
         self._reader = threading.Thread(target=self._drain, name="pty-reader", daemon=True)
         self._reader.start()
 
@@ -183,6 +190,13 @@ class PtyTerminal:
             self._master_open = False
             os.close(self.master)
 
+    def close_slave(self) -> None:
+        """Close the test's copy of the program's end: its output then ends as soon as the program is gone, so
+        :meth:`reap` does not wait for more (the terminal's modes and size can no longer be read or set)."""
+        if self._slave_open:
+            self._slave_open = False
+            os.close(self.slave)
+
     def canonical(self) -> bool:
         """True when the terminal is in canonical mode with echo (as a shell expects it)."""
         lflag = termios.tcgetattr(self.slave)[3]
@@ -206,10 +220,7 @@ class PtyTerminal:
                 pass
             self.proc.wait()
         self.close_master()
-        try:
-            os.close(self.slave)
-        except OSError:
-            pass
+        self.close_slave()
 
     def __enter__(self) -> PtyTerminal:
         return self

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from gpusight.collect.model import Snapshot
 from gpusight.collect.steering import AdviceEvent
@@ -28,8 +29,11 @@ from gpusight.recordings.compact.framing import (
 )
 from gpusight.recordings.compact.layout import LayoutError
 from gpusight.recordings.compact.reader import CompactStream, SegmentLayout, model_segment_layout
-from gpusight.recordings.files import open_regular_file
+from gpusight.recordings.files import open_regular_file, reading
 from gpusight.recordings.formats import RecordingError, RecordingProblem
+
+if TYPE_CHECKING:
+    from gpusight.recordings.progress import ReadProgress
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,15 +59,17 @@ class BlockEntry:
 class CompactRecording:
     """A compact recording opened for random access (implements ``SeekableRecording``)."""
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
-        """Open and index ``path``; raises ``OSError`` (a ``RecordingError`` with a one-line message) when unreadable."""
+    def __init__(self, path: str | os.PathLike[str], progress: ReadProgress | None = None) -> None:
+        """Open and index ``path``, telling ``progress`` how far the walk has got; raises ``OSError`` (a
+        ``RecordingError`` with a one-line message) when unreadable."""
         self.path = os.fspath(path)
         """The file."""
         self._file = open_regular_file(self.path)
         try:
             self._frames = FrameReader(self._file)
-            self.blocks: tuple[BlockEntry, ...] = tuple(self._index())
-            """The blocks in file order."""
+            with reading(self._file, progress):
+                self.blocks: tuple[BlockEntry, ...] = tuple(self._index(progress))
+                """The blocks in file order."""
         except BaseException:
             self._file.close()
             raise
@@ -75,13 +81,15 @@ class CompactRecording:
         self.last_timestamp = self.blocks[-1].last
         """Timestamp of the last readable snapshot when opened."""
 
-    def _index(self) -> Iterator[BlockEntry]:
+    def _index(self, progress: ReadProgress | None) -> Iterator[BlockEntry]:
         frames = self._frames
         offset = 0
         layout: SegmentLayout | None = None
         number = 0
         found_any = False
         while True:
+            if progress is not None:
+                progress.reached(offset)
             try:
                 item = frames.item(offset)
                 if item == "bad":

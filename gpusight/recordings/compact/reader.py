@@ -8,7 +8,7 @@ read one chunk at a time, so memory stays bounded whatever its size.
 from __future__ import annotations
 
 from collections.abc import Generator, Iterator
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 import zstandard
 
@@ -31,6 +31,9 @@ from gpusight.recordings.compact.framing import (
 from gpusight.recordings.compact.layout import LayoutError, Table, layout_crc, layout_from_header, model_layout
 from gpusight.recordings.formats import RecordingProblem
 
+if TYPE_CHECKING:
+    from gpusight.recordings.progress import ReadProgress
+
 INTERRUPTED = "recording interrupted: the writer stopped without closing the file (its last second may be missing)"
 """The problem reported for a block that a killed writer left without its summary."""
 
@@ -38,9 +41,12 @@ _DECODE_ERRORS = (CodecError, zstandard.ZstdError, SnapshotFormatError, TypeErro
                   OverflowError, RecursionError)
 
 
-def read_compact(file: BinaryIO) -> Iterator[Snapshot | RecordingProblem]:
-    """Stream the snapshots of an open compact recording from its start, with a problem for each damaged block."""
-    return CompactStream(FrameReader(file)).run(0)
+def read_compact(file: BinaryIO, progress: ReadProgress | None = None) -> Iterator[Snapshot | RecordingProblem]:
+    """Stream the snapshots of an open compact recording from its start, with a problem for each damaged block.
+
+    ``progress`` is told the offset reached before each chunk (never begun nor ended here).
+    """
+    return CompactStream(FrameReader(file), progress=progress).run(0)
 
 
 class SegmentLayout:
@@ -74,7 +80,7 @@ class CompactStream:
     """One pass over a compact recording from an offset (the file's start or a block's first chunk)."""
 
     def __init__(self, frames: FrameReader, layout: SegmentLayout | None = None, block_number: int = 0,
-                 start_time: float | None = None) -> None:
+                 start_time: float | None = None, progress: ReadProgress | None = None) -> None:
         self.frames = frames
         """The file."""
         self.layout = layout
@@ -83,6 +89,8 @@ class CompactStream:
         """Blocks started so far (block numbers in problems are 1-based, in file order)."""
         self.start_time = start_time
         """When set, the first snapshot yielded is the last one at or before it (see ``read_from``)."""
+        self.progress = progress
+        """Told the file offset reached before each item is read; None when nobody watches."""
         self._decoder: SnapshotDecoder | None = None
         self._decompressor: BlockDecompressor | None = None
         self._open = False  # the segment being read has not been closed by its writer (yet)
@@ -100,7 +108,10 @@ class CompactStream:
             yield self._problem(f"read error, rest of the recording skipped: {exc.strerror or exc}")
 
     def _run(self, offset: int) -> Iterator[Snapshot | RecordingProblem]:
+        progress = self.progress
         while True:
+            if progress is not None:
+                progress.reached(offset)
             try:
                 item = self.frames.item(offset)
             except NewerFormat as exc:

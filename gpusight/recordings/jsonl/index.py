@@ -18,12 +18,16 @@ import os
 from array import array
 from bisect import bisect_right
 from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
 
 from gpusight.collect.model import Severity, Snapshot
 from gpusight.collect.steering import AdviceEvent
-from gpusight.recordings.files import open_regular_file
+from gpusight.recordings.files import open_regular_file, reading
 from gpusight.recordings.formats import RecordingError, RecordingProblem, StandingAdvice, advice_changes
 from gpusight.recordings.jsonl.reader import jsonl_lines, line_records, read_jsonl
+
+if TYPE_CHECKING:
+    from gpusight.recordings.progress import ReadProgress
 
 _TIMESTAMP_KEY = b'{"timestamp":'
 _ADVICE_KEY = b'"advice":['
@@ -33,10 +37,10 @@ class JsonlRecording:
     """A JSON-lines recording opened for random access (implements ``SeekableRecording``).
 
     Raises ``OSError`` when the file cannot be read, a :class:`RecordingError` when it holds no snapshot
-    (as the compact format's ``CompactRecording`` does).
+    (as the compact format's ``CompactRecording`` does). ``progress`` is told how far the scan has got.
     """
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], progress: ReadProgress | None = None) -> None:
         self.path = os.fspath(path)
         """The file."""
         self._times = array("d")
@@ -44,7 +48,7 @@ class JsonlRecording:
         self._anchor_lines = array("q")  # number of the first line read from there
         self._numbers = array("q")  # the entry's own line number
         self._events: list[AdviceEvent] = []
-        self._scan()
+        self._scan(progress)
         if not self._times:
             raise RecordingError(f"{self.path}: no readable snapshots in this recording")
         self.first_timestamp = self._times[0]
@@ -55,12 +59,12 @@ class JsonlRecording:
     def __len__(self) -> int:
         return len(self._times)
 
-    def _scan(self) -> None:
+    def _scan(self, progress: ReadProgress | None) -> None:
         """Index every snapshot line and collect the advice events."""
         raised: StandingAdvice = {}
         anchor, anchor_line = 0, 1
-        with open_regular_file(self.path) as file:
-            for number, line, damage, start in jsonl_lines(file):
+        with open_regular_file(self.path) as file, reading(file, progress):
+            for number, line, damage, start in jsonl_lines(file, progress=progress):
                 if start is not None:
                     anchor, anchor_line = start, number
                 if damage is not None:

@@ -10,11 +10,14 @@ import json
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 from gpusight.collect.model import Snapshot
 from gpusight.collect.serialize import SnapshotFormatError, snapshot_from_dict
 from gpusight.recordings.formats import GZIP_MAGIC, RecordingProblem
+
+if TYPE_CHECKING:
+    from gpusight.recordings.progress import ReadProgress
 
 MAX_LINE_BYTES = 16 * 1024 * 1024
 """Lines longer than this are skipped without being held in memory."""
@@ -52,18 +55,23 @@ _NOT_JSON = "not valid JSON (truncated or corrupt)"
 _JSON_WHITE_SPACE = b" \t\r\n"
 
 
-def jsonl_lines(file: BinaryIO, number: int = 1) -> Iterator[Line]:
+def jsonl_lines(file: BinaryIO, number: int = 1, progress: ReadProgress | None = None) -> Iterator[Line]:
     """The numbered lines of a JSON-lines recording (plain or gzip) from ``file``'s position, ``number`` the first's.
 
     The position must be the file's start or an offset given with an earlier line (the start of a
-    plain line or of a gzip member): see :data:`Line`.
+    plain line or of a gzip member): see :data:`Line`. ``progress`` is told the file's position after
+    each piece read (never begun nor ended here).
     """
-    return _lines(_chunks(file), number)
+    chunks = _chunks(file)
+    return _lines(chunks if progress is None else _reporting(chunks, file, progress), number)
 
 
-def read_jsonl(file: BinaryIO) -> Iterator[Snapshot | RecordingProblem]:
-    """The snapshots of a JSON-lines recording (plain or gzip) from ``file``'s start, with a problem for each damaged line."""
-    return line_records(jsonl_lines(file))
+def read_jsonl(file: BinaryIO, progress: ReadProgress | None = None) -> Iterator[Snapshot | RecordingProblem]:
+    """The snapshots of a JSON-lines recording (plain or gzip) from ``file``'s start, with a problem for each damaged line.
+
+    ``progress`` is told the file's position after each piece read.
+    """
+    return line_records(jsonl_lines(file, progress=progress))
 
 
 def line_records(lines: Iterator[Line]) -> Iterator[Snapshot | RecordingProblem]:
@@ -110,6 +118,14 @@ def _chunks(file: BinaryIO) -> Iterator[bytes | _Damage | _Origin]:
         yield from _gunzip(file, head)
     except OSError as exc:
         yield _Damage(f"read error, rest of the recording skipped: {exc.strerror or exc}")
+
+
+def _reporting(chunks: Iterator[bytes | _Damage | _Origin], file: BinaryIO,
+               progress: ReadProgress) -> Iterator[bytes | _Damage | _Origin]:
+    """``chunks``, telling ``progress`` the file's position (what has been read of it) before handing each on."""
+    for chunk in chunks:
+        progress.reached(file.tell())
+        yield chunk
 
 
 def _gunzip(file: BinaryIO, head: bytes) -> Iterator[bytes | _Damage | _Origin]:
