@@ -267,9 +267,8 @@ def _problems_section(summary: RunSummary) -> str:
 def _credits() -> str:
     """The footer crediting uPlot, with its MIT notice (the licence asks for it in every copy, and the page is one)."""
     notice = esc(asset("uPlot.LICENSE").strip())
-    return ('<footer><p>Made by gpusight. Charts drawn with <a href="https://github.com/leeoniya/uPlot">uPlot</a>, '
-            f"inlined under its licence:</p><details><summary>uPlot's licence</summary><pre>{notice}</pre></details>"
-            "</footer>")
+    return ("<footer><p>Made by gpusight. Charts drawn with uPlot (github.com/leeoniya/uPlot), inlined under its "
+            f"licence:</p><details><summary>uPlot's licence</summary><pre>{notice}</pre></details></footer>")
 
 
 def render_html(summary: RunSummary, source: str, no_processes: str = "No GPU processes in this recording.") -> str:
