@@ -67,3 +67,11 @@ def test_importing_the_package_does_not_import_torch():
     code = f"import sys, {PACKAGE}, {PACKAGE}.cli; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_the_command_line_starts_without_the_recording_readers():
+    # Every run imports gpusight.cli; the compact reader (and Zstandard) load only when a recording is read.
+    code = (f"import sys, {PACKAGE}.cli; print(sorted(m for m in sys.modules if m == 'zstandard' "
+            f"or m.startswith('{PACKAGE}.recordings.compact') or m == '{PACKAGE}.recordings.opening'))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

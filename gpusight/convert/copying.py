@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING
 
 from gpusight.collect.model import Snapshot
 from gpusight.recordings.formats import RecordingProblem
-from gpusight.recordings.opening import read_recording
 
 if TYPE_CHECKING:
     from gpusight.recordings.progress import ReadProgress
@@ -61,6 +60,8 @@ def copy_snapshots(source: Path, write: Callable[[int, Snapshot], None], progres
 
 def _read(source: Path, progress: ReadProgress | None) -> Generator[Snapshot | RecordingProblem, None, None]:
     """The recording's items; an unreadable file is a :class:`ConvertError`."""
+    from gpusight.recordings.opening import read_recording  # here: the command line imports this module at start-up
+
     try:
         return read_recording(source, progress)
     except OSError as exc:
