@@ -3,7 +3,7 @@
 The run is ten minutes of demo scenarios one after another on a 4-GPU server (a healthy DDP job, an input-bound
 job, the recording stopped for two minutes, a job with a straggler, then a trainer that stalls while a notebook
 holds memory), written by the real sampler, advice engine and recording writer on a simulated clock. Needs Debian's
-``chromium``. Usage: ``python scripts/report_screenshot.py [OUT.png]``.
+``chromium`` (driven by ``tests/support/chromium.py``). Usage: ``python scripts/report_screenshot.py [OUT.png]``.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))
 
+from support.chromium import CHROMIUM, INSTALL, screenshot  # noqa: E402
 from support.demo_run import Segment, record_demo_run  # noqa: E402
 
 SEGMENTS = [Segment("healthy", 150), Segment("input-bound", 150, pause=120), Segment("imbalance", 150),
@@ -29,20 +30,16 @@ WINDOW = (1400, 3900)
 def main() -> int:
     """Record, report and shoot; prints the picture's path."""
     out = Path(sys.argv[1]) if len(sys.argv) > 1 else REPO / "screenshots" / "report-demo-run.png"
+    if CHROMIUM is None:
+        print(f"report_screenshot.py: {INSTALL}; nothing written", file=sys.stderr)
+        return 1
     with tempfile.TemporaryDirectory() as directory:
         recording = Path(directory) / "night-run.jsonl"
         record_demo_run(recording, SEGMENTS, interval=1.0, start=1_795_000_000.0)
         page = Path(directory) / "night-run.html"
         subprocess.run([sys.executable, "-m", "gpusight", "--report", str(recording), "-o", str(page)], check=True,
                        stdout=subprocess.DEVNULL)
-        with tempfile.TemporaryDirectory() as profile:
-            subprocess.run(
-                ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={profile}",
-                 "--hide-scrollbars", f"--window-size={WINDOW[0]},{WINDOW[1]}", "--virtual-time-budget=10000",
-                 f"--screenshot={out}", page.as_uri()],
-                check=True, capture_output=True, timeout=120,
-            )
+        screenshot(page, out, WINDOW)
     print(out)
     return 0
 

@@ -9,12 +9,8 @@ blank. Skipped, with the reason, when chromium is not installed.
 from __future__ import annotations
 
 import re
-import shutil
-import struct
 import subprocess
 import sys
-import tempfile
-import zlib
 from pathlib import Path
 
 import pytest
@@ -22,61 +18,10 @@ import pytest
 from gpusight.collect.model import Advice, DeviceSample, ProcessSample, Severity, Snapshot, SourceKind
 from gpusight.recordings.jsonl.writer import JsonlWriter
 from gpusight.run_report.html import SECTIONS, asset
+from support.chromium import CHROMIUM, INSTALL, chromium, screenshot
+from support.png import png_pixels
 
-CHROMIUM = shutil.which("chromium")
-
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install chromium)")
-
-
-def chromium(page: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """Run headless Chromium on ``page`` with ``args``, no sandbox (root in CI), no background networking."""
-    assert CHROMIUM is not None
-    with tempfile.TemporaryDirectory() as profile:
-        return subprocess.run(
-            [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-             "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic",
-             f"--user-data-dir={profile}", "--virtual-time-budget=10000", *args, page.as_uri()],
-            capture_output=True, text=True, timeout=120,
-        )
-
-
-def png_pixels(path: Path) -> tuple[int, int, list[bytes]]:
-    """Width, height and the unfiltered rows of an 8-bit RGB or RGBA PNG."""
-    data = path.read_bytes()
-    assert data[:8] == b"\x89PNG\r\n\x1a\n"
-    pos, idat, header = 8, b"", b""
-    while pos < len(data):
-        length, kind = struct.unpack(">I4s", data[pos:pos + 8])
-        body = data[pos + 8:pos + 8 + length]
-        if kind == b"IHDR":
-            header = body
-        elif kind == b"IDAT":
-            idat += body
-        pos += 12 + length
-    width, height, depth, colour = struct.unpack(">IIBB", header[:10])
-    assert depth == 8 and colour in (2, 6)
-    channels = 3 if colour == 2 else 4
-    raw = zlib.decompress(idat)
-    stride = width * channels
-    rows, previous = [], bytearray(stride)
-    for y in range(height):
-        kind, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
-        for x in range(stride):
-            left = line[x - channels] if x >= channels else 0
-            up, corner = previous[x], previous[x - channels] if x >= channels else 0
-            if kind == 1:
-                line[x] = (line[x] + left) & 0xFF
-            elif kind == 2:
-                line[x] = (line[x] + up) & 0xFF
-            elif kind == 3:
-                line[x] = (line[x] + (left + up) // 2) & 0xFF
-            elif kind == 4:
-                p = left + up - corner
-                pa, pb, pc = abs(p - left), abs(p - up), abs(p - corner)
-                line[x] = (line[x] + (left if pa <= pb and pa <= pc else up if pb <= pc else corner)) & 0xFF
-        rows.append(bytes(line))
-        previous = line
-    return width, height, rows
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason=INSTALL)
 
 
 @pytest.fixture(scope="module")
@@ -132,8 +77,7 @@ def test_hostile_text_from_the_recording_stays_text(tmp_path: Path) -> None:
 
 def test_screenshot_is_not_blank(report: Path, tmp_path: Path) -> None:
     shot = tmp_path / "report.png"
-    result = chromium(report, f"--screenshot={shot}", "--window-size=1200,1600")
-    assert result.returncode == 0 and shot.exists(), result.stderr[-2000:]
+    screenshot(report, shot, (1200, 1600))
     width, height, rows = png_pixels(shot)
     assert (width, height) == (1200, 1600)
     colours = {row[x:x + 3] for row in rows[::8] for x in range(0, len(row), 24)}
