@@ -3,8 +3,8 @@
 Shows the snapshot's faults (e.g. "NVML not found") as warnings first, then the live advice,
 most severe first, each with scope, title, evidence and the action to take; a job's scope names
 its GPUs (``job3 on GPUs 0-7``). A replay names where its advice comes from: as recorded, or
-re-evaluated when the recording carries none. All text is built as ``rich.text.Text`` from escaped strings, so
-nothing in it is read as markup.
+re-evaluated when the recording carries none. All text is built as ``rich.text.Text`` from escaped
+strings, so nothing in it is read as markup.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
+from gpusight.advice.config import Thresholds
 from gpusight.collect.model import Advice, ErrorNote, JobSample, Severity, Snapshot
 from gpusight.collect.steering import PlaybackState
 from gpusight.job_text import jobs_by_id, scope_label
@@ -54,7 +55,7 @@ CALM_LINES = {
     None: "No advice: nothing looks wrong.",
     RECORDED: "No advice was recorded at this moment.",
     REEVALUATED: "No advice yet: this recording carries none, so the rules are re-evaluated on the replayed data; "
-    "they judge once their windows (30 s by default) have filled.",
+    f"they judge once their windows ({Thresholds().window_s:g} s by default) have filled.",
 }
 """The panel's line when there is nothing to show, by where the advice comes from."""
 
