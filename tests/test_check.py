@@ -228,7 +228,8 @@ def test_a_recording_is_read_to_its_end_without_waiting(tmp_path):
 
     assert out.returncode == 1, out.stdout + out.stderr
     assert out.stdout.splitlines()[0].startswith(
-        "gpusight check: 120 s of recording throttling.jsonl (the whole recording), 4 GPUs")
+        "gpusight check: 120 s of recording throttling.jsonl, re-evaluated by the rules as it recorded no advice "
+        "(the whole recording), 4 GPUs")
     assert "thermal/hardware throttled" in out.stdout
     assert took < 240 * 10  # never paced at the interval (a hang guard, not a timing target)
 

@@ -83,7 +83,7 @@ def test_replay_returns_each_snapshot_relabelled_then_holds_the_last(tmp_path, s
     date = time.strftime("%Y-%m-%d %H:%M", time.localtime(START))
     for original, copy in zip(snapshots, replayed, strict=True):
         assert copy.source == "replay"
-        assert copy.label == f"replay: {name} (recorded {date}, source demo)"
+        assert copy.label == f"replay: {name} (recorded {date}, source demo, no advice recorded)"
         assert copy.errors == ()
         assert copy.devices == original.devices and copy.processes == original.processes
         assert copy.host == original.host and copy.driver == original.driver

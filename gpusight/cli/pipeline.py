@@ -57,7 +57,8 @@ class Pipeline:
                 _start_at(self.replay, args.at)
 
     def plan_check(self, args: argparse.Namespace) -> CheckPlan:
-        """Fit the advice engine's windows and holds to the data the check will have (see gpusight.check)."""
+        """Fit the advice engine's windows and holds to the data the check will have (see gpusight.check); a recording
+        that carries advice is checked by the advice it recorded, so nothing is fitted."""
         from gpusight.advice.engine import AdviceEngine
         from gpusight.check import plan_check
 
@@ -68,8 +69,10 @@ class Pipeline:
             from gpusight.demo.source import prefill_seconds
 
             what, available = f"demo data ({args.demo})", args.duration + prefill_seconds(args.demo)
+        elif self.replay is not None and self.replay.advice_recorded:  # the rules are not run: nothing to fit
+            what, available = f"the advice recorded in {args.replay.name}", None
         elif args.replay is not None:
-            what, available = f"recording {args.replay.name}", args.duration
+            what, available = f"recording {args.replay.name}, re-evaluated by the rules as it recorded no advice", args.duration
         else:
             what, available = "live data", args.duration
         return plan_check(sampler.advisor, sampler.interval, what, args.duration, available)

@@ -49,7 +49,8 @@ class Sampler:
 
     Polls never overlap: when a poll overruns the period, the next one starts right after it and
     missed ticks are dropped rather than queued. Each snapshot gets advice (when an advisor is
-    given), goes into ``history`` and the chart ``grid``, into the recorder (when given), and then,
+    given; a replay of a recording that carries advice keeps the recorded advice instead), goes
+    into ``history`` and the chart ``grid``, into the recorder (when given), and then,
     seen through ``filters`` (whose user filter is a view), to ``history.latest`` and, as an
     immutable :class:`Frame` with the grid's view, to ``latest_frame`` and every subscriber.
     """
@@ -190,28 +191,31 @@ class Sampler:
         self.poll_count += 1
         snapshot = self._poll_source()
         steerable = self.source if isinstance(self.source, SteerableSource) else None
+        playback = steerable.playback_state() if steerable is not None else None
+        recorded = playback is not None and playback.advice_recorded  # shown as it was recorded, not re-derived
+        advisor = None if recorded else self.advisor
         lead_in = steerable.take_lead_in() if steerable is not None else None
         if lead_in is not None:
-            self._take_in(lead_in)
+            self._take_in(lead_in, advisor)
         if snapshot.timestamp == self._last_appended:  # a paused or ended replay shows the same snapshot again
             charts = self.grid.view
         else:
             self._last_appended = snapshot.timestamp
             self.history.append(snapshot)
             charts = self.grid.append(snapshot)
-        if self.advisor is not None:
-            snapshot = dataclasses.replace(snapshot, advice=self.advisor(snapshot, self.history))
+        if advisor is not None:
+            snapshot = dataclasses.replace(snapshot, advice=advisor(snapshot, self.history))
+        if advisor is not None or recorded:
             self.history.record_advice(snapshot.advice)
         self._record(snapshot)
         if self._standing_errors:
             snapshot = dataclasses.replace(snapshot, errors=snapshot.errors + tuple(self._standing_errors))
         self.last_poll_seconds = time.monotonic() - started
-        playback = steerable.playback_state() if steerable is not None else None
         with self._view_lock:  # so a set_filters never hands out its view before an older one
             return self._show(snapshot, charts, notify, playback)
 
-    def _take_in(self, lead_in: LeadIn) -> None:
-        """Put a replay's lead-in into the history, charts and advice state; after a seek, into fresh ones."""
+    def _take_in(self, lead_in: LeadIn, advisor: Advisor | None) -> None:
+        """Put a replay's lead-in into the history, charts and ``advisor``'s state; after a seek, into fresh ones."""
         if lead_in.reset:
             self.history.clear()
             self.grid.reset()
@@ -220,8 +224,8 @@ class Sampler:
             self._last_appended = snapshot.timestamp
             self.history.append(snapshot)
             self.grid.append(snapshot)
-            if self.advisor is not None:  # advice holds and clears as if the passed-over time had been shown
-                self.advisor(snapshot, self.history)
+            if advisor is not None:  # advice holds and clears as if the passed-over time had been shown
+                advisor(snapshot, self.history)
 
     def _show(self, snapshot: Snapshot, charts: ChartView, notify: bool, playback: PlaybackState | None = None) -> Frame:
         """Make ``snapshot`` the newest one, filtered; called with the view lock held."""

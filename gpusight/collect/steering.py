@@ -94,6 +94,9 @@ class PlaybackState:
     """Every advice event of the recording (one shared tuple), for the bar's ticks; empty until indexed."""
     indexing: bool = False
     """True while the recording is being indexed: seeks wait for it."""
+    advice_recorded: bool = False
+    """True when the recording carries the advice shown while it was made: that advice is shown, as recorded, and the
+    rules are not run again; False when it carries none, so the advice is re-evaluated from the replayed data."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,7 +9,11 @@ charts); a seek starts reading just before the target and hands the recorded tim
 a lead-in that replaces the history. Damaged lines become ``ErrorNote("replay", "line N: ...")``
 notes that stay on every later snapshot: the first few one by one, the rest only counted, so a file
 of millions of damaged lines costs no more memory than one with a few. Every snapshot is relabelled
-``replay: <file> (recorded <date>, source <original source>)``.
+``replay: <file> (recorded <date>, source <original source>, advice as recorded)``.
+
+A recording carries the advice shown while it was made, and that advice is what a replay shows (as ``--report``
+does), unless the recording carries none at all (made with ``--no-advice``, or by a tool that writes none): then
+``advice_recorded`` stays False and the sampler re-evaluates the rules on the replayed data.
 """
 
 from __future__ import annotations
@@ -88,6 +92,8 @@ class ReplaySource:
         self._last = first
         self._offset = 0.0
         self._date = time.strftime("%Y-%m-%d %H:%M", time.localtime(first.timestamp))
+        self.advice_recorded = False
+        """True once any advice is known in the recording (read ahead, played or in its index); never reset."""
         self.recorded_interval: float | None = self._measure_interval()
         """Median gap between the first recorded timestamps, in seconds; None with fewer than two snapshots."""
         self.first_timestamp = first.timestamp
@@ -148,6 +154,7 @@ class ReplaySource:
                 recording.close()
             elif recording is not None:
                 self._events = tuple(recording.advice_events())
+                self.advice_recorded = self.advice_recorded or bool(self._events)
                 last = recording.last_timestamp
                 self.last_timestamp = last if math.isfinite(last) else self.first_timestamp
                 self._recording = recording
@@ -203,6 +210,7 @@ class ReplaySource:
                 self._ahead.append((item, []))
                 if len(self._ahead) > INTERVAL_SAMPLE:
                     break
+        self.advice_recorded = any(snapshot.advice for snapshot, _ in self._ahead)
         timestamps = [snapshot.timestamp for snapshot, _ in self._ahead]
         gaps = [b - a for a, b in itertools.pairwise(timestamps) if b > a]
         return statistics.median(gaps) if gaps else None
@@ -218,6 +226,7 @@ class ReplaySource:
         return PlaybackState(
             start=self.first_timestamp, end=self.last_timestamp, position=self._last.timestamp, speed=self._speed,
             paused=self._paused, loop=self.loop, events=self._events, indexing=not self._indexed.is_set(),
+            advice_recorded=self.advice_recorded,
         )
 
     def take_lead_in(self) -> LeadIn | None:
@@ -344,11 +353,13 @@ class ReplaySource:
             self._ahead.append((following, []))
 
     def _relabel(self, snapshot: Snapshot) -> Snapshot:
+        self.advice_recorded = self.advice_recorded or bool(snapshot.advice)
+        advice = "advice as recorded" if self.advice_recorded else "no advice recorded"
         return dataclasses.replace(
             snapshot,
             timestamp=snapshot.timestamp + self._offset,
             source=self.kind,
-            label=f"replay: {self.path.name} (recorded {self._date}, source {snapshot.source})",
+            label=f"replay: {self.path.name} (recorded {self._date}, source {snapshot.source}, {advice})",
             errors=snapshot.errors + self._standing_notes(),
         )
 

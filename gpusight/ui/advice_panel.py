@@ -2,8 +2,9 @@
 
 Shows the snapshot's faults (e.g. "NVML not found") as warnings first, then the live advice,
 most severe first, each with scope, title, evidence and the action to take; a job's scope names
-its GPUs (``job3 on GPUs 0-7``). All text is built as ``rich.text.Text`` from escaped strings, so
-nothing in it is read as markup.
+its GPUs (``job3 on GPUs 0-7``). A replay names where its advice comes from: as recorded, or
+re-evaluated when the recording carries none. All text is built as ``rich.text.Text`` from escaped
+strings, so nothing in it is read as markup.
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
+from gpusight.advice.config import Thresholds
 from gpusight.collect.model import Advice, ErrorNote, JobSample, Severity, Snapshot
+from gpusight.collect.steering import PlaybackState
 from gpusight.job_text import jobs_by_id, scope_label
 from gpusight.textsafe import safe_text
 from gpusight.ui.format import severity_rank
@@ -43,6 +46,26 @@ ADVICE_COMPONENTS = {
 StyleLookup = Callable[[str], Style]
 """Maps a part name (``"warn"``, ``"title"``, ...) to its style."""
 
+RECORDED = "recorded"
+"""A replay's advice as the recording carries it."""
+REEVALUATED = "re-evaluated"
+"""A replay's advice from the rules run again on the replayed data (the recording carries none)."""
+
+CALM_LINES = {
+    None: "No advice: nothing looks wrong.",
+    RECORDED: "No advice was recorded at this moment.",
+    REEVALUATED: "No advice yet: this recording carries none, so the rules are re-evaluated on the replayed data; "
+    f"they judge once their windows ({Thresholds().window_s:g} s by default) have filled.",
+}
+"""The panel's line when there is nothing to show, by where the advice comes from."""
+
+
+def advice_origin(playback: PlaybackState | None) -> str | None:
+    """Where a replay's advice comes from (:data:`RECORDED` or :data:`REEVALUATED`); None for live and demo data."""
+    if playback is None:
+        return None
+    return RECORDED if playback.advice_recorded else REEVALUATED
+
 
 def sorted_advice(advice: tuple[Advice, ...]) -> list[Advice]:
     """Advice most severe first (stable within a severity)."""
@@ -55,10 +78,11 @@ def advice_text(
     jobs: Mapping[int, JobSample],
     style: StyleLookup,
     ascii_mode: bool = False,
+    origin: str | None = None,
 ) -> Text:
     """The panel's body: errors as warnings, then advice items; a calm line when there is nothing.
 
-    ``jobs`` (by id) lets a job's scope name its GPUs.
+    ``jobs`` (by id) lets a job's scope name its GPUs; ``origin`` (see :func:`advice_origin`) picks the calm line.
     """
     arrow = "->" if ascii_mode else "→"
     text = Text()
@@ -81,14 +105,16 @@ def advice_text(
             text.append(f"\n{arrow} ", style=style("action"))
             text.append(safe_text(item.action), style=style("action"))
     if not text:
-        text.append("No advice: nothing looks wrong.", style=style("evidence"))
+        text.append(CALM_LINES[origin], style=style("evidence"))
     return text
 
 
 def summary_text(
-    advice: tuple[Advice, ...], errors: tuple[ErrorNote, ...], jobs: Mapping[int, JobSample], style: StyleLookup
+    advice: tuple[Advice, ...], errors: tuple[ErrorNote, ...], jobs: Mapping[int, JobSample], style: StyleLookup,
+    origin: str | None = None,
 ) -> Text:
-    """One line: counts per severity and the most severe title, with the key that opens the panel."""
+    """One line: counts per severity, where a replay's advice comes from, the most severe title, and the key that opens
+    the panel."""
     text = Text(no_wrap=True, overflow="ellipsis")
     counts: dict[Severity, int] = {}
     for item in advice:
@@ -100,7 +126,10 @@ def summary_text(
         if counts.get(severity):
             text.append(f" {counts[severity]} {SEVERITY_LABELS[severity]} ", style=style(severity))
             text.append(" ")
-    if not advice and not errors:
+    if origin is not None:
+        none = " advice: none yet" if origin == REEVALUATED else " advice: none"
+        text.append(f"{origin}{'' if advice else none} ", style=style("evidence"))
+    elif not advice and not errors:
         text.append("advice: nothing looks wrong ", style=style("evidence"))
     text.append("a", style=style("key"))
     text.append(" advice  ", style=style("evidence"))
@@ -112,12 +141,13 @@ def summary_text(
     return text
 
 
-def outline(snapshot: Snapshot) -> tuple[object, ...]:
+def outline(snapshot: Snapshot, origin: str | None = None) -> tuple[object, ...]:
     """What identifies the advice on screen, without the live numbers in evidence and actions."""
     jobs = jobs_by_id(snapshot)
     return (
         tuple((a.id, a.severity, scope_label(a.scope, jobs), a.title) for a in snapshot.advice),
         snapshot.errors,
+        origin,
     )
 
 
@@ -136,8 +166,8 @@ class AdvicePanel(VerticalScroll):
         super().__init__(id=id)
         self.ascii_mode = ascii_mode
         """Use ASCII arrows."""
-        self._latest: Snapshot | None = None
-        self._state: tuple[tuple[Advice, ...], tuple[ErrorNote, ...], tuple[JobSample, ...]] | None = None
+        self._latest: tuple[Snapshot, PlaybackState | None] | None = None
+        self._state: tuple[tuple[Advice, ...], tuple[ErrorNote, ...], tuple[JobSample, ...], str | None] | None = None
         self._outline: tuple[object, ...] | None = None
         self._shown_at = -float("inf")
         self._body = Static(Text("Waiting for the first snapshot."), classes="advice-body")
@@ -155,32 +185,36 @@ class AdvicePanel(VerticalScroll):
         self._state = None
         self._outline = None
 
-    def show(self, snapshot: Snapshot, *, force: bool = False) -> None:
-        """Display ``snapshot``'s advice and errors (kept for later while the panel is hidden)."""
-        self._latest = snapshot
+    def show(self, snapshot: Snapshot, playback: PlaybackState | None = None, *, force: bool = False) -> None:
+        """Display ``snapshot``'s advice and errors (kept for later while the panel is hidden); ``playback`` (a
+        replay's) says whether the advice is recorded or re-evaluated."""
+        self._latest = (snapshot, playback)
         if not self.display and not force:
             return
-        state = (snapshot.advice, snapshot.errors, snapshot.jobs)
+        origin = advice_origin(playback)
+        state = (snapshot.advice, snapshot.errors, snapshot.jobs, origin)
         if state == self._state and not force:
             return
-        shape = outline(snapshot)
+        shape = outline(snapshot, origin)
         now = time.monotonic()
         if not force and shape == self._outline and now - self._shown_at < TEXT_REFRESH_SECONDS:
             return
         self._state, self._outline, self._shown_at = state, shape, now
         body = self._body
-        text = advice_text(snapshot.advice, snapshot.errors, jobs_by_id(snapshot), self._style, self.ascii_mode)
+        text = advice_text(snapshot.advice, snapshot.errors, jobs_by_id(snapshot), self._style, self.ascii_mode, origin)
         body.update(text, layout=False)
         width = body.content_region.width
         if width <= 0 or body.get_content_height(self.size, self.app.size, width) != body.content_region.height:
             body.refresh(layout=True)
         count = len(snapshot.advice) + len(snapshot.errors)
-        self.border_title = f"Advice ({count})" if count else "Advice"
+        parts = [str(count)] if count else []
+        parts += [origin] if origin is not None else []
+        self.border_title = f"Advice ({', '.join(parts)})" if parts else "Advice"
 
     def reveal(self) -> None:
         """Bring the text up to date after the panel was hidden."""
         if self._latest is not None:
-            self.show(self._latest, force=True)
+            self.show(*self._latest, force=True)
 
 
 class AdviceSummary(Static):
@@ -201,10 +235,13 @@ class AdviceSummary(Static):
         super().notify_style_update()
         self._outline = None
 
-    def show(self, snapshot: Snapshot) -> None:
-        """Display the digest of ``snapshot``'s advice when its items changed (it shows no numbers)."""
-        shape = outline(snapshot)
+    def show(self, snapshot: Snapshot, playback: PlaybackState | None = None) -> None:
+        """Display the digest of ``snapshot``'s advice when its items changed (it shows no numbers); ``playback`` (a
+        replay's) says whether the advice is recorded or re-evaluated."""
+        origin = advice_origin(playback)
+        shape = outline(snapshot, origin)
         if shape == self._outline:
             return
         self._outline = shape
-        self.update(summary_text(snapshot.advice, snapshot.errors, jobs_by_id(snapshot), self._style), layout=False)
+        text = summary_text(snapshot.advice, snapshot.errors, jobs_by_id(snapshot), self._style, origin)
+        self.update(text, layout=False)

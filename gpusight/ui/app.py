@@ -259,8 +259,8 @@ class GpusightApp(TerminalGuardedApp):
             self._core_count, self._has_advice = cores, has_advice
             self._relayout()
         self._processes.update_snapshot(snapshot)
-        self._advice.show(snapshot)
-        self._summary.show(snapshot)
+        self._advice.show(snapshot, frame.playback)
+        self._summary.show(snapshot, frame.playback)
         self._header.show(snapshot, self.sampler.interval, self.sampler.paused)
         self._bar.show(frame.playback)
         if isinstance(self.screen, GpuDetailScreen):
