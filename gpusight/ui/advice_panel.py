@@ -108,11 +108,14 @@ def first_lines(items: list[Text], console: Console, width: int) -> list[int]:
 
 
 def hidden_hint(starts: list[int], top: int, height: int, focused: bool) -> str:
-    """``1 of 8 shown · Tab, then ↓ PgDn`` when items start outside lines ``top`` to ``top + height``; else empty."""
+    """``1 of 8 shown: Tab, then Down or PgDn`` when items start outside lines ``top`` to ``top + height``; else empty.
+
+    ASCII only, so it reads the same in ``--ascii`` mode.
+    """
     shown = sum(1 for start in starts if top <= start < top + height)
     if shown == len(starts):
         return ""
-    return f"{shown} of {len(starts)} shown · {'' if focused else 'Tab, then '}↓ PgDn"
+    return f"{shown} of {len(starts)} shown: {'' if focused else 'Tab, then '}Down or PgDn"
 
 
 def summary_text(

@@ -20,8 +20,8 @@ ABOUT = (
 """What the help screen says about reading the charts."""
 
 
-SCROLL_HINT = "↑↓ PgUp PgDn scroll · Esc closes"
-"""The box's bottom line when the keys do not fit: they scroll from the first key press."""
+SCROLL_HINT = "Up Down PgUp PgDn scroll, Esc closes"
+"""The box's bottom line when the keys do not fit: they scroll from the first key press (ASCII, for ``--ascii``)."""
 
 CLOSE_HINT = "Esc closes"
 """The box's bottom line when everything fits."""
