@@ -20,7 +20,7 @@ from gpusight.advice.config import Thresholds
 from gpusight.advice.engine import AdviceEngine
 from gpusight.collect.frame import Frame
 from gpusight.collect.history import History
-from gpusight.collect.model import Advice, DeviceSample, ErrorNote, ProcessSample, Severity, Snapshot
+from gpusight.collect.model import Advice, DeviceSample, ErrorNote, ProcessSample, Severity, Snapshot, SourceKind
 from gpusight.collect.sampler import MIN_INTERVAL, Sampler
 from gpusight.collect.timegrid import TimeGrid
 from gpusight.demo.frozen import frozen_demo_sampler
@@ -93,6 +93,11 @@ def demo_sampler(
     for _ in range(prefill):
         sampler.poll_once()
     return sampler
+
+
+def as_live(snapshot: Snapshot) -> Snapshot:
+    """``snapshot`` as if NVML had taken it: ``k`` offers signals only for live processes."""
+    return dataclasses.replace(snapshot, source=SourceKind.NVML, label=None)
 
 
 def run_app(app: GpusightApp, size: tuple[int, int], body: Callable[[GpusightApp, Pilot], Awaitable[None]]) -> None:
@@ -603,7 +608,7 @@ def test_readonly_hides_and_disables_the_signal_key() -> None:
 
 
 def test_k_opens_the_signal_dialog_for_the_selected_process() -> None:
-    app = GpusightApp(demo_sampler("healthy"))
+    app = GpusightApp(demo_sampler("healthy", edit=as_live))
 
     async def body(app: GpusightApp, pilot: Pilot) -> None:
         selected = app.query_one(ProcessTable).selected_process()

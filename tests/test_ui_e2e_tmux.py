@@ -30,7 +30,8 @@ class Tmux:
         return result.stdout
 
     def start(self, command: list[str], size: tuple[int, int], cwd: Path) -> int:
-        shell = "exec " + " ".join(_quote(part) for part in command)
+        # pytest's environment may hold COLUMNS and LINES (80x24), which Textual prefers to the terminal's size.
+        shell = "exec env -u COLUMNS -u LINES " + " ".join(_quote(part) for part in command)
         self.run(
             "new-session", "-d", "-s", "gpusight", "-x", str(size[0]), "-y", str(size[1]), "-c", str(cwd),
             "-e", "TERM=xterm-256color", shell,

@@ -31,6 +31,8 @@ class Action:
     """The keys as the help screen writes them; empty: ``key_display``."""
     footer: bool = True
     """Shown in the footer."""
+    footer_rank: int = 5
+    """Which footer keys stay when the footer is too narrow for all: the lowest ranks (0: always) stay longest."""
     readonly_disabled: bool = False
     """Disabled with ``--readonly``: left out of the footer and the palette, marked on the help screen."""
     priority: bool = False
@@ -73,39 +75,39 @@ def _replay(action: str, keys: str, key_display: str, title: str, help: str, *, 
 
 
 ACTIONS: tuple[Action, ...] = (
-    Action(action="quit", keys="q", key_display="q", label="Quit", title="Quit", help="quit"),
+    Action(action="quit", keys="q", key_display="q", label="Quit", title="Quit", help="quit", footer_rank=0),
     Action(action="interrupt", keys="ctrl+c", key_display="Ctrl+C", label="Quit", title="Quit or copy",
            help="quit from any screen or dialog (copies instead while text is selected)",
            footer=False, priority=True, palette=False),
     Action(action="pause", keys="p", key_display="p", label="Pause", title="Pause / resume",
-           help="pause / resume polling (PAUSED in the header); in a replay, pause / resume playback"),
+           help="pause / resume polling (PAUSED in the header); in a replay, pause / resume playback", footer_rank=1),
     Action(action="slower", keys="plus,equals_sign", key_display="+", label="Slower", title="Slower updates",
-           help="double the polling interval (shown in the header)"),
+           help="double the polling interval (shown in the header)", footer_rank=7),
     Action(action="faster", keys="minus", key_display="-", label="Faster", title="Faster updates",
-           help="halve the polling interval (at least 0.1 s; shown in the header)"),
+           help="halve the polling interval (at least 0.1 s; shown in the header)", footer_rank=7),
     Action(action="export", keys="s", key_display="s", label="Export", title="Export snapshot",
-           help="export a snapshot (JSON, Markdown, SVG) into {export_dir}/"),
+           help="export a snapshot (JSON, Markdown, SVG, HTML report) into {export_dir}/", footer_rank=2),
     Action(action="filter", keys="slash", key_display="/", label="Filter", title="Filter processes",
-           help="filter processes by pid, user, name, command line, job (job 3) or container (docker, pod, namespace)"),
+           help="filter processes by pid, user, name, command line, job (job 3) or container (docker, pod, namespace)", footer_rank=2),
     Action(action="clear_filter", keys="escape", key_display="Esc", label="Clear filter", title="Clear process filter",
            help="clear and close the process filter; also closes screens and dialogs", footer=False),
     Action(action="toggle_workers", keys="t", key_display="t", label="Workers", title="Toggle workers",
-           help="show / hide DataLoader worker rows"),
+           help="show / hide DataLoader worker rows", footer_rank=4),
     Action(action="gpu_detail", keys="enter", key_display="Enter", label="GPU details", title="GPU details",
            help="GPU detail screen of the focused GPU: every field and larger charts",
            help_keys="Enter (GPU panel)", footer=False),
     Action(action="kill", keys="k", key_display="k", label="Signal", title="Send signal",
-           help="send a signal to the selected process (asks first)", readonly_disabled=True),
+           help="send a signal to the selected process (asks first)", readonly_disabled=True, footer_rank=4),
     Action(action="zoom", keys="z", key_display="z", label="Zoom", title="Zoom charts",
-           help="chart a longer time per column: 1 s, 10 s, 1 min (by default), then back (named above the GPUs)"),
+           help="chart a longer time per column: 1 s, 10 s, 1 min (by default), then back (named above the GPUs)", footer_rank=3),
     Action(action="chart_metric", keys="v", key_display="v", label="Chart", title="Next charted metric",
-           help="one-line GPU layout: chart the next metric (util, mem, power, temp, PCIe RX, TX)"),
+           help="one-line GPU layout: chart the next metric (util, mem, power, temp, PCIe RX, TX)", footer_rank=3),
     Action(action="toggle_advice", keys="a", key_display="a", label="Advice", title="Toggle advice panel",
-           help="show / hide the advice panel"),
+           help="show / hide the advice panel", footer_rank=3),
     Action(action="toggle_mine", keys="o", key_display="o", label="Mine", title="My processes only",
            help="only my processes and the advice about them / everyone's (named in the header)", footer=False),
     Action(action="help", keys="question_mark", key_display="?", label="Help", title="Keys",
-           help="show every key and what it does"),
+           help="show every key and what it does", footer_rank=0),
     _sort("m", "memory", "GPU memory"),
     _sort("c", "cpu", "CPU %"),
     _sort("u", "sm", "SM %"),
@@ -140,11 +142,13 @@ OTHER_KEYS: tuple[tuple[str, str], ...] = (
 """Keys and gestures the widgets and Textual handle, listed on the help screen after the actions."""
 
 
-def help_rows(*, readonly: bool, export_dir: str, replay: bool = False) -> list[tuple[str, str]]:
-    """(keys, description) of every action (the replay ones only when ``replay``) and of the other keys."""
+def help_rows(
+    *, readonly: bool, export_dir: str, replay: bool = False, hidden: frozenset[str] = frozenset()
+) -> list[tuple[str, str]]:
+    """(keys, description) of every action (the replay ones only when ``replay``; none named in ``hidden``), then the other keys."""
     rows = []
     for entry in ACTIONS:
-        if entry.replay and not replay:
+        if (entry.replay and not replay) or entry.name in hidden:
             continue
         description = entry.describe(export_dir)
         if readonly and entry.readonly_disabled:
@@ -153,11 +157,12 @@ def help_rows(*, readonly: bool, export_dir: str, replay: bool = False) -> list[
     return rows + list(OTHER_KEYS)
 
 
-def palette_actions(*, readonly: bool, replay: bool = False) -> list[Action]:
-    """The actions the command palette offers (the replay ones only when ``replay``)."""
+def palette_actions(*, readonly: bool, replay: bool = False, hidden: frozenset[str] = frozenset()) -> list[Action]:
+    """The actions the command palette offers (the replay ones only when ``replay``; none named in ``hidden``)."""
     return [
         entry for entry in ACTIONS
         if entry.palette and not (readonly and entry.readonly_disabled) and (replay or not entry.replay)
+        and entry.name not in hidden
     ]
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 
+from rich.console import Console
 from rich.style import Style
 from rich.text import Text
 from textual.app import ComposeResult
@@ -84,17 +85,31 @@ def advice_text(
 
     ``jobs`` (by id) lets a job's scope name its GPUs; ``origin`` (see :func:`advice_origin`) picks the calm line.
     """
+    items = advice_items(advice, errors, jobs, style, ascii_mode)
+    if not items:
+        return Text(CALM_LINES[origin], style=style("evidence"))
+    return Text("\n\n").join(items)
+
+
+def advice_items(
+    advice: tuple[Advice, ...],
+    errors: tuple[ErrorNote, ...],
+    jobs: Mapping[int, JobSample],
+    style: StyleLookup,
+    ascii_mode: bool = False,
+) -> list[Text]:
+    """One text per error (as a warning), then per advice item, most severe first."""
     arrow = "->" if ascii_mode else "→"
-    text = Text()
+    items: list[Text] = []
     for note in errors:
-        if text:
-            text.append("\n\n")
+        text = Text()
+        items.append(text)
         text.append(" WARN ", style=style("warn"))
         text.append(f" {safe_text(note.scope)}", style=style("scope"))
         text.append(f"\n{safe_text(note.message)}")
     for item in sorted_advice(advice):
-        if text:
-            text.append("\n\n")
+        text = Text()
+        items.append(text)
         severity = item.severity if item.severity in SEVERITY_LABELS else Severity.INFO
         text.append(f" {SEVERITY_LABELS[severity]} ", style=style(severity))
         text.append(f" {safe_text(scope_label(item.scope, jobs))} ", style=style("scope"))
@@ -104,9 +119,27 @@ def advice_text(
         if item.action:
             text.append(f"\n{arrow} ", style=style("action"))
             text.append(safe_text(item.action), style=style("action"))
-    if not text:
-        text.append(CALM_LINES[origin], style=style("evidence"))
-    return text
+    return items
+
+
+def first_lines(items: list[Text], console: Console, width: int) -> list[int]:
+    """The line each of ``items`` starts on when they are wrapped to ``width`` cells, a blank line apart."""
+    starts, line = [], 0
+    for item in items:
+        starts.append(line)
+        line += len(item.wrap(console, width)) + 1
+    return starts
+
+
+def hidden_hint(starts: list[int], top: int, height: int, focused: bool) -> str:
+    """``1 of 8 shown: Tab, then Down or PgDn`` when items start outside lines ``top`` to ``top + height``; else empty.
+
+    ASCII only, so it reads the same in ``--ascii`` mode.
+    """
+    shown = sum(1 for start in starts if top <= start < top + height)
+    if shown == len(starts):
+        return ""
+    return f"{shown} of {len(starts)} shown: {'' if focused else 'Tab, then '}Down or PgDn"
 
 
 def summary_text(
@@ -171,6 +204,7 @@ class AdvicePanel(VerticalScroll):
         self._outline: tuple[object, ...] | None = None
         self._shown_at = -float("inf")
         self._body = Static(Text("Waiting for the first snapshot."), classes="advice-body")
+        self._items: list[Text] = []
 
     def compose(self) -> ComposeResult:
         """The body text."""
@@ -202,6 +236,7 @@ class AdvicePanel(VerticalScroll):
         self._state, self._outline, self._shown_at = state, shape, now
         body = self._body
         text = advice_text(snapshot.advice, snapshot.errors, jobs_by_id(snapshot), self._style, self.ascii_mode, origin)
+        self._items = advice_items(snapshot.advice, snapshot.errors, jobs_by_id(snapshot), self._style, self.ascii_mode)
         body.update(text, layout=False)
         width = body.content_region.width
         if width <= 0 or body.get_content_height(self.size, self.app.size, width) != body.content_region.height:
@@ -210,6 +245,34 @@ class AdvicePanel(VerticalScroll):
         parts = [str(count)] if count else []
         parts += [origin] if origin is not None else []
         self.border_title = f"Advice ({', '.join(parts)})" if parts else "Advice"
+        self.call_after_refresh(self._show_hint)
+
+    def on_mount(self) -> None:
+        """Keep the count of hidden items right as the panel scrolls."""
+        self.watch(self, "scroll_y", self._show_hint, init=False)
+
+    def on_resize(self) -> None:
+        """Count the hidden items again at the new size."""
+        self.call_after_refresh(self._show_hint)
+
+    def on_focus(self) -> None:
+        """The hint no longer needs to say how to get here."""
+        self._show_hint()
+
+    def on_blur(self) -> None:
+        """The hint says how to get here again."""
+        self._show_hint()
+
+    def _show_hint(self) -> None:
+        """Name how many items are out of sight, and how to see them, on the bottom border."""
+        width = self._body.content_region.width
+        if width <= 0 or not self._items:
+            hint = ""
+        else:
+            starts = first_lines(self._items, self.app.console, width)
+            hint = hidden_hint(starts, round(self.scroll_y), self.scrollable_content_region.height, self.has_focus)
+        if hint != (self.border_subtitle or ""):
+            self.border_subtitle = hint or None
 
     def reveal(self) -> None:
         """Bring the text up to date after the panel was hidden."""

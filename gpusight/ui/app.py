@@ -25,12 +25,12 @@ from textual.containers import Horizontal, Vertical
 from textual.geometry import Size
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Footer, Input
+from textual.widgets import Input
 
 from gpusight.advice.rules.healthy import is_all_clear
 from gpusight.collect.filters import current_user_filter
 from gpusight.collect.frame import Frame
-from gpusight.collect.model import JobSample, ProcessSample, Snapshot
+from gpusight.collect.model import JobSample, ProcessSample, Snapshot, SourceKind
 from gpusight.collect.sampler import Sampler
 from gpusight.collect.steering import ChangeSpeed, SeekBy, SeekEvent, SeekTo, TogglePause
 from gpusight.job_text import container_facts, job_facts, job_label, jobs_by_id
@@ -38,9 +38,10 @@ from gpusight.textsafe import safe_text
 from gpusight.ui.actions import ACTIONS, READONLY_DISABLED, REPLAY_ONLY, help_rows, palette_actions, palette_help
 from gpusight.ui.advice_panel import AdvicePanel, AdviceSummary
 from gpusight.ui.chart_choice import ChartChoice
+from gpusight.ui.footer import FittingFooter
 from gpusight.ui.goto_dialog import GoToDialog
 from gpusight.ui.gpu_detail import GpuDetailScreen
-from gpusight.ui.gpu_panel import GpuArea, GpuPanel, choose_layout
+from gpusight.ui.gpu_panel import MODE_LINE, GpuArea, GpuPanel, choose_layout
 from gpusight.ui.header import HeaderBar
 from gpusight.ui.help_screen import HelpScreen
 from gpusight.ui.host_panel import HostPanel
@@ -65,6 +66,12 @@ ADVICE_BELOW_MAX_LINES = 8
 
 MAX_INTERVAL = 60.0
 """Longest polling period the ``+`` key goes to, in seconds."""
+
+SIGNALS_LIVE_ONLY = "k: signals go only to live processes; these are {what}, so there is nothing to signal."
+"""Why ``k`` does nothing in the demo and in a replay (``{what}`` names the data)."""
+
+CHART_METRIC_LINE_ONLY = "v: picks the chart of the one-line GPU layout (narrow or short terminals); every chart shows here."
+"""Why ``v`` does nothing while the GPUs have room for all their charts."""
 
 
 class Body(Horizontal):
@@ -133,7 +140,8 @@ class GpusightApp(TerminalGuardedApp):
         self._advice = AdvicePanel(ascii_mode=ascii_mode, id="advice")
         self._summary = AdviceSummary(id="advice-summary")
         self._bar = PlaybackBar(ascii_mode=ascii_mode, id="playback")
-        self._footer = Footer()
+        self._footer = FittingFooter()
+        self._offered: tuple[str | None, ...] = ()
 
     # -- building and layout ------------------------------------------------------------------
 
@@ -231,6 +239,14 @@ class GpusightApp(TerminalGuardedApp):
         # One line of the GPU area is its top border, which names the charts' time span.
         mode, rows = choose_layout(max(1, self._gpus.gpu_count), budget - 1, body // 2 - 1)
         self._gpus.apply_layout(mode, rows, budget)
+        self._refresh_offers()
+
+    def _refresh_offers(self) -> None:
+        """Rebuild the footer when an action starts or stops doing something (the layout or the data changed)."""
+        offered = tuple(self.unavailable(name) for name in ("kill", "chart_metric"))
+        if offered != self._offered:
+            self._offered = offered
+            self.refresh_bindings()
 
     # -- snapshots ----------------------------------------------------------------------------
 
@@ -263,6 +279,7 @@ class GpusightApp(TerminalGuardedApp):
         self._summary.show(snapshot, frame.playback)
         self._header.show(snapshot, self.sampler.interval, self.sampler.paused)
         self._bar.show(frame.playback)
+        self._refresh_offers()
         if isinstance(self.screen, GpuDetailScreen):
             self.screen.show(frame, self._gpus.choice)
 
@@ -281,6 +298,25 @@ class GpusightApp(TerminalGuardedApp):
         if action == "clear_filter":
             return self._filter.display or None
         return True
+
+    def unavailable(self, action: str) -> str | None:
+        """Why ``action`` (a name without parameters) does nothing now, or None when it acts.
+
+        Such an action stays bound (its key says why) but is left out of the footer, the help and the palette.
+        """
+        if action == "kill" and not self.readonly:
+            source = None if self.snapshot is None else self.snapshot.source
+            if self.replaying or source == SourceKind.REPLAY:
+                return SIGNALS_LIVE_ONLY.format(what="recorded processes")
+            if source == SourceKind.DEMO:
+                return SIGNALS_LIVE_ONLY.format(what="the demo's simulated processes")
+        if action == "chart_metric" and (self._gpus.mode != MODE_LINE or isinstance(self.screen, GpuDetailScreen)):
+            return CHART_METRIC_LINE_ONLY
+        return None
+
+    def _hidden_actions(self) -> frozenset[str]:
+        """The actions that do nothing now."""
+        return frozenset(entry.name for entry in ACTIONS if self.unavailable(entry.name) is not None)
 
     def action_pause(self) -> None:
         """Pause or resume polling; in a replay, playback (the bar shows it)."""
@@ -391,8 +427,9 @@ class GpusightApp(TerminalGuardedApp):
     def action_help(self) -> None:
         """Show every key."""
         if not isinstance(self.screen, HelpScreen):
-            self.push_screen(HelpScreen(help_rows(readonly=self.readonly, export_dir=safe_text(str(self.export_dir)),
-                                                  replay=self.replaying)))
+            rows = help_rows(readonly=self.readonly, export_dir=safe_text(str(self.export_dir)), replay=self.replaying,
+                             hidden=self._hidden_actions())
+            self.push_screen(HelpScreen(rows))
 
     def action_gpu_detail(self, device_index: int | None = None) -> None:
         """Open the detail screen of GPU ``device_index``, else of the focused GPU (the first when none is)."""
@@ -431,7 +468,11 @@ class GpusightApp(TerminalGuardedApp):
         self._set_choice(self._gpus.choice.zoomed())
 
     def action_chart_metric(self) -> None:
-        """Chart the next metric in the one-line layout."""
+        """Chart the next metric in the one-line layout (elsewhere, say that it charts nothing there)."""
+        reason = self.unavailable("chart_metric")
+        if reason is not None:
+            self.notify(reason, severity="warning")
+            return
         self._set_choice(self._gpus.choice.next_metric())
 
     def _set_choice(self, choice: ChartChoice) -> None:
@@ -450,6 +491,10 @@ class GpusightApp(TerminalGuardedApp):
         """Ask to send a signal to the selected process (not in read-only mode)."""
         if self.readonly:
             self.notify("Read-only mode: sending signals is disabled.", severity="warning")
+            return
+        reason = self.unavailable("kill")
+        if reason is not None:
+            self.notify(reason, severity="warning")
             return
         process = self._processes.selected_process()
         if process is None:
@@ -486,7 +531,7 @@ class GpusightApp(TerminalGuardedApp):
     def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
         """The command palette: every gpusight action once, then Textual's commands that none of them replaces."""
         export_dir = safe_text(str(self.export_dir))
-        ours = palette_actions(readonly=self.readonly, replay=self.replaying)
+        ours = palette_actions(readonly=self.readonly, replay=self.replaying, hidden=self._hidden_actions())
         for entry in ours:
             yield SystemCommand(entry.title, palette_help(entry, export_dir), partial(self.run_action, entry.action))
         titles = {entry.title for entry in ours}

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from rich.cells import cell_len
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Grid, Vertical, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from gpusight.collect.frame import Frame
 from gpusight.collect.gpu_selection import gpu_number
@@ -24,7 +25,9 @@ from gpusight.collect.timegrid import ChartView
 from gpusight.textsafe import safe_text
 from gpusight.ui.chart import Chart
 from gpusight.ui.chart_choice import HISTORIES, PCIE_METRICS, ChartChoice, duration_text, pcie_scale, scale_maximum, value_text
+from gpusight.ui.footer import FittingFooter
 from gpusight.ui.format import (
+    fit,
     memory_pair,
     percent_of,
     power_pair,
@@ -121,9 +124,23 @@ class LabelledChart(Vertical):
         return self.chart.size.width
 
     def show(self, value: str, values: list[float | None], maximum: float | None, scale: str, span: str) -> None:
-        """Update the caption and the series (``values`` as wide as the chart)."""
-        self.caption.update(Text.assemble((self.title, "bold"), f" {value}", (f"  (0..{scale}, last {span})", "dim")))
+        """Update the caption (the longest form that leaves a gap at its right) and the series (``values`` as wide as the chart)."""
+        self.caption.update(caption_text(self.title, value, scale, span, (self.caption.size.width or self.size.width) - 1))
         self.chart.set_series(values, maximum)
+
+
+def caption_text(title: str, value: str, scale: str, span: str, width: int) -> Text:
+    """A chart's caption in the longest form that fits ``width`` cells, never cut inside its brackets.
+
+    ``title value  (0..scale, last span)``, else without the span, else without the scale, else the
+    title and value cut with an ellipsis.
+    """
+    head = f"{title} {value}"
+    for note in (f"  (0..{scale}, last {span})", f"  (0..{scale})", ""):
+        if cell_len(head) + cell_len(note) <= width:
+            return Text.assemble((title, "bold"), f" {value}", (note, "dim"))
+    cut = fit(head, width)
+    return Text.assemble((cut[: len(title)], "bold"), cut[len(title):])
 
 
 class GpuDetailScreen(Screen[None]):
@@ -153,7 +170,7 @@ class GpuDetailScreen(Screen[None]):
                 yield from (self._charts[name] for name in HISTORY_TITLES)
             with Grid(id="detail-charts"):
                 yield from (self._charts[name] for name in EXTRA_TITLES)
-        yield Footer()
+        yield FittingFooter()
 
     def show(self, frame: Frame, choice: ChartChoice) -> None:
         """Refresh fields and charts from ``frame`` at the zoom level of ``choice``."""
