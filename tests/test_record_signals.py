@@ -1,5 +1,7 @@
 """Headless recording (no terminal) runs until a signal and then closes its file cleanly: real ``gpusight`` processes."""
 
+import contextlib
+import os
 import signal
 import subprocess
 import sys
@@ -74,4 +76,74 @@ def test_a_hangup_ignored_by_nohup_does_not_stop_the_recording(tmp_path):
     finally:
         proc.kill()
     assert proc.returncode == 0, err
+    assert _snapshots_and_problems(path)[1] == []
+
+
+def _ignores_sigint(status: str) -> bool:
+    """Whether a copy of /proc/PID/status says its process ignores SIGINT (its SigIgn mask)."""
+    for line in status.splitlines():
+        if line.startswith("SigIgn:"):
+            return bool(int(line.split()[1], 16) >> (signal.SIGINT - 1) & 1)
+    raise AssertionError("no SigIgn line")
+
+
+def _start_from_script(path: Path, log: Path, wrapper: str = "") -> tuple[subprocess.Popen, int]:
+    """A recorder started with ``&`` by a non-interactive bash (no job control), optionally under ``wrapper``
+    (e.g. nohup); the shell prints the recorder's PID, waits for it and prints its exit status.
+
+    The background job is a ``sh`` that copies its /proc status to ``log``'s ``.status`` sibling (what the shell
+    handed over: a non-interactive sh keeps what it inherited ignored), then execs the recorder in its place.
+    """
+    script = (f'{wrapper} sh -c \'cat /proc/self/status >"$0"; exec "$@"\' "$2.status" '
+              '"$0" -m gpusight --demo input-bound --record "$1" --interval 0.1 </dev/null >"$2" 2>&1 & '
+              'echo $!; wait $!; echo "status $?"')
+    shell = subprocess.Popen(["bash", "-c", script, sys.executable, str(path), str(log)],
+                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True)
+    assert shell.stdout is not None
+    pid = int(shell.stdout.readline())
+    deadline = time.monotonic() + DEADLINE
+    while not (path.exists() and len(_snapshots_and_problems(path)[0]) >= 3):
+        assert shell.poll() is None, f"the recorder exited early: {log.read_text()}"
+        assert time.monotonic() < deadline, "no snapshots recorded in time"
+        time.sleep(0.05)
+    return shell, pid
+
+
+def test_a_recorder_started_in_the_background_by_a_script_stops_on_sigint(tmp_path):
+    """A non-interactive shell starts background jobs with SIGINT ignored; ``kill -INT`` must still end the recording."""
+    path, log = tmp_path / "background.gtr", tmp_path / "log"
+    shell, pid = _start_from_script(path, log)
+    try:
+        assert _ignores_sigint(Path(f"{log}.status").read_text())  # what the shell handed over: the case tested
+        os.kill(pid, signal.SIGINT)
+        out, _ = shell.communicate(timeout=15)
+    finally:
+        shell.kill()
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    assert out.splitlines()[-1] == "status 0", log.read_text()
+    assert "recorded" in log.read_text()
+    snapshots, problems = _snapshots_and_problems(path)
+    assert problems == []
+    assert len(snapshots) >= 3
+
+
+def test_under_nohup_in_a_script_a_hangup_is_ignored_and_sigint_stops_the_recording(tmp_path):
+    path, log = tmp_path / "nohup.gtr", tmp_path / "log"
+    shell, pid = _start_from_script(path, log, wrapper="nohup")
+    try:
+        os.kill(pid, signal.SIGHUP)
+        before = len(_snapshots_and_problems(path)[0])
+        deadline = time.monotonic() + DEADLINE
+        while len(_snapshots_and_problems(path)[0]) < before + 3:
+            assert shell.poll() is None, "the recorder stopped on a hangup that nohup ignores"
+            assert time.monotonic() < deadline, "the recorder stopped writing after the hangup"
+            time.sleep(0.05)
+        os.kill(pid, signal.SIGINT)
+        out, _ = shell.communicate(timeout=15)
+    finally:
+        shell.kill()
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    assert out.splitlines()[-1] == "status 0", log.read_text()
     assert _snapshots_and_problems(path)[1] == []

@@ -135,8 +135,9 @@ def build_parser() -> GpusightParser:
         "--record", type=path_arg, metavar="FILE",
         help="append every snapshot to FILE in the compact format (docs/recording.md), or as JSON lines when FILE "
         "ends in .jsonl (.jsonl.gz: gzip-compressed); "
-        "without a terminal and without --once/--duration, records until interrupted (SIGINT, SIGTERM or SIGHUP "
-        "closes the file cleanly). FILE '-' streams JSON lines to stdout, flushed per snapshot, with no screen",
+        "without a terminal and without --once/--duration, records until interrupted: SIGINT or SIGTERM closes the "
+        "file cleanly, even if the shell started it with them ignored; so does SIGHUP, unless it was ignored at start "
+        "(nohup), so the recording outlives the terminal. FILE '-' streams JSON lines to stdout, flushed per snapshot, with no screen",
     )
     parser.add_argument("--once", action="store_true", help="print one snapshot as a table and exit (implied when stdout is not a terminal)")
     parser.add_argument(

@@ -28,6 +28,9 @@ if TYPE_CHECKING:
 ONCE_SETTLE_SECONDS = 0.3
 """Gap between the priming poll and the reported one in ``--once``, so CPU % and PCIe rates are real."""
 
+HEADLESS_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+"""Signals that always stop a headless recording, even when the process inherited them ignored."""
+
 FIRST_POLL_WAIT_SECONDS = 1.0
 """How long the live UI waits for the first poll before it draws the screen without data."""
 
@@ -107,15 +110,20 @@ def _recording_failed(snapshot: Snapshot) -> int:
 
 
 def record_headless(sampler: Sampler, args: argparse.Namespace) -> int:
-    """Record until SIGINT/SIGTERM/SIGHUP without a screen; a signal ignored on entry (SIGHUP under nohup) stays ignored."""
+    """Record until SIGINT, SIGTERM or SIGHUP without a screen.
+
+    SIGINT and SIGTERM stop it whatever it inherited (a non-interactive shell starts background jobs with SIGINT
+    ignored); a SIGHUP ignored on entry (``nohup``) stays ignored, so the recording outlives the terminal.
+    """
     stop = {"now": False}
 
     def request_stop(signum: int, frame: object) -> None:
         stop["now"] = True
 
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        if signal.getsignal(sig) is not signal.SIG_IGN:
-            signal.signal(sig, request_stop)
+    for sig in HEADLESS_STOP_SIGNALS:
+        signal.signal(sig, request_stop)
+    if signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN:
+        signal.signal(signal.SIGHUP, request_stop)
     recorder, target = sampler.recorder, "stdout" if names_stdout(args.record) else args.record
     print(f"gpusight: recording to {target} every {sampler.interval:g} s; stop with Ctrl-C or SIGTERM", file=sys.stderr)
     count = 0
