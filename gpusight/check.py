@@ -13,18 +13,22 @@ line names what was cut.
 from __future__ import annotations
 
 import dataclasses
+import math
 import signal
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpusight.advice.config import Thresholds
 from gpusight.advice.engine import AdviceEngine
 from gpusight.collect.model import Severity, Snapshot
 from gpusight.collect.sampler import Sampler
 from gpusight.textsafe import safe_text
+
+if TYPE_CHECKING:
+    from gpusight.recordings.progress import ReadProgress
 
 EXIT_OK = 0
 """No advice at warn or above stands."""
@@ -160,13 +164,14 @@ class StopFlag:
 
 
 def sample_for_check(sampler: Sampler, duration_s: float | None, live: bool,
-              finished: Callable[[], bool] | None = None) -> CheckResult:
+              finished: Callable[[], bool] | None = None, progress: ReadProgress | None = None) -> CheckResult:
     """Sample with ``sampler`` and return what stood at the end.
 
     Live or demo data (``finished`` None) is polled at the sampler's interval for ``duration_s``
     seconds. A recording (``finished`` says when it has been read to its end) is read as fast as it
     goes, to its end or for ``duration_s`` seconds of recording time. SIGINT and SIGTERM end either
     early. ``live`` data with no GPU after the first poll ends the check at once: nothing to check.
+    ``progress``, when given, is told the whole seconds sampled of ``duration_s`` after each poll.
     """
     stop = StopFlag()
     lost: set[int] = set()
@@ -181,16 +186,22 @@ def sample_for_check(sampler: Sampler, duration_s: float | None, live: bool,
         started, start_clock = snapshot.timestamp, time.monotonic()
         if live and not snapshot.devices:
             return CheckResult(snapshot, 0.0, frozenset(lost), None, _why_no_gpus(snapshot))
+        if progress is not None and duration_s is not None:
+            progress.begin(math.ceil(duration_s))
         if finished is not None:
             while not stop.requested and not finished():
                 if duration_s is not None and snapshot.timestamp - started >= duration_s:
                     break
                 snapshot = poll()
+                if progress is not None:
+                    progress.reached(int(snapshot.timestamp - started))
             elapsed = snapshot.timestamp - started
         else:
             end = start_clock + (duration_s or 0.0)
             while (remaining := end - time.monotonic()) > 0 and stop.sleep(min(sampler.interval, remaining)):
                 snapshot = poll()
+                if progress is not None:
+                    progress.reached(int(time.monotonic() - start_clock))
             elapsed = time.monotonic() - start_clock
     return CheckResult(snapshot, elapsed, frozenset(lost), stop.signal_name, None)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import shutil
 import signal
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING
 from gpusight import old_name
 from gpusight.cli.output import CliError, reader_gone, write_stdout
 from gpusight.cli.parser import STATS_FILE_ENV
+from gpusight.cli.progress import stderr_progress
 from gpusight.collect.model import Snapshot
 from gpusight.collect.sampler import Sampler
 from gpusight.collect.serialize import snapshot_to_json
@@ -41,7 +43,9 @@ def run_check(sampler: Sampler, args: argparse.Namespace, plan: CheckPlan) -> in
     from gpusight.textsafe import safe_text
 
     finished = (lambda: sampler.source_finished) if sampler.steerable else None
-    result = sample_for_check(sampler, args.duration, live=args.demo is None and not sampler.steerable, finished=finished)
+    with stderr_progress(f"sampling {plan.what}", counts="seconds") as progress:
+        result = sample_for_check(sampler, args.duration, live=args.demo is None and not sampler.steerable,
+                                  finished=finished, progress=progress)
     status = exit_status(result)
     if result.cannot_check is not None:
         print(f"gpusight: cannot check: {safe_text(result.cannot_check)}", file=sys.stderr)
@@ -56,23 +60,28 @@ def run_check(sampler: Sampler, args: argparse.Namespace, plan: CheckPlan) -> in
 
 def _collect(sampler: Sampler, duration: float | None, settle: bool = True) -> Snapshot:
     """Poll for ``duration`` seconds at the sampler's interval (or a short priming pair, or once without ``settle``)
-    and return the last snapshot."""
+    and return the last snapshot; a ``duration`` shows its progress on stderr when that is a terminal."""
     snapshot = sampler.poll_once()
     if duration is None and not settle:
         return snapshot
     if duration is None:
         time.sleep(ONCE_SETTLE_SECONDS)
         return sampler.poll_once()
-    end = time.monotonic() + duration
-    while True:
-        remaining = end - time.monotonic()
-        if remaining <= 0:
-            return snapshot
-        time.sleep(min(sampler.interval, remaining))
-        snapshot = sampler.poll_once()
+    start = time.monotonic()
+    with stderr_progress("sampling", counts="seconds") as progress:
+        if progress is not None:
+            progress.begin(math.ceil(duration))
+        while (remaining := start + duration - time.monotonic()) > 0:
+            time.sleep(min(sampler.interval, remaining))
+            snapshot = sampler.poll_once()
+            if progress is not None:
+                progress.reached(int(time.monotonic() - start))
+    return snapshot
 
 
 def run_once(sampler: Sampler, args: argparse.Namespace) -> int:
+    """``--once``/``--json``: sample (see ``_collect``), print one snapshot as a table or JSON, export and return the
+    exit status."""
     snapshot = _collect(sampler, args.duration, settle=args.at is None)  # a replay at a time shows that time
     if args.json:
         text = snapshot_to_json(snapshot, indent=2) + "\n"
