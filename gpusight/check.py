@@ -7,7 +7,7 @@ check) and ``EXIT_CANNOT_CHECK``.
 A check shorter than the rules' averaging windows and hold times would never see advice form, so each
 threshold whose name ends in ``window_s`` and is longer than the check is cut to the check's time, and each
 ending in ``hold_s`` to half of it (``fit_thresholds``); the others keep their values, and the report's first
-line names what was cut.
+line says in plain words what was shortened, to what, and how much data there was.
 """
 
 from __future__ import annotations
@@ -68,8 +68,10 @@ class CheckPlan:
 class Fitting:
     """The windows and holds a short check cut to fit its time."""
 
+    data_s: float
+    """Seconds of data the check's rules see: the check's time, with a demo's simulated history before it."""
     window_cap_s: float
-    """Longest window kept, seconds (the check's time less one poll)."""
+    """Longest window kept, seconds (the data's time less one poll)."""
     hold_cap_s: float
     """Longest hold kept, seconds (half the window cap)."""
     cut: tuple[tuple[str, float], ...] = ()
@@ -105,7 +107,7 @@ def fit_thresholds(thresholds: Thresholds, available_s: float | None, interval_s
     values; nothing changes when the time is unknown (a whole recording).
     """
     if available_s is None:
-        return thresholds, Fitting(float("inf"), float("inf"))
+        return thresholds, Fitting(float("inf"), float("inf"), float("inf"))
     window_cap = max(0.0, available_s - interval_s)
     hold_cap = window_cap / 2
     cut: list[tuple[str, float]] = []
@@ -116,7 +118,7 @@ def fit_thresholds(thresholds: Thresholds, available_s: float | None, interval_s
         if value > cap:
             cut.append((name, value))
             changes[name] = cap
-    return dataclasses.replace(thresholds, **changes), Fitting(window_cap, hold_cap, tuple(cut))
+    return dataclasses.replace(thresholds, **changes), Fitting(available_s, window_cap, hold_cap, tuple(cut))
 
 
 def plan_check(engine: AdviceEngine, interval_s: float, what: str, duration_s: float | None,
@@ -223,7 +225,7 @@ def exit_status(result: CheckResult) -> int:
 
 
 def headline(plan: CheckPlan, result: CheckResult, interval_s: float) -> str:
-    """The report's first line: what was checked, for how long, and which of the rules' times were cut to fit."""
+    """The report's first line: what was checked, for how long, and which of the rules' times were shortened to fit."""
     devices = len(result.snapshot.devices)
     if plan.duration_s is None:
         span = f"{result.elapsed_s:.0f} s of {plan.what} (the whole recording)"
@@ -232,14 +234,29 @@ def headline(plan: CheckPlan, result: CheckResult, interval_s: float) -> str:
     line = f"gpusight check: {span}, {devices} GPU{'s' if devices != 1 else ''}, polled every {interval_s:g} s"
     if result.stopped_by is not None:
         line += f"; stopped by {result.stopped_by} after {result.elapsed_s:.1f} s"
-    fitting = plan.fitting
-    if fitting.cut:
-        names = ", ".join(f"{name} {value:g} s" for name, value in fitting.cut)
-        line += (f"; cut to fit: windows to {fitting.window_cap_s:.1f} s, holds to {fitting.hold_cap_s:.1f} s "
-                 f"({names})")
+    if plan.fitting.cut:
+        line += "; " + _shortened(plan)
     elif plan.duration_s is not None:
         line += "; rule windows and holds fit as set"
     return line
+
+
+def _shortened(plan: CheckPlan) -> str:
+    """What a short check did to the rules' times, e.g. ``rules shortened to fit the 10 s checked: averages over
+    9.5 s, not window_s 30 s; advice shows once its condition held 4.8 s, not hold_s 15 s``."""
+    fitting = plan.fitting
+    data = f"the {plan.duration_s:g} s checked"
+    if plan.duration_s is not None and fitting.data_s > plan.duration_s:
+        history = fitting.data_s - plan.duration_s
+        data = f"{fitting.data_s:.0f} s of data ({plan.duration_s:g} s checked after {history:.0f} s of simulated history)"
+    windows = ", ".join(f"{name} {value:g} s" for name, value in fitting.cut if name.endswith(WINDOW_SUFFIX))
+    holds = ", ".join(f"{name} {value:g} s" for name, value in fitting.cut if name.endswith(HOLD_SUFFIX))
+    parts = []
+    if windows:
+        parts.append(f"averages over {fitting.window_cap_s:.1f} s, not {windows}")
+    if holds:
+        parts.append(f"advice shows once its condition held {fitting.hold_cap_s:.1f} s, not {holds}")
+    return f"rules shortened to fit {data}: " + "; ".join(parts)
 
 
 def render_check(plan: CheckPlan, result: CheckResult, interval_s: float) -> str:
