@@ -124,7 +124,7 @@ def test_no_driver_exits_3_at_once_with_the_reason(tmp_path, fake_nvml_lib):
     assert out.returncode == 3
     assert out.stdout == ""
     assert out.stderr.strip() == ("gpusight: cannot check: NVIDIA driver not loaded: the kernel module is not running "
-                                  "(NVML_ERROR_DRIVER_NOT_LOADED)")
+                                  "(NVML_ERROR_DRIVER_NOT_LOADED); try gpusight --demo to see simulated GPUs")
 
 
 @pytest.mark.parametrize("args", [
