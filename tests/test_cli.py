@@ -3,6 +3,7 @@
 import gzip
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -225,3 +226,18 @@ def test_once_export_writes_report_and_json(tmp_path):
     assert out.returncode == 0, out.stderr
     files = sorted(p.suffix for p in (tmp_path / "exp").iterdir())
     assert ".json" in files and ".md" in files and ".svg" in files
+
+
+def test_once_shows_pcie_rx_and_tx_in_columns_of_their_own():
+    out = run("--demo", "--once")
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    header = next(line for line in lines if line.startswith("GPU ") and "NAME" in line)
+    rx_end = header.index("PCIe RX") + len("PCIe RX")
+    tx_end = header.index("PCIe TX") + len("PCIe TX")
+    rows = lines[lines.index(header) + 1: lines.index(header) + 9]
+    rate = re.compile(r"\d+(\.\d+)?[kMG]?B/s")
+    for row in rows:  # each rate ends under its own heading, with a space before it
+        assert rate.fullmatch(row[:rx_end].split()[-1]), row
+        assert rate.fullmatch(row[rx_end:tx_end].split()[-1]), row
+    assert "B/s/" not in out.stdout
