@@ -95,9 +95,9 @@ def precompile(env: dict[str, str]) -> None:
 
 
 def gpusight_version(env: dict[str, str]) -> str:
-    """``gpusight --version`` output on one line (``gpusight 0.1.0; partial output: active``)."""
-    result = subprocess.run([sys.executable, "-m", "gpusight", "--version"], env=env, capture_output=True, text=True,
-                            check=False)
+    """``gpusight --version --verbose`` output on one line (``gpusight 0.1.0; partial output: active``)."""
+    result = subprocess.run([sys.executable, "-m", "gpusight", "--version", "--verbose"], env=env, capture_output=True,
+                            text=True, check=False)
     return "; ".join(result.stdout.split("\n")).strip("; ") or "unknown"
 
 

@@ -7,24 +7,28 @@ check) and ``EXIT_CANNOT_CHECK``.
 A check shorter than the rules' averaging windows and hold times would never see advice form, so each
 threshold whose name ends in ``window_s`` and is longer than the check is cut to the check's time, and each
 ending in ``hold_s`` to half of it (``fit_thresholds``); the others keep their values, and the report's first
-line names what was cut.
+line says in plain words what was shortened, to what, and how much data there was.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 import signal
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpusight.advice.config import Thresholds
 from gpusight.advice.engine import AdviceEngine
 from gpusight.collect.model import Severity, Snapshot
 from gpusight.collect.sampler import Sampler
 from gpusight.textsafe import safe_text
+
+if TYPE_CHECKING:
+    from gpusight.recordings.progress import ReadProgress
 
 EXIT_OK = 0
 """No advice at warn or above stands."""
@@ -64,8 +68,10 @@ class CheckPlan:
 class Fitting:
     """The windows and holds a short check cut to fit its time."""
 
+    data_s: float
+    """Seconds of data the check's rules see: the check's time, with a demo's simulated history before it."""
     window_cap_s: float
-    """Longest window kept, seconds (the check's time less one poll)."""
+    """Longest window kept, seconds (the data's time less one poll)."""
     hold_cap_s: float
     """Longest hold kept, seconds (half the window cap)."""
     cut: tuple[tuple[str, float], ...] = ()
@@ -101,7 +107,7 @@ def fit_thresholds(thresholds: Thresholds, available_s: float | None, interval_s
     values; nothing changes when the time is unknown (a whole recording).
     """
     if available_s is None:
-        return thresholds, Fitting(float("inf"), float("inf"))
+        return thresholds, Fitting(float("inf"), float("inf"), float("inf"))
     window_cap = max(0.0, available_s - interval_s)
     hold_cap = window_cap / 2
     cut: list[tuple[str, float]] = []
@@ -112,7 +118,7 @@ def fit_thresholds(thresholds: Thresholds, available_s: float | None, interval_s
         if value > cap:
             cut.append((name, value))
             changes[name] = cap
-    return dataclasses.replace(thresholds, **changes), Fitting(window_cap, hold_cap, tuple(cut))
+    return dataclasses.replace(thresholds, **changes), Fitting(available_s, window_cap, hold_cap, tuple(cut))
 
 
 def plan_check(engine: AdviceEngine, interval_s: float, what: str, duration_s: float | None,
@@ -160,13 +166,14 @@ class StopFlag:
 
 
 def sample_for_check(sampler: Sampler, duration_s: float | None, live: bool,
-              finished: Callable[[], bool] | None = None) -> CheckResult:
+              finished: Callable[[], bool] | None = None, progress: ReadProgress | None = None) -> CheckResult:
     """Sample with ``sampler`` and return what stood at the end.
 
     Live or demo data (``finished`` None) is polled at the sampler's interval for ``duration_s``
     seconds. A recording (``finished`` says when it has been read to its end) is read as fast as it
     goes, to its end or for ``duration_s`` seconds of recording time. SIGINT and SIGTERM end either
     early. ``live`` data with no GPU after the first poll ends the check at once: nothing to check.
+    ``progress``, when given, is told the whole seconds sampled of ``duration_s`` after each poll.
     """
     stop = StopFlag()
     lost: set[int] = set()
@@ -181,16 +188,22 @@ def sample_for_check(sampler: Sampler, duration_s: float | None, live: bool,
         started, start_clock = snapshot.timestamp, time.monotonic()
         if live and not snapshot.devices:
             return CheckResult(snapshot, 0.0, frozenset(lost), None, _why_no_gpus(snapshot))
+        if progress is not None and duration_s is not None:
+            progress.begin(math.ceil(duration_s))
         if finished is not None:
             while not stop.requested and not finished():
                 if duration_s is not None and snapshot.timestamp - started >= duration_s:
                     break
                 snapshot = poll()
+                if progress is not None:
+                    progress.reached(int(snapshot.timestamp - started))
             elapsed = snapshot.timestamp - started
         else:
             end = start_clock + (duration_s or 0.0)
             while (remaining := end - time.monotonic()) > 0 and stop.sleep(min(sampler.interval, remaining)):
                 snapshot = poll()
+                if progress is not None:
+                    progress.reached(int(time.monotonic() - start_clock))
             elapsed = time.monotonic() - start_clock
     return CheckResult(snapshot, elapsed, frozenset(lost), stop.signal_name, None)
 
@@ -212,7 +225,7 @@ def exit_status(result: CheckResult) -> int:
 
 
 def headline(plan: CheckPlan, result: CheckResult, interval_s: float) -> str:
-    """The report's first line: what was checked, for how long, and which of the rules' times were cut to fit."""
+    """The report's first line: what was checked, for how long, and which of the rules' times were shortened to fit."""
     devices = len(result.snapshot.devices)
     if plan.duration_s is None:
         span = f"{result.elapsed_s:.0f} s of {plan.what} (the whole recording)"
@@ -221,14 +234,29 @@ def headline(plan: CheckPlan, result: CheckResult, interval_s: float) -> str:
     line = f"gpusight check: {span}, {devices} GPU{'s' if devices != 1 else ''}, polled every {interval_s:g} s"
     if result.stopped_by is not None:
         line += f"; stopped by {result.stopped_by} after {result.elapsed_s:.1f} s"
-    fitting = plan.fitting
-    if fitting.cut:
-        names = ", ".join(f"{name} {value:g} s" for name, value in fitting.cut)
-        line += (f"; cut to fit: windows to {fitting.window_cap_s:.1f} s, holds to {fitting.hold_cap_s:.1f} s "
-                 f"({names})")
+    if plan.fitting.cut:
+        line += "; " + _shortened(plan)
     elif plan.duration_s is not None:
         line += "; rule windows and holds fit as set"
     return line
+
+
+def _shortened(plan: CheckPlan) -> str:
+    """What a short check did to the rules' times, e.g. ``rules shortened to fit the 10 s checked: averages over
+    9.5 s, not window_s 30 s; advice shows once its condition held 4.8 s, not hold_s 15 s``."""
+    fitting = plan.fitting
+    data = f"the {plan.duration_s:g} s checked"
+    if plan.duration_s is not None and fitting.data_s > plan.duration_s:
+        history = fitting.data_s - plan.duration_s
+        data = f"{fitting.data_s:.0f} s of data ({plan.duration_s:g} s checked after {history:.0f} s of simulated history)"
+    windows = ", ".join(f"{name} {value:g} s" for name, value in fitting.cut if name.endswith(WINDOW_SUFFIX))
+    holds = ", ".join(f"{name} {value:g} s" for name, value in fitting.cut if name.endswith(HOLD_SUFFIX))
+    parts = []
+    if windows:
+        parts.append(f"averages over {fitting.window_cap_s:.1f} s, not {windows}")
+    if holds:
+        parts.append(f"advice shows once its condition held {fitting.hold_cap_s:.1f} s, not {holds}")
+    return f"rules shortened to fit {data}: " + "; ".join(parts)
 
 
 def render_check(plan: CheckPlan, result: CheckResult, interval_s: float) -> str:

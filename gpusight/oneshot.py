@@ -82,7 +82,7 @@ def _device_lines(devices: tuple[DeviceSample, ...]) -> list[str]:
         return ["No GPUs."]
     numbers = {d.index: gpu_number(d) for d in devices}
     gpu_width = max(4, *(len(n) + 1 for n in numbers.values()))
-    header = f"{'GPU':<{gpu_width}}{'NAME':<24}{'UTIL':>5}{'MEM':>6} {'USED/TOTAL':<17}{'POWER/LIMIT':<12}{'TEMP':>5}{'FAN':>5}  {'PCIe RX/TX':<19}{'SM':>5}{'TC':>5}  THROTTLE"
+    header = f"{'GPU':<{gpu_width}}{'NAME':<24}{'UTIL':>5}{'MEM':>6} {'USED/TOTAL':<17}{'POWER/LIMIT':<12}{'TEMP':>5}{'FAN':>5}  {'PCIe RX':>9}{'PCIe TX':>9} {'SM':>5}{'TC':>5}  THROTTLE"
     lines = [header]
     for d in devices:
         name = safe_text(d.name, 23) or NA
@@ -94,12 +94,11 @@ def _device_lines(devices: tuple[DeviceSample, ...]) -> list[str]:
             mem_pct = 100.0 * d.memory_used_bytes / d.memory_total_bytes
         used_total = f"{fmt_bytes(d.memory_used_bytes)}/{fmt_bytes(d.memory_total_bytes)}"
         power = f"{fmt_watts(d.power_watts)}/{fmt_watts(d.power_limit_watts)}"
-        pcie = f"{fmt_rate(d.pcie_rx_bytes_per_s)}/{fmt_rate(d.pcie_tx_bytes_per_s)}"
         throttle = safe_text(",".join(r for r in d.throttle_reasons if r != "gpu_idle")) or "-"
         lines.append(
             f"{numbers[d.index]:<{gpu_width}}{name:<24}{fmt_percent(d.utilization_gpu_percent):>5}{fmt_percent(mem_pct):>6} "
             f"{used_total:<17}{power:<12}{fmt_celsius(d.temperature_celsius):>5}{fmt_percent(d.fan_percent):>5}  "
-            f"{pcie:<19}{fmt_percent(d.sm_active_percent):>5}{fmt_percent(d.tensor_active_percent):>5}  {throttle}"
+            f"{fmt_rate(d.pcie_rx_bytes_per_s):>9}{fmt_rate(d.pcie_tx_bytes_per_s):>9} {fmt_percent(d.sm_active_percent):>5}{fmt_percent(d.tensor_active_percent):>5}  {throttle}"
         )
     return lines
 

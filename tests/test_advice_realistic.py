@@ -237,7 +237,8 @@ def test_periodic_stalls_of_a_forkserver_trainer_are_named_with_their_period(tmp
                       compute_processes=[(trainer.pid, 59 * GIB)])
         checked = check(tmp_path, fake_nvml_lib, [gpu], duration=20, interval=0.25)
     # the windows longer than the check (30 s averaging, 60 s stall window) are cut to it, the holds to half
-    assert "cut to fit: windows to 19.8 s, holds to 9.9 s (window_s 30 s, " in checked.headline
+    assert "rules shortened to fit the 20 s checked: averages over 19.8 s, not window_s 30 s, " in checked.headline
+    assert "advice shows once its condition held 9.9 s, not hold_s 15 s, " in checked.headline
     assert checked.job_of(trainer.pid)["kind"] == "training"
     advice = checked.standing("periodic_stall:gpu0")
     assert advice["severity"] == "warn"

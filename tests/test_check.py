@@ -59,7 +59,9 @@ def test_a_throttled_gpu_exits_1_with_the_throttling_advice(tmp_path, fake_nvml_
     assert out.returncode == 1, out.stdout + out.stderr
     lines = out.stdout.splitlines()
     assert lines[0].startswith("gpusight check: 3 s of live data, 2 GPUs, polled every 0.2 s")
-    assert "cut to fit: windows to 2.8 s, holds to 1.4 s (window_s 30 s," in lines[0]  # 3 s is shorter than them
+    # 3 s is shorter than the rules' times: said in plain words, with what each was set to
+    assert "; rules shortened to fit the 3 s checked: averages over 2.8 s, not window_s 30 s," in lines[0]
+    assert "; advice shows once its condition held 1.4 s, not hold_s 15 s," in lines[0]
     assert any(line.startswith("WARN     gpu0: GPU 0 is thermal/hardware throttled") for line in lines)
     assert any("hw_thermal" in line and line.strip().startswith("evidence:") for line in lines)
     assert any(line.strip().startswith("action:") for line in lines)
@@ -122,7 +124,7 @@ def test_no_driver_exits_3_at_once_with_the_reason(tmp_path, fake_nvml_lib):
     assert out.returncode == 3
     assert out.stdout == ""
     assert out.stderr.strip() == ("gpusight: cannot check: NVIDIA driver not loaded: the kernel module is not running "
-                                  "(NVML_ERROR_DRIVER_NOT_LOADED)")
+                                  "(NVML_ERROR_DRIVER_NOT_LOADED); try gpusight --demo to see simulated GPUs")
 
 
 @pytest.mark.parametrize("args", [
@@ -199,9 +201,11 @@ def test_demo_data_is_checked_with_its_prefilled_history(scenario, status, prese
 
     assert out.returncode == status, out.stdout + out.stderr
     assert present in out.stdout
-    # The two prefilled minutes count: only the holds longer than half of 120 s + 1 s are cut.
+    # The two prefilled minutes count, and the line says so: only the holds longer than half of 120 s + 1 s are cut,
+    # and no window is named, as none was shortened.
     assert out.stdout.splitlines()[0].endswith(
-        "cut to fit: windows to 120.5 s, holds to 60.2 s (idle_hold_s 120 s, serving_idle_hold_s 300 s)")
+        "; rules shortened to fit 121 s of data (1 s checked after 120 s of simulated history): "
+        "advice shows once its condition held 60.2 s, not idle_hold_s 120 s, serving_idle_hold_s 300 s")
 
 
 @pytest.mark.parametrize(("scenario", "status", "present"), [
@@ -215,7 +219,7 @@ def test_each_demo_story_stands_after_a_short_check(scenario, status, present):
     assert out.returncode == status, out.stdout + out.stderr
     assert present in out.stdout
     if scenario == "serving":  # prefilled 330 s: only the idle server's 5-minute hold is cut, to half of that
-        assert out.stdout.splitlines()[0].endswith("holds to 165.2 s (serving_idle_hold_s 300 s)")
+        assert out.stdout.splitlines()[0].endswith("held 165.2 s, not serving_idle_hold_s 300 s")
         assert "INFO     gpu3: GPU 3 serves in small batches" in out.stdout
 
 
@@ -242,7 +246,8 @@ def test_a_recording_checked_for_a_few_seconds_of_its_time(tmp_path):
     assert out.returncode == 0, out.stdout + out.stderr
     first = out.stdout.splitlines()[0]
     assert first.startswith("gpusight check: 5 s of recording healthy.jsonl")
-    assert "cut to fit: windows to 4.5 s, holds to 2.2 s" in first
+    assert "rules shortened to fit the 5 s checked: averages over 4.5 s, not window_s 30 s" in first
+    assert "advice shows once its condition held 2.2 s, not hold_s 15 s" in first
 
 
 # ---- fitting the rules' times ----

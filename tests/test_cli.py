@@ -3,6 +3,7 @@
 import gzip
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -44,13 +45,26 @@ def env_with_switch(value):
     [(None, "partial output: active"), ("1", "partial output: active"),
      ("0", "partial output: off (GPUSIGHT_PARTIAL_OUTPUT=0)"), ("off", "partial output: off (GPUSIGHT_PARTIAL_OUTPUT=off)")],
 )
-def test_version_says_whether_partial_output_is_active(switch, line):
+def test_version_verbose_says_whether_partial_output_is_active(switch, line):
     from gpusight import __version__
 
-    out = run("--version", env=env_with_switch(switch))
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.splitlines() == [f"gpusight {__version__}", line]
-    assert out.stderr == ""
+    for argv in (["--version", "--verbose"], ["--verbose", "--version"]):
+        out = run(*argv, env=env_with_switch(switch))
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.splitlines() == [f"gpusight {__version__}", line]
+        assert out.stderr == ""
+
+
+def test_version_prints_only_the_version():
+    from gpusight import __version__
+
+    for argv in (["--version"], ["--demo", "--check", "--version"]):  # other flags, even incomplete, do not matter
+        out = run(*argv)
+        assert out.returncode == 0, out.stderr
+        assert out.stdout == f"gpusight {__version__}\n"
+        assert out.stderr == ""
+    alone = run("--verbose")
+    assert alone.returncode == 2 and "--verbose needs --version" in alone.stderr
 
 
 def test_version_does_not_load_the_user_interface():
@@ -69,7 +83,7 @@ def test_help_documents_every_flag():
     assert out.returncode == 0
     for flag in ("--demo", "--replay", "--loop", "--record", "--once", "--json", "--duration", "--interval",
                  "--export", "--export-dir", "--readonly", "--ascii", "--no-advice", "--config", "--version",
-                 "--gpus", "--cuda-visible", "--user", "--no-filters", "--json-schema"):
+                 "--verbose", "--gpus", "--cuda-visible", "--user", "--no-filters", "--json-schema"):
         assert flag in out.stdout
     assert "input-bound" in out.stdout  # scenarios are listed
 
@@ -212,3 +226,18 @@ def test_once_export_writes_report_and_json(tmp_path):
     assert out.returncode == 0, out.stderr
     files = sorted(p.suffix for p in (tmp_path / "exp").iterdir())
     assert ".json" in files and ".md" in files and ".svg" in files
+
+
+def test_once_shows_pcie_rx_and_tx_in_columns_of_their_own():
+    out = run("--demo", "--once")
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    header = next(line for line in lines if line.startswith("GPU ") and "NAME" in line)
+    rx_end = header.index("PCIe RX") + len("PCIe RX")
+    tx_end = header.index("PCIe TX") + len("PCIe TX")
+    rows = lines[lines.index(header) + 1: lines.index(header) + 9]
+    rate = re.compile(r"\d+(\.\d+)?[kMG]?B/s")
+    for row in rows:  # each rate ends under its own heading, with a space before it
+        assert rate.fullmatch(row[:rx_end].split()[-1]), row
+        assert rate.fullmatch(row[rx_end:tx_end].split()[-1]), row
+    assert "B/s/" not in out.stdout

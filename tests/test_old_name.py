@@ -116,9 +116,9 @@ def test_a_status_record_published_under_the_old_name_is_read(tmp_path, monkeypa
 
 def test_the_old_names_environment_variable_still_switches_partial_output_off():
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GPUSIGHT_", "GPUTOP_"))}
-    done = run("--version", env=dict(env, GPUTOP_PARTIAL_OUTPUT="0"))
+    done = run("--version", "--verbose", env=dict(env, GPUTOP_PARTIAL_OUTPUT="0"))
     assert "partial output: off" in done.stdout
-    done = run("--version", env=env)
+    done = run("--version", "--verbose", env=env)
     assert "partial output: active" in done.stdout
 
 

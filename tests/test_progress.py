@@ -400,3 +400,31 @@ def test_no_bar_and_no_rich_when_stderr_is_not_a_terminal(monkeypatch):
     probe = "import gpusight.cli, sys; print(any(name.split('.')[0] == 'rich' for name in sys.modules))"
     loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.strip()
     assert loaded == "False"  # importing the command line does not load Rich
+
+
+# ---- sampling: --check and --once --duration ----
+
+_SAMPLED = re.compile(r" (\d+)/(\d+) s$")
+
+
+@pytest.mark.parametrize(("args", "first_line"), [
+    (["--check", "--demo", "--duration", "3"], "gpusight check: 3 s of demo data (mixed), 8 GPUs"),
+    (["--once", "--demo", "--duration", "3"], "gpusight "),
+], ids=["check", "once"])
+def test_sampling_shows_the_seconds_sampled_on_a_terminal_and_nothing_elsewhere(tmp_path, args, first_line):
+    on_terminal = run_on_terminal([*args, "--interval", "0.25"], tmp_path)
+    plain = re.sub(rb"\x1b\[[0-9;?]*[A-Za-z]", b"", on_terminal.stderr).decode("utf-8", "replace")
+    frames = [piece.strip() for piece in re.split(r"[\r\n]", plain) if _SAMPLED.search(piece.strip())]
+    assert frames, f"no progress line on the terminal: {on_terminal.stderr[-2000:]!r}"
+    assert all(frame.startswith("sampling") for frame in frames), frames[:3]
+    counts = [tuple(map(int, _SAMPLED.search(frame).groups())) for frame in frames]
+    assert {total for _, total in counts} == {3}
+    seconds = [done for done, _ in counts]
+    assert seconds == sorted(seconds) and len(set(seconds)) >= 2, seconds
+    assert final_screen(on_terminal.stderr) == []  # the line is gone before the result is printed
+    elsewhere = run_without_terminal([*args, "--interval", "0.25"], tmp_path)
+    assert elsewhere.stderr == b""
+    for run in (on_terminal, elsewhere):
+        assert run.status == elsewhere.status
+        assert run.stdout_head.decode().startswith(first_line), run.stdout_head[:200]
+        assert b"\x1b" not in run.stdout_head and b"\r" not in run.stdout_head

@@ -7,7 +7,7 @@ import json
 import sys
 
 from gpusight.cli.output import CliError, reader_gone, write_stdout
-from gpusight.cli.parser import asks_for_check, build_parser, check_usage
+from gpusight.cli.parser import asks_for_check, build_parser, check_usage, print_version
 from gpusight.cli.pipeline import build_pipeline
 from gpusight.cli.runners import record_headless, run_check, run_once, run_tui
 from gpusight.convert import command as convert
@@ -25,6 +25,8 @@ def main(argv: list[str] | None = None) -> int:
     if asks_for_check(argv):
         parser.usage_status = EXIT_CANNOT_CHECK
     args = parser.parse_args(argv)
+    if args.version:  # before the usage rules, as argparse's own --version would
+        return print_version(args.verbose)
     check_usage(parser, args)
     try:
         if args.convert is not None:

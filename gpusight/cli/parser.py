@@ -91,20 +91,15 @@ def asks_for_check(argv: list[str]) -> bool:
     return False
 
 
-class VersionAction(argparse.Action):
-    """``--version``: the version, then whether Textual sends only the changed cells (see gpusight.ui.partial_output).
-
-    The second line is worked out only when asked for, so other commands never import Textual for it.
-    """
-
-    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS, help: str | None = None) -> None:
-        super().__init__(option_strings, dest=dest, default=argparse.SUPPRESS, nargs=0, help=help)
-
-    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object,
-                 option_string: str | None = None) -> None:
+def print_version(verbose: bool) -> int:
+    """``--version``: print the version (with ``--verbose`` also whether Textual sends only the changed cells, see
+    gpusight.ui.partial_output) and return the exit status; Textual is imported only for ``--verbose``."""
+    text = f"gpusight {__version__}\n"
+    if verbose:
         from gpusight.ui.partial_output import status
 
-        parser.exit(0 if write_stdout(f"gpusight {__version__}\npartial output: {status()}\n") else reader_gone())
+        text += f"partial output: {status()}\n"
+    return 0 if write_stdout(text) else reader_gone()
 
 
 def build_parser() -> GpusightParser:
@@ -135,8 +130,9 @@ def build_parser() -> GpusightParser:
         "--record", type=path_arg, metavar="FILE",
         help="append every snapshot to FILE in the compact format (docs/recording.md), or as JSON lines when FILE "
         "ends in .jsonl (.jsonl.gz: gzip-compressed); "
-        "without a terminal and without --once/--duration, records until interrupted (SIGINT, SIGTERM or SIGHUP "
-        "closes the file cleanly). FILE '-' streams JSON lines to stdout, flushed per snapshot, with no screen",
+        "without a terminal and without --once/--duration, records until interrupted: SIGINT or SIGTERM closes the "
+        "file cleanly, even if the shell started it with them ignored; so does SIGHUP, unless it was ignored at start "
+        "(nohup), so the recording outlives the terminal. FILE '-' streams JSON lines to stdout, flushed per snapshot, with no screen",
     )
     parser.add_argument("--once", action="store_true", help="print one snapshot as a table and exit (implied when stdout is not a terminal)")
     parser.add_argument(
@@ -193,10 +189,11 @@ def build_parser() -> GpusightParser:
         help="print the JSON Schema of --json output and recording lines, and exit",
     )
     add_cluster_arguments(parser)
+    parser.add_argument("--version", action="store_true", help="print the version and exit")
     parser.add_argument(
-        "--version", action=VersionAction,
-        help="print the version and whether partial output (only changed cells are sent; "
-        "GPUSIGHT_PARTIAL_OUTPUT=0 turns it off) is active, and exit",
+        "--verbose", action="store_true",
+        help="with --version: also say whether partial output (only changed cells are sent; "
+        "GPUSIGHT_PARTIAL_OUTPUT=0 turns it off) is active",
     )
     parser.add_argument(
         "--print-completion", action=PrintCompletionAction, other_names=(COMMAND_ALIAS,),
@@ -217,6 +214,8 @@ def check_usage(parser: GpusightParser, args: argparse.Namespace) -> None:
         parser.error(f"--interval must be at least {MIN_INTERVAL} and at most {MAX_INTERVAL_SECONDS:g} seconds")
     if args.duration is not None and args.duration > MAX_DURATION_SECONDS:
         parser.error(f"--duration must be at most {MAX_DURATION_SECONDS:.0f} seconds (30 days)")
+    if args.verbose and not args.version:
+        parser.error("--verbose needs --version")
     if args.loop and args.replay is None:
         parser.error("--loop needs --replay")
     start_at.check_arguments(parser, args)

@@ -1,7 +1,8 @@
-"""A progress bar on stderr while a whole recording is read: ``--convert``, ``--report``, ``--replay FILE --at WHEN``.
+"""A progress bar on stderr while a whole recording is read (``--convert``, ``--report``, ``--replay FILE --at WHEN``)
+or while ``--check`` and ``--once --duration`` sample.
 
-The readers tell a :class:`gpusight.recordings.progress.ReadProgress` how far they have got; this module
-draws one with Rich, on stderr, and only when stderr is a terminal: anywhere else nothing is written, not
+The readers tell a :class:`gpusight.recordings.progress.ReadProgress` how far they have got (the samplers tell it
+the seconds sampled, in place of bytes read); this module draws one with Rich, on stderr, and only when stderr is a terminal: anywhere else nothing is written, not
 even an escape sequence. The bar appears once a read has run for :data:`SHOW_AFTER_S` (a short read stays
 quiet) and is removed when the read ends, before the command prints its own lines. Rich is imported then,
 so other commands never load it.
@@ -16,12 +17,12 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from gpusight.textsafe import safe_text
 
 if TYPE_CHECKING:
-    from rich.progress import Progress, TaskID
+    from rich.progress import Progress, ProgressColumn, TaskID
 
     from gpusight.recordings.progress import ReadProgress
 
@@ -37,18 +38,24 @@ UPDATE_EVERY_S = 1 / REDRAWS_PER_S
 NAME_WIDTH = 40
 """Characters of the file's name shown at most."""
 
+Counts = Literal["bytes", "seconds"]
+"""What a bar counts: bytes of a file read, or seconds of a sampling run."""
+
 
 class StderrProgressBar:
     """A :class:`ReadProgress` drawn on stderr: what is done to which file, a bar, the percentage of the file read,
-    the bytes read of its size, the rate and the time left.
+    the bytes read of its size, the rate and the time left; or, counting seconds, what is sampled, a bar and the
+    seconds sampled of those asked for (``sampling live data ━━━╸━━ 12/60 s``).
 
     Telling it how far a read has got costs a clock reading, except every :data:`UPDATE_EVERY_S`. Any thread may
     tell it; after :meth:`close` it draws nothing more.
     """
 
-    def __init__(self, description: str) -> None:
+    def __init__(self, description: str, counts: Counts = "bytes") -> None:
         self.description = description
         """What is being done, e.g. ``converting run.gtop``."""
+        self.counts: Counts = counts
+        """What the figures count."""
         self._lock = threading.Lock()
         self._total = 0
         self._next_update = math.inf  # monotonic time of the next update of the figures: never outside a read
@@ -73,7 +80,7 @@ class StderrProgressBar:
             self._next_update = time.monotonic() + UPDATE_EVERY_S
             self._total = max(self._total, position)  # a file still being written grows
             if self._bar is None:
-                self._bar, self._task = _show(self.description, self._total, position)
+                self._bar, self._task = _show(self.description, self._total, position, self.counts)
             else:
                 assert self._task is not None
                 self._bar.update(self._task, completed=position, total=self._total)
@@ -93,28 +100,36 @@ class StderrProgressBar:
         self.end()
 
 
-def _show(description: str, total: int, position: int) -> tuple[Progress, TaskID]:
+def _show(description: str, total: int, position: int, counts: Counts) -> tuple[Progress, TaskID]:
     """Start drawing a bar on stderr that is removed when stopped; the file's name is shown as text, never as markup."""
     from rich.console import Console
+    from rich.progress import Progress
+
+    bar = Progress(
+        *_columns(counts), console=Console(stderr=True), refresh_per_second=REDRAWS_PER_S, transient=True,
+        redirect_stdout=False, redirect_stderr=False,
+    )
+    task = bar.add_task(description, total=total, completed=position)
+    bar.start()
+    return bar, task
+
+
+def _columns(counts: Counts) -> list[ProgressColumn]:
+    """The bar's columns: the description and a bar, then the bytes read or the seconds sampled."""
     from rich.progress import (
         BarColumn,
         DownloadColumn,
-        Progress,
         TaskProgressColumn,
         TextColumn,
         TimeRemainingColumn,
         TransferSpeedColumn,
     )
 
-    bar = Progress(
-        TextColumn("{task.description}", markup=False), BarColumn(), TaskProgressColumn(), DownloadColumn(),
-        TransferSpeedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
-        console=Console(stderr=True), refresh_per_second=REDRAWS_PER_S, transient=True, redirect_stdout=False,
-        redirect_stderr=False,
-    )
-    task = bar.add_task(description, total=total, completed=position)
-    bar.start()
-    return bar, task
+    start = [TextColumn("{task.description}", markup=False), BarColumn()]
+    if counts == "seconds":
+        return [*start, TextColumn("{task.completed:.0f}/{task.total:.0f} s")]
+    return [*start, TaskProgressColumn(), DownloadColumn(), TransferSpeedColumn(), TextColumn("ETA"),
+            TimeRemainingColumn()]
 
 
 def reading_description(verb: str, path: str | Path) -> str:
@@ -123,15 +138,16 @@ def reading_description(verb: str, path: str | Path) -> str:
 
 
 @contextmanager
-def stderr_progress(description: str, *, wanted: bool = True) -> Iterator[ReadProgress | None]:
-    """A progress bar for the reads done inside the block when ``wanted`` and stderr is a terminal, else None.
+def stderr_progress(description: str, *, wanted: bool = True, counts: Counts = "bytes") -> Iterator[ReadProgress | None]:
+    """A progress bar for the reads (or the sampling) done inside the block when ``wanted`` and stderr is a terminal,
+    else None.
 
     The bar is gone when the block is left, however it is left (an error, Ctrl-C).
     """
     if not (wanted and stderr_is_terminal()):
         yield None
         return
-    bar = StderrProgressBar(description)
+    bar = StderrProgressBar(description, counts)
     try:
         yield bar
     finally:

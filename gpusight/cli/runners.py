@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import shutil
 import signal
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING
 from gpusight import old_name
 from gpusight.cli.output import CliError, reader_gone, write_stdout
 from gpusight.cli.parser import STATS_FILE_ENV
+from gpusight.cli.progress import stderr_progress
 from gpusight.collect.model import Snapshot
 from gpusight.collect.sampler import Sampler
 from gpusight.collect.serialize import snapshot_to_json
@@ -28,6 +30,9 @@ if TYPE_CHECKING:
 ONCE_SETTLE_SECONDS = 0.3
 """Gap between the priming poll and the reported one in ``--once``, so CPU % and PCIe rates are real."""
 
+HEADLESS_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+"""Signals that always stop a headless recording, even when the process inherited them ignored."""
+
 FIRST_POLL_WAIT_SECONDS = 1.0
 """How long the live UI waits for the first poll before it draws the screen without data."""
 
@@ -38,7 +43,9 @@ def run_check(sampler: Sampler, args: argparse.Namespace, plan: CheckPlan) -> in
     from gpusight.textsafe import safe_text
 
     finished = (lambda: sampler.source_finished) if sampler.steerable else None
-    result = sample_for_check(sampler, args.duration, live=args.demo is None and not sampler.steerable, finished=finished)
+    with stderr_progress(f"sampling {plan.what}", counts="seconds") as progress:
+        result = sample_for_check(sampler, args.duration, live=args.demo is None and not sampler.steerable,
+                                  finished=finished, progress=progress)
     status = exit_status(result)
     if result.cannot_check is not None:
         print(f"gpusight: cannot check: {safe_text(result.cannot_check)}", file=sys.stderr)
@@ -53,23 +60,28 @@ def run_check(sampler: Sampler, args: argparse.Namespace, plan: CheckPlan) -> in
 
 def _collect(sampler: Sampler, duration: float | None, settle: bool = True) -> Snapshot:
     """Poll for ``duration`` seconds at the sampler's interval (or a short priming pair, or once without ``settle``)
-    and return the last snapshot."""
+    and return the last snapshot; a ``duration`` shows its progress on stderr when that is a terminal."""
     snapshot = sampler.poll_once()
     if duration is None and not settle:
         return snapshot
     if duration is None:
         time.sleep(ONCE_SETTLE_SECONDS)
         return sampler.poll_once()
-    end = time.monotonic() + duration
-    while True:
-        remaining = end - time.monotonic()
-        if remaining <= 0:
-            return snapshot
-        time.sleep(min(sampler.interval, remaining))
-        snapshot = sampler.poll_once()
+    start = time.monotonic()
+    with stderr_progress("sampling", counts="seconds") as progress:
+        if progress is not None:
+            progress.begin(math.ceil(duration))
+        while (remaining := start + duration - time.monotonic()) > 0:
+            time.sleep(min(sampler.interval, remaining))
+            snapshot = sampler.poll_once()
+            if progress is not None:
+                progress.reached(int(time.monotonic() - start))
+    return snapshot
 
 
 def run_once(sampler: Sampler, args: argparse.Namespace) -> int:
+    """``--once``/``--json``: sample (see ``_collect``), print one snapshot as a table or JSON, export and return the
+    exit status."""
     snapshot = _collect(sampler, args.duration, settle=args.at is None)  # a replay at a time shows that time
     if args.json:
         text = snapshot_to_json(snapshot, indent=2) + "\n"
@@ -107,15 +119,20 @@ def _recording_failed(snapshot: Snapshot) -> int:
 
 
 def record_headless(sampler: Sampler, args: argparse.Namespace) -> int:
-    """Record until SIGINT/SIGTERM/SIGHUP without a screen; a signal ignored on entry (SIGHUP under nohup) stays ignored."""
+    """Record until SIGINT, SIGTERM or SIGHUP without a screen.
+
+    SIGINT and SIGTERM stop it whatever it inherited (a non-interactive shell starts background jobs with SIGINT
+    ignored); a SIGHUP ignored on entry (``nohup``) stays ignored, so the recording outlives the terminal.
+    """
     stop = {"now": False}
 
     def request_stop(signum: int, frame: object) -> None:
         stop["now"] = True
 
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        if signal.getsignal(sig) is not signal.SIG_IGN:
-            signal.signal(sig, request_stop)
+    for sig in HEADLESS_STOP_SIGNALS:
+        signal.signal(sig, request_stop)
+    if signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN:
+        signal.signal(signal.SIGHUP, request_stop)
     recorder, target = sampler.recorder, "stdout" if names_stdout(args.record) else args.record
     print(f"gpusight: recording to {target} every {sampler.interval:g} s; stop with Ctrl-C or SIGTERM", file=sys.stderr)
     count = 0

@@ -23,6 +23,9 @@ TRANSIENT_CODES = frozenset({
 })
 """Worth another try next poll, not worth telling the user about."""
 
+DEMO_HINT = "try gpusight --demo to see simulated GPUs"
+"""Added to the reasons that mean this machine has no usable NVIDIA driver, for someone trying gpusight out."""
+
 LOST_MESSAGE = "GPU is lost (fell off the bus or stopped responding)"
 """Shown for a GPU that answers NVML_ERROR_GPU_IS_LOST."""
 
@@ -49,9 +52,9 @@ def init_failure_reason(code: int, library_path: str | None = None) -> str:
     name = error_name(code)
     if code == pynvml.NVML_ERROR_LIBRARY_NOT_FOUND:
         where = f" at {library_path}" if library_path else ""
-        return f"NVML library (libnvidia-ml.so.1) not found{where}: no NVIDIA driver installed ({name})"
+        return f"NVML library (libnvidia-ml.so.1) not found{where}: no NVIDIA driver installed ({name}); {DEMO_HINT}"
     if code == pynvml.NVML_ERROR_DRIVER_NOT_LOADED:
-        return f"NVIDIA driver not loaded: the kernel module is not running ({name})"
+        return f"NVIDIA driver not loaded: the kernel module is not running ({name}); {DEMO_HINT}"
     if code == pynvml.NVML_ERROR_NO_PERMISSION:
         return f"no permission to open the NVIDIA devices (/dev/nvidia*) ({name})"
     if code == pynvml.NVML_ERROR_LIB_RM_VERSION_MISMATCH:
