@@ -62,6 +62,8 @@ class CheckPlan:
     """Seconds of sampling asked for (recording time with a replay); None: a whole recording."""
     fitting: Fitting
     """Which windows and holds were cut to fit the check."""
+    rules_run: bool = True
+    """False when the rules are not run at all (a recording checked by the advice it recorded)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,10 +124,11 @@ def fit_thresholds(thresholds: Thresholds, available_s: float | None, interval_s
 
 
 def plan_check(engine: AdviceEngine, interval_s: float, what: str, duration_s: float | None,
-               available_s: float | None) -> CheckPlan:
-    """Fit ``engine``'s thresholds to ``available_s`` seconds of data (see ``fit_thresholds``) and describe the check."""
+               available_s: float | None, rules_run: bool = True) -> CheckPlan:
+    """Fit ``engine``'s thresholds to ``available_s`` seconds of data (see ``fit_thresholds``) and describe the check;
+    ``rules_run`` is False when the advice checked is not the rules' (a recording's recorded advice)."""
     engine.thresholds, fitting = fit_thresholds(engine.thresholds, available_s, interval_s)
-    return CheckPlan(what, duration_s, fitting)
+    return CheckPlan(what, duration_s, fitting, rules_run)
 
 
 class StopFlag:
@@ -231,12 +234,12 @@ def headline(plan: CheckPlan, result: CheckResult, interval_s: float) -> str:
         span = f"{result.elapsed_s:.0f} s of {plan.what} (the whole recording)"
     else:
         span = f"{plan.duration_s:g} s of {plan.what}"
-    line = f"gpusight check: {span}, {devices} GPU{'s' if devices != 1 else ''}, polled every {interval_s:g} s"
+    line = f"gpusight check: {span}, {devices} GPU{'s' if devices != 1 else ''}, polled every {interval_s:.3g} s"
     if result.stopped_by is not None:
         line += f"; stopped by {result.stopped_by} after {result.elapsed_s:.1f} s"
     if plan.fitting.cut:
         line += "; " + _shortened(plan)
-    elif plan.duration_s is not None:
+    elif plan.duration_s is not None and plan.rules_run:
         line += "; rule windows and holds fit as set"
     return line
 

@@ -159,3 +159,7 @@ def test_once_json_and_check_of_a_recording_agree_with_its_report(demo_recording
     assert "the advice recorded in run.gtop" in check.stdout.splitlines()[0]
     assert {line.split()[1].rstrip(":") for line in check.stdout.splitlines() if line.startswith("WARN")} == {
         advice_id.split(":")[1] for advice_id in at_end}
+
+    first = run("--check", "--replay", str(demo_recording), "--duration", "2", cwd=folder).stdout.splitlines()[0]
+    assert first.startswith("gpusight check: 2 s of the advice recorded in run.gtop"), first
+    assert "rule windows" not in first, "the recorded advice is checked: the rules and their windows never ran"

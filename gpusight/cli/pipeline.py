@@ -70,7 +70,8 @@ class Pipeline:
 
             what, available = f"demo data ({args.demo})", args.duration + prefill_seconds(args.demo)
         elif self.replay is not None and self.replay.advice_recorded:  # the rules are not run: nothing to fit
-            what, available = f"the advice recorded in {args.replay.name}", None
+            what = f"the advice recorded in {args.replay.name}"
+            return plan_check(sampler.advisor, sampler.interval, what, args.duration, None, rules_run=False)
         elif args.replay is not None:
             what, available = f"recording {args.replay.name}, re-evaluated by the rules as it recorded no advice", args.duration
         else:
