@@ -109,7 +109,7 @@ def test_header_rows_advice_and_once_count_the_same_free_gpus(fleet, tmp_path: P
     print(once.stdout)
     title = once.stdout.splitlines()[0]
     assert ": 1 node, 4 GPUs (1 free), 1 job" in title, title
-    assert "gpu-a  up  gpusight --serve  4 GPUs (1 free)" in once.stdout
+    assert "gpu-a  up  gpusight --serve  4 GPUs, 1 free" in once.stdout
     assert "1 GPU free on 1 node" in once.stdout
     assert re.search(r"\n\s+2\s+0%\s", once.stdout)  # GPU 2 idle now, and still not free: busy within the window
 

@@ -1,4 +1,5 @@
-"""The fleet's counts, derived once from a frame and worded once: the cluster view's header and ``--once`` title.
+"""The fleet's counts, derived once from a frame and worded once: the cluster view's header, host rows and host
+screen, and the ``--once`` report.
 
 The free-GPU figure is the sum of the GPUs :func:`gpusight.cluster.fleet_advice.judge_free` marked, the same
 figure the host rows and the ``fleet_free_gpus`` advice show.
@@ -8,12 +9,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpusight.cluster.frame import ClusterFrame
+from gpusight.cluster.frame import ClusterFrame, ClusterNode
 
 
 def counted(count: int, noun: str) -> str:
     """``1 node``, ``2 nodes``: ``count`` and ``noun``, plural unless the count is one."""
     return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def node_gpus(node: ClusterNode) -> str:
+    """``8 GPUs, 2 free``: a node's GPUs and its free ones, as its row, its screen and ``--once`` show them; a down
+    node's GPUs alone (its values are old)."""
+    return counted(len(node.gpus), "GPU") + (f", {node.free_gpus} free" if node.up else "")
 
 
 @dataclass(frozen=True, slots=True)

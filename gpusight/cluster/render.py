@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 
-from gpusight.cluster.counts import FleetCounts, counted
+from gpusight.cluster.counts import FleetCounts, counted, node_gpus
 from gpusight.cluster.frame import ClusterFrame, ClusterGpu, ClusterJob, ClusterNode, ClusterProcess
 from gpusight.collect.model import Advice
 from gpusight.textsafe import safe_text
@@ -62,8 +62,7 @@ def _node_lines(node: ClusterNode, by_gpu: dict[tuple[str, int | None], list[Clu
                 jobs: dict[tuple[str, int], ClusterJob]) -> list[str]:
     state = "up" if node.up else "DOWN"
     exporter = "gpusight --serve" if node.exporter == "gpusight" else "dcgm-exporter"
-    gpus = counted(len(node.gpus), "GPU") + (f" ({node.free_gpus} free)" if node.up else "")
-    head = f"{safe_text(node.host)}  {state}  {exporter}  {gpus}"
+    head = f"{safe_text(node.host)}  {state}  {exporter}  {node_gpus(node)}"
     if node.cpu_percent is not None:
         head += f"  CPU {fmt_percent(node.cpu_percent)} iowait {fmt_percent(node.iowait_percent)}"
     if node.note:

@@ -22,6 +22,7 @@ from textual.strip import Strip
 from textual.widget import Widget
 from textual.widgets import Footer, Static
 
+from gpusight.cluster.counts import node_gpus
 from gpusight.cluster.frame import ClusterFrame, ClusterGpu, ClusterNode
 from gpusight.textsafe import safe_text
 from gpusight.ui.chart import chart_rows
@@ -272,7 +273,7 @@ def node_title(node: ClusterNode | None, host: str) -> Text:
         return text
     text.append("  up" if node.up else "  DOWN", style="bold green" if node.up else "bold red")
     exporter = "gpusight --serve" if node.exporter == "gpusight" else "dcgm-exporter only"
-    text.append(f"  {exporter}  {len(node.gpus)} GPUs")
+    text.append(f"  {exporter}  {node_gpus(node)}")
     if node.cpu_percent is not None:
         text.append(f"  CPU {fmt_percent(node.cpu_percent)}, iowait {fmt_percent(node.iowait_percent)}")
     text.append(f"  targets: {', '.join(safe_text(i, 40) for i in node.instances) or NA}")

@@ -19,7 +19,7 @@ from textual import events
 from textual.geometry import Size
 from textual.strip import Strip
 
-from gpusight.cluster.counts import counted
+from gpusight.cluster.counts import counted, node_gpus
 from gpusight.cluster.frame import ClusterFrame, ClusterGpu, ClusterNode
 from gpusight.textsafe import safe_text
 from gpusight.ui.chart import chart_rows
@@ -329,7 +329,7 @@ class ClusterTable(RowCursorView[RowKey], can_focus=True):
         self, node: ClusterNode, collapsed: bool, jobs: dict[str, int], advice: dict[str, list[object]]
     ) -> tuple[object, ...]:
         arrow = (">" if collapsed else "v") if self.ascii_mode else ("▸" if collapsed else "▾")
-        gpus = counted(len(node.gpus), "GPU") + (f", {node.free_gpus} free" if node.up else "")
+        gpus = node_gpus(node)
         exporter = "gpusight" if node.exporter == "gpusight" else "dcgm only"
         job_count = jobs.get(node.host, 0)
         job_text = counted(job_count, "job") if node.exporter == "gpusight" else ""

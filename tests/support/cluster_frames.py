@@ -120,7 +120,7 @@ def small_cluster() -> ClusterFrame:
         for h in (1, 2) for g in range(3)
     ) + (
         ClusterProcess(host=host_name(2), job=2, rank="0", gpu=7, name="vllm [red]serve[/]", user="svc\x1b[31m",
-                       container="vllm-0", pod="vllm-0", namespace="serving", memory_bytes=70 * GIB, sm_percent=30.0,
+                       container="vllm-0", pod="vllm-0", namespace="serving", memory_bytes=70 * GIB, sm_percent=0.0,
                        cpu_percent=50.0),
     )
     node_advice = (
@@ -175,10 +175,12 @@ def fleet(nodes: int = 100, gpus: int = 8, step: int = 0) -> ClusterFrame:
                     gpus=tuple(moved(h, i) for i in range(gpus)), last_seen=T0)
         for h in hosts
     )
+    judged = judge_free(fleet_nodes, util, memory, (), FleetThresholds())
     return ClusterFrame(
         timestamp=T0 + step * 2,
         url=URL,
-        nodes=judge_free(fleet_nodes, util, memory, (), FleetThresholds()),
+        nodes=judged,
+        fleet_advice=tuple(free_gpus(judged, FleetThresholds())),
         history=(util, memory),
         query_seconds=0.5,
     )
