@@ -20,14 +20,16 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from test_cluster_ui import Player
+from test_cluster_ui import Player, open_host, statics_text
 from test_ui_app import screen_text, wait_for
 from test_ui_e2e_tmux import Tmux, gpusight_command
 
-from gpusight.cluster.frame import ClusterFrame, ClusterGpu, ClusterNode
+from gpusight.cluster.fleet_advice import FleetThresholds, idle_holding
+from gpusight.cluster.frame import ClusterFrame, ClusterGpu, ClusterHistory, ClusterNode
 from gpusight.cluster.source import ClusterSource
 from gpusight.collect.model import Advice, Severity
 from gpusight.ui.cluster_app import ClusterApp
+from gpusight.ui.cluster_table import HOST_ROW
 from support.exposition import ExpositionServer, SimGpu, SimJob, SimNode, SimProcess, render
 from support.prometheus import PrometheusServer, Target, require_prometheus
 
@@ -139,5 +141,30 @@ def test_node_advice_without_fleet_advice_never_says_nothing_looks_wrong(size: t
             assert "No fleet advice" in screen, screen
             assert "nothing looks wrong" not in screen, screen
             assert "1 node · 1 GPU · 0 free" in screen.splitlines()[0], screen
+
+    asyncio.run(main())
+
+
+def idle_holder() -> ClusterFrame:
+    """One gpusight node raising no advice of its own, whose GPU 0 the fleet rules find idle holding 20 GiB."""
+    util = ClusterHistory("DCGM_FI_DEV_GPU_UTIL", 1_699_999_880.0, 2.0, {("solo", 0): (0.0,) * 60})
+    memory = ClusterHistory("DCGM_FI_DEV_FB_USED", 1_699_999_880.0, 2.0, {("solo", 0): (20480.0,) * 60})
+    gpu = ClusterGpu(host="solo", index=0, utilization_percent=0.0, memory_used_bytes=20 << 30,
+                     memory_total_bytes=80 << 30)
+    return ClusterFrame(timestamp=1_700_000_000.0, url="http://prometheus.test:9090",
+                        nodes=(ClusterNode(host="solo", instances=("solo:9400",), up=True, exporter="gpusight",
+                                           gpus=(gpu,)),),
+                        fleet_advice=tuple(idle_holding(util, memory, {"solo"}, (), FleetThresholds())),
+                        history=(util, memory))
+
+
+def test_host_screen_shows_the_fleet_advice_about_its_gpus() -> None:
+    async def main() -> None:
+        app = ClusterApp(Player(idle_holder()), "http://prometheus.test:9090", interval=3600)
+        async with app.run_test(size=(160, 45)) as pilot:
+            await open_host(pilot, ("solo", HOST_ROW))
+            text = statics_text(app.screen)
+            assert "solo GPU 0 idle while holding 20.0 GiB" in text, text
+            assert "nothing looks wrong" not in text, text
 
     asyncio.run(main())

@@ -131,6 +131,11 @@ def idle_holding(util: ClusterHistory, memory: ClusterHistory, up_hosts: set[str
     return advice
 
 
+def on_host(advice: Advice, host: str) -> bool:
+    """Whether fleet ``advice`` is about one GPU of ``host`` (its scope is ``HOST/gpuN``, as ``idle_holding`` writes)."""
+    return advice.scope.startswith(f"{host}/")
+
+
 def stragglers(ranks: Iterable[RankLoad], thresholds: FleetThresholds) -> list[Advice]:
     """``fleet_straggler`` for each job spanning nodes whose slowest rank lags the median rank."""
     jobs: dict[str, list[RankLoad]] = defaultdict(list)

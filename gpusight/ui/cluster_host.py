@@ -23,6 +23,7 @@ from textual.widget import Widget
 from textual.widgets import Footer, Static
 
 from gpusight.cluster.counts import node_gpus
+from gpusight.cluster.fleet_advice import on_host
 from gpusight.cluster.frame import ClusterFrame, ClusterGpu, ClusterNode
 from gpusight.textsafe import safe_text
 from gpusight.ui.chart import chart_rows
@@ -348,7 +349,8 @@ class ClusterHostScreen(Screen[None]):
         gpusight = node.exporter == "gpusight"
         processes = [p for p in frame.processes if p.host == self.host]
         jobs = [j for j in frame.jobs if j.host == self.host]
-        advice = [a for h, a in frame.node_advice if h == self.host]
+        advice = [a for h, a in frame.node_advice if h == self.host]  # its own, then the fleet's about its GPUs
+        advice += [a for a in frame.fleet_advice if on_host(a, self.host)]
         state = (node, processes, jobs, advice)
         self._charts.set_data(node, frame)
         if state == self._state:
