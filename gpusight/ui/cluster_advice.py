@@ -44,7 +44,7 @@ class AdviceText(Static):
     def show(self, advice: Sequence[Advice], lead: Sequence[str] = (), *, summary: bool = False) -> None:
         """Show ``advice`` after the ``lead`` lines; ``summary``: one line of counts and the top title instead."""
         state = (tuple(advice), tuple(lead), summary)
-        if state == self._state:
+        if state == self._state or not self.is_attached:  # a frame still queued while the app closes draws nothing
             return
         self._state = state
         if summary:
