@@ -126,8 +126,8 @@ def test_three_exporters_once_and_json(cluster):
 
     table = run_cli("--cluster", cluster, "--once", "--cluster-history", HISTORY)
     assert table.returncode == 0, table.stderr
-    for host in ("node-a", "node-b", "node-c"):
-        assert f"{host}  up  gpusight --serve  CPU " in table.stdout
+    for host, free in (("node-a", 1), ("node-b", 1), ("node-c", 2)):  # as the fleet advice counts them
+        assert f"{host}  up  gpusight --serve  3 GPUs, {free} free  CPU " in table.stdout
     assert "Straggler in rdzv:" in table.stdout and "idle while holding" in table.stdout
     assert "Advice raised on the nodes (gpusight --serve)" in table.stdout
 

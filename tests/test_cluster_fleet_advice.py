@@ -1,5 +1,7 @@
 """Fleet advice rules on windows of range-query data: tables of cases, each able to fail."""
 
+from dataclasses import replace
+
 import pytest
 
 from gpusight.cluster.fleet_advice import (
@@ -7,6 +9,7 @@ from gpusight.cluster.fleet_advice import (
     RankLoad,
     free_gpus,
     idle_holding,
+    judge_free,
     nodes_down,
     stragglers,
     window,
@@ -86,8 +89,10 @@ def test_stragglers_judge_each_job_apart():
 
 
 def node(host: str, gpus: int, up: bool = True, note: str | None = None) -> ClusterNode:
-    return ClusterNode(host=host, instances=(host,), up=up, exporter="gpusight",
-                       gpus=tuple(ClusterGpu(host=host, index=i) for i in range(gpus)), note=note)
+    """A node whose GPUs are idle and empty right now (their histories say whether they were for the window)."""
+    return ClusterNode(host=host, instances=(host,), up=up, exporter="gpusight", note=note,
+                       gpus=tuple(ClusterGpu(host=host, index=i, utilization_percent=0.0, memory_used_bytes=0)
+                                  for i in range(gpus)))
 
 
 def test_free_gpus_counts_per_node_in_one_line():
@@ -95,7 +100,9 @@ def test_free_gpus_counts_per_node_in_one_line():
     memory = history("m", a_0=EMPTY, a_1=EMPTY, a_2=HELD, b_0=EMPTY, c_0=EMPTY, d_0=EMPTY)
     nodes = [node("a", 3), node("b", 1), node("c", 1, up=False), node("d", 1)]
     processes = [ClusterProcess(host="d", job=1, rank="0", gpu=0)]  # starting up: no memory yet
-    advice = free_gpus(util, memory, nodes, processes, TH)
+    judged = judge_free(nodes, util, memory, processes, TH)
+    assert [[gpu.free for gpu in n.gpus] for n in judged] == [[True, True, False], [True], [False], [False]]
+    advice = free_gpus(judged, TH)
     assert len(advice) == 1
     assert advice[0].id == "fleet_free_gpus" and advice[0].severity is Severity.INFO
     assert advice[0].title == "3 GPUs free on 2 nodes"
@@ -106,10 +113,30 @@ def test_free_gpus_line_stays_compact_for_a_hundred_nodes():
     names = [f"n{i:03d}" for i in range(100)]
     util = history("u", **{f"{n}_{g}": IDLE for n in names for g in range(8)})
     memory = history("m", **{f"{n}_{g}": EMPTY for n in names for g in range(8)})
-    advice = free_gpus(util, memory, [node(n, 8) for n in names], [], TH)
+    advice = free_gpus(judge_free([node(n, 8) for n in names], util, memory, [], TH), TH)
     assert advice[0].title == "800 GPUs free on 100 nodes"
     assert "(+92 more)" in advice[0].evidence
     assert len(advice[0].evidence) < 200
+
+
+@pytest.mark.parametrize(("name", "now", "util", "memory", "free"), [
+    ("idle and empty now and all along", {}, IDLE, EMPTY, True),
+    ("work finished a moment ago: idle now, busy in the window", {}, [90.0] * 15 + [0.0] * 5, EMPTY, False),
+    ("memory freed a moment ago", {}, IDLE, [20000.0] * 15 + [300.0] * 5, False),
+    ("work started since the last step: busy now", {"utilization_percent": 80.0}, IDLE, EMPTY, False),
+    ("memory taken since the last step", {"memory_used_bytes": 4 << 30}, IDLE, EMPTY, False),
+    ("utilization unknown now", {"utilization_percent": None}, IDLE, EMPTY, False),
+    ("memory unknown now", {"memory_used_bytes": None}, IDLE, EMPTY, False),
+    ("the GPU stopped answering", {"lost": True}, IDLE, EMPTY, False),
+    ("too few samples in the window", {}, [None] * 14 + [0.0] * 6, EMPTY, False),
+])
+def test_judge_free_needs_idle_and_empty_now_and_over_the_window(name, now, util, memory, free):
+    gpu = ClusterGpu(host="a", index=0, utilization_percent=0.0, memory_used_bytes=0)
+    nodes = [ClusterNode(host="a", instances=("a",), up=True, exporter="dcgm", gpus=(replace(gpu, **now),))]
+    judged = judge_free(nodes, history("u", a_0=util), history("m", a_0=memory), [], TH)
+    assert judged[0].gpus[0].free is free, name
+    assert judged[0].free_gpus == int(free)
+    assert bool(free_gpus(judged, TH)) is free
 
 
 @pytest.mark.parametrize(("states", "title"), [

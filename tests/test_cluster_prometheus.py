@@ -179,7 +179,7 @@ def test_cluster_once_and_json_cli(gpusight_fleet):
     assert list(document) == ["schema", "timestamp", "url", "nodes", "jobs", "processes", "node_advice",
                               "fleet_advice", "history", "problems", "missing_panels", "query_seconds"]
     assert [n["host"] for n in document["nodes"]] == ["dgx-a100-01", "gpu-a", "gpu-b"]
-    assert set(document["nodes"][1]["gpus"][0]) >= {"index", "utilization_percent", "memory_used_bytes", "lost"}
+    assert set(document["nodes"][1]["gpus"][0]) >= {"index", "utilization_percent", "memory_used_bytes", "lost", "free"}
     assert document["jobs"][0]["kind"] == "training"
     assert any(a["id"] == "fleet_straggler:slurm:4242" and a["severity"] == "warn" for a in document["fleet_advice"])
     util = next(h for h in document["history"] if h["metric"] == "DCGM_FI_DEV_GPU_UTIL")
@@ -211,7 +211,7 @@ def test_killed_node_shows_down_and_keeps_its_last_values():
         assert [(g.index, g.utilization_percent) for g in fresh.nodes[1].gpus] == [(0, 77), (1, 66)]
         down = run_cli("--cluster", prometheus.url, "--once", "--cluster-history", str(HISTORY))
         assert down.returncode == 0
-        assert "victim  DOWN  gpusight --serve  (down since" in down.stdout
+        assert "victim  DOWN  gpusight --serve  2 GPUs  (down since" in down.stdout
         assert "1 node not reporting" in down.stdout
     alive.close()
 
@@ -245,7 +245,7 @@ def test_hostile_names_from_exporters_are_escaped_in_the_table():
     server.close()
     assert result.returncode == 0, result.stderr
     assert "evil?node  up  gpusight --serve" in result.stdout
-    assert "weird  up  dcgm-exporter\n" in result.stdout and "    0    N/A" in result.stdout  # NaN is unknown
+    assert "weird  up  dcgm-exporter  1 GPU, 0 free\n" in result.stdout and "    0    N/A" in result.stdout  # NaN is unknown
     assert "INFO     weird: x" in result.stdout  # an unknown severity reads as info
     assert "red" in result.stdout and "slurm:1" in result.stdout
     assert not any(c in result.stdout for c in "\x1b\x07\x9b\u202e")

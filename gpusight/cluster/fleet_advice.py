@@ -8,12 +8,16 @@ Rules and their thresholds (:class:`FleetThresholds`, documented in docs/cluster
   slowest rank's load, averaged over the window, is at most ``straggler_ratio`` of the median rank's and
   ``straggler_min_gap`` points below it, while the median is at least ``straggler_min_median``. The load is the
   process's SM % where every rank has it (``gpusight_process_sm_percent``), else its GPU's utilization.
-- ``fleet_free_gpus`` (info): GPUs of up nodes with no process and at most ``free_memory_mib`` used and
-  ``idle_util_percent`` utilization over the whole window (on nodes without ``gpusight --serve``, where processes are
-  unknown, memory and utilization alone decide); one line counting them per node.
+- ``fleet_free_gpus`` (info): the GPUs :func:`judge_free` marks free; one line counting them per node.
 - ``fleet_nodes_down`` (warn): nodes whose targets are down or whose samples stopped; one line naming them.
 
 A window counts only when at least ``min_coverage`` of its points have samples.
+
+A GPU is *free* (:func:`judge_free`, the one definition the cluster view's header, host rows and advice all count)
+when its node is up, it answers, no process is reported on it (on nodes without ``gpusight --serve``, where
+processes are unknown, this part is skipped), and its utilization is at most ``idle_util_percent`` and its memory
+at most ``free_memory_mib``, both now and at every sample of the window; an unknown value or a window with too few
+samples never counts as free.
 """
 
 from __future__ import annotations
@@ -21,9 +25,10 @@ from __future__ import annotations
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from gpusight.cluster.frame import ClusterHistory, ClusterNode, ClusterProcess
+from gpusight.cluster.counts import counted
+from gpusight.cluster.frame import ClusterGpu, ClusterHistory, ClusterNode, ClusterProcess
 from gpusight.collect.model import Advice, Severity
 
 MIB = 1 << 20
@@ -126,6 +131,11 @@ def idle_holding(util: ClusterHistory, memory: ClusterHistory, up_hosts: set[str
     return advice
 
 
+def on_host(advice: Advice, host: str) -> bool:
+    """Whether fleet ``advice`` is about one GPU of ``host`` (its scope is ``HOST/gpuN``, as ``idle_holding`` writes)."""
+    return advice.scope.startswith(f"{host}/")
+
+
 def stragglers(ranks: Iterable[RankLoad], thresholds: FleetThresholds) -> list[Advice]:
     """``fleet_straggler`` for each job spanning nodes whose slowest rank lags the median rank."""
     jobs: dict[str, list[RankLoad]] = defaultdict(list)
@@ -159,30 +169,45 @@ def stragglers(ranks: Iterable[RankLoad], thresholds: FleetThresholds) -> list[A
     return advice
 
 
-def free_gpus(util: ClusterHistory, memory: ClusterHistory, nodes: Sequence[ClusterNode],
-              processes: Sequence[ClusterProcess], thresholds: FleetThresholds) -> list[Advice]:
-    """One ``fleet_free_gpus`` line counting, per up node, the GPUs idle and empty over the window."""
+def _is_free(gpu: ClusterGpu, util: list[float] | None, memory: list[float] | None,
+             thresholds: FleetThresholds) -> bool:
+    """Whether ``gpu`` (of an up node, with no process) is idle and empty now and over its window (MiB)."""
+    if gpu.lost or util is None or memory is None:
+        return False
+    if gpu.utilization_percent is None or gpu.memory_used_bytes is None:
+        return False
+    return (max(util + [gpu.utilization_percent]) <= thresholds.idle_util_percent
+            and max(memory + [gpu.memory_used_bytes / MIB]) <= thresholds.free_memory_mib)
+
+
+def judge_free(nodes: Sequence[ClusterNode], util: ClusterHistory, memory: ClusterHistory,
+               processes: Sequence[ClusterProcess], thresholds: FleetThresholds) -> tuple[ClusterNode, ...]:
+    """``nodes`` with each GPU's ``free`` set by the module's one definition of a free GPU (``memory`` in MiB)."""
     busy = {(p.host, p.gpu) for p in processes}
-    counts: dict[str, int] = {}
+    judged = []
     for node in nodes:
-        if not node.up:
-            continue
-        for gpu in node.gpus:
-            key = (node.host, gpu.index)
-            use, held = window(util, key, thresholds), window(memory, key, thresholds)
-            if key in busy or use is None or held is None:
-                continue
-            if max(use) <= thresholds.idle_util_percent and max(held) <= thresholds.free_memory_mib:
-                counts[node.host] = counts.get(node.host, 0) + 1
+        gpus = tuple(
+            replace(gpu, free=node.up and (node.host, gpu.index) not in busy and _is_free(
+                gpu, window(util, (node.host, gpu.index), thresholds),
+                window(memory, (node.host, gpu.index), thresholds), thresholds))
+            for gpu in node.gpus
+        )
+        judged.append(replace(node, gpus=gpus))
+    return tuple(judged)
+
+
+def free_gpus(nodes: Sequence[ClusterNode], thresholds: FleetThresholds) -> list[Advice]:
+    """One ``fleet_free_gpus`` line counting, per node, the GPUs :func:`judge_free` marked free."""
+    counts = {node.host: node.free_gpus for node in nodes if node.free_gpus}
     if not counts:
         return []
     ranked = sorted(counts, key=lambda host: (-counts[host], host))
     total = sum(counts.values())
     return [Advice(
         id="fleet_free_gpus", severity=Severity.INFO, scope="fleet",
-        title=f"{total} GPU{'s' if total != 1 else ''} free on {len(counts)} node{'s' if len(counts) != 1 else ''}",
+        title=f"{counted(total, 'GPU')} free on {counted(len(counts), 'node')}",
         evidence=listed([f"{host}: {counts[host]}" for host in ranked])
-                 + f" (idle, at most {thresholds.free_memory_mib:.0f} MiB used, no process, for "
+                 + f" (idle, at most {thresholds.free_memory_mib:.0f} MiB used, no process, now and for the last "
                    f"{thresholds.window_seconds:.0f} s)",
         action="Schedule waiting work there.",
     )]
@@ -195,7 +220,7 @@ def nodes_down(nodes: Sequence[ClusterNode]) -> list[Advice]:
         return []
     return [Advice(
         id="fleet_nodes_down", severity=Severity.WARN, scope="fleet",
-        title=f"{len(down)} node{'s' if len(down) != 1 else ''} not reporting",
+        title=f"{counted(len(down), 'node')} not reporting",
         evidence=listed([f"{node.host} ({node.note})" if node.note else node.host for node in down]),
         action="Check those nodes and their exporters; the cluster view keeps their last values.",
     )]

@@ -42,6 +42,9 @@ class ClusterGpu:
     """``DCGM_FI_PROF_PCIE_RX_BYTES``."""
     lost: bool = False
     """``gpusight_gpu_lost`` is 1: the GPU stopped answering on its node."""
+    free: bool = False
+    """Free for new work, as :func:`gpusight.cluster.fleet_advice.judge_free` defines it (idle, empty, no process,
+    now and over the fleet advice's window); the one figure of free GPUs every part of the cluster view counts."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +125,11 @@ class ClusterNode:
     """``gpusight_host_cpu_percent`` (only nodes running ``gpusight --serve``)."""
     iowait_percent: float | None = None
     """``gpusight_host_iowait_percent`` (only nodes running ``gpusight --serve``)."""
+
+    @property
+    def free_gpus(self) -> int:
+        """How many of its GPUs are free (see ``ClusterGpu.free``)."""
+        return sum(1 for gpu in self.gpus if gpu.free)
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 
+from gpusight.cluster.counts import FleetCounts, counted, node_gpus
 from gpusight.cluster.frame import ClusterFrame, ClusterGpu, ClusterJob, ClusterNode, ClusterProcess
 from gpusight.collect.model import Advice
 from gpusight.textsafe import safe_text
@@ -44,8 +45,7 @@ def render_cluster(frame: ClusterFrame, requests: int | None = None, fetched: in
 
 
 def _title(frame: ClusterFrame, requests: int | None, fetched: int | None) -> str:
-    down = sum(1 for node in frame.nodes if not node.up)
-    gpus = sum(len(node.gpus) for node in frame.nodes)
+    nodes, down, gpus, free = FleetCounts.of(frame).parts()
     cost = []
     if requests is not None:
         cost.append(f"{requests} queries")
@@ -53,17 +53,16 @@ def _title(frame: ClusterFrame, requests: int | None, fetched: int | None) -> st
         cost.append(fmt_bytes(fetched))
     if frame.query_seconds is not None:
         cost.append(f"{frame.query_seconds:.2f} s")
-    nodes = f"{len(frame.nodes)} node{'s' if len(frame.nodes) != 1 else ''}" + (f" ({down} down)" if down else "")
+    jobs = counted(len({j.cluster_job or (j.host, j.job) for j in frame.jobs}), "job")
     return (f"gpusight --cluster {safe_text(frame.url)} at {time.strftime('%H:%M:%S', time.localtime(frame.timestamp))}: "
-            f"{nodes}, {gpus} GPUs, {len({j.cluster_job or (j.host, j.job) for j in frame.jobs})} jobs"
-            + (f" · {', '.join(cost)}" if cost else ""))
+            f"{nodes}{down}, {gpus} ({free}), {jobs}" + (f" · {', '.join(cost)}" if cost else ""))
 
 
 def _node_lines(node: ClusterNode, by_gpu: dict[tuple[str, int | None], list[ClusterProcess]],
                 jobs: dict[tuple[str, int], ClusterJob]) -> list[str]:
     state = "up" if node.up else "DOWN"
     exporter = "gpusight --serve" if node.exporter == "gpusight" else "dcgm-exporter"
-    head = f"{safe_text(node.host)}  {state}  {exporter}"
+    head = f"{safe_text(node.host)}  {state}  {exporter}  {node_gpus(node)}"
     if node.cpu_percent is not None:
         head += f"  CPU {fmt_percent(node.cpu_percent)} iowait {fmt_percent(node.iowait_percent)}"
     if node.note:

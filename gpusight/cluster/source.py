@@ -25,12 +25,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import replace
 
 from gpusight import metric_names as m
+from gpusight.cluster.counts import counted
 from gpusight.cluster.fleet_advice import (
     DEFAULT_WINDOW_SECONDS,
     FleetThresholds,
     RankLoad,
     free_gpus,
     idle_holding,
+    judge_free,
     listed,
     nodes_down,
     stragglers,
@@ -236,6 +238,7 @@ class ClusterSource:
             histories += self._focus(focus_host, present, start, end, problems)
         jobs, processes, node_advice = self._gpusight(gpusight)
         up_hosts = {node.host for node in nodes if node.up}
+        nodes = judge_free(nodes, util, memory, processes, self.thresholds)
         fleet = self._fleet_advice(nodes, util, memory, jobs, processes, sm, up_hosts)
         return ClusterFrame(
             timestamp=now, url=self.url, nodes=nodes, jobs=jobs, processes=processes, node_advice=node_advice,
@@ -508,7 +511,7 @@ class ClusterSource:
             return tuple(f"{panel}: needs gpusight --serve on the nodes (dcgm-exporter alone reports GPU-level data)"
                          for panel in GPUSIGHT_PANELS)
         if without:
-            return (f"{', '.join(GPUSIGHT_PANELS)}: none from {len(without)} node{'s' if len(without) > 1 else ''} "
+            return (f"{', '.join(GPUSIGHT_PANELS)}: none from {counted(len(without), 'node')} "
                     f"without gpusight --serve ({listed(without)})",)
         return ()
 
@@ -520,7 +523,7 @@ class ClusterSource:
         th = self.thresholds
         ranks = list(self._rank_loads(jobs, processes, sm, util, up_hosts))
         advice = (nodes_down(nodes) + stragglers(ranks, th) + idle_holding(util, memory, up_hosts, processes, th)
-                  + free_gpus(util, memory, nodes, processes, th))
+                  + free_gpus(nodes, th))
         order = {severity: rank for rank, severity in enumerate(Severity)}
         return tuple(sorted(advice, key=lambda a: order[a.severity]))
 

@@ -17,6 +17,9 @@ from gpusight.collect.model import Advice
 from gpusight.ui.advice_panel import ADVICE_COMPONENTS, advice_text, summary_text
 from gpusight.ui.cluster_text import node_advice_line
 
+NO_FLEET_ADVICE = "No fleet advice."
+"""Said instead of "nothing looks wrong" when the nodes raise advice of their own but the fleet rules raise none."""
+
 
 class AdviceText(Static):
     """Advice items under optional lead lines; ``show`` redraws only when they changed."""
@@ -41,19 +44,39 @@ class AdviceText(Static):
     def show(self, advice: Sequence[Advice], lead: Sequence[str] = (), *, summary: bool = False) -> None:
         """Show ``advice`` after the ``lead`` lines; ``summary``: one line of counts and the top title instead."""
         state = (tuple(advice), tuple(lead), summary)
-        if state == self._state:
+        if state == self._state or not self.is_attached:  # a frame still queued while the app closes draws nothing
             return
         self._state = state
         if summary:
-            text = summary_text(tuple(advice), (), {}, self._style)
+            if advice:
+                text = self._fleet_summary(advice)
+            else:  # "nothing looks wrong" only while the nodes raise nothing either
+                text = self._none_summary() if lead else summary_text((), (), {}, self._style)
             for line in lead:
                 text.append("  " + line, style=self._style("evidence"))
         else:
             text = Text()
             for line in lead:
                 text.append(line + "\n\n", style=self._style("evidence"))
-            text.append_text(advice_text(tuple(advice), (), {}, self._style, self.ascii_mode))
+            if advice or not lead:
+                text.append_text(advice_text(tuple(advice), (), {}, self._style, self.ascii_mode))
+            else:  # "nothing looks wrong" would deny the node advice counted just above
+                text.append(NO_FLEET_ADVICE, style=self._style("evidence"))
         self.update(text)
+
+    def _fleet_summary(self, advice: Sequence[Advice]) -> Text:
+        """The one-line summary, its counts named as the fleet's (a host row's counts are that node's own)."""
+        text = Text("fleet ", style=self._style("evidence"), no_wrap=True, overflow="ellipsis")
+        text.append_text(summary_text(tuple(advice), (), {}, self._style))
+        return text
+
+    def _none_summary(self) -> Text:
+        """The one-line summary without fleet advice when the nodes raise their own."""
+        text = Text(no_wrap=True, overflow="ellipsis")
+        text.append(NO_FLEET_ADVICE + " ", style=self._style("evidence"))
+        text.append("a", style=self._style("key"))
+        text.append(" advice", style=self._style("evidence"))
+        return text
 
 
 def fleet_lead(frame: ClusterFrame) -> list[str]:

@@ -28,6 +28,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 
 from gpusight import old_name
+from gpusight.cluster.counts import FleetCounts
 from gpusight.cluster.frame import ClusterFrame
 from gpusight.cluster.poller import ClusterPoller, Poll, PolledFrame
 from gpusight.textsafe import safe_text
@@ -35,7 +36,7 @@ from gpusight.ui.cluster_actions import CLUSTER_ACTIONS, cluster_help_rows
 from gpusight.ui.cluster_advice import AdviceText, fleet_lead
 from gpusight.ui.cluster_host import ClusterHostScreen
 from gpusight.ui.cluster_table import ClusterTable
-from gpusight.ui.cluster_text import busy_gpus, free_count, missing_panels_line, poll_line
+from gpusight.ui.cluster_text import missing_panels_line, poll_line
 from gpusight.ui.help_screen import HelpScreen
 from gpusight.ui.partial_output import activate as activate_partial_output
 from gpusight.ui.terminal_guard import TerminalGuardedApp
@@ -215,19 +216,17 @@ class ClusterApp(TerminalGuardedApp):
         text.append(" gpusight cluster ", style="bold reverse")
         if self.poller.paused:  # first, so a narrow terminal never cuts it off
             text.append(" PAUSED ", style="bold reverse red")
-        text.append(f" {safe_text(self.url, 60)}")
-        if frame is not None:
-            down = sum(1 for node in frame.nodes if not node.up)
-            gpus = sum(len(node.gpus) for node in frame.nodes)
-            busy = busy_gpus(frame)
-            free = sum(free_count(node, busy) for node in frame.nodes)
-            text.append(f"{bar}{len(frame.nodes)} nodes")
-            if down:
-                text.append(f" ({down} down)", style="bold red")
-            text.append(f"{dot}{gpus} GPUs{dot}{free} free")
-            text.append(f"{bar}every {self.poller.interval:g}s{bar}{time.strftime('%H:%M:%S', time.localtime(frame.timestamp))}")
+        if frame is not None:  # the counts before the URL, so that a narrow terminal cuts the URL, not them
+            nodes, down, gpus, free = FleetCounts.of(frame).parts()
+            text.append(f" {nodes}")
+            text.append(down, style="bold red")
+            text.append(f"{dot}{gpus}{dot}{free}{bar}")
         else:
-            text.append(f"{bar}every {self.poller.interval:g}s")
+            text.append(" ")
+        text.append(safe_text(self.url, 60))
+        text.append(f"{bar}every {self.poller.interval:g}s")
+        if frame is not None:
+            text.append(f"{bar}{time.strftime('%H:%M:%S', time.localtime(frame.timestamp))}")
         self._header.update(text)
 
     def _show_status(self) -> None:

@@ -22,6 +22,8 @@ from textual.strip import Strip
 from textual.widget import Widget
 from textual.widgets import Footer, Static
 
+from gpusight.cluster.counts import node_gpus
+from gpusight.cluster.fleet_advice import on_host
 from gpusight.cluster.frame import ClusterFrame, ClusterGpu, ClusterNode
 from gpusight.textsafe import safe_text
 from gpusight.ui.chart import chart_rows
@@ -272,7 +274,7 @@ def node_title(node: ClusterNode | None, host: str) -> Text:
         return text
     text.append("  up" if node.up else "  DOWN", style="bold green" if node.up else "bold red")
     exporter = "gpusight --serve" if node.exporter == "gpusight" else "dcgm-exporter only"
-    text.append(f"  {exporter}  {len(node.gpus)} GPUs")
+    text.append(f"  {exporter}  {node_gpus(node)}")
     if node.cpu_percent is not None:
         text.append(f"  CPU {fmt_percent(node.cpu_percent)}, iowait {fmt_percent(node.iowait_percent)}")
     text.append(f"  targets: {', '.join(safe_text(i, 40) for i in node.instances) or NA}")
@@ -347,7 +349,8 @@ class ClusterHostScreen(Screen[None]):
         gpusight = node.exporter == "gpusight"
         processes = [p for p in frame.processes if p.host == self.host]
         jobs = [j for j in frame.jobs if j.host == self.host]
-        advice = [a for h, a in frame.node_advice if h == self.host]
+        advice = [a for h, a in frame.node_advice if h == self.host]  # its own, then the fleet's about its GPUs
+        advice += [a for a in frame.fleet_advice if on_host(a, self.host)]
         state = (node, processes, jobs, advice)
         self._charts.set_data(node, frame)
         if state == self._state:

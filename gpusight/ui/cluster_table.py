@@ -19,6 +19,7 @@ from textual import events
 from textual.geometry import Size
 from textual.strip import Strip
 
+from gpusight.cluster.counts import counted, node_gpus
 from gpusight.cluster.frame import ClusterFrame, ClusterGpu, ClusterNode
 from gpusight.textsafe import safe_text
 from gpusight.ui.chart import chart_rows
@@ -26,8 +27,6 @@ from gpusight.ui.cluster_text import (
     MEMORY,
     MIB,
     UTIL,
-    busy_gpus,
-    free_count,
     history_by_metric,
     host_text,
     mean,
@@ -113,26 +112,23 @@ def _fixed_width(columns: Iterable[int]) -> int:
     return sum(_COLUMNS[i].width + 1 for i in columns)
 
 
-def _sort_value(node: ClusterNode, key: str, busy: frozenset[tuple[str, int | None]]) -> object:
+def _sort_value(node: ClusterNode, key: str) -> object:
     if key == "util":
         return mean(gpu.utilization_percent for gpu in node.gpus)
     if key == "memory":
         used = [gpu.memory_used_bytes for gpu in node.gpus if gpu.memory_used_bytes is not None]
         return sum(used) if used else None
     if key == "free":
-        return free_count(node, busy)
+        return node.free_gpus
     return node.host.lower()
 
 
-def sort_nodes(
-    nodes: Iterable[ClusterNode], key: str, reverse: bool, busy: frozenset[tuple[str, int | None]] = frozenset()
-) -> list[ClusterNode]:
-    """``nodes`` ordered by ``key`` (``busy``: the GPUs processes use, for ``free``); unknown values go last,
-    ties by host name."""
-    known = [node for node in nodes if _sort_value(node, key, busy) is not None]
-    unknown = [node for node in nodes if _sort_value(node, key, busy) is None]
+def sort_nodes(nodes: Iterable[ClusterNode], key: str, reverse: bool) -> list[ClusterNode]:
+    """``nodes`` ordered by ``key``; unknown values go last, ties by host name."""
+    known = [node for node in nodes if _sort_value(node, key) is not None]
+    unknown = [node for node in nodes if _sort_value(node, key) is None]
     known.sort(key=lambda node: node.host)
-    known.sort(key=lambda node: _sort_value(node, key, busy), reverse=reverse)  # type: ignore[arg-type,return-value]
+    known.sort(key=lambda node: _sort_value(node, key), reverse=reverse)  # type: ignore[arg-type,return-value]
     return known + sorted(unknown, key=lambda node: node.host)
 
 
@@ -316,11 +312,10 @@ class ClusterTable(RowCursorView[RowKey], can_focus=True):
         for host, item in frame.node_advice:
             advice.setdefault(host, []).append(item.severity)
         rows: list[_Row] = []
-        busy = busy_gpus(frame)
-        nodes = sort_nodes(filter_nodes(frame.nodes, self._filter), self._sort_key, self._sort_reverse, busy)
+        nodes = sort_nodes(filter_nodes(frame.nodes, self._filter), self._sort_key, self._sort_reverse)
         for node in nodes:
             collapsed = node.host in self._collapsed
-            cells = self._host_cells(node, collapsed, jobs, advice, free_count(node, busy))
+            cells = self._host_cells(node, collapsed, jobs, advice)
             rows.append(_Row((node.host, HOST_ROW), cells, not node.up))
             if collapsed:
                 continue
@@ -331,14 +326,13 @@ class ClusterTable(RowCursorView[RowKey], can_focus=True):
         return rows
 
     def _host_cells(
-        self, node: ClusterNode, collapsed: bool, jobs: dict[str, int], advice: dict[str, list[object]], free: int
+        self, node: ClusterNode, collapsed: bool, jobs: dict[str, int], advice: dict[str, list[object]]
     ) -> tuple[object, ...]:
         arrow = (">" if collapsed else "v") if self.ascii_mode else ("▸" if collapsed else "▾")
-        count = len(node.gpus)
-        gpus = f"{count} GPU{'s' if count != 1 else ''}, {free} free" if node.up else f"{count} GPUs"
+        gpus = node_gpus(node)
         exporter = "gpusight" if node.exporter == "gpusight" else "dcgm only"
         job_count = jobs.get(node.host, 0)
-        job_text = f"{job_count} job{'s' if job_count != 1 else ''}" if node.exporter == "gpusight" else ""
+        job_text = counted(job_count, "job") if node.exporter == "gpusight" else ""
         util = mean(gpu.utilization_percent for gpu in node.gpus)
         util_text = f"util {fmt_percent(util)}" if node.up and node.gpus else ""
         if node.up and node.cpu_percent is not None:

@@ -10,8 +10,8 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from gpusight.cluster.fleet_advice import FleetThresholds
-from gpusight.cluster.frame import ClusterFrame, ClusterGpu, ClusterHistory, ClusterNode, ClusterProcess
+from gpusight.cluster.counts import counted
+from gpusight.cluster.frame import ClusterFrame, ClusterGpu, ClusterHistory, ClusterProcess
 from gpusight.collect.model import Severity
 from gpusight.metric_names import FB_USED, GPU_TEMP, GPU_UTIL, PCIE_RX, PCIE_TX, POWER_USAGE
 from gpusight.textsafe import safe_text
@@ -21,10 +21,6 @@ from gpusight.units import NA
 
 MIB = 1024 * 1024
 """Bytes in a MiB (dcgm-exporter's framebuffer unit)."""
-
-FREE = FleetThresholds()
-"""The fleet advice's default thresholds: a GPU at most ``idle_util_percent`` busy, holding at most
-``free_memory_mib`` and running no process is free (the advice judges a window, the table this instant)."""
 
 POWER_FLOOR_WATTS = 100.0
 """Least top of a power chart's scale."""
@@ -63,29 +59,6 @@ PCIE_TX_CHART = ChartMetric(PCIE_TX.name, "PCIe TX", "pcie")
 
 HOST_CHARTS = (UTIL, MEMORY, POWER, TEMPERATURE, PCIE_RX_CHART, PCIE_TX_CHART)
 """The drill-in screen's charts, most useful first."""
-
-
-def busy_gpus(frame: ClusterFrame) -> frozenset[tuple[str, int | None]]:
-    """(host, GPU index) of every GPU some reported process uses."""
-    return frozenset((process.host, process.gpu) for process in frame.processes)
-
-
-def is_free(gpu: ClusterGpu, busy: frozenset[tuple[str, int | None]]) -> bool:
-    """True when ``gpu`` is known to be idle, to hold (almost) no memory and to run no process (see FREE);
-    unknown values never count as free."""
-    return (
-        not gpu.lost
-        and (gpu.host, gpu.index) not in busy
-        and gpu.utilization_percent is not None
-        and gpu.utilization_percent <= FREE.idle_util_percent
-        and gpu.memory_used_bytes is not None
-        and gpu.memory_used_bytes <= FREE.free_memory_mib * MIB
-    )
-
-
-def free_count(node: ClusterNode, busy: frozenset[tuple[str, int | None]]) -> int:
-    """How many of ``node``'s GPUs are free (none while the node is down: its values are old)."""
-    return sum(1 for gpu in node.gpus if is_free(gpu, busy)) if node.up else 0
 
 
 def mean(values: Iterable[float | None]) -> float | None:
@@ -141,7 +114,7 @@ def node_advice_line(frame: ClusterFrame) -> str | None:
     counts = severity_counts(advice.severity for _, advice in frame.node_advice)
     hosts = len({host for host, _ in frame.node_advice})
     text = ", ".join(f"{count} {severity.value.upper()}" for severity, count in counts)
-    return f"node advice: {text} on {hosts} host{'s' if hosts != 1 else ''} (Enter on a host reads it)"
+    return f"node advice: {text} on {counted(hosts, 'host')} (Enter on a host reads it)"
 
 
 def process_place(process: ClusterProcess) -> str:

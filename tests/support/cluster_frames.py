@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
+from gpusight.cluster.fleet_advice import FleetThresholds, free_gpus, idle_holding, judge_free, nodes_down
 from gpusight.cluster.frame import (
     ClusterFrame,
     ClusterGpu,
@@ -72,7 +73,8 @@ def history(metric: str, hosts: list[int], gpus: int, value: Callable[[int, int,
 
 
 def _wave(h: int, g: int, s: int) -> float:
-    return float((h * 11 + g * 17 + s * 5) % 100)
+    """A moving value for busy GPUs; 0 all along for the free ones (every fourth, as in ``gpu``)."""
+    return 0.0 if g % 4 == 3 else float((h * 11 + g * 17 + s * 5) % 100)
 
 
 def histories(hosts: list[int], gpus: int) -> tuple[ClusterHistory, ...]:
@@ -88,12 +90,15 @@ def histories(hosts: list[int], gpus: int) -> tuple[ClusterHistory, ...]:
 
 
 def small_cluster() -> ClusterFrame:
-    """Three gpusight nodes (one down), one dcgm-only node, 8 GPUs each, with jobs, processes and advice."""
+    """Three gpusight nodes (one down), one dcgm-only node, 8 GPUs each, with jobs, processes and advice; node-002's
+    GPU 7 sits idle holding 70 GiB. Which GPUs are free and the fleet advice (but the straggler) come from gpusight's
+    own rules, so every figure agrees with the others."""
     nodes = [
         ClusterNode(host=host_name(1), instances=("10.0.0.1:9400",), up=True, exporter="gpusight",
                     gpus=tuple(gpu(1, i) for i in range(8)), last_seen=T0, cpu_percent=45.0, iowait_percent=3.0),
         ClusterNode(host=host_name(2), instances=("10.0.0.2:9400",), up=True, exporter="gpusight",
-                    gpus=tuple(gpu(2, i) for i in range(8)), last_seen=T0),
+                    gpus=(*(gpu(2, i) for i in range(7)), dataclasses.replace(gpu(2, 7), memory_used_bytes=70 * GIB)),
+                    last_seen=T0),
         ClusterNode(host=host_name(3), instances=("10.0.0.3:9400",), up=False, exporter="gpusight",
                     gpus=tuple(gpu(3, i) for i in range(8)), last_seen=T0 - 30,
                     note="down since 14:12:50 (3 scrapes missed)"),
@@ -115,7 +120,7 @@ def small_cluster() -> ClusterFrame:
         for h in (1, 2) for g in range(3)
     ) + (
         ClusterProcess(host=host_name(2), job=2, rank="0", gpu=7, name="vllm [red]serve[/]", user="svc\x1b[31m",
-                       container="vllm-0", pod="vllm-0", namespace="serving", memory_bytes=70 * GIB, sm_percent=30.0,
+                       container="vllm-0", pod="vllm-0", namespace="serving", memory_bytes=70 * GIB, sm_percent=0.0,
                        cpu_percent=50.0),
     )
     node_advice = (
@@ -126,22 +131,27 @@ def small_cluster() -> ClusterFrame:
                               title="Idle GPU holding memory", evidence="pid 77 holds 70GiB at 0% util",
                               action="free it")),
     )
+    util, memory, *others = histories([1, 2, 3, 4], 8)
+    memory = dataclasses.replace(memory, series={**memory.series, (host_name(2), 7): (70.0 * 1024,) * POINTS})
+    charts = (util, memory, *others)
+    judged = judge_free(nodes, util, memory, processes, FleetThresholds())
     fleet_advice = (
+        *nodes_down(judged),
         Advice(id="straggler:slurm:4242", severity=Severity.WARN, scope="slurm:4242",
                title="Straggler: node-002 is slower than node-001",
                evidence="node-002 input wait 14% vs 13%; util 61% vs 72%", action="look at node-002's input pipeline"),
-        Advice(id="free_gpus", severity=Severity.INFO, scope="fleet", title="8 free GPUs on 4 nodes",
-               evidence="node-001: 2, node-002: 2, node-004: 2", action="schedule work there"),
+        *idle_holding(util, memory, {node.host for node in judged if node.up}, processes, FleetThresholds()),
+        *free_gpus(judged, FleetThresholds()),
     )
     return ClusterFrame(
         timestamp=T0,
         url=URL,
-        nodes=tuple(nodes),
+        nodes=judged,
         jobs=jobs,
         processes=processes,
         node_advice=node_advice,
         fleet_advice=fleet_advice,
-        history=histories([1, 2, 3, 4], 8),
+        history=charts,
         problems=("node-003 stopped reporting: 3 scrapes missed",),
         missing_panels=("processes, jobs, advice, host CPU: none from 1 node without gpusight --serve (node-004)",),
         query_seconds=0.21,
@@ -158,16 +168,20 @@ def fleet(nodes: int = 100, gpus: int = 8, step: int = 0) -> ClusterFrame:
             return dataclasses.replace(base, utilization_percent=float((base.utilization_percent + step * 3) % 100))
         return base
 
+    util = history(GPU_UTIL.name, hosts, gpus, lambda h, g, s: _wave(h, g, s + step))
+    memory = history(FB_USED.name, hosts, gpus, lambda h, g, s: _wave(h, g, s + step) * 800.0)
+    fleet_nodes = tuple(
+        ClusterNode(host=host_name(h), instances=(f"10.0.{h // 256}.{h % 256}:9400",), up=True, exporter="gpusight",
+                    gpus=tuple(moved(h, i) for i in range(gpus)), last_seen=T0)
+        for h in hosts
+    )
+    judged = judge_free(fleet_nodes, util, memory, (), FleetThresholds())
     return ClusterFrame(
         timestamp=T0 + step * 2,
         url=URL,
-        nodes=tuple(
-            ClusterNode(host=host_name(h), instances=(f"10.0.{h // 256}.{h % 256}:9400",), up=True, exporter="gpusight",
-                        gpus=tuple(moved(h, i) for i in range(gpus)), last_seen=T0)
-            for h in hosts
-        ),
-        history=(history(GPU_UTIL.name, hosts, gpus, lambda h, g, s: _wave(h, g, s + step)),
-                 history(FB_USED.name, hosts, gpus, lambda h, g, s: _wave(h, g, s + step) * 800.0)),
+        nodes=judged,
+        fleet_advice=tuple(free_gpus(judged, FleetThresholds())),
+        history=(util, memory),
         query_seconds=0.5,
     )
 
