@@ -11,10 +11,8 @@ import subprocess
 import pytest
 from test_ui_e2e_tmux import Tmux, gpusight_command, wait_until
 
+from gpusight.cli.pipeline import DEMO_HINT
 from support.terminal import gpusight_argv
-
-DEMO_HINT = "try gpusight --demo to see simulated GPUs"
-"""What a user without a GPU is told to try."""
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:

@@ -31,6 +31,9 @@ if TYPE_CHECKING:
     from gpusight.recordings.progress import ReadProgress
     from gpusight.recordings.replay import ReplaySource
 
+DEMO_HINT = "try gpusight --demo to see simulated GPUs"
+"""Ends the reason a machine has no usable NVIDIA driver, for someone trying gpusight out."""
+
 
 @dataclass(frozen=True, slots=True)
 class Pipeline:
@@ -108,7 +111,8 @@ def build_pipeline(args: argparse.Namespace) -> Pipeline:
         from gpusight.collect.live import LiveSource
         from gpusight.collect.nvml.source import NvmlSource
 
-        source = LiveSource(NvmlSource(gpus=filters.gpus))
+        hint = None if args.serve is not None else DEMO_HINT  # an exporter's log is read by an operator, not someone trying it out
+        source = LiveSource(NvmlSource(gpus=filters.gpus, no_driver_hint=hint))
     if filters.gpus is not None and (demo_clock is not None or replay is not None):
         from gpusight.collect.gpu_selection import GpuSelectingSource
 

@@ -23,9 +23,6 @@ TRANSIENT_CODES = frozenset({
 })
 """Worth another try next poll, not worth telling the user about."""
 
-DEMO_HINT = "try gpusight --demo to see simulated GPUs"
-"""Added to the reasons that mean this machine has no usable NVIDIA driver, for someone trying gpusight out."""
-
 LOST_MESSAGE = "GPU is lost (fell off the bus or stopped responding)"
 """Shown for a GPU that answers NVML_ERROR_GPU_IS_LOST."""
 
@@ -47,14 +44,16 @@ def describe(error: pynvml.NVMLError) -> str:
     return f"{text} ({error_name(error.value)})"
 
 
-def init_failure_reason(code: int, library_path: str | None = None) -> str:
-    """Why NVML could not start, in one line the user can act on."""
+def init_failure_reason(code: int, library_path: str | None = None, no_driver_hint: str | None = None) -> str:
+    """Why NVML could not start, in one line the user can act on; ``no_driver_hint`` ends the line when the machine
+    has no usable NVIDIA driver (the command line suggests its demo there)."""
     name = error_name(code)
+    hint = f"; {no_driver_hint}" if no_driver_hint else ""
     if code == pynvml.NVML_ERROR_LIBRARY_NOT_FOUND:
         where = f" at {library_path}" if library_path else ""
-        return f"NVML library (libnvidia-ml.so.1) not found{where}: no NVIDIA driver installed ({name}); {DEMO_HINT}"
+        return f"NVML library (libnvidia-ml.so.1) not found{where}: no NVIDIA driver installed ({name}){hint}"
     if code == pynvml.NVML_ERROR_DRIVER_NOT_LOADED:
-        return f"NVIDIA driver not loaded: the kernel module is not running ({name}); {DEMO_HINT}"
+        return f"NVIDIA driver not loaded: the kernel module is not running ({name}){hint}"
     if code == pynvml.NVML_ERROR_NO_PERMISSION:
         return f"no permission to open the NVIDIA devices (/dev/nvidia*) ({name})"
     if code == pynvml.NVML_ERROR_LIB_RM_VERSION_MISMATCH:

@@ -73,9 +73,11 @@ class NvmlSource:
 
     def __init__(self, library_path: str | None = None, *, init_retry_s: float = INIT_RETRY_S,
                  lost_retry_s: float = LOST_RETRY_S, clock: Callable[[], float] = time.monotonic,
-                 gpus: GpuRequest | None = None) -> None:
+                 gpus: GpuRequest | None = None, no_driver_hint: str | None = None) -> None:
         self.library_path = library_path
         """Library loaded instead of the default one, or None."""
+        self.no_driver_hint = no_driver_hint
+        """Ends the failure reason when the machine has no usable NVIDIA driver (see ``init_failure_reason``)."""
         self.gpus = gpus
         """The GPUs asked for, or None for every GPU."""
         self._init_retry_s = init_retry_s
@@ -208,7 +210,7 @@ class NvmlSource:
             try:
                 pynvml.nvmlInit()
             except pynvml.NVMLError as error:
-                reason = init_failure_reason(error.value, self.library_path)
+                reason = init_failure_reason(error.value, self.library_path, self.no_driver_hint)
         if reason is None:
             try:
                 count = pynvml.nvmlDeviceGetCount()
@@ -266,7 +268,7 @@ class NvmlSource:
         try:
             library = ctypes.CDLL(self.library_path)
         except OSError:
-            return init_failure_reason(pynvml.NVML_ERROR_LIBRARY_NOT_FOUND, self.library_path)
+            return init_failure_reason(pynvml.NVML_ERROR_LIBRARY_NOT_FOUND, self.library_path, self.no_driver_hint)
         pynvml.nvmlLib = library
         pynvml._nvmlGetFunctionPointer_cache.clear()
         return None
