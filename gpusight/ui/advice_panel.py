@@ -85,7 +85,11 @@ def advice_text(
 
     ``jobs`` (by id) lets a job's scope name its GPUs; ``origin`` (see :func:`advice_origin`) picks the calm line.
     """
-    items = advice_items(advice, errors, jobs, style, ascii_mode)
+    return joined(advice_items(advice, errors, jobs, style, ascii_mode), style, origin)
+
+
+def joined(items: list[Text], style: StyleLookup, origin: str | None = None) -> Text:
+    """``items`` a blank line apart; the calm line for ``origin`` (see :func:`advice_origin`) when there are none."""
     if not items:
         return Text(CALM_LINES[origin], style=style("evidence"))
     return Text("\n\n").join(items)
@@ -235,8 +239,8 @@ class AdvicePanel(VerticalScroll):
             return
         self._state, self._outline, self._shown_at = state, shape, now
         body = self._body
-        text = advice_text(snapshot.advice, snapshot.errors, jobs_by_id(snapshot), self._style, self.ascii_mode, origin)
         self._items = advice_items(snapshot.advice, snapshot.errors, jobs_by_id(snapshot), self._style, self.ascii_mode)
+        text = joined(self._items, self._style, origin)
         body.update(text, layout=False)
         width = body.content_region.width
         if width <= 0 or body.get_content_height(self.size, self.app.size, width) != body.content_region.height:
