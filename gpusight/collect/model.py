@@ -9,9 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 """Version of the snapshot layout written to JSON output and recordings (2 added jobs and NVLink; 3 added
-containers, scheduler job ids and the GPUs' PCI bus ids)."""
+containers, scheduler job ids and the GPUs' PCI bus ids; 4 added training speed: throughput, FLOPs, MFU and the
+step-time breakdown)."""
 
 
 class StringEnum(str, Enum):
@@ -69,6 +70,58 @@ class WorkloadKind(StringEnum):
     """An interactive notebook kernel (Jupyter/IPython)."""
     UNKNOWN = "unknown"
     """Nothing tells: treated like training by the rules, with no serving or notebook advice."""
+
+
+class FlopsSource(StringEnum):
+    """Where a trainer's FLOPs per step come from (``ProcessSample.flops_source``); it names the utilization.
+
+    Counted FLOPs are those that ran, activation recomputation included, so their share of the peak is the hardware
+    FLOPs utilization (HFU); the other two count the model's FLOPs only, so theirs is the model FLOPs utilization
+    (MFU, as defined in the PaLM paper, appendix B).
+    """
+
+    COUNTED = "counted"
+    """Counted once by ``torch.utils.flop_counter.FlopCounterMode`` over one training step: HFU."""
+    GIVEN = "given"
+    """Given by the user (``flops_per_step=``): MFU."""
+    ESTIMATE_6N = "6N"
+    """Estimated as 6 x parameters x tokens per step (decoder-only transformers): MFU."""
+
+    @property
+    def utilization_name(self) -> str:
+        """``"HFU"`` for counted FLOPs, ``"MFU"`` otherwise."""
+        return "HFU" if self is FlopsSource.COUNTED else "MFU"
+
+
+class MathMode(StringEnum):
+    """The arithmetic a trainer's matrix multiplications use, which picks the peak FLOP/s (``ProcessSample.math_mode``)."""
+
+    BF16 = "bf16"
+    """bfloat16 (autocast or bf16 weights), dense tensor-core peak."""
+    FP16 = "fp16"
+    """float16, dense tensor-core peak."""
+    TF32 = "tf32"
+    """float32 tensors with TF32 tensor-core matmuls allowed."""
+    FP32 = "fp32"
+    """Plain float32."""
+
+
+class BatchSizeSource(StringEnum):
+    """How a trainer knows the samples in a step (``ProcessSample.batch_size_source``)."""
+
+    BATCH = "batch"
+    """The leading dimension of the batch's first tensor."""
+    GIVEN = "given"
+    """Given by the user or the training framework's settings."""
+
+
+class BreakdownSource(StringEnum):
+    """What a step-time breakdown was measured from (``ProcessSample.breakdown_source``)."""
+
+    DEVICE = "device"
+    """The profiler's GPU activities (kernels, NCCL kernels, copies), with the input wait measured by the hook."""
+    HOST = "host"
+    """What the host sees (no CUDA): CPU operators, collectives and copies as the CPU runs them."""
 
 
 class ContainerRuntime(StringEnum):
@@ -293,6 +346,44 @@ class ProcessSample:
     file, not Linux, first read)."""
     container: ContainerSample | None = None
     """The container, pod or Slurm job the process runs in; None when it runs directly on the host (or unknown)."""
+    samples_per_second: float | None = None
+    """Measured inside the training loop: samples per second over the recent window (``batch_size_source`` says
+    how a step's samples are known)."""
+    tokens_per_second: float | None = None
+    """Measured inside the training loop: tokens per second, where the batch holds token ids (padding included)."""
+    batch_size_source: BatchSizeSource | None = None
+    """How the samples per step are known."""
+    flops_per_step: float | None = None
+    """Floating-point operations in one training step (forward, backward and optimizer) of this rank."""
+    flops_source: FlopsSource | None = None
+    """Where ``flops_per_step`` comes from; it names the utilization (HFU for counted FLOPs, MFU otherwise)."""
+    achieved_tflops: float | None = None
+    """``flops_per_step`` times steps per second, in TFLOP/s."""
+    peak_tflops: float | None = None
+    """Peak dense TFLOP/s of this rank's GPU for ``math_mode`` (or as the user gave it)."""
+    peak_source: str | None = None
+    """Where ``peak_tflops`` comes from (a datasheet, or ``"given"``); untrusted text."""
+    math_mode: MathMode | None = None
+    """The arithmetic of the trainer's matrix multiplications."""
+    flops_utilization_percent: float | None = None
+    """``achieved_tflops`` over ``peak_tflops`` in percent: MFU or HFU as ``flops_source`` names it."""
+    flops_utilization_note: str | None = None
+    """Why the utilization is unknown (e.g. a GPU missing from the peak table); untrusted text."""
+    step_data_percent: float | None = None
+    """Step-time breakdown: percent of step time the loop waited for data. The five ``step_*_percent`` sum to 100."""
+    step_compute_percent: float | None = None
+    """Step-time breakdown: percent of step time in computation (GPU kernels other than collectives, or host
+    operators without CUDA)."""
+    step_comm_percent: float | None = None
+    """Step-time breakdown: percent of step time in communication (NCCL/Gloo collectives) not overlapped by compute."""
+    step_copy_percent: float | None = None
+    """Step-time breakdown: percent of step time in host-to-device copies not overlapped by compute or
+    communication."""
+    step_idle_percent: float | None = None
+    """Step-time breakdown: percent of step time in which neither the data, the device nor a collective was busy
+    (launch gaps, Python, synchronisation)."""
+    breakdown_source: BreakdownSource | None = None
+    """What the breakdown was measured from; None when no step was profiled."""
 
 
 @dataclass(frozen=True, slots=True)

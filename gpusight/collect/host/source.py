@@ -79,6 +79,8 @@ def _status_fields(status: TrainerStatus | None) -> dict[str, Any]:
         return {}
     fraction = status.input_wait_fraction if status.active else None
     return {
+        **(_speed_fields(status) if status.active else {}),
+        **_breakdown_fields(status),
         "input_wait_percent": None if fraction is None else round(fraction * 100.0, 1),
         "steps_per_second": None if status.steps_per_second is None or not status.active else round(status.steps_per_second, 2),
         "loader_num_workers": status.loader_num_workers,
@@ -91,6 +93,43 @@ def _status_fields(status: TrainerStatus | None) -> dict[str, Any]:
         "cuda_peak_bytes": status.cuda_peak_bytes,
         "autocast": status.autocast,
     }
+
+
+def _speed_fields(status: TrainerStatus) -> dict[str, Any]:
+    """The throughput and FLOPs fields of an iterating trainer's record."""
+    utilization = status.flops_utilization_fraction
+    return {
+        "samples_per_second": _rounded(status.samples_per_second, 2),
+        "tokens_per_second": _rounded(status.tokens_per_second, 1),
+        "batch_size_source": status.batch_size_source,
+        "flops_per_step": status.flops_per_step,
+        "flops_source": status.flops_source,
+        "achieved_tflops": _rounded(status.achieved_tflops, 3),
+        "peak_tflops": status.peak_tflops,
+        "peak_source": status.peak_source,
+        "math_mode": status.math_mode,
+        "flops_utilization_percent": None if utilization is None else round(utilization * 100.0, 2),
+        "flops_utilization_note": status.flops_utilization_note,
+    }
+
+
+def _breakdown_fields(status: TrainerStatus) -> dict[str, Any]:
+    """The step-time breakdown of a record, in percent (it describes profiled steps, so it outlives an epoch's end)."""
+    shares = status.breakdown
+    if shares is None:
+        return {}
+    return {
+        f"step_{_BREAKDOWN_FIELDS[part]}_percent": round(share * 100.0, 1) for part, share in shares.items()
+    } | {"breakdown_source": status.breakdown_source}
+
+
+_BREAKDOWN_FIELDS = {"data": "data", "compute": "compute", "communication": "comm", "copy": "copy", "idle": "idle"}
+"""Record breakdown part -> the middle of its ``ProcessSample.step_*_percent`` field."""
+
+
+def _rounded(value: float | None, digits: int) -> float | None:
+    """``value`` rounded to ``digits`` decimals; None stays None."""
+    return None if value is None else round(value, digits)
 
 
 class HostSource:

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from gpusight import old_name
+from gpusight.collect.model import BatchSizeSource, BreakdownSource, FlopsSource, MathMode
 
 RECORD_KIND = "gpusight.trainer_status"
 """Value of the record's ``kind`` key (a record published under the old name has its own, also read)."""
@@ -37,6 +38,12 @@ CREATE_TIME_TOLERANCE = 0.5
 """Seconds by which the recorded and the observed process start times may differ."""
 MAX_RECORD_BYTES = 64 * 1024
 """Larger files are not records and are not read in full."""
+MAX_TEXT = 240
+"""Longest free text (a peak's source, a note) kept from a record; longer text is cut."""
+BREAKDOWN_PARTS = ("data", "compute", "communication", "copy", "idle")
+"""The keys of a record's ``breakdown`` section, each a share (0..1) of step time; they sum to 1."""
+BREAKDOWN_TOLERANCE = 0.02
+"""How far from 1 the breakdown's shares may sum (rounding) before the breakdown is refused."""
 
 
 class StatusFormatError(ValueError):
@@ -93,6 +100,32 @@ class TrainerStatus:
     """``torch.cuda.max_memory_allocated``: peak of allocated memory."""
     autocast: bool | None = None
     """Whether autocast (mixed precision) was active in the forward pass; None when not observed."""
+    samples_per_second: float | None = None
+    """Samples per second over the window."""
+    tokens_per_second: float | None = None
+    """Tokens per second over the window, where batches hold token ids."""
+    batch_size_source: BatchSizeSource | None = None
+    """How the samples per step are known."""
+    flops_per_step: float | None = None
+    """FLOPs of one training step."""
+    flops_source: FlopsSource | None = None
+    """Where ``flops_per_step`` comes from."""
+    achieved_tflops: float | None = None
+    """FLOPs per step times steps per second, in TFLOP/s."""
+    peak_tflops: float | None = None
+    """The GPU's peak dense TFLOP/s for ``math_mode`` (or as given)."""
+    peak_source: str | None = None
+    """Where the peak comes from; untrusted text."""
+    math_mode: MathMode | None = None
+    """The arithmetic of the matrix multiplications."""
+    flops_utilization_fraction: float | None = None
+    """Achieved over peak FLOP/s (0..1 normally; may exceed 1 when the given FLOPs or peak are wrong)."""
+    flops_utilization_note: str | None = None
+    """Why the utilization is unknown; untrusted text."""
+    breakdown: dict[str, float] | None = None
+    """Step-time shares (0..1) by part (``BREAKDOWN_PARTS``), summing to 1; None when no step was profiled."""
+    breakdown_source: BreakdownSource | None = None
+    """What the breakdown was measured from."""
 
 
 def _number(data: dict[str, Any], key: str, kind: type, required: bool = False) -> Any:
@@ -119,6 +152,45 @@ def _flag(data: dict[str, Any], key: str) -> bool | None:
     if value is not None and not isinstance(value, bool):
         raise StatusFormatError(f"{key!r} must be true or false")
     return value
+
+
+def _text(data: dict[str, Any], key: str) -> str | None:
+    """``data[key]`` checked to be a string or absent, cut to ``MAX_TEXT`` characters."""
+    value = data.get(key)
+    if value is not None and not isinstance(value, str):
+        raise StatusFormatError(f"{key!r} must be a string")
+    return None if value is None else value[:MAX_TEXT]
+
+
+def _choice(data: dict[str, Any], key: str, kind: type[Any]) -> Any:
+    """``data[key]`` checked to be one of the values of enum ``kind`` (None when absent)."""
+    value = data.get(key)
+    if value is None:
+        return None
+    try:
+        return kind(value)
+    except ValueError:
+        raise StatusFormatError(f"{key!r} must be one of {', '.join(member.value for member in kind)}") from None
+
+
+def _positive(data: dict[str, Any], key: str) -> float | None:
+    """``data[key]`` checked to be a finite number that is not negative (None when absent)."""
+    value: float | None = _number(data, key, float)
+    if value is not None and value < 0.0:
+        raise StatusFormatError(f"{key!r} must not be negative")
+    return value
+
+
+def _breakdown(section: dict[str, Any]) -> dict[str, float] | None:
+    """The step-time shares of a ``breakdown`` section: each in 0..1 and summing to 1; None when absent."""
+    if not section:
+        return None
+    shares = {part: _positive(section, part) for part in BREAKDOWN_PARTS}
+    if any(share is None or share > 1.0 for share in shares.values()):
+        raise StatusFormatError(f"'breakdown' needs {', '.join(BREAKDOWN_PARTS)}, each in 0..1")
+    if abs(sum(share for share in shares.values() if share is not None) - 1.0) > BREAKDOWN_TOLERANCE:
+        raise StatusFormatError("'breakdown' shares must sum to 1")
+    return {part: share for part, share in shares.items() if share is not None}
 
 
 def _section(data: dict[str, Any], key: str) -> dict[str, Any]:
@@ -151,7 +223,8 @@ def parse_status(raw: bytes | str) -> TrainerStatus:
     fraction = _number(data, "input_wait_fraction", float)
     if fraction is not None and not 0.0 <= fraction <= 1.0:
         raise StatusFormatError("'input_wait_fraction' must lie in 0..1")
-    loader, cuda = _section(data, "loader"), _section(data, "cuda")
+    loader, cuda, speed = _section(data, "loader"), _section(data, "cuda"), _section(data, "speed")
+    breakdown = _section(data, "breakdown")
     return TrainerStatus(
         pid=_number(data, "pid", int, required=True),
         create_time=_number(data, "create_time", float, required=True),
@@ -176,6 +249,19 @@ def parse_status(raw: bytes | str) -> TrainerStatus:
         cuda_reserved_bytes=_number(cuda, "reserved_bytes", int),
         cuda_peak_bytes=_number(cuda, "peak_bytes", int),
         autocast=_flag(data, "autocast"),
+        samples_per_second=_positive(speed, "samples_per_second"),
+        tokens_per_second=_positive(speed, "tokens_per_second"),
+        batch_size_source=_choice(speed, "batch_size_source", BatchSizeSource),
+        flops_per_step=_positive(speed, "flops_per_step"),
+        flops_source=_choice(speed, "flops_source", FlopsSource),
+        achieved_tflops=_positive(speed, "achieved_tflops"),
+        peak_tflops=_positive(speed, "peak_tflops"),
+        peak_source=_text(speed, "peak_source"),
+        math_mode=_choice(speed, "math_mode", MathMode),
+        flops_utilization_fraction=_positive(speed, "flops_utilization_fraction"),
+        flops_utilization_note=_text(speed, "flops_utilization_note"),
+        breakdown=_breakdown(breakdown),
+        breakdown_source=_choice(breakdown, "source", BreakdownSource),
     )
 
 

@@ -1,0 +1,121 @@
+"""Peak dense FLOP/s of NVIDIA GPUs per math mode, from NVIDIA's datasheets: the denominator of MFU and HFU.
+
+Each entry matches NVML device names (``nvmlDeviceGetName``, which is also what ``torch.cuda.get_device_name``
+returns) by a pattern, and gives the dense peaks (without 2:4 structured sparsity, which datasheets often quote
+with an asterisk at twice the figure) for FP32 on the CUDA cores, TF32 on the tensor cores, and BF16/FP16 on the
+tensor cores with FP32 accumulation. Where a GPU has no tensor cores for a mode (V100 and T4: no TF32 and no BF16),
+TF32 matmuls run in FP32, so the FP32 peak applies; BF16 has no peak and the utilization is N/A with that reason.
+
+Datasheet figures for boards (HGX B200) are divided by the board's GPUs. A GPU not in the table gets N/A with the
+reason; ``peak_tflops=`` in ``gpusight.torch`` overrides the table.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from gpusight.collect.model import MathMode
+
+
+@dataclass(frozen=True, slots=True)
+class PeakSpec:
+    """Dense peak TFLOP/s of one GPU model per math mode, and the datasheet they come from."""
+
+    model: str
+    """The model's name as the datasheet gives it, e.g. ``"H100 SXM"``."""
+    fp32: float
+    """FP32 on the CUDA cores."""
+    tf32: float | None
+    """TF32 on the tensor cores, dense; None where the GPU has none (TF32 math then runs as FP32)."""
+    bf16: float | None
+    """BF16 on the tensor cores, dense; None where the GPU has no BF16 tensor cores."""
+    fp16: float
+    """FP16 on the tensor cores (FP32 accumulate), dense."""
+    source: str
+    """The datasheet the figures come from."""
+
+
+@dataclass(frozen=True, slots=True)
+class Peak:
+    """The peak that applies to a GPU and math mode, or why none does."""
+
+    tflops: float | None
+    """Dense peak TFLOP/s; None when unknown."""
+    source: str
+    """Where the figure comes from, or why there is none (one line)."""
+
+
+_V100_SXM = PeakSpec("V100 SXM2", 15.7, None, None, 125.0, "NVIDIA Tesla V100 datasheet (SXM2)")
+_V100_PCIE = PeakSpec("V100 PCIe", 14.0, None, None, 112.0, "NVIDIA Tesla V100 datasheet (PCIe)")
+_V100S = PeakSpec("V100S PCIe", 16.4, None, None, 130.0, "NVIDIA Tesla V100S datasheet")
+_T4 = PeakSpec("T4", 8.1, None, None, 65.0, "NVIDIA T4 datasheet")
+_A10 = PeakSpec("A10", 31.2, 62.5, 125.0, 125.0, "NVIDIA A10 datasheet")
+_A30 = PeakSpec("A30", 10.3, 82.0, 165.0, 165.0, "NVIDIA A30 datasheet")
+_A40 = PeakSpec("A40", 37.4, 74.8, 149.7, 149.7, "NVIDIA A40 datasheet")
+_A100 = PeakSpec("A100", 19.5, 156.0, 312.0, 312.0, "NVIDIA A100 datasheet (40 GB and 80 GB, SXM and PCIe)")
+_L4 = PeakSpec("L4", 30.3, 60.0, 121.0, 121.0, "NVIDIA L4 datasheet")
+_L40 = PeakSpec("L40", 90.5, 90.5, 181.0, 181.0, "NVIDIA L40 datasheet")
+_L40S = PeakSpec("L40S", 91.6, 183.0, 362.05, 362.05, "NVIDIA L40S datasheet")
+_H100_SXM = PeakSpec("H100 SXM", 67.0, 494.5, 989.5, 989.5, "NVIDIA H100 datasheet (SXM)")
+_H100_PCIE = PeakSpec("H100 PCIe", 51.0, 378.0, 756.0, 756.0, "NVIDIA H100 datasheet (PCIe)")
+_H100_NVL = PeakSpec("H100 NVL", 60.0, 417.5, 835.5, 835.5, "NVIDIA H100 datasheet (NVL)")
+_H200_SXM = PeakSpec("H200 SXM", 67.0, 494.5, 989.5, 989.5, "NVIDIA H200 datasheet (SXM)")
+_H200_NVL = PeakSpec("H200 NVL", 60.0, 417.5, 835.5, 835.5, "NVIDIA H200 datasheet (NVL)")
+_B200 = PeakSpec("B200", 75.0, 1125.0, 2250.0, 2250.0, "NVIDIA HGX B200 datasheet (per GPU: the 8-GPU board's figures / 8)")
+
+PEAK_TABLE: tuple[tuple[re.Pattern[str], PeakSpec], ...] = tuple(
+    (re.compile(pattern, re.IGNORECASE), spec)
+    for pattern, spec in (
+        (r"\bV100S\b", _V100S),
+        (r"\bV100\b.*\bSXM", _V100_SXM),
+        (r"\bV100\b.*\bPCIE", _V100_PCIE),
+        (r"\bT4\b", _T4),
+        (r"\bA10\b", _A10),
+        (r"\bA30\b", _A30),
+        (r"\bA40\b", _A40),
+        (r"\bA100\b", _A100),
+        (r"\bL4\b", _L4),
+        (r"\bL40S\b", _L40S),
+        (r"\bL40\b", _L40),
+        (r"\bH100\b.*\bNVL\b", _H100_NVL),
+        (r"\bH100\b.*\bPCIE\b", _H100_PCIE),
+        (r"\bH100\b", _H100_SXM),
+        (r"\bH200\b.*\bNVL\b", _H200_NVL),
+        (r"\bH200\b", _H200_SXM),
+        (r"\bB200\b", _B200),
+    )
+)
+"""(name pattern, peaks) in match order: the first pattern found in the NVML name wins, so the more specific come
+first (``H100 NVL`` and ``H100 PCIe`` before a plain ``H100``, which NVML names ``NVIDIA H100 80GB HBM3`` on SXM)."""
+
+
+def peak_spec(device_name: str | None) -> PeakSpec | None:
+    """The table's entry for an NVML device name; None for a GPU it does not know."""
+    if not device_name:
+        return None
+    for pattern, spec in PEAK_TABLE:
+        if pattern.search(device_name):
+            return spec
+    return None
+
+
+def peak_for(device_name: str | None, mode: MathMode | None) -> Peak:
+    """The dense peak of ``device_name`` for math ``mode``, with its datasheet; or None with the reason."""
+    if mode is None:
+        return Peak(None, "math mode unknown")
+    spec = peak_spec(device_name)
+    if spec is None:
+        shown = repr(device_name) if device_name else "no GPU name"
+        return Peak(None, f"GPU {shown} not in the peak table: give peak_tflops=")
+    if mode is MathMode.FP32:
+        return Peak(spec.fp32, f"{spec.source}, FP32")
+    if mode is MathMode.TF32:
+        if spec.tf32 is None:
+            return Peak(spec.fp32, f"{spec.source}, FP32 ({spec.model} has no TF32 tensor cores)")
+        return Peak(spec.tf32, f"{spec.source}, TF32 dense")
+    if mode is MathMode.FP16:
+        return Peak(spec.fp16, f"{spec.source}, FP16 dense")
+    if spec.bf16 is None:
+        return Peak(None, f"{spec.model} has no BF16 tensor cores (bf16 math is emulated)")
+    return Peak(spec.bf16, f"{spec.source}, BF16 dense")
