@@ -55,6 +55,10 @@ LABEL_CLUSTER_JOB = "cluster_job"
 """``JobSample.cluster_key``: the same on every node a job spans (empty when none)."""
 LABEL_KIND = "kind"
 """A job's workload kind (training, inference, notebook, unknown)."""
+LABEL_UTILIZATION = "utilization"
+"""Which FLOPs utilization a series is: ``MFU`` (model FLOPs) or ``HFU`` (FLOPs counted as they ran)."""
+LABEL_STEP_PART = "part"
+"""A part of step time: ``data``, ``compute``, ``communication``, ``copy`` or ``idle``."""
 LABEL_RANK = "rank"
 """A process's distributed rank, or its place within its job when no rank is readable."""
 LABEL_PROCESS = "process"
@@ -155,6 +159,26 @@ WORKERS_CPU = MetricName("gpusight_dataloader_workers_cpu_percent", "gauge",
 INPUT_WAIT = MetricName("gpusight_input_wait_percent", "gauge",
                         "Share of step time spent waiting for the next batch, measured by gpusight.torch (in %).",
                         (LABEL_JOB, LABEL_RANK, LABEL_GPU))
+JOB_STEPS = MetricName("gpusight_job_steps_per_second", "gauge",
+                       "Training steps per second of the job's slowest rank on this node, measured by gpusight.torch.",
+                       (LABEL_JOB,))
+JOB_SAMPLES = MetricName("gpusight_job_samples_per_second", "gauge",
+                         "Samples per second of the job's ranks on this node, summed (gpusight.torch).", (LABEL_JOB,))
+JOB_TOKENS = MetricName("gpusight_job_tokens_per_second", "gauge",
+                        "Tokens per second of the job's ranks on this node, summed, where batches hold token ids.",
+                        (LABEL_JOB,))
+JOB_FLOPS = MetricName("gpusight_job_flops_per_second", "gauge",
+                       "FLOP/s the job's ranks on this node achieve, summed (FLOPs per step times steps per second).",
+                       (LABEL_JOB, LABEL_UTILIZATION))
+JOB_PEAK_FLOPS = MetricName("gpusight_job_peak_flops_per_second", "gauge",
+                            "Peak dense FLOP/s of the same ranks' GPUs for their math mode, summed.",
+                            (LABEL_JOB, LABEL_UTILIZATION))
+JOB_FLOPS_UTILIZATION = MetricName("gpusight_job_flops_utilization_percent", "gauge",
+                                   "Achieved over peak FLOP/s of the job's ranks on this node (in %): MFU, or HFU "
+                                   "where FLOPs were counted as they ran.", (LABEL_JOB, LABEL_UTILIZATION))
+JOB_STEP_TIME = MetricName("gpusight_job_step_time_percent", "gauge",
+                           "Share of step time by part (data, compute, communication, copy, idle), averaged over the "
+                           "job's profiled ranks on this node (in %).", (LABEL_JOB, LABEL_STEP_PART))
 HOST_CPU = MetricName("gpusight_host_cpu_percent", "gauge", "Host CPU use averaged over all cores (in %).")
 HOST_CORE_CPU = MetricName("gpusight_host_core_cpu_percent", "gauge", "CPU use of one core (in %).", (LABEL_CORE,))
 HOST_IOWAIT = MetricName("gpusight_host_iowait_percent", "gauge", "Host CPU time waiting for I/O (in %).")
