@@ -38,9 +38,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--report", type=Path, nargs="+", metavar="FILE",
         help="write a self-contained HTML report of the recording FILE (plots, summary, training speed, advice "
-        "timeline, processes) and print its path; opens offline. With two recordings A B: compare the runs side by "
-        "side (their main training jobs' speed, MFU, step-time breakdown, GPU-hours and busy figures, as A, B and "
-        "B/A), written as HTML and Markdown",
+        "timeline, processes) and print its path; opens offline. --report A B (one recording or two, no more): "
+        "compare two runs side by side (their main training jobs' speed, MFU, step-time breakdown, GPU-hours and "
+        "busy figures, as A, B and B/A) in HTML and Markdown, and print both paths",
     )
     group.add_argument(
         "-o", "--output", type=Path, metavar="OUT",

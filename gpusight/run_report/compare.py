@@ -89,9 +89,9 @@ def _number_row(label: str, a: float | None, b: float | None, unit: str = "") ->
 def _job_rows(a: JobRun | None, b: JobRun | None) -> list[Row]:
     sa, sb = (None if j is None else j.speed for j in (a, b))
     rows = [_number_row("Job GPU-hours", None if a is None else a.gpu_hours, None if b is None else b.gpu_hours)]
-    names = {s.utilization_name for s in (sa, sb) if s is not None}
+    names = list(dict.fromkeys(s.utilization_name for s in (sa, sb) if s is not None))  # A's, then B's if other
     for figure, label, unit in ROWS:
-        name = label.format(name="/".join(sorted(names)) or "MFU")
+        name = label.format(name="/".join(names) or "MFU")
         for statistic in ("median", "p10", "p90"):
             va, vb = (None if s is None else getattr(s.figures[figure], statistic) for s in (sa, sb))
             if va is not None or vb is not None:

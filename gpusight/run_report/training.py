@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from gpusight.collect.model import ProcessRole, ProcessSample
-from gpusight.collect.speed import BREAKDOWN_FIELDS, JobSpeed
+from gpusight.collect.speed import BREAKDOWN_FIELDS, JobSpeed, utilization_name
 from gpusight.run_report.series import BucketGrid
 from gpusight.textsafe import safe_text
 
@@ -173,8 +173,10 @@ class JobSpeedAccumulator:
                 self._figures[name].add(value, seconds)
                 self._series[name].add(bucket, value)
         if speed.flops_utilization_percent is not None:
-            self._hfu = self._hfu or speed.utilization_name == "HFU"
             self._peak = speed.peak_tflops
+        # Named by the FLOPs' source even where the peak is unknown (job_speed names only the ranks it rates).
+        self._hfu = self._hfu or speed.utilization_name == "HFU" or any(
+            utilization_name(rank) == "HFU" for rank in ranks if rank.flops_source is not None)
         if speed.breakdown is not None:
             self._breakdown_seconds += seconds
             for label, percent in speed.breakdown:
