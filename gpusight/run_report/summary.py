@@ -19,11 +19,17 @@ from dataclasses import dataclass, field
 
 from gpusight.advice.config import Thresholds
 from gpusight.advice.rules import HEALTHY, SUMMARIES
-from gpusight.collect.model import Advice, DeviceSample, JobSample, ProcessRole, Severity, Snapshot
+from gpusight.collect.model import Advice, DeviceSample, JobSample, ProcessRole, ProcessSample, Severity, Snapshot
 from gpusight.collect.speed import job_speed
 from gpusight.recordings.formats import RecordingProblem
 from gpusight.run_report.series import BucketGrid, BucketSeries
-from gpusight.run_report.training import MAX_SPEED_JOBS, JobSpeedAccumulator, JobSpeedRun, ranks_of, reports_speed
+from gpusight.run_report.training import (
+    MAX_SPEED_JOBS,
+    JobSpeedAccumulator,
+    JobSpeedRun,
+    publishes_speed,
+    reports_speed,
+)
 from gpusight.textsafe import safe_text
 
 IDLE_UTIL_PERCENT = Thresholds().idle_util_percent
@@ -528,9 +534,12 @@ class RunAccumulator:
         memory: dict[tuple[int, float | None], int] = {}
         job_memory: dict[int, int] = {}
         job_seconds: dict[int, float] = {}
+        timed: dict[int, list[ProcessSample]] = {}
         for p in snapshot.processes:
             if p.role != ProcessRole.GPU:
                 continue
+            if p.job is not None and publishes_speed(p):
+                timed.setdefault(p.job, []).append(p)
             key = (p.pid, p.create_time)
             run = self._processes.get(key)
             if run is None:
@@ -567,13 +576,14 @@ class RunAccumulator:
             run_job.gpu_seconds += job_seconds.get(job.id, 0.0)
             if job_memory.get(job.id):
                 run_job.peak_memory = _max(run_job.peak_memory, job_memory[job.id])
-            self._job_speed(run_job, snapshot, job, seconds, bucket)
+            if job.id in timed:
+                self._job_speed(run_job, job, timed[job.id], seconds, bucket)
 
-    def _job_speed(self, run: _Job, snapshot: Snapshot, job: JobSample, seconds: float, bucket: int) -> None:
-        """Count the job's speed in ``snapshot`` (``job_speed`` of its ranks), when any rank reports one."""
+    def _job_speed(self, run: _Job, job: JobSample, ranks: list[ProcessSample], seconds: float, bucket: int) -> None:
+        """Count the job's speed (``job_speed`` of its ``ranks`` that publish speed) in this snapshot."""
         if run.speed_omitted:
             return
-        speed = job_speed(job, snapshot.processes)
+        speed = job_speed(job, ranks)
         if not reports_speed(speed):
             return
         if run.speed is None:
@@ -583,7 +593,7 @@ class RunAccumulator:
                 return
             self._speed_jobs += 1
             run.speed = JobSpeedAccumulator(self.grid)
-        run.speed.add(speed, ranks_of(job.pids, snapshot.processes), seconds, bucket)
+        run.speed.add(speed, ranks, seconds, bucket)
 
     def _job_for(self, snapshot: Snapshot, job_id: int, t: float) -> _Job | None:
         """The accumulated job ``job_id`` of ``snapshot`` (created on first sight); None when the snapshot lacks it."""

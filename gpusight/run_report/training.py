@@ -10,10 +10,10 @@ time-weighted mean, a time-weighted histogram in bins 1 % wide (for the median, 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from gpusight.collect.model import ProcessRole, ProcessSample
+from gpusight.collect.model import ProcessSample
 from gpusight.collect.speed import BREAKDOWN_FIELDS, JobSpeed, utilization_name
 from gpusight.run_report.series import BucketGrid
 from gpusight.textsafe import safe_text
@@ -216,8 +216,10 @@ def reports_speed(speed: JobSpeed) -> bool:
     return speed.breakdown is not None or any(getattr(speed, name) is not None for name in SPEED_SERIES)
 
 
-def ranks_of(pids: Iterable[int], processes: Iterable[ProcessSample]) -> list[ProcessSample]:
-    """The GPU rows of ``processes`` whose pid is in ``pids`` (for their sources and notes)."""
-    members = set(pids)
-    return [p for p in processes if p.pid in members and p.role == ProcessRole.GPU]
+def publishes_speed(process: ProcessSample) -> bool:
+    """True when the process reports any figure ``job_speed`` sums or averages (the others add nothing to a job's
+    speed, so the report passes only these to it: a snapshot of many processes without speed costs one check each)."""
+    return (process.steps_per_second is not None or process.samples_per_second is not None
+            or process.tokens_per_second is not None or process.achieved_tflops is not None
+            or process.step_data_percent is not None)
 

@@ -29,10 +29,10 @@ from gpusight.recordings.opening import open_recorder
 T0 = 1_795_000_000.0
 """When the run starts."""
 
-TRAINER_PIDS = (100, 101, 102, 103)
-"""The training ranks' pids (rank i is on GPU i)."""
+FIRST_TRAINER_PID = 100
+"""Rank i of the training job has pid 100 + i and runs on GPU i."""
 
-SERVER_PID = 200
+SERVER_PID = 1000
 """The inference job's one process (on the last GPU + 1)."""
 
 
@@ -73,7 +73,7 @@ def rank_sample(plan: SpeedPlan, rank: int) -> ProcessSample:
     achieved = plan.flops_per_step * steps / 1e12
     parts = plan.breakdown
     return ProcessSample(
-        pid=TRAINER_PIDS[rank], device_index=rank, name="python", cmdline="python train.py --model gpt", user="ann",
+        pid=FIRST_TRAINER_PID + rank, device_index=rank, name="python", cmdline="python train.py --model gpt", user="ann",
         gpu_memory_bytes=40 * 2**30, create_time=T0 - 10, job=1, rank=rank, steps_per_second=steps,
         input_wait_percent=None if parts is None else parts[0],
         samples_per_second=samples,
@@ -101,7 +101,7 @@ def speed_snapshot(plan: SpeedPlan, t: float) -> Snapshot:
                                  else 30.0, memory_used_bytes=40 * 2**30, memory_total_bytes=80 * 2**30,
                                  power_watts=500.0) for i in range(plan.ranks + 1))
     jobs = (
-        JobSample(id=1, kind=WorkloadKind.TRAINING, evidence="torchrun ranks", pids=TRAINER_PIDS[:plan.ranks],
+        JobSample(id=1, kind=WorkloadKind.TRAINING, evidence="torchrun ranks", pids=tuple(FIRST_TRAINER_PID + r for r in range(plan.ranks)),
                   devices=tuple(range(plan.ranks)), world_size=plan.ranks),
         JobSample(id=2, kind=WorkloadKind.INFERENCE, evidence="serve.py", pids=(SERVER_PID,), devices=(plan.ranks,)),
     )
