@@ -177,3 +177,24 @@ def test_report_usage_errors(tmp_path: Path) -> None:
     assert same.returncode == 1 and "would replace the recording" in same.stderr
     help_text = " ".join(_gpusight("--help", cwd=tmp_path).stdout.split())
     assert "--report A B (one recording or two, no more): compare two runs side by side" in help_text
+
+
+def test_hostile_peak_sources_and_notes_stay_text(tmp_path: Path) -> None:
+    evil = "</script><img src=x onerror=alert(1)>|**bold**|\x1b[31m"
+    recorder = open_recorder(tmp_path / "evil.jsonl")
+    for i in range(20):
+        snapshot = speed_snapshot(SpeedPlan(peak_tflops=None), T0 + i)
+        processes = tuple(replace(p, peak_source=evil, flops_utilization_note=evil) if p.job == 1 else p
+                          for p in snapshot.processes)
+        recorder.write(replace(snapshot, processes=processes))
+    recorder.close()
+    record_speed_run(tmp_path / "b.gtr")
+    assert _gpusight("--report", tmp_path / "evil.jsonl", cwd=tmp_path).returncode == 0
+    page = (tmp_path / "evil.html").read_text()
+    assert "<img src=x" not in page and "\x1b" not in page
+    assert "&lt;img src=x onerror=alert(1)&gt;" in page.split('<section id="speed">', 1)[1]
+    assert _gpusight("--report", tmp_path / "evil.jsonl", tmp_path / "b.gtr", cwd=tmp_path).returncode == 0
+    markdown = (tmp_path / "evil-vs-b.md").read_text()
+    row = next(line for line in markdown.splitlines() if line.startswith("| Peak source |"))
+    assert len(re.findall(r"(?<!\\)\|", row)) == 5 and "\x1b" not in row  # its pipes are escaped: no extra cell
+    assert "<img src=x" not in (tmp_path / "evil-vs-b.html").read_text()
