@@ -104,7 +104,7 @@ def test_a_recording_without_speed_says_so(tmp_path: Path) -> None:
     record_demo_run(tmp_path / "run.jsonl", [Segment("healthy", 20)])
     assert _gpusight("--report", tmp_path / "run.jsonl", cwd=tmp_path).returncode == 0
     section = (tmp_path / "run.html").read_text().split('<section id="speed">', 1)[1]
-    assert "No job in this recording reports its training speed" in section.split("</section>", 1)[0]
+    assert "No job in this run reports its training speed" in section.split("</section>", 1)[0]
 
 
 def test_two_runs_compared_side_by_side_in_html_and_markdown(tmp_path: Path) -> None:

@@ -36,7 +36,7 @@ FLOPS_SOURCES = {
 }
 """How each FLOPs source reads, with the utilization it names."""
 
-NO_SPEED = ("No job in this recording reports its training speed. Instrument the training loop with gpusight.torch "
+NO_SPEED = ("No job in this run reports its training speed. Instrument the training loop with gpusight.torch "
             "(watch(loader), or its Hugging Face or Lightning callback) and record again.")
 """What the section says when no job reported speed."""
 

@@ -118,12 +118,11 @@ class TimeHistogram:
         target, running = share * self._total - 1e-9, self._zero
         if running >= target:
             return 0.0
-        ordered = sorted(self._bins)
-        for index in ordered:
+        for index in sorted(self._bins):
             running += self._bins[index]
             if running >= target:
                 break
-        return self._sums[index] / self._bins[index]
+        return self._sums[index] / self._bins[index]  # the last bin when rounding left the target just above the total
 
 
 @dataclass(slots=True)
