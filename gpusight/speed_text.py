@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from gpusight.collect.model import ProcessSample
+from gpusight.collect.model import BreakdownSource, ProcessSample
 from gpusight.collect.speed import BREAKDOWN_FIELDS, JobSpeed, utilization_name
 from gpusight.textsafe import safe_text
 from gpusight.units import NA
@@ -79,21 +79,30 @@ def process_breakdown(process: ProcessSample) -> tuple[tuple[str, float], ...] |
     return tuple((label, value) for (_, label), value in zip(BREAKDOWN_FIELDS, values, strict=True))
 
 
+BREAKDOWN_SOURCES: dict[BreakdownSource | None, str] = {
+    BreakdownSource.DEVICE: "step on the GPU",
+    BreakdownSource.HOST: "step as the host sees it (no CUDA)",
+    None: "step",
+}
+"""How a breakdown is introduced, by what it was measured from (None: a job's ranks averaged)."""
+
+
 def speed_line(
     steps_per_second: float | None,
     tokens_per_second: float | None,
     samples_per_second: float | None,
     utilization: str,
     breakdown: Sequence[tuple[str, float]] | None,
+    source: BreakdownSource | None = None,
 ) -> str:
-    """One line of speed: ``1.1 steps/s, 37k tokens/s, 45% MFU; step: data wait 2%, compute 89%, ...``."""
+    """One line of speed: ``1.1 steps/s, 37k tokens/s, 45% MFU; step on the GPU: data wait 2%, compute 89%, ...``."""
     parts = [f"{fmt_count(steps_per_second)} steps/s"]
     if tokens_per_second is not None or samples_per_second is not None:
         parts.append(throughput_text(tokens_per_second, samples_per_second))
     parts.append(utilization)
     line = ", ".join(parts)
     if breakdown:
-        line += "; step: " + breakdown_text(breakdown)
+        line += f"; {BREAKDOWN_SOURCES[source]}: {breakdown_text(breakdown)}"
     return line
 
 
@@ -112,7 +121,7 @@ def process_speed_line(process: ProcessSample) -> str:
     if reason:
         utilization = reason
     return speed_line(process.steps_per_second, process.tokens_per_second, process.samples_per_second, utilization,
-                      process_breakdown(process))
+                      process_breakdown(process), process.breakdown_source)
 
 
 def reports_speed(process: ProcessSample) -> bool:
