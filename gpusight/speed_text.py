@@ -125,9 +125,10 @@ def process_speed_line(process: ProcessSample) -> str:
 
 
 def reports_speed(process: ProcessSample) -> bool:
-    """True when the process reports any figure of its training speed (``gpusight.torch``)."""
+    """True when the process reports its throughput or its FLOPs utilization (or why that is unknown) from inside
+    its training loop (``gpusight.torch``); a step rate alone is not enough."""
     return any(
         value is not None
-        for value in (process.steps_per_second, process.samples_per_second, process.tokens_per_second,
-                      process.flops_utilization_percent, process.flops_utilization_note)
+        for value in (process.samples_per_second, process.tokens_per_second, process.flops_utilization_percent,
+                      process.flops_utilization_note)
     )
