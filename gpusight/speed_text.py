@@ -40,11 +40,12 @@ def fmt_share(value: float | None) -> str:
 
 def throughput_text(tokens_per_second: float | None, samples_per_second: float | None, compact: bool = False) -> str:
     """Tokens per second where the batch holds token ids, else samples per second, saying which:
-    ``9.3k tokens/s`` or ``980 samples/s`` (``compact``: ``9.3k tok``, ``980 smp``); ``N/A`` when neither is known."""
-    if tokens_per_second is not None:
-        return fmt_count(tokens_per_second) + (" tok" if compact else " tokens/s")
-    if samples_per_second is not None:
-        return fmt_count(samples_per_second) + (" smp" if compact else " samples/s")
+    ``9.3k tokens/s`` or ``980 samples/s`` (``compact``: ``9.3k tok``, ``980 smp``); ``N/A`` when neither is a
+    known figure."""
+    for value, unit, short in ((tokens_per_second, " tokens/s", " tok"), (samples_per_second, " samples/s", " smp")):
+        text = fmt_count(value)
+        if text != NA:
+            return text + (short if compact else unit)
     return NA
 
 

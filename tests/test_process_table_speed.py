@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from textual.app import App, ComposeResult
+from test_process_table import TableApp
 
 from gpusight.collect.model import (
     FlopsSource,
@@ -17,13 +17,6 @@ from gpusight.collect.model import (
 )
 from gpusight.demo.source import DemoSource
 from gpusight.ui.process_table import ProcessTable
-
-
-class TableApp(App[None]):
-    """A bare app holding one process table."""
-
-    def compose(self) -> ComposeResult:
-        yield ProcessTable(id="table")
 
 
 def lines(snapshot: Snapshot, width: int = 160, height: int = 12) -> list[str]:
@@ -136,3 +129,10 @@ def test_the_demo_at_160_columns_shows_every_speed_column():
         assert label in header
     throughputs = [cell(table, row, "THRU/S") for row in range(1, len(table))]
     assert any(text.endswith(" tok") for text in throughputs) and any(text.endswith(" smp") for text in throughputs)
+
+
+def test_numbers_from_outside_that_are_not_figures_read_na():
+    odd = ProcessSample(pid=106, device_index=0, cmdline="python train.py", steps_per_second=float("nan"),
+                        samples_per_second=-5.0, tokens_per_second=float("inf"), flops_utilization_percent=float("nan"))
+    table = lines(snap(odd))
+    assert (cell(table, 1, "STEP/S"), cell(table, 1, "THRU/S"), cell(table, 1, "MFU/HFU")) == ("N/A", "N/A", "N/A")
