@@ -4,8 +4,15 @@ ProcessTable under Textual's Pilot, and the demo's trainers shown at 80 and 160 
 from __future__ import annotations
 
 import asyncio
+import os
+import shutil
+import time
+from collections.abc import Iterator
+from pathlib import Path
 
+import pytest
 from test_process_table import TableApp
+from test_ui_e2e_tmux import Tmux, alive, gpusight_command, wait_until
 
 from gpusight.collect.model import (
     FlopsSource,
@@ -136,3 +143,25 @@ def test_numbers_from_outside_that_are_not_figures_read_na():
                         samples_per_second=-5.0, tokens_per_second=float("inf"), flops_utilization_percent=float("nan"))
     table = lines(snap(odd))
     assert (cell(table, 1, "STEP/S"), cell(table, 1, "THRU/S"), cell(table, 1, "MFU/HFU")) == ("N/A", "N/A", "N/A")
+
+
+@pytest.fixture
+def tmux() -> Iterator[Tmux]:
+    server = Tmux(f"gpusight-speed-{os.getpid()}-{time.monotonic_ns()}")
+    yield server
+    server.kill_server()
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux (the CI script installs it)")
+@pytest.mark.parametrize(("size", "labels"), [((80, 24), ("MFU/HFU",)), ((160, 45), ("WAIT %", "THRU/S", "MFU/HFU"))])
+def test_the_real_demo_in_tmux_shows_speed_and_fits(tmux: Tmux, tmp_path: Path, size, labels) -> None:
+    pid = tmux.start(gpusight_command("--demo", "mixed"), size, tmp_path)
+    def header() -> str:
+        return next((line for line in tmux.screen().splitlines() if line.startswith("GPU PID")), "")
+
+    # alice's ranks are on top at any size; the first frames may come before tmux gives the window its size
+    wait_until(lambda: "% MFU" in tmux.screen() and all(label in header() for label in labels), "the speed columns")
+    screen = tmux.screen().splitlines()
+    assert len(screen) <= size[1] and all(len(line) <= size[0] for line in screen)
+    tmux.keys("q")
+    wait_until(lambda: not alive(pid), "gpusight to exit after q")
