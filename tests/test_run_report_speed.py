@@ -101,7 +101,7 @@ def test_counted_flops_are_named_hfu_and_an_unknown_peak_says_why(tmp_path: Path
 
 
 def test_a_recording_without_speed_says_so(tmp_path: Path) -> None:
-    record_demo_run(tmp_path / "run.jsonl", [Segment("healthy", 20)])
+    record_demo_run(tmp_path / "run.jsonl", [Segment("serving", 20)])
     assert _gpusight("--report", tmp_path / "run.jsonl", cwd=tmp_path).returncode == 0
     section = (tmp_path / "run.html").read_text().split('<section id="speed">', 1)[1]
     assert "No job in this run reports its training speed" in section.split("</section>", 1)[0]
@@ -144,7 +144,7 @@ def test_a_comparison_warns_where_the_runs_differ(tmp_path: Path) -> None:
 
 def test_a_comparison_with_a_run_without_speed_still_compares_the_busy_figures(tmp_path: Path) -> None:
     record_speed_run(tmp_path / "a.gtr")
-    record_demo_run(tmp_path / "b.jsonl", [Segment("healthy", 30)])
+    record_demo_run(tmp_path / "b.jsonl", [Segment("serving", 30)])
     result = _gpusight("--report", tmp_path / "a.gtr", tmp_path / "b.jsonl", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert result.stderr.startswith("gpusight: note: b.jsonl: ") and result.stderr.count("\n") == 1
