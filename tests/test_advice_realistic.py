@@ -178,10 +178,8 @@ def test_a_communication_bound_ddp_job_is_named_as_a_job(tmp_path, fake_nvml_lib
                          nvlink_rx_rate=Sine(6.0e10, 5.0e9, 3100, 80 * rank))
                 for rank, pid in enumerate(launched.ranks)]
         checked = check(tmp_path, fake_nvml_lib, gpus, duration=8)
-    job = checked.job_of(launched.ranks[0])
+    job, advice = job_advice(checked, "comm_bound", launched.ranks[0])
     assert job["pids"] == launched.ranks
-    advice = checked.standing(f"comm_bound:job{job['id']}")
-    assert advice["severity"] == "warn"
     assert advice["evidence"].startswith("4 ranks at 9")
     assert "SMs active 2" in advice["evidence"] and "(GPM)" in advice["evidence"]
     assert re.search(r"NVLink \S+GB/s(-\S+GB/s)? sent and \S+GB/s(-\S+GB/s)? received", advice["evidence"])
@@ -412,6 +410,14 @@ def bf16_speed(achieved: float, tokens: float = 24_000.0, samples: float = 24.0)
             "flops_utilization_fraction": achieved / H100_BF16["peak_tflops"]}
 
 
+def job_advice(checked: Checked, rule: str, pid: int, severity: str = "warn") -> tuple[dict, dict]:
+    """The job of GPU process ``pid`` and the advice of ``rule`` standing for it, whose severity must be ``severity``."""
+    job = checked.job_of(pid)
+    advice = checked.standing(f"{rule}:job{job['id']}")
+    assert advice["severity"] == severity, advice
+    return job, advice
+
+
 def test_an_input_bound_job_that_publishes_its_speed_is_told_what_the_fix_gains(tmp_path, fake_nvml_lib):
     with fake_trainer(tmp_path, workers=("sleep", "sleep", "sleep")) as trainer:
         record = speed_record(trainer.pid, wait=0.38, steps=2.0, speed=bf16_speed(60.0),
@@ -438,9 +444,7 @@ def test_a_job_at_full_utilization_and_low_mfu_gets_compute_actions(tmp_path, fa
         with published(tmp_path / "run", {trainer.pid: record}) as env:
             gpu = busy_gpu(trainer.pid, 0, util=99.0, used=16.0)
             checked = check(tmp_path, fake_nvml_lib, [gpu], duration=8, env=env)
-    job = checked.job_of(trainer.pid)
-    advice = checked.standing(f"low_mfu:job{job['id']}")
-    assert advice["severity"] == "warn"
+    job, advice = job_advice(checked, "low_mfu", trainer.pid)
     assert advice["title"] == f"Job {job['id']} reaches 4 % MFU: its compute is slow, not its input"
     assert advice["evidence"].startswith("MFU 4 % (40.0 of 989.5 TFLOP/s peak, gpusight.torch), below the 30 % "
                                          "expected of a token model; 24000 tokens/s, 3 steps/s; data wait 2 % and "
@@ -465,10 +469,8 @@ def test_a_ddp_job_whose_measured_communication_is_40_percent_gets_the_measureme
         with published(tmp_path / "run", records) as env:
             gpus = [busy_gpu(pid, rank, util=97.0) for rank, pid in enumerate(launched.ranks)]  # no GPM, no NVLink
             checked = check(tmp_path, fake_nvml_lib, gpus, duration=8, env=env)
-    job = checked.job_of(launched.ranks[0])
+    job, advice = job_advice(checked, "comm_bound", launched.ranks[0])
     assert job["pids"] == launched.ranks
-    advice = checked.standing(f"comm_bound:job{job['id']}")
-    assert advice["severity"] == "warn"
     assert advice["title"] == f"Job {job['id']} spends 40 % of each step communicating (measured)"
     assert advice["evidence"].startswith("exposed communication takes 40 % of each step (measured on 4 of 4 ranks): "
                                          "up to 1.7x steps/s without it; step time: data wait 2 %, compute 50 %, "
@@ -491,9 +493,7 @@ def test_a_stuck_ddp_job_is_named_stuck_not_busy(tmp_path, fake_nvml_lib):
                             compute_processes=[(pid, 59 * GIB)])
                     for rank, pid in enumerate(launched.ranks)]
             checked = check(tmp_path, fake_nvml_lib, gpus, duration=8, env=env)
-    job = checked.job_of(launched.ranks[0])
-    advice = checked.standing(f"stuck:job{job['id']}")
-    assert advice["severity"] == "critical"
+    job, advice = job_advice(checked, "stuck", launched.ranks[0], "critical")
     assert advice["title"].startswith(f"Job {job['id']} looks stuck")
     found = re.match(r"4 ranks at (\d+)(-\d+)? % util, power (\d+)(-\d+)? W \((\d+)(-\d+)? % of the limit, near idle\), "
                      r"SMs active \d+(-\d+)? % \(GPM\), PCIe/NVLink traffic at most \S+ each way and 0 steps/s "

@@ -21,6 +21,16 @@ from gpusight.advice.speed import breakdown_text, gain_text, shares
 from gpusight.collect.model import ScopeKind, Severity
 from gpusight.units import fmt_rate
 
+ACTION = (
+    "cut communication per step: accumulate gradients over micro-batches under model.no_sync() so fewer "
+    "all-reduces run, raise the per-GPU batch, tune DDP(bucket_cap_mb=...) so buckets overlap with backward; "
+    "compress gradients with model.register_comm_hook(None, bf16_compress_hook) "
+    "(torch.distributed.algorithms.ddp_comm_hooks.default_hooks); check the topology with nvidia-smi topo -m "
+    "(pairs linked over PCIe or SYS instead of NVLink) and NCCL_DEBUG=INFO; confirm in the PyTorch profiler's "
+    "TensorBoard plugin (distributed view: communication vs computation overlap)"
+)
+"""What a communication-bound job should change, measured or guessed."""
+
 
 def _evaluate(ctx: Context) -> list[Finding]:
     thresholds = ctx.thresholds
@@ -79,16 +89,6 @@ def _measured(ctx: Context, job: Job) -> Finding | None:
     title = f"Job {job.sample.id} spends {pct(comm)} of each step communicating (measured)"
     return RULE.finding(Severity.WARN, ScopeKind.JOB.of(job.sample.id), title, evidence, ACTION, job.devices)
 
-
-ACTION = (
-    "cut communication per step: accumulate gradients over micro-batches under model.no_sync() so fewer "
-    "all-reduces run, raise the per-GPU batch, tune DDP(bucket_cap_mb=...) so buckets overlap with backward; "
-    "compress gradients with model.register_comm_hook(None, bf16_compress_hook) "
-    "(torch.distributed.algorithms.ddp_comm_hooks.default_hooks); check the topology with nvidia-smi topo -m "
-    "(pairs linked over PCIe or SYS instead of NVLink) and NCCL_DEBUG=INFO; confirm in the PyTorch profiler's "
-    "TensorBoard plugin (distributed view: communication vs computation overlap)"
-)
-"""What a communication-bound job should change, measured or guessed."""
 
 
 def _traffic(ctx: Context, job: Job) -> str | None:

@@ -10,7 +10,7 @@ to the compute itself, so the actions are compute actions, those with evidence f
 from __future__ import annotations
 
 from gpusight.advice.context import Context, Finding
-from gpusight.advice.jobs import TRAINER_KINDS, Job
+from gpusight.advice.jobs import Job
 from gpusight.advice.rules.base import Rule, gib, pct
 from gpusight.advice.speed import shares, utilization_floor
 from gpusight.collect.model import MathMode, ScopeKind, Severity
@@ -29,7 +29,7 @@ FUSED = "a fused optimizer: torch.optim.AdamW(..., fused=True) (or foreach=True)
 def _evaluate(ctx: Context) -> list[Finding]:
     findings = []
     for job in ctx.jobs():
-        if job.sample.kind not in TRAINER_KINDS or not all(ctx.trains(rank.process) for rank in job.ranks):
+        if not all(ctx.trains(rank.process) for rank in job.ranks):
             continue
         speed = ctx.job_speed(job)
         utilization = speed.flops_utilization_percent

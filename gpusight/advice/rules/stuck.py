@@ -10,7 +10,7 @@ until NCCL's timeout (if one is set) ends it.
 from __future__ import annotations
 
 from gpusight.advice.context import Context, Finding
-from gpusight.advice.jobs import TRAINER_KINDS, Job
+from gpusight.advice.jobs import Job
 from gpusight.advice.rules.base import Rule, listing, pct_range
 from gpusight.collect.model import ScopeKind, Severity
 from gpusight.units import fmt_rate
@@ -24,7 +24,7 @@ PIDS_SHOWN = 8
 def _evaluate(ctx: Context) -> list[Finding]:
     findings = []
     for job in ctx.jobs():
-        if job.sample.kind not in TRAINER_KINDS or not all(ctx.trains(rank.process) for rank in job.ranks):
+        if not all(ctx.trains(rank.process) for rank in job.ranks):
             continue
         evidence = _evidence(ctx, job)
         if evidence is None:
