@@ -183,6 +183,12 @@ CASES = [
     Case("NVLink traffic means the collectives move data", ddp(
         device_fields=lambda t, rank: hung(t, rank, nvlink_rx_bytes_per_s=3e10, nvlink_tx_bytes_per_s=3e10)),
          "stuck:job1", False),
+    Case("one process at idle power without a hook: tiny kernels look the same, so not stuck",
+         one_rank(device_fields=dict(power_watts=75.0, power_limit_watts=700.0, pcie_rx_bytes_per_s=1e5)),
+         "stuck:job1", False),
+    Case("one process whose hook counts no steps is stuck",
+         one_rank(device_fields=dict(power_watts=75.0, power_limit_watts=700.0, pcie_rx_bytes_per_s=1e5), **STALLED),
+         "stuck:job1", True, "critical", ("1 rank at 9", "0 steps/s (gpusight.torch)", "job 1: 1 process on 1 GPU")),
     Case("power unknown: silent", ddp(device_fields=lambda t, rank: hung(t, rank, power_watts=None)), "stuck:job1", False),
 ]
 

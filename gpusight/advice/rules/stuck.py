@@ -45,7 +45,8 @@ def _evaluate(ctx: Context) -> list[Finding]:
 
 def _evidence(ctx: Context, job: Job) -> str | None:
     """The evidence that every GPU of ``job`` is busy doing nothing, or None when any reading says otherwise
-    (or utilization or power is unknown)."""
+    (or utilization or power is unknown). A job of one process needs its hook to report no steps: alone, a
+    GPU kept at 100 % by tiny kernels on data already in its memory can read the same."""
     thresholds = ctx.thresholds
     utils, powers, shares, sm_active, traffic = [], [], [], [], []
     for index in job.devices:
@@ -72,9 +73,9 @@ def _evidence(ctx: Context, job: Job) -> str | None:
         if sm is not None:
             sm_active.append(sm.mean)
     steps = [rank.process.steps_per_second for rank in job.ranks if rank.process.steps_per_second is not None]
-    if any(rate > 0.0 for rate in steps):
-        return None
     ranks = len({rank.process.pid for rank in job.ranks})
+    if any(rate > 0.0 for rate in steps) or (ranks == 1 and not steps):
+        return None
     parts = [
         f"{ranks} {'rank' if ranks == 1 else 'ranks'} at {pct_range(utils)} util",
         f"power {_watts(powers)} ({pct_range(shares)} of the limit, near idle)",
