@@ -149,6 +149,10 @@ CASES = [
          action=("train in bf16: torch.autocast('cuda', dtype=torch.bfloat16); the matmuls run in fp32, whose peak on "
                  "NVIDIA H100 80GB HBM3 is 67 TFLOP/s against 990 in bf16",),
          not_in_action=("scaled_dot_product_attention",)),
+    Case("a thermally throttled GPU: the clocks come first, and 29.7 % does not read as the 30 % floor",
+         one_rank(device_fields=dict(throttle_reasons=("hw_thermal",)), **speed(achieved=293.9)),
+         "low_mfu:job1", True, "warn", ("reaches 29.7 % MFU", "MFU 29.7 % (293.9 of 989.5"),
+         action=("fix the clocks first: GPU 0 (hw_thermal) throttled",)),
     Case("MFU at the token models' floor is healthy", one_rank(**speed(achieved=450.0)), "low_mfu:job1", False,
          absent=("low_mfu:",)),
     Case("low MFU while the loop waits for data is the input's problem, not the compute's",

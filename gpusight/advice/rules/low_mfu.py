@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from gpusight.advice.context import Context, Finding
 from gpusight.advice.jobs import Job
-from gpusight.advice.rules.base import Rule, gib, pct
+from gpusight.advice.rules.base import Rule, gib, listing, pct
+from gpusight.advice.rules.throttling import ACTIONS, SEVERE
 from gpusight.advice.speed import shares, utilization_floor
 from gpusight.collect.model import MathMode, ScopeKind, Severity
 from gpusight.collect.peak_flops import peak_for
@@ -41,15 +42,20 @@ def _evaluate(ctx: Context) -> list[Finding]:
         waits = _waits(ctx, job, speed)
         if waits is None:
             continue
-        name = speed.utilization_name
+        name, figure = speed.utilization_name, _figure(utilization, floor)
         evidence = (
-            f"{name} {pct(utilization)} ({speed.achieved_tflops:.1f} of {speed.peak_tflops:.1f} TFLOP/s peak, "
+            f"{name} {figure} ({speed.achieved_tflops:.1f} of {speed.peak_tflops:.1f} TFLOP/s peak, "
             f"gpusight.torch), below the {pct(floor)} expected of {kind}; {_throughput(speed)}{waits} ({job.describe()})"
         )
         actions = _actions(ctx, job, speed)
-        title = f"Job {job.sample.id} reaches {pct(utilization)} {name}: its compute is slow, not its input"
+        title = f"Job {job.sample.id} reaches {figure} {name}: its compute is slow, not its input"
         findings.append(RULE.finding(Severity.WARN, ScopeKind.JOB.of(job.sample.id), title, evidence, "; ".join(actions), job.devices))
     return findings
+
+
+def _figure(utilization: float, floor: float) -> str:
+    """``"4 %"``, or ``"29.7 %"`` where whole percents would read as the floor itself."""
+    return f"{utilization:.1f} %" if round(utilization) >= floor else pct(utilization)
 
 
 def _waits(ctx: Context, job: Job, speed: JobSpeed) -> str | None:
@@ -84,9 +90,19 @@ def _throughput(speed: JobSpeed) -> str:
 
 
 def _actions(ctx: Context, job: Job, speed: JobSpeed) -> list[str]:
-    """The compute actions, those the readings point at first: bf16 for FP32/TF32 math, torch.compile for idle
+    """The compute actions, those the readings point at first: cooling for thermally throttled GPUs, bf16 for FP32/TF32 math, torch.compile for idle
     gaps or idle SMs, a bigger batch where memory allows, SDPA for a token model; then the rest."""
     ranked: list[str] = []
+    throttled = [
+        f"GPU {index} ({listing(reasons)})"
+        for index in job.devices
+        if (reasons := [reason for reason in ACTIONS if reason in SEVERE and reason in ctx.devices[index].throttle_reasons])
+    ]
+    if throttled:
+        ranked.append(
+            f"fix the clocks first: {listing(throttled)} throttled, so every kernel runs slower than the peak assumes "
+            "(the throttling advice says what to check)"
+        )
     precision = _precision(ctx, job)
     if precision:
         ranked.append(precision)
