@@ -2,12 +2,13 @@
 
 The parts follow the PyTorch profiler TensorBoard plugin's step-time categories, merged: *data* (the plugin's
 DataLoader: here the wait the meter measures on every step, not only the profiled ones), *compute* (Kernel, plus
-Memset and CPU operators on a host without CUDA), *communication* (Communication: NCCL kernels, or c10d/gloo
-collectives on the host), *copy* (Memcpy) and *idle* (the rest: the plugin's CPU Exec, Runtime, Other and Idle,
-i.e. time the GPU, or the host's operators, did nothing).
+Memset and the other directions of Memcpy; CPU operators on a host without CUDA), *communication* (Communication:
+NCCL kernels, or c10d/gloo collectives on the host), *copy* (the host-to-device part of Memcpy) and *idle* (the
+rest: the plugin's CPU Exec, Runtime, Other and Idle, i.e. time the GPU, or the host's operators, did nothing).
 
-With CUDA in use the profiled activities are the GPU's (``source: device``): compute is every non-NCCL kernel,
-communication the NCCL kernels not overlapped by compute, copy the memory copies overlapped by neither. Without
+With CUDA in use the profiled activities are the GPU's (``source: device``): compute is every non-NCCL kernel
+(and memset, and device-to-host or device-to-device copy), communication the NCCL kernels not overlapped by compute,
+copy the host-to-device copies overlapped by neither. Without
 CUDA it is what the host sees (``source: host``): compute is the top-level CPU operators, communication the
 collectives, copy none. :func:`step_shares` does the arithmetic over plain (kind, start, end) intervals.
 """
@@ -78,10 +79,11 @@ def _credit(shares: dict[str, float], active: list[int], seconds: float) -> None
 
 
 def device_part(name: str) -> str:
-    """The part of a GPU activity, from its name (NCCL kernels, memory copies, other kernels and memsets)."""
+    """The part of a GPU activity, from its name: NCCL kernels, host-to-device copies, and the rest (kernels,
+    memsets, other copies)."""
     if "nccl" in name.lower():
         return COMMUNICATION
-    if name.startswith("Memcpy"):
+    if name.startswith("Memcpy HtoD"):
         return COPY
     return COMPUTE
 
