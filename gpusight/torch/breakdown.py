@@ -95,15 +95,18 @@ def host_part(name: str) -> str:
 
 
 def profile_intervals(events: Iterable[Any], device: bool) -> list[Interval]:
-    """The (part, start, end) intervals in microseconds of a profile's events: the GPU's with ``device``, else the
-    host's top-level operators (on every thread)."""
+    """The (part, start, end) intervals in nanoseconds of a profile's raw events (``kineto_results.events()``): the
+    GPU's with ``device``, else the host's operators on every thread (nested ones count once in
+    :func:`step_shares`). User annotations (``record_function`` ranges, which span Python as well) are left out,
+    except collectives' (gloo records its work as ``gloo:all_reduce`` and alike)."""
     intervals: list[Interval] = []
     for event in events:
-        on_gpu = event.device_type != DeviceType.CPU
-        if device and on_gpu:
-            intervals.append((device_part(event.name), event.time_range.start, event.time_range.end))
-        elif not device and not on_gpu and event.cpu_parent is None:
-            intervals.append((host_part(event.name), event.time_range.start, event.time_range.end))
+        on_gpu = event.device_type() != DeviceType.CPU
+        if on_gpu == device:
+            name = event.name()
+            part = device_part(name) if device else host_part(name)
+            if part == COMMUNICATION or not event.is_user_annotation():
+                intervals.append((part, event.start_ns(), event.end_ns()))
     return intervals
 
 
@@ -136,7 +139,7 @@ class BreakdownSampler:
         except Exception:  # noqa: BLE001 - profiling is best effort (another profiler may be running)
             return
         self._profiler = profiler
-        self._began = time.perf_counter()
+        self._began = time.perf_counter_ns()
 
     def stop(self) -> None:
         """Stop profiling and keep the profiled step's shares."""
@@ -145,13 +148,15 @@ class BreakdownSampler:
             return
         if self._device:
             torch.cuda.synchronize()  # the step's kernels belong to the step (a sampled step only)
-        span_us = (time.perf_counter() - self._began) * 1e6
+        span = time.perf_counter_ns() - self._began
         try:
             profiler.__exit__(None, None, None)
-            intervals = profile_intervals(profiler.events(), self._device)
+            results = profiler.profiler.kineto_results  # raw events: building FunctionEvents costs 100x more
+            start = results.trace_start_ns()
+            intervals = profile_intervals(results.events(), self._device)
         except Exception:  # noqa: BLE001 - profiling is best effort
             return
-        self._samples.append(step_shares(intervals, 0.0, span_us))
+        self._samples.append(step_shares(intervals, start, start + span))
         self._source = BreakdownSource.DEVICE if self._device else BreakdownSource.HOST
 
     def abandon(self) -> None:
