@@ -317,3 +317,22 @@ def test_breaking_out_during_the_counted_step_leaves_no_counter_behind_and_the_n
     assert watched.stats().flops_per_step is None
     train(watched, model)
     assert watched.stats().flops_per_step is not None
+
+
+def test_the_math_mode_follows_autocast_in_the_forward_pass_and_the_float32_matmul_precision():
+    model = mlp()
+    watched = gt.watch(batches(6), model=model, publish=False, publish_interval=0.001, flops=None)
+    for features, _ in watched:
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            model(features).float().sum().backward()
+    assert watched.stats().math_mode is MathMode.BF16
+
+    before = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision("high")
+    try:
+        model = mlp()
+        plain = gt.watch(batches(6), model=model, publish=False, publish_interval=0.001, flops=None)
+        train(plain, model)
+        assert plain.stats().math_mode is MathMode.TF32
+    finally:
+        torch.set_float32_matmul_precision(before)
