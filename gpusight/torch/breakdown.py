@@ -15,6 +15,7 @@ collectives, copy none. :func:`step_shares` does the arithmetic over plain (kind
 
 from __future__ import annotations
 
+import os
 import time
 from collections import deque
 from collections.abc import Iterable
@@ -117,6 +118,10 @@ def cuda_in_use() -> bool:
     return torch.cuda.is_available() and torch.cuda.is_initialized()  # type: ignore[no-untyped-call]
 
 
+QUIET_KINETO_LOG_LEVEL = "6"
+"""Kineto's log level above its per-session ``USDT: profiler_start``/``profiler_stop`` lines (checked with torch 2.13)."""
+
+
 class BreakdownSampler:
     """Profiles one step (an instrument: :meth:`start` before the body, :meth:`stop` after) and keeps the shares of
     the last few profiled steps."""
@@ -132,6 +137,9 @@ class BreakdownSampler:
         """Start profiling the step that begins (the GPU's activities when CUDA is in use, else the host's)."""
         from torch.profiler import ProfilerActivity, profile
 
+        # Kineto writes two lines to stderr per profiling session unless its log level is raised; the training's log
+        # is no place for them (read when the profiler first starts; a level the user set is kept).
+        os.environ.setdefault("KINETO_LOG_LEVEL", QUIET_KINETO_LOG_LEVEL)
         self._device = cuda_in_use()
         activities = [ProfilerActivity.CPU, ProfilerActivity.CUDA] if self._device else [ProfilerActivity.CPU]
         try:
