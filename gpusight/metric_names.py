@@ -194,8 +194,9 @@ BUILD_INFO = MetricName("gpusight_build_info", "gauge",
 SERIES_DROPPED = MetricName("gpusight_series_dropped", "gauge",
                             "GPU processes left out of the per-process series by the cap (the smallest in memory).")
 
-GPUSIGHT_METRICS = (GPU_LOST, ADVICE, JOB_INFO, JOB_PROCESSES, JOB_WORLD_SIZE, JOB_MEMORY, PROCESS_INFO,
-                  PROCESS_MEMORY, PROCESS_SM, PROCESS_CPU, WORKERS, WORKERS_CPU, INPUT_WAIT, HOST_CPU, HOST_CORE_CPU,
-                  HOST_IOWAIT, HOST_MEMORY_USED, HOST_MEMORY_TOTAL, SNAPSHOT_TIME, SNAPSHOT_AGE, BUILD_INFO,
-                  SERIES_DROPPED)
+GPUSIGHT_METRICS = (GPU_LOST, ADVICE, JOB_INFO, JOB_PROCESSES, JOB_WORLD_SIZE, JOB_MEMORY, JOB_STEPS, JOB_SAMPLES,
+                    JOB_TOKENS, JOB_FLOPS, JOB_PEAK_FLOPS, JOB_FLOPS_UTILIZATION, JOB_STEP_TIME, PROCESS_INFO,
+                    PROCESS_MEMORY, PROCESS_SM, PROCESS_CPU, WORKERS, WORKERS_CPU, INPUT_WAIT, HOST_CPU, HOST_CORE_CPU,
+                    HOST_IOWAIT, HOST_MEMORY_USED, HOST_MEMORY_TOTAL, SNAPSHOT_TIME, SNAPSHOT_AGE, BUILD_INFO,
+                    SERIES_DROPPED)
 """Every ``gpusight_`` metric, each series labelled with ``HOST_LABELS`` and then its own labels."""

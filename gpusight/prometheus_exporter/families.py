@@ -16,6 +16,7 @@ from gpusight.collect.model import Snapshot
 from gpusight.prometheus_exporter.device_families import device_families
 from gpusight.prometheus_exporter.labels import label_value
 from gpusight.prometheus_exporter.process_families import MAX_PROCESS_SERIES, job_families, process_families, process_rows
+from gpusight.prometheus_exporter.speed_families import speed_families
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +85,7 @@ def scrape_families(snapshot: Snapshot | None, now: float, options: ExportOption
     yield from advice_families(snapshot, host, uuids or {})
     yield from job_families(snapshot, host)
     rows, dropped = process_rows(snapshot, options.max_process_series)
+    yield from speed_families(snapshot, rows, host)
     yield from process_families(rows, host, options.cmdline)
     yield _gauge(names.SERIES_DROPPED, host, float(dropped))
     yield from host_families(snapshot, host)
