@@ -176,7 +176,7 @@ def test_cluster_once_and_json_cli(gpusight_fleet):
     assert "Straggler in slurm:4242: rank 3 on gpu-b GPU 1" in table.stdout
     document = json.loads(run_cli(*args, "--json").stdout)
     assert document["schema"] == "gpusight-cluster/1"
-    assert list(document) == ["schema", "timestamp", "url", "nodes", "jobs", "processes", "node_advice",
+    assert list(document) == ["schema", "timestamp", "url", "nodes", "jobs", "job_speeds", "processes", "node_advice",
                               "fleet_advice", "history", "problems", "missing_panels", "query_seconds"]
     assert [n["host"] for n in document["nodes"]] == ["dgx-a100-01", "gpu-a", "gpu-b"]
     assert set(document["nodes"][1]["gpus"][0]) >= {"index", "utilization_percent", "memory_used_bytes", "lost", "free"}

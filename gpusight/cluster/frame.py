@@ -101,6 +101,50 @@ class ClusterJob:
     """``gpusight_job_world_size``."""
     memory_bytes: int | None = None
     """``gpusight_job_gpu_memory_bytes``."""
+    steps_per_second: float | None = None
+    """``gpusight_job_steps_per_second``: its slowest rank on this node."""
+    samples_per_second: float | None = None
+    """``gpusight_job_samples_per_second``: its ranks on this node, summed."""
+    tokens_per_second: float | None = None
+    """``gpusight_job_tokens_per_second``: its ranks on this node, summed."""
+    flops_per_second: float | None = None
+    """``gpusight_job_flops_per_second`` (FLOP/s); None unless its peak is known too and it is not above it."""
+    peak_flops_per_second: float | None = None
+    """``gpusight_job_peak_flops_per_second`` (FLOP/s) of the same ranks; None unless ``flops_per_second`` is known."""
+    utilization_name: str | None = None
+    """``"MFU"`` or ``"HFU"`` (the ``utilization`` label) where FLOP/s are known."""
+    step_time_percent: tuple[tuple[str, float], ...] | None = None
+    """``gpusight_job_step_time_percent``: (part, percent) for data, compute, communication, copy and idle, in that
+    order; None unless all five are known and sum to 100."""
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterJobSpeed:
+    """A job's speed across every node it spans: its nodes' figures combined (nodes reporting none are left out,
+    never counted as 0)."""
+
+    key: str
+    """Its ``cluster_job``, or ``HOST/jobN`` for a job with no cluster key (untrusted: escape before display)."""
+    hosts: tuple[str, ...]
+    """Every node it has processes on."""
+    reporting_hosts: tuple[str, ...]
+    """The nodes whose ranks report steps per second."""
+    steps_per_second: float | None = None
+    """The slowest reporting node's steps per second."""
+    samples_per_second: float | None = None
+    """Summed over the nodes that report it."""
+    tokens_per_second: float | None = None
+    """Summed over the nodes that report it."""
+    flops_per_second: float | None = None
+    """Achieved FLOP/s summed over the nodes that report both FLOP/s and a peak."""
+    peak_flops_per_second: float | None = None
+    """The same nodes' peaks, summed."""
+    flops_utilization_percent: float | None = None
+    """``flops_per_second`` over ``peak_flops_per_second`` in percent: the job's MFU (or HFU) across its nodes."""
+    utilization_name: str | None = None
+    """``"HFU"`` when any node's FLOPs were counted as they ran, else ``"MFU"``; None when no FLOP/s are known."""
+    step_time_percent: tuple[tuple[str, float], ...] | None = None
+    """The nodes' step-time parts averaged part by part, as (part, percent)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,6 +203,8 @@ class ClusterFrame:
     """Every node found, sorted by name."""
     jobs: tuple[ClusterJob, ...] = ()
     """Jobs on nodes running ``gpusight --serve``."""
+    job_speeds: tuple[ClusterJobSpeed, ...] = ()
+    """The speed of every job whose ranks report it, across all the nodes it spans, by key."""
     processes: tuple[ClusterProcess, ...] = ()
     """GPU processes on nodes running ``gpusight --serve``."""
     node_advice: tuple[tuple[str, Advice], ...] = ()

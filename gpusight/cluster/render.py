@@ -10,6 +10,7 @@ from collections import defaultdict
 
 from gpusight.cluster.counts import FleetCounts, counted, node_gpus
 from gpusight.cluster.frame import ClusterFrame, ClusterGpu, ClusterJob, ClusterNode, ClusterProcess
+from gpusight.cluster.speed_text import speed_line
 from gpusight.collect.model import Advice
 from gpusight.textsafe import safe_text
 from gpusight.units import NA, fmt_bytes, fmt_celsius, fmt_percent, fmt_watts
@@ -19,7 +20,8 @@ PROCESS_COLUMN = 60
 
 
 def render_cluster(frame: ClusterFrame, requests: int | None = None, fetched: int | None = None) -> str:
-    """The whole report: title, one block per node, fleet advice, node advice, problems, missing panels."""
+    """The whole report: title, one block per node, job speed across nodes, fleet advice, node advice, problems,
+    missing panels."""
     lines = [_title(frame, requests, fetched)]
     jobs = {(job.host, job.job): job for job in frame.jobs}
     by_gpu: dict[tuple[str, int | None], list[ClusterProcess]] = defaultdict(list)
@@ -28,6 +30,8 @@ def render_cluster(frame: ClusterFrame, requests: int | None = None, fetched: in
     for node in frame.nodes:
         lines.append("")
         lines.extend(_node_lines(node, by_gpu, jobs))
+    if frame.job_speeds:
+        lines += ["", "Job speed across nodes (gpusight.torch)"] + [f"  {speed_line(s)}" for s in frame.job_speeds]
     if frame.fleet_advice:
         lines += ["", "Fleet advice"]
         for advice in frame.fleet_advice:

@@ -39,6 +39,7 @@ from gpusight.cluster.fleet_advice import (
     window,
 )
 from gpusight.cluster.frame import ClusterFrame, ClusterGpu, ClusterHistory, ClusterJob, ClusterNode, ClusterProcess
+from gpusight.cluster.job_speed import SPEED_METRICS, job_speeds, read_speeds
 from gpusight.cluster.prom import PrometheusClient, PrometheusError, Series
 from gpusight.cluster.range_cache import RangeCache
 from gpusight.cluster.settings import DEFAULT_HISTORY_SECONDS, DEFAULT_TIMEOUT_SECONDS, MAX_POINTS
@@ -64,7 +65,7 @@ DEVICE_NOW = (m.GPU_UTIL, m.FB_USED, m.FB_FREE, m.FB_RESERVED, m.POWER_USAGE, m.
 """The metrics of the instant device query."""
 
 GPUSIGHT_NOW = (m.BUILD_INFO, m.JOB_INFO, m.JOB_WORLD_SIZE, m.JOB_MEMORY, m.PROCESS_INFO, m.PROCESS_MEMORY, m.PROCESS_SM,
-              m.PROCESS_CPU, m.WORKERS, m.WORKERS_CPU, m.INPUT_WAIT, m.ADVICE)
+              m.PROCESS_CPU, m.WORKERS, m.WORKERS_CPU, m.INPUT_WAIT, m.ADVICE, *SPEED_METRICS)
 """The metrics of the instant gpusight query (``gpusight_build_info`` tells at once which nodes run gpusight)."""
 
 FOCUS_CHARTS = (m.POWER_USAGE, m.GPU_TEMP, m.PCIE_TX, m.PCIE_RX)
@@ -241,7 +242,8 @@ class ClusterSource:
         nodes = judge_free(nodes, util, memory, processes, self.thresholds)
         fleet = self._fleet_advice(nodes, util, memory, jobs, processes, sm, up_hosts)
         return ClusterFrame(
-            timestamp=now, url=self.url, nodes=nodes, jobs=jobs, processes=processes, node_advice=node_advice,
+            timestamp=now, url=self.url, nodes=nodes, jobs=jobs, job_speeds=job_speeds(jobs), processes=processes,
+            node_advice=node_advice,
             fleet_advice=fleet, history=tuple(histories), problems=tuple(problems),
             missing_panels=self._missing_panels(nodes),
         )
@@ -448,6 +450,7 @@ class ClusterSource:
 
         world = keyed(m.JOB_WORLD_SIZE, m.LABEL_JOB)
         job_memory = keyed(m.JOB_MEMORY, m.LABEL_JOB)
+        speeds = read_speeds(by_name, lambda labels: host_label(labels)[1])
         jobs = []
         for series in by_name[m.JOB_INFO.name]:
             host, labels = host_label(series.labels)[1], series.labels
@@ -461,7 +464,7 @@ class ClusterSource:
                 host=host, job=job,
                 kind=WorkloadKind(kind) if kind in WorkloadKind._value2member_map_ else WorkloadKind.UNKNOWN,
                 cluster_job=labels.get(m.LABEL_CLUSTER_JOB) or None, world_size=None if size is None else int(size),
-                memory_bytes=None if held is None else int(held),
+                memory_bytes=None if held is None else int(held), **speeds.get((host, text), {}),
             ))
         per_process = (m.LABEL_JOB, m.LABEL_RANK, m.LABEL_GPU)
         figures = {metric.name: keyed(metric, *per_process) for metric in

@@ -25,6 +25,8 @@ from textual.widgets import Footer, Static
 from gpusight.cluster.counts import node_gpus
 from gpusight.cluster.fleet_advice import on_host
 from gpusight.cluster.frame import ClusterFrame, ClusterGpu, ClusterNode
+from gpusight.cluster.job_speed import job_key
+from gpusight.cluster.speed_text import rate_text, throughput_text, utilization_text
 from gpusight.textsafe import safe_text
 from gpusight.ui.chart import chart_rows
 from gpusight.ui.cluster_advice import AdviceText
@@ -247,20 +249,30 @@ def process_table(frame: ClusterFrame, host: str, width: int) -> Table | Text:
 
 
 def job_table(frame: ClusterFrame, host: str) -> Table | Text:
-    """The host's part of each job."""
+    """The host's part of each job, with its steps and throughput on this node and its MFU across all its nodes."""
     jobs = sorted((j for j in frame.jobs if j.host == host), key=lambda j: j.job)
     if not jobs:
         return Text("No jobs reported.")
+    speeds = {speed.key: speed for speed in frame.job_speeds}
     table = Table(box=None, padding=(0, 1), header_style="bold", expand=False)
-    for label in ("JOB", "KIND", "CLUSTER JOB", "WORLD", "GPU MEM"):
-        table.add_column(label, no_wrap=True, justify="right" if label in ("JOB", "WORLD", "GPU MEM") else "left")
+    labels = ("JOB", "KIND", "CLUSTER JOB", "WORLD", "GPU MEM", "STEPS", "THROUGHPUT", "MFU ALL NODES")
+    for label in labels:
+        table.add_column(label, no_wrap=True, justify="left" if label in ("KIND", "CLUSTER JOB", "MFU ALL NODES")
+                         else "right")
     for job in jobs:
+        speed = speeds.get(job_key(job))
+        across = NA
+        if speed is not None:
+            across = f"{utilization_text(speed)} ({len(speed.reporting_hosts)}/{len(speed.hosts)} nodes)"
         table.add_row(
             str(job.job),
             safe_text(job.kind, 16),
             Text(safe_text(job.cluster_job, 40) or "-"),
             NA if job.world_size is None else str(job.world_size),
             fmt_bytes(job.memory_bytes),
+            rate_text(job.steps_per_second, "steps"),
+            throughput_text(job),
+            across,
         )
     return table
 

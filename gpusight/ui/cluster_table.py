@@ -21,6 +21,8 @@ from textual.strip import Strip
 
 from gpusight.cluster.counts import counted, node_gpus
 from gpusight.cluster.frame import ClusterFrame, ClusterGpu, ClusterNode
+from gpusight.cluster.job_speed import job_key
+from gpusight.cluster.speed_text import utilization_text
 from gpusight.textsafe import safe_text
 from gpusight.ui.chart import chart_rows
 from gpusight.ui.cluster_text import (
@@ -49,6 +51,9 @@ SPARK_MIN = 8
 
 SPARK_MAX = 60
 """Widest sparkline; longer histories show their newest values."""
+
+MFU_SHOWN = 3
+"""Most jobs' MFU shown on a host's row."""
 
 HOST_ROW = -1
 """GPU index of a host's header row in a row key."""
@@ -306,8 +311,13 @@ class ClusterTable(RowCursorView[RowKey], can_focus=True):
             return []
         histories = history_by_metric(frame)
         jobs: dict[str, int] = {}
+        speeds = {speed.key: speed for speed in frame.job_speeds}
+        mfu: dict[str, list[str]] = {}
         for job in frame.jobs:
             jobs[job.host] = jobs.get(job.host, 0) + 1
+            speed = speeds.get(job_key(job))
+            if speed is not None and speed.utilization_name is not None:
+                mfu.setdefault(job.host, []).append(utilization_text(speed))
         advice: dict[str, list[object]] = {}
         for host, item in frame.node_advice:
             advice.setdefault(host, []).append(item.severity)
@@ -315,7 +325,7 @@ class ClusterTable(RowCursorView[RowKey], can_focus=True):
         nodes = sort_nodes(filter_nodes(frame.nodes, self._filter), self._sort_key, self._sort_reverse)
         for node in nodes:
             collapsed = node.host in self._collapsed
-            cells = self._host_cells(node, collapsed, jobs, advice)
+            cells = self._host_cells(node, collapsed, jobs, advice, mfu.get(node.host, []))
             rows.append(_Row((node.host, HOST_ROW), cells, not node.up))
             if collapsed:
                 continue
@@ -326,13 +336,16 @@ class ClusterTable(RowCursorView[RowKey], can_focus=True):
         return rows
 
     def _host_cells(
-        self, node: ClusterNode, collapsed: bool, jobs: dict[str, int], advice: dict[str, list[object]]
+        self, node: ClusterNode, collapsed: bool, jobs: dict[str, int], advice: dict[str, list[object]],
+        mfu: list[str],
     ) -> tuple[object, ...]:
         arrow = (">" if collapsed else "v") if self.ascii_mode else ("▸" if collapsed else "▾")
         gpus = node_gpus(node)
         exporter = "gpusight" if node.exporter == "gpusight" else "dcgm only"
         job_count = jobs.get(node.host, 0)
         job_text = counted(job_count, "job") if node.exporter == "gpusight" else ""
+        if mfu:  # each job's MFU across all its nodes, not this node's alone
+            job_text += " " + ", ".join(mfu[:MFU_SHOWN]) + (", ..." if len(mfu) > MFU_SHOWN else "")
         util = mean(gpu.utilization_percent for gpu in node.gpus)
         util_text = f"util {fmt_percent(util)}" if node.up and node.gpus else ""
         if node.up and node.cpu_percent is not None:

@@ -17,6 +17,7 @@ from gpusight.cluster.frame import (
     ClusterNode,
     ClusterProcess,
 )
+from gpusight.cluster.job_speed import job_speeds
 from gpusight.collect.model import Advice, Severity, WorkloadKind
 from gpusight.metric_names import FB_USED, GPU_TEMP, GPU_UTIL, PCIE_RX, PCIE_TX, POWER_USAGE
 
@@ -89,6 +90,14 @@ def histories(hosts: list[int], gpus: int) -> tuple[ClusterHistory, ...]:
     )
 
 
+def speed(steps: float, flops: float) -> dict[str, object]:
+    """A node's part of a job on 8 H100s (bf16 peak 989 TFLOP/s each) with 8 x 16 samples of 4096 tokens a step."""
+    return dict(steps_per_second=steps, samples_per_second=128 * steps, tokens_per_second=128 * 4096 * steps,
+                flops_per_second=flops, peak_flops_per_second=8 * 989e12, utilization_name="MFU",
+                step_time_percent=(("data", 14.0), ("compute", 70.0), ("communication", 12.0), ("copy", 2.0),
+                                   ("idle", 2.0)))
+
+
 def small_cluster() -> ClusterFrame:
     """Three gpusight nodes (one down), one dcgm-only node, 8 GPUs each, with jobs, processes and advice; node-002's
     GPU 7 sits idle holding 70 GiB. Which GPUs are free and the fleet advice (but the straggler) come from gpusight's
@@ -107,9 +116,9 @@ def small_cluster() -> ClusterFrame:
     ]
     jobs = (
         ClusterJob(host=host_name(1), job=1, kind=WorkloadKind.TRAINING, cluster_job="slurm:4242", world_size=16,
-                   memory_bytes=8 * 40 * GIB),
+                   memory_bytes=8 * 40 * GIB, **speed(1.25, 3.3e15)),
         ClusterJob(host=host_name(2), job=1, kind=WorkloadKind.TRAINING, cluster_job="slurm:4242", world_size=16,
-                   memory_bytes=8 * 40 * GIB),
+                   memory_bytes=8 * 40 * GIB, **speed(1.1, 3.0e15)),
         ClusterJob(host=host_name(2), job=2, kind=WorkloadKind.INFERENCE, cluster_job="pod:serving/vllm-0",
                    memory_bytes=70 * GIB),
     )
@@ -148,6 +157,7 @@ def small_cluster() -> ClusterFrame:
         url=URL,
         nodes=judged,
         jobs=jobs,
+        job_speeds=job_speeds(jobs),
         processes=processes,
         node_advice=node_advice,
         fleet_advice=fleet_advice,
