@@ -2,9 +2,10 @@
 nodes, a real Prometheus scrapes both, and ``gpusight --cluster`` shows one MFU for the job across its nodes.
 
 The fleet: a two-rank job (one rendezvous, so one ``cluster_job``) with rank 0 on node-a and rank 1 on node-b,
-each rank publishing its own speed; on node-b a second GPU process of the same job that publishes nothing (it
-must not count as 0). Then a node whose exporter serves hostile speed values: NaN, infinities, negatives, absurd
-FLOP/s, a made-up utilization name and step-time parts that do not sum to 100, which all read N/A.
+each rank publishing its own speed (their GPUs' peaks differ); on node-b a second GPU process of the same job that
+publishes nothing, and on node-x a part of the same job that reports no speed (neither may count as 0). node-x's
+exporter also serves hostile speed values: NaN, infinities, negatives, absurd FLOP/s, a made-up utilization name and
+step-time parts that do not sum to 100, which all read N/A.
 """
 
 from __future__ import annotations
@@ -31,8 +32,9 @@ from support.trainer_record import publishing_trainer
 
 REPO = Path(__file__).resolve().parents[1]
 HISTORY = "20"
-RENDEZVOUS = {"MASTER_ADDR": "10.20.0.5", "MASTER_PORT": "29500", "WORLD_SIZE": "3"}
-"""A rendezvous on a routable address: every node gives the job the same ``cluster_job``."""
+RENDEZVOUS = {"MASTER_ADDR": "10.20.0.5", "MASTER_PORT": "29500", "WORLD_SIZE": "4", "SLURM_JOB_ID": "77"}
+"""One Slurm job with a rendezvous: every node gives the job the same ``cluster_job``, ``slurm:77``."""
+KEY = "slurm:77"
 BREAKDOWN_A = {"data": 0.40, "compute": 0.50, "communication": 0.06, "copy": 0.02, "idle": 0.02}
 BREAKDOWN_B = {"data": 0.20, "compute": 0.60, "communication": 0.16, "copy": 0.02, "idle": 0.02}
 
@@ -47,7 +49,7 @@ def fleet(tmp_path_factory: pytest.TempPathFactory, fake_nvml_lib: Path) -> Iter
             tmp, {**RENDEZVOUS, "RANK": "0"}, runtime, steps_per_second=2.0, achieved_tflops=300.0, peak_tflops=989.0,
             breakdown=BREAKDOWN_A))
         rank1 = stack.enter_context(publishing_trainer(
-            tmp, {**RENDEZVOUS, "RANK": "1"}, runtime, steps_per_second=1.6, achieved_tflops=240.0, peak_tflops=989.0,
+            tmp, {**RENDEZVOUS, "RANK": "1"}, runtime, steps_per_second=1.6, achieved_tflops=240.0, peak_tflops=400.0,
             breakdown=BREAKDOWN_B))
         silent = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"],
                                   env={**os.environ, **RENDEZVOUS, "RANK": "2"})
@@ -74,6 +76,7 @@ HOSTILE = "".join(f"{line}\n" for line in (
     f'{m.BUILD_INFO.name}{{Hostname="node-x",version="9",source="nvml"}} 1',
     f'{m.JOB_INFO.name}{{Hostname="node-x",gpusight_job="1",cluster_job="evil\x1b[2J",kind="training"}} 1',
     f'{m.JOB_INFO.name}{{Hostname="node-x",gpusight_job="2",cluster_job="odd",kind="training"}} 1',
+    f'{m.JOB_INFO.name}{{Hostname="node-x",gpusight_job="3",cluster_job="{KEY}",kind="training"}} 1',
     f'{m.JOB_STEPS.name}{{Hostname="node-x",gpusight_job="1"}} NaN',
     f'{m.JOB_STEPS.name}{{Hostname="node-x",gpusight_job="2"}} 3',
     f'{m.JOB_SAMPLES.name}{{Hostname="node-x",gpusight_job="2"}} -5',
@@ -100,7 +103,7 @@ def poll_until(url: str, done, timeout: float = 60.0) -> ClusterFrame:
 
 def complete(frame: ClusterFrame) -> bool:
     """Both trainers' speed and the hostile node are in."""
-    spanning = [s for s in frame.job_speeds if s.key.startswith("rdzv:")]
+    spanning = [s for s in frame.job_speeds if s.key == KEY]
     return (len(spanning) == 1 and len(spanning[0].reporting_hosts) == 2 and spanning[0].step_time_percent is not None
             and any(j.host == "node-x" for j in frame.jobs))
 
@@ -113,18 +116,18 @@ def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
 
 def test_a_job_across_two_nodes_has_one_mfu_and_a_silent_rank_does_not_count_as_zero(fleet):
     frame = poll_until(fleet, complete)
-    [speed] = [s for s in frame.job_speeds if s.key.startswith("rdzv:")]
-    assert speed.hosts == ("node-a", "node-b") and speed.reporting_hosts == ("node-a", "node-b")
+    [speed] = [s for s in frame.job_speeds if s.key == KEY]
+    assert speed.hosts == ("node-a", "node-b", "node-x") and speed.reporting_hosts == ("node-a", "node-b")
     assert speed.steps_per_second == 1.6  # the slowest node sets the pace
     assert speed.samples_per_second == pytest.approx(32 * 3.6)
     assert speed.tokens_per_second == pytest.approx(65536 * 3.6)
-    assert speed.flops_per_second == pytest.approx(540e12) and speed.peak_flops_per_second == pytest.approx(1978e12)
-    assert speed.flops_utilization_percent == pytest.approx(540 / 1978 * 100)  # summed over summed, one MFU
+    assert speed.flops_per_second == pytest.approx(540e12) and speed.peak_flops_per_second == pytest.approx(1389e12)
+    assert speed.flops_utilization_percent == pytest.approx(540 / 1389 * 100)  # summed over summed: not the mean 45%
     assert speed.utilization_name == "MFU"
     assert dict(speed.step_time_percent) == pytest.approx(
         {"data": 30.0, "compute": 55.0, "communication": 11.0, "copy": 2.0, "idle": 2.0})
     parts = {j.host: j for j in frame.jobs if j.cluster_job == speed.key}
-    assert parts["node-b"].peak_flops_per_second == pytest.approx(989e12)  # the silent rank adds no peak
+    assert parts["node-b"].peak_flops_per_second == pytest.approx(400e12)  # the silent rank adds no peak
 
 
 def test_hostile_speed_values_read_as_unknown(fleet):
@@ -147,14 +150,14 @@ def test_once_and_json_show_the_job_speed_across_nodes(fleet):
     assert table.returncode == 0, table.stderr
     lines = table.stdout.splitlines()
     start = lines.index("Job speed across nodes (gpusight.torch)")
-    spanning = next(line for line in lines[start:] if "rdzv:" in line)
-    assert "2 nodes  1.6 steps/s  236k tokens/s  MFU 27% (540T FLOP/s of 1.98P FLOP/s)" in spanning, spanning
+    spanning = next(line for line in lines[start:] if KEY in line)
+    assert "3 nodes (2 reporting)  1.6 steps/s  236k tokens/s  MFU 39% (540T FLOP/s of 1.39P FLOP/s)" in spanning, spanning
     assert "step time: data 30% compute 55% communication 11% copy 2% idle 2%" in spanning
     assert "odd  1 node  3 steps/s  N/A  MFU N/A  step time: N/A" in table.stdout
     assert "\x1b" not in table.stdout
     document = json.loads(run_cli("--cluster", fleet, "--json", "--cluster-history", HISTORY).stdout)
-    [speed] = [s for s in document["job_speeds"] if s["key"].startswith("rdzv:")]
-    assert speed["flops_utilization_percent"] == pytest.approx(540 / 1978 * 100)
+    [speed] = [s for s in document["job_speeds"] if s["key"] == KEY]
+    assert speed["flops_utilization_percent"] == pytest.approx(540 / 1389 * 100)
     assert speed["flops_per_second"] == pytest.approx(540e12) and speed["reporting_hosts"] == ["node-a", "node-b"]
     assert speed["step_time_percent"][0] == ["data", pytest.approx(30.0)]
     node_b = next(j for j in document["jobs"] if j["host"] == "node-b" and j["cluster_job"] == speed["key"])
