@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -20,6 +21,7 @@ from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
+from test_cluster_e2e import visible
 
 from gpusight import metric_names as m
 from gpusight.cluster.frame import ClusterFrame
@@ -28,6 +30,7 @@ from support.exporter import serving
 from support.exposition import ExpositionServer
 from support.fake_nvml import FakeGpu, FakeScenario, fake_nvml_env
 from support.prometheus import PrometheusServer, Target, require_prometheus
+from support.terminal import PtyTerminal, gpusight_argv
 from support.trainer_record import publishing_trainer
 
 REPO = Path(__file__).resolve().parents[1]
@@ -162,3 +165,25 @@ def test_once_and_json_show_the_job_speed_across_nodes(fleet):
     assert speed["step_time_percent"][0] == ["data", pytest.approx(30.0)]
     node_b = next(j for j in document["jobs"] if j["host"] == "node-b" and j["cluster_job"] == speed["key"])
     assert node_b["steps_per_second"] == 1.6 and node_b["utilization_name"] == "MFU"
+
+
+def test_the_cluster_view_shows_the_jobs_mfu_across_nodes_in_a_real_terminal(fleet):
+    poll_until(fleet, complete)
+    argv = gpusight_argv("--cluster", fleet, "--interval", "1", "--cluster-history", HISTORY)
+    env = {**os.environ, "PYTHONPATH": str(REPO), "GPUSIGHT_PARTIAL_OUTPUT": "0"}
+    with PtyTerminal(argv, (160, 45), env=env) as term:
+        screen = lambda: visible(bytes(term.output))  # noqa: E731 - read again on every check
+        term.wait_for(lambda: re.search(r"node-a\s+up\b", screen()) is not None, "node-a up", 60)
+        term.wait_for(lambda: "1 job MFU 39%" in screen(), "node-a's row with the job's MFU across nodes", 30)
+        mark = len(term.output)
+        for key in b"/node-b\r":  # typed one by one: a burst would read as a paste
+            term.send(bytes([key]))
+            time.sleep(0.15)
+        time.sleep(0.5)
+        term.send(b"\r")
+        drilled = lambda: visible(bytes(term.output[mark:]))  # noqa: E731
+        term.wait_for(lambda: "MFU ALL NODES" in drilled() and "MFU 39% (2/3 nodes)" in drilled(),
+                      "node-b's jobs with the MFU across nodes", 30)
+        assert "1.6 steps/s" in drilled()
+        assert "Traceback" not in screen()
+        assert term.quit() == 0
