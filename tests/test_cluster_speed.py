@@ -25,6 +25,7 @@ from test_cluster_e2e import visible
 
 from gpusight import metric_names as m
 from gpusight.cluster.frame import ClusterFrame
+from gpusight.cluster.prom import PrometheusClient
 from gpusight.cluster.source import ClusterSource
 from support.exporter import serving
 from support.exposition import ExpositionServer
@@ -187,3 +188,14 @@ def test_the_cluster_view_shows_the_jobs_mfu_across_nodes_in_a_real_terminal(fle
         assert "1.6 steps/s" in drilled()
         assert "Traceback" not in screen()
         assert term.quit() == 0
+
+
+def test_the_documented_promql_for_mfu_across_nodes_agrees_with_the_cluster_view(fleet):
+    frame = poll_until(fleet, complete)
+    [speed] = [s for s in frame.job_speeds if s.key == KEY]
+    text = (REPO / "docs" / "exporter.md").read_text()
+    block = text[text.index("A job's MFU across\nnodes"):]
+    start = block.index("```promql\n") + len("```promql\n")
+    expr = block[start:block.index("\n```", start)]
+    answer = {s.labels.get(m.LABEL_CLUSTER_JOB): s.value for s in PrometheusClient(fleet, 10.0).query(expr)}
+    assert answer[KEY] * 100 == pytest.approx(speed.flops_utilization_percent)
