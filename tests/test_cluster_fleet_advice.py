@@ -14,8 +14,10 @@ from gpusight.cluster.fleet_advice import (
     stragglers,
     window,
 )
-from gpusight.cluster.frame import ClusterGpu, ClusterHistory, ClusterNode, ClusterProcess
-from gpusight.collect.model import Severity
+from gpusight.cluster.frame import ClusterGpu, ClusterHistory, ClusterJob, ClusterNode, ClusterProcess
+from gpusight.cluster.job_speed import job_speeds
+from gpusight.cluster.speed_advice import input_bound_jobs
+from gpusight.collect.model import Severity, WorkloadKind
 
 TH = FleetThresholds(window_seconds=10.0)
 """10 points of 1 s."""
@@ -157,3 +159,23 @@ def test_window_needs_coverage():
     assert window(h, ("a", 0), TH) is None
     assert window(h, ("a", 0), FleetThresholds(window_seconds=5.0)) == [1.0] * 5
     assert window(h, ("b", 0), TH) is None
+
+
+def _part(host: str, data: float, key: str | None = "slurm:9", steps: float | None = 2.0) -> ClusterJob:
+    """A node's part of a job whose ranks wait ``data`` percent of each step for data."""
+    parts = (("data", data), ("compute", 90.0 - data), ("communication", 10.0), ("copy", 0.0), ("idle", 0.0))
+    return ClusterJob(host=host, job=1, kind=WorkloadKind.TRAINING, cluster_job=key, steps_per_second=steps,
+                      step_time_percent=parts)
+
+
+@pytest.mark.parametrize(("jobs", "expected"), [
+    ([_part("a", 50.0), _part("b", 10.0)], ["fleet_input_bound:slurm:9"]),
+    ([_part("a", 29.0), _part("b", 10.0)], []),  # below the input-bound threshold everywhere
+    ([_part("a", 60.0, key=None)], []),  # one node: the node's own advice says it
+    ([_part("a", 50.0), _part("b", 10.0, steps=None)], []),  # one node reporting speed: not across nodes
+])
+def test_input_bound_jobs_across_nodes(jobs: list[ClusterJob], expected: list[str]) -> None:
+    advice = input_bound_jobs(jobs, job_speeds(jobs))
+    assert [a.id for a in advice] == expected
+    if advice:
+        assert advice[0].title.endswith("a waits 50% of each step for data: up to 2.0x steps/s without it")

@@ -134,6 +134,15 @@ def test_a_job_across_two_nodes_has_one_mfu_and_a_silent_rank_does_not_count_as_
     assert parts["node-b"].peak_flops_per_second == pytest.approx(400e12)  # the silent rank adds no peak
 
 
+def test_a_job_across_nodes_that_waits_for_data_gets_fleet_advice_with_its_bounded_gain(fleet):
+    frame = poll_until(fleet, lambda f: complete(f) and any(a.id.startswith("fleet_input_bound") for a in f.fleet_advice))
+    advice = next(a for a in frame.fleet_advice if a.id == f"fleet_input_bound:{KEY}")
+    assert advice.title == f"{KEY} is input-bound: node-a waits 40% of each step for data: up to 1.7x steps/s without it"
+    assert "data wait node-a 40%, node-b 20%; communication node-a 6%, node-b 16%" in advice.evidence
+    assert "1.6 steps/s, MFU 39% across 2 nodes" in advice.evidence
+    assert "Feed node-a first" in advice.action
+
+
 def test_hostile_speed_values_read_as_unknown(fleet):
     frame = poll_until(fleet, complete)
     hostile = {j.job: j for j in frame.jobs if j.host == "node-x"}

@@ -38,11 +38,20 @@ from gpusight.cluster.fleet_advice import (
     stragglers,
     window,
 )
-from gpusight.cluster.frame import ClusterFrame, ClusterGpu, ClusterHistory, ClusterJob, ClusterNode, ClusterProcess
+from gpusight.cluster.frame import (
+    ClusterFrame,
+    ClusterGpu,
+    ClusterHistory,
+    ClusterJob,
+    ClusterJobSpeed,
+    ClusterNode,
+    ClusterProcess,
+)
 from gpusight.cluster.job_speed import SPEED_METRICS, job_speeds, read_speeds
 from gpusight.cluster.prom import PrometheusClient, PrometheusError, Series
 from gpusight.cluster.range_cache import RangeCache
 from gpusight.cluster.settings import DEFAULT_HISTORY_SECONDS, DEFAULT_TIMEOUT_SECONDS, MAX_POINTS
+from gpusight.cluster.speed_advice import input_bound_jobs
 from gpusight.collect.model import Advice, Severity, WorkloadKind
 
 QUERIES_PER_POLL = 7
@@ -240,9 +249,10 @@ class ClusterSource:
         jobs, processes, node_advice = self._gpusight(gpusight)
         up_hosts = {node.host for node in nodes if node.up}
         nodes = judge_free(nodes, util, memory, processes, self.thresholds)
-        fleet = self._fleet_advice(nodes, util, memory, jobs, processes, sm, up_hosts)
+        speeds = job_speeds(jobs)
+        fleet = self._fleet_advice(nodes, util, memory, jobs, processes, sm, up_hosts, speeds)
         return ClusterFrame(
-            timestamp=now, url=self.url, nodes=nodes, jobs=jobs, job_speeds=job_speeds(jobs), processes=processes,
+            timestamp=now, url=self.url, nodes=nodes, jobs=jobs, job_speeds=speeds, processes=processes,
             node_advice=node_advice,
             fleet_advice=fleet, history=tuple(histories), problems=tuple(problems),
             missing_panels=self._missing_panels(nodes),
@@ -522,11 +532,11 @@ class ClusterSource:
 
     def _fleet_advice(self, nodes: tuple[ClusterNode, ...], util: ClusterHistory, memory: ClusterHistory,
                       jobs: tuple[ClusterJob, ...], processes: tuple[ClusterProcess, ...], sm: list[Series],
-                      up_hosts: set[str]) -> tuple[Advice, ...]:
+                      up_hosts: set[str], speeds: tuple[ClusterJobSpeed, ...]) -> tuple[Advice, ...]:
         th = self.thresholds
         ranks = list(self._rank_loads(jobs, processes, sm, util, up_hosts))
-        advice = (nodes_down(nodes) + stragglers(ranks, th) + idle_holding(util, memory, up_hosts, processes, th)
-                  + free_gpus(nodes, th))
+        advice = (nodes_down(nodes) + stragglers(ranks, th) + input_bound_jobs(jobs, speeds)
+                  + idle_holding(util, memory, up_hosts, processes, th) + free_gpus(nodes, th))
         order = {severity: rank for rank, severity in enumerate(Severity)}
         return tuple(sorted(advice, key=lambda a: order[a.severity]))
 
