@@ -18,7 +18,7 @@ import re
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -143,6 +143,17 @@ def open_cluster_view(cluster: str, size: tuple[int, int]) -> PtyTerminal:
     return PtyTerminal(argv, size, env={**os.environ, "PYTHONPATH": str(REPO), "GPUSIGHT_PARTIAL_OUTPUT": "0"})
 
 
+def open_host(term: PtyTerminal, host: str) -> Callable[[], str]:
+    """Filter the fleet table to ``host`` and open its screen; what the terminal drew since, read again on each call."""
+    mark = len(term.output)
+    for key in f"/{host}\r".encode():  # typed one by one: a burst would read as a paste
+        term.send(bytes([key]))
+        time.sleep(0.15)
+    time.sleep(0.5)
+    term.send(b"\r")
+    return lambda: visible(bytes(term.output[mark:]))
+
+
 @pytest.mark.parametrize("size", [(160, 45), (80, 24)])
 def test_three_exporters_in_the_cluster_view(cluster, size):
     wait_for_fleet_advice(cluster)
@@ -151,13 +162,7 @@ def test_three_exporters_in_the_cluster_view(cluster, size):
         term.wait_for(lambda: all(re.search(rf"{host}\s+up\b", screen()) for host in ("node-a", "node-b", "node-c")),
                       "three nodes up", 60)
         term.wait_for(lambda: "Straggler" in screen(), "the straggler across node-a and node-b", 60)
-        mark = len(term.output)
-        for key in b"/node-b\r":  # typed one by one: a burst would read as a paste
-            term.send(bytes([key]))
-            time.sleep(0.15)
-        time.sleep(0.5)
-        term.send(b"\r")
-        drilled = lambda: visible(bytes(term.output[mark:]))  # noqa: E731
+        drilled = open_host(term, "node-b")
         term.wait_for(lambda: "History (range" in drilled() and "util 0-100%" in drilled(), "node-b's charts", 30)
         if size[0] >= 120:
             term.wait_for(lambda: "Processes" in drilled() and "python" in drilled(), "node-b's processes", 30)

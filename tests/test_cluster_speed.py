@@ -21,7 +21,7 @@ from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
-from test_cluster_e2e import visible
+from test_cluster_e2e import open_host, visible
 
 from gpusight import metric_names as m
 from gpusight.cluster.frame import ClusterFrame
@@ -185,13 +185,7 @@ def test_the_cluster_view_shows_the_jobs_mfu_across_nodes_in_a_real_terminal(fle
         screen = lambda: visible(bytes(term.output))  # noqa: E731 - read again on every check
         term.wait_for(lambda: re.search(r"node-a\s+up\b", screen()) is not None, "node-a up", 60)
         term.wait_for(lambda: "1 job MFU 39%" in screen(), "node-a's row with the job's MFU across nodes", 30)
-        mark = len(term.output)
-        for key in b"/node-b\r":  # typed one by one: a burst would read as a paste
-            term.send(bytes([key]))
-            time.sleep(0.15)
-        time.sleep(0.5)
-        term.send(b"\r")
-        drilled = lambda: visible(bytes(term.output[mark:]))  # noqa: E731
+        drilled = open_host(term, "node-b")
         term.wait_for(lambda: "MFU ALL NODES" in drilled() and "MFU 39% (2/3 nodes)" in drilled(),
                       "node-b's jobs with the MFU across nodes", 30)
         assert "1.6 steps/s" in drilled()
