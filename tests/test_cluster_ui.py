@@ -293,8 +293,12 @@ def test_enter_drills_into_a_host_and_esc_comes_back(size: tuple[int, int]) -> N
         text = statics_text(screen)
         assert "pod serving/vllm-0" in text and "slurm 4242" in text
         assert "vllm [red]serve[/]" in text and "\x1b" not in text
-        assert "slurm:4242" in text and "inference" in text
-        assert "Idle GPU holding memory" in text
+        assert "slurm:4242" in text and "Idle GPU holding memory" in text
+        speed = next(line for line in text.splitlines() if "slurm:4242" in line and "steps/s" in line)
+        assert "1.1 steps/s" in speed and "577k tokens/s" in speed  # this node's
+        assert "MFU 40% (2/2 nodes)" in speed  # the job's across both nodes: (3.3 + 3.0) / (2 x 8 x 0.989) PFLOP/s
+        wide = size[0] >= 120  # kind, world size and GPU memory make way for the speed on narrow terminals
+        assert ("inference" in text, "WORLD" in text) == (wide, wide)
         charts = screen_text(app)
         assert "util 0-100%" in charts and "GPU 7" in charts
         await pilot.press("escape")

@@ -248,23 +248,21 @@ def process_table(frame: ClusterFrame, host: str, width: int) -> Table | Text:
     return table
 
 
-def job_table(frame: ClusterFrame, host: str) -> Table | Text:
-    """The host's part of each job, with its steps and throughput on this node and its MFU across all its nodes."""
+def job_table(frame: ClusterFrame, host: str, width: int) -> Table | Text:
+    """The host's part of each job, with its steps and throughput on this node and its MFU across all its nodes
+    (kind, world size and GPU memory only on wide terminals)."""
     jobs = sorted((j for j in frame.jobs if j.host == host), key=lambda j: j.job)
     if not jobs:
         return Text("No jobs reported.")
     speeds = {speed.key: speed for speed in frame.job_speeds}
-    table = Table(box=None, padding=(0, 1), header_style="bold", expand=False)
     labels = ("JOB", "KIND", "CLUSTER JOB", "WORLD", "GPU MEM", "STEPS", "THROUGHPUT", "MFU ALL NODES")
-    for label in labels:
-        table.add_column(label, no_wrap=True, justify="left" if label in ("KIND", "CLUSTER JOB", "MFU ALL NODES")
-                         else "right")
+    table, kept = _table(labels, width, ("KIND", "WORLD", "GPU MEM"), ("KIND", "CLUSTER JOB", "MFU ALL NODES"))
     for job in jobs:
         speed = speeds.get(job_key(job))
         across = NA
         if speed is not None:
             across = f"{utilization_text(speed)} ({len(speed.reporting_hosts)}/{len(speed.hosts)} nodes)"
-        table.add_row(
+        _add_row(table, kept, (
             str(job.job),
             safe_text(job.kind, 16),
             Text(safe_text(job.cluster_job, 40) or "-"),
@@ -273,7 +271,7 @@ def job_table(frame: ClusterFrame, host: str) -> Table | Text:
             rate_text(job.steps_per_second, "steps"),
             throughput_text(job),
             across,
-        )
+        ))
     return table
 
 
@@ -382,5 +380,5 @@ class ClusterHostScreen(Screen[None]):
             ))
             return
         self._processes.update(process_table(frame, self.host, width))
-        self._jobs.update(job_table(frame, self.host))
+        self._jobs.update(job_table(frame, self.host, width))
         self._advice.show(advice)
