@@ -7,7 +7,8 @@ tests/support/exposition.py, under gpusight.metric_names); Prometheus scrapes ea
 - every GPU's utilization, memory, power, temperature and PCIe follow sine waves with periods of 7-60 s
   of their own; every 7th GPU bursts to 100 % for 2 s in 10;
 - nodes 0-3 run job ``slurm:9001`` (32 ranks); rank 21 (node 2, GPU 5) is a straggler at about 35 % SM
-  while the others run at about 90 %;
+  while the others run at about 90 %; the job publishes its speed (1.2 steps/s, about 38 % MFU), node 2 waiting
+  35 % of each step for data;
 - the node ``IDLE_NODE`` idles: utilization 0, GPUs 0-3 still holding 30 GiB (an idle notebook), 4-7 empty;
 - the node ``DOWN_NODE`` stops answering ``kill_after`` seconds after start (its scrapes then get 404);
 - the last ``dcgm_nodes`` nodes serve dcgm-exporter's series only (no processes, jobs or advice).
@@ -96,6 +97,12 @@ def node_at(t: float, node: int, gpusight: bool) -> SimNode:
         return sim
     cluster_job = STRAGGLER_JOB if node < 4 else ""
     sim.jobs = [SimJob(1, cluster_job, "training", 32 if node < 4 else 8)]
+    if node < 4:  # the job publishes its speed (gpusight.torch); the straggler's node waits longest for data
+        data = 35.0 if node == STRAGGLER[0] else 8.0
+        sim.jobs[0] = SimJob(1, cluster_job, "training", 32, steps_per_second=1.2, tokens_per_second=1.2 * 8 * 16 * 4096,
+                             flops_per_second=3.0e15 + 2e14 * math.sin(t / 13), peak_flops_per_second=8 * 989e12,
+                             step_time_percent={"data": data, "compute": 82.0 - data, "communication": 14.0,
+                                                "copy": 2.0, "idle": 2.0})
     sim.processes = [
         SimProcess(1, str(node * GPUS + g if node < 4 else g), g, "train.py", "alice",
                    round(gpus[g].sm_active * 100 if gpus[g].sm_active is not None else 0.0), int(gpus[g].fb_used_mib) << 20)

@@ -29,5 +29,9 @@ def test_a_small_fleet_is_scraped_and_its_values_move():
         assert all(len(n.gpus) == 8 and n.up for n in frame.nodes)
         assert {j.cluster_job for j in frame.jobs if j.host in ("node-000", "node-003")} == {"slurm:9001"}
         assert len(set(seen)) >= 2, "the figures did not move between polls"
+        [speed] = frame.job_speeds
+        assert speed.key == "slurm:9001" and len(speed.reporting_hosts) == 4
+        assert 30 < (speed.flops_utilization_percent or 0) < 45
+        assert "fleet_input_bound:slurm:9001" in [a.id for a in frame.fleet_advice]
     finally:
         fleet.stop()

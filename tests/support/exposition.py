@@ -45,6 +45,13 @@ class SimJob:
     cluster_job: str = ""
     kind: str = "training"
     world_size: int | None = None
+    steps_per_second: float | None = None
+    """With the rest below: the ``gpusight_job_*`` speed series, left out while None."""
+    tokens_per_second: float | None = None
+    flops_per_second: float | None = None
+    peak_flops_per_second: float | None = None
+    step_time_percent: dict[str, float] | None = None
+    """data, compute, communication, copy and idle."""
 
 
 @dataclass
@@ -117,6 +124,7 @@ class _NodeCollector:
                 world.add_metric(hosts + [str(job.job)], job.world_size)
         yield jobs
         yield world
+        yield from _speed_families(node.jobs, hosts, host_labels)
         process_labels = host_labels + list(m.PROCESS_INFO.labels)
         infos = GaugeMetricFamily(m.PROCESS_INFO.name, m.PROCESS_INFO.help, labels=process_labels)
         memory = GaugeMetricFamily(m.PROCESS_MEMORY.name, m.PROCESS_MEMORY.help,
@@ -134,6 +142,24 @@ class _NodeCollector:
         age = GaugeMetricFamily(m.SNAPSHOT_AGE.name, m.SNAPSHOT_AGE.help, labels=host_labels)
         age.add_metric(hosts, 0.1)
         yield age
+
+
+def _speed_families(jobs: list[SimJob], hosts: list[str], host_labels: list[str]) -> Iterator[Metric]:
+    """The job speed families of the jobs that have speed (FLOP/s labelled MFU)."""
+    for metric, read in ((m.JOB_STEPS, "steps_per_second"), (m.JOB_TOKENS, "tokens_per_second"),
+                         (m.JOB_FLOPS, "flops_per_second"), (m.JOB_PEAK_FLOPS, "peak_flops_per_second")):
+        family = GaugeMetricFamily(metric.name, metric.help, labels=host_labels + list(metric.labels))
+        for job in jobs:
+            value = getattr(job, read)
+            if value is not None:
+                family.add_metric(hosts + [str(job.job)] + (["MFU"] if len(metric.labels) > 1 else []), value)
+        yield family
+    parts = GaugeMetricFamily(m.JOB_STEP_TIME.name, m.JOB_STEP_TIME.help,
+                              labels=host_labels + list(m.JOB_STEP_TIME.labels))
+    for job in jobs:
+        for part, percent in (job.step_time_percent or {}).items():
+            parts.add_metric(hosts + [str(job.job), part], percent)
+    yield parts
 
 
 def render(node: SimNode) -> bytes:
