@@ -66,7 +66,7 @@ def test_a_job_is_served_its_ranks_summed_speed_in_base_units_and_its_step_time_
         _fast(11, 1, 1, 1, 1.5, 300.0, step_data_percent=18.0, step_compute_percent=70.0, step_comm_percent=8.0,
               step_copy_percent=2.0, step_idle_percent=2.0),
         _fast(20, 2, 2, 0, 4.0, 100.0, peak=312.0, source=FlopsSource.COUNTED),
-        _rank(30, 3, 3, 0),  # a job whose ranks report nothing: no speed series at all
+        _rank(30, 3, 3, 0, **parts),  # between epochs: a breakdown but no steps, so no speed series at all
     )
     jobs = (JobSample(1, WorkloadKind.TRAINING, "torchrun", (10, 11), (0, 1), cluster_key="slurm:7"),
             JobSample(2, WorkloadKind.TRAINING, "parent", (20,), (2,)),
