@@ -296,7 +296,7 @@ def test_enter_drills_into_a_host_and_esc_comes_back(size: tuple[int, int]) -> N
         assert "slurm:4242" in text and "Idle GPU holding memory" in text
         speed = next(line for line in text.splitlines() if "slurm:4242" in line and "steps/s" in line)
         assert "1.1 steps/s" in speed and "577k tokens/s" in speed  # this node's
-        assert "MFU 40% (2/2 nodes)" in speed  # the job's across both nodes: (3.3 + 3.0) / (2 x 8 x 0.989) PFLOP/s
+        assert "40% MFU (2/2 nodes)" in speed  # the job's across both nodes: (3.3 + 3.0) / (2 x 8 x 0.989) PFLOP/s
         wide = size[0] >= 120  # kind, world size and GPU memory make way for the speed on narrow terminals
         assert ("inference" in text, "WORLD" in text) == (wide, wide)
         charts = screen_text(app)

@@ -10,7 +10,7 @@ from collections import defaultdict
 
 from gpusight.cluster.counts import FleetCounts, counted, node_gpus
 from gpusight.cluster.frame import ClusterFrame, ClusterGpu, ClusterJob, ClusterNode, ClusterProcess
-from gpusight.cluster.speed_text import speed_line
+from gpusight.cluster.job_speed_text import cluster_speed_line
 from gpusight.collect.model import Advice
 from gpusight.textsafe import safe_text
 from gpusight.units import NA, fmt_bytes, fmt_celsius, fmt_percent, fmt_watts
@@ -31,7 +31,7 @@ def render_cluster(frame: ClusterFrame, requests: int | None = None, fetched: in
         lines.append("")
         lines.extend(_node_lines(node, by_gpu, jobs))
     if frame.job_speeds:
-        lines += ["", "Job speed across nodes (gpusight.torch)"] + [f"  {speed_line(s)}" for s in frame.job_speeds]
+        lines += ["", "Job speed across nodes (gpusight.torch)"] + [f"  {cluster_speed_line(s)}" for s in frame.job_speeds]
     if frame.fleet_advice:
         lines += ["", "Fleet advice"]
         for advice in frame.fleet_advice:

@@ -16,7 +16,7 @@ from gpusight.advice.config import Thresholds
 from gpusight.cluster.fleet_advice import listed
 from gpusight.cluster.frame import ClusterJob, ClusterJobSpeed
 from gpusight.cluster.job_speed import job_key
-from gpusight.cluster.speed_text import rate_text, utilization_text
+from gpusight.cluster.job_speed_text import job_utilization, steps_text
 from gpusight.collect.model import Advice, Severity
 from gpusight.textsafe import safe_text
 
@@ -57,7 +57,7 @@ def input_bound_jobs(jobs: Iterable[ClusterJob], speeds: Sequence[ClusterJobSpee
             title=f"{key} is input-bound: {host} waits {share:.0f}% of each step for data: up to "
                   f"{100.0 / (100.0 - share):.1f}x steps/s without it",
             evidence=f"step time measured by gpusight.torch: data wait {waits}; communication {comm}; the job runs "
-                     f"{rate_text(speed.steps_per_second, 'steps')}, {utilization_text(speed)} across "
+                     f"{steps_text(speed.steps_per_second)}, {job_utilization(speed)} across "
                      f"{len(speed.reporting_hosts)} nodes",
             action=f"Feed {host} first (more DataLoader workers, pin_memory, prefetching; gpusight on that node shows "
                    "its DataLoader): every other node waits for it in its collectives.",

@@ -26,7 +26,8 @@ from gpusight.cluster.counts import node_gpus
 from gpusight.cluster.fleet_advice import on_host
 from gpusight.cluster.frame import ClusterFrame, ClusterGpu, ClusterNode
 from gpusight.cluster.job_speed import job_key
-from gpusight.cluster.speed_text import rate_text, throughput_text, utilization_text
+from gpusight.cluster.job_speed_text import job_utilization, steps_text
+from gpusight.speed_text import throughput_text
 from gpusight.textsafe import safe_text
 from gpusight.ui.chart import chart_rows
 from gpusight.ui.cluster_advice import AdviceText
@@ -261,15 +262,15 @@ def job_table(frame: ClusterFrame, host: str, width: int) -> Table | Text:
         speed = speeds.get(job_key(job))
         across = NA
         if speed is not None:
-            across = f"{utilization_text(speed)} ({len(speed.reporting_hosts)}/{len(speed.hosts)} nodes)"
+            across = f"{job_utilization(speed)} ({len(speed.reporting_hosts)}/{len(speed.hosts)} nodes)"
         _add_row(table, kept, (
             str(job.job),
             safe_text(job.kind, 16),
             Text(safe_text(job.cluster_job, 40) or "-"),
             NA if job.world_size is None else str(job.world_size),
             fmt_bytes(job.memory_bytes),
-            rate_text(job.steps_per_second, "steps"),
-            throughput_text(job),
+            steps_text(job.steps_per_second),
+            throughput_text(job.tokens_per_second, job.samples_per_second),
             across,
         ))
     return table

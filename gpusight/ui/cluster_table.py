@@ -22,7 +22,7 @@ from textual.strip import Strip
 from gpusight.cluster.counts import counted, node_gpus
 from gpusight.cluster.frame import ClusterFrame, ClusterGpu, ClusterNode
 from gpusight.cluster.job_speed import job_key
-from gpusight.cluster.speed_text import utilization_text
+from gpusight.cluster.job_speed_text import job_utilization
 from gpusight.textsafe import safe_text
 from gpusight.ui.chart import chart_rows
 from gpusight.ui.cluster_text import (
@@ -317,7 +317,7 @@ class ClusterTable(RowCursorView[RowKey], can_focus=True):
             jobs[job.host] = jobs.get(job.host, 0) + 1
             speed = speeds.get(job_key(job))
             if speed is not None and speed.utilization_name is not None:
-                mfu.setdefault(job.host, []).append(utilization_text(speed))
+                mfu.setdefault(job.host, []).append(job_utilization(speed))
         advice: dict[str, list[object]] = {}
         for host, item in frame.node_advice:
             advice.setdefault(host, []).append(item.severity)
