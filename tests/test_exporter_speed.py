@@ -7,6 +7,7 @@ NVML with a live process publishing a trainer status record, as ``gpusight.torch
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 
@@ -146,3 +147,18 @@ def test_a_real_trainer_record_is_served_by_gpusight_serve(tmp_path, fake_nvml_l
     assert utilization.value == pytest.approx(30.0)
     parts = {s.labels[names.LABEL_STEP_PART]: s.value for s in families[names.JOB_STEP_TIME.name]}
     assert parts == pytest.approx({"data": 40.0, "compute": 50.0, "communication": 5.0, "copy": 3.0, "idle": 2.0})
+
+
+def test_the_demo_serves_every_training_jobs_speed_and_parts_summing_to_100() -> None:
+    with serving(["--demo", "--interval", "0.5"], dict(os.environ)) as exporter:
+        text = exporter.wait_for(names.JOB_STEP_TIME.name + "{")
+    families = {f.name: f.samples for f in text_string_to_metric_families(text)}
+    steps = _by_job(families[names.JOB_STEPS.name])
+    assert len(steps) >= 2 and all(value > 0 for value in steps.values())
+    names_served = {s.labels[names.LABEL_UTILIZATION] for s in families[names.JOB_FLOPS_UTILIZATION.name]}
+    assert names_served <= {"MFU", "HFU"} and "MFU" in names_served
+    totals: dict[str, float] = {}
+    for sample in families[names.JOB_STEP_TIME.name]:
+        totals[sample.labels[names.LABEL_JOB]] = totals.get(sample.labels[names.LABEL_JOB], 0.0) + sample.value
+    assert totals and all(total == pytest.approx(100.0, abs=0.5) for total in totals.values())
+    assert set(totals) <= set(steps)  # a breakdown only for a job that reports its steps
