@@ -3,7 +3,8 @@
 In a synchronous job every rank makes the same steps, so the node whose ranks wait longest for their next batch
 holds the others back (they wait for it in their collectives). With a step of ``T`` in which that node waits
 ``d * T`` for data, the job's step cannot get shorter than ``(1 - d) * T`` by removing the waits: at most
-``1 / (1 - d)`` times the steps per second. The shares are each node's step-time breakdown as ``gpusight.torch``
+``1 / (1 - d)`` times the steps per second (:func:`gpusight.advice.speed.gain_text`, as a node's own advice
+says it). The shares are each node's step-time breakdown as ``gpusight.torch``
 measures it (averaged over the node's profiled ranks), read at the poll: already a rolling measurement, not a blip.
 """
 
@@ -13,6 +14,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
 from gpusight.advice.config import Thresholds
+from gpusight.advice.speed import gain_text
 from gpusight.cluster.fleet_advice import listed
 from gpusight.cluster.frame import ClusterJob, ClusterJobSpeed
 from gpusight.cluster.job_speed import job_key
@@ -47,15 +49,14 @@ def input_bound_jobs(jobs: Iterable[ClusterJob], speeds: Sequence[ClusterJobSpee
             continue
         worst = nodes[0]
         share = _share(worst, "data") or 0.0
-        if share < threshold or share >= 100.0:
+        if share < threshold:
             continue
         key, host = safe_text(speed.key, KEY_WIDTH), safe_text(worst.host, KEY_WIDTH)
         waits = listed([f"{safe_text(job.host, KEY_WIDTH)} {_share(job, 'data'):.0f}%" for job in nodes])
         comm = listed([f"{safe_text(job.host, KEY_WIDTH)} {_share(job, 'communication') or 0.0:.0f}%" for job in nodes])
         advice.append(Advice(
             id=f"fleet_input_bound:{speed.key}", severity=Severity.WARN, scope=speed.key,
-            title=f"{key} is input-bound: {host} waits {share:.0f}% of each step for data: up to "
-                  f"{100.0 / (100.0 - share):.1f}x steps/s without it",
+            title=f"{key} is input-bound: {host} waits {share:.0f}% of each step for data: {gain_text(share)}",
             evidence=f"step time measured by gpusight.torch: data wait {waits}; communication {comm}; the job runs "
                      f"{steps_text(speed.steps_per_second)}, {job_utilization(speed)} across "
                      f"{len(speed.reporting_hosts)} nodes",
