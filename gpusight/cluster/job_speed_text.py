@@ -17,6 +17,9 @@ from gpusight.units import NA
 KEY_WIDTH = 40
 """Longest job key shown."""
 
+PETA_FROM = 1e16
+"""Peaks from this many FLOP/s up are written in PFLOP/s (``12 of 32 PFLOP/s``), smaller ones in TFLOP/s."""
+
 PART_LABELS = {part: label for part, (_field, label) in zip(BREAKDOWN_PARTS, BREAKDOWN_FIELDS, strict=True)}
 """Step-time part (the ``part`` label) -> the label the breakdown is shown under (``data`` -> ``data wait``)."""
 
@@ -38,13 +41,15 @@ def labelled(parts: tuple[tuple[str, float], ...] | None) -> tuple[tuple[str, fl
 
 
 def cluster_speed_line(speed: ClusterJobSpeed) -> str:
-    """``slurm:77  3 nodes (2 reporting)  540 of 1.4k TFLOP/s  1.6 steps/s, 236k tokens/s, 39% MFU; step: ...``."""
+    """``slurm:77  3 nodes (2 reporting)  540 of 1.4k TFLOP/s  1.6 steps/s, 236k tokens/s, 39% MFU; step: ...``
+    (FLOP/s achieved of the peak, summed over the nodes reporting both)."""
     nodes = counted(len(speed.hosts), "node")
     if len(speed.reporting_hosts) < len(speed.hosts):
         nodes += f" ({len(speed.reporting_hosts)} reporting)"
     flops = ""
     if speed.flops_per_second is not None and speed.peak_flops_per_second is not None:
-        flops = f"  {fmt_count(speed.flops_per_second / 1e12)} of {fmt_count(speed.peak_flops_per_second / 1e12)} TFLOP/s"
+        scale, unit = (1e15, "PFLOP/s") if speed.peak_flops_per_second >= PETA_FROM else (1e12, "TFLOP/s")
+        flops = f"  {fmt_count(speed.flops_per_second / scale)} of {fmt_count(speed.peak_flops_per_second / scale)} {unit}"
     line = speed_line(speed.steps_per_second, speed.tokens_per_second, speed.samples_per_second,
                       job_utilization(speed), labelled(speed.step_time_percent))
     return f"{safe_text(speed.key, KEY_WIDTH)}  {nodes}{flops}  {line}"
