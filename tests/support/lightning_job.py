@@ -1,0 +1,94 @@
+"""A tiny real PyTorch Lightning run (an MLP, CPU) with ``GpusightCallback``, for the tests.
+
+``python lightning_job.py FOLDER [--no-callback]`` trains until FOLDER/stop exists, writes FOLDER/done, and sleeps
+until killed (so a test can see the status record go while the process lives). A validation every 15 batches reads
+a slow dataset: time the loop spends away from its steps, which must not count as waiting for data. The sizes are
+:data:`BATCH`, :data:`INPUTS`, :data:`HIDDEN` and :data:`OUTPUTS` (two bias-carrying linear layers).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import lightning as L
+import torch
+
+BATCH = 64
+"""Samples per batch."""
+INPUTS, HIDDEN, OUTPUTS = 512, 2048, 16
+"""The MLP's widths."""
+VALIDATION_SLEEP = 0.04
+"""Seconds each validation sample takes to load."""
+
+
+class Regression(L.LightningModule):
+    """Linear, ReLU, linear; mean squared error; SGD."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.net = torch.nn.Sequential(torch.nn.Linear(INPUTS, HIDDEN), torch.nn.ReLU(), torch.nn.Linear(HIDDEN, OUTPUTS))
+
+    def forward(self, features: torch.Tensor) -> torch.Tensor:
+        return self.net(features)
+
+    def training_step(self, batch, batch_idx):  # type: ignore[no-untyped-def]
+        features, targets = batch
+        return torch.nn.functional.mse_loss(self(features), targets)
+
+    def validation_step(self, batch, batch_idx):  # type: ignore[no-untyped-def]
+        features, targets = batch
+        self.log("val_loss", torch.nn.functional.mse_loss(self(features), targets))
+
+    def configure_optimizers(self) -> torch.optim.Optimizer:
+        return torch.optim.SGD(self.parameters(), lr=0.01)
+
+
+class Pairs(torch.utils.data.Dataset):  # type: ignore[type-arg]
+    """``size`` (features, targets) pairs cycling through 1024 random ones, each ``delay`` seconds to load."""
+
+    def __init__(self, size: int, delay: float = 0.0) -> None:
+        self.size, self.delay = size, delay
+        self.features, self.targets = torch.randn(1024, INPUTS), torch.randn(1024, OUTPUTS)
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __getitem__(self, index: int) -> tuple[torch.Tensor, torch.Tensor]:
+        if self.delay:
+            time.sleep(self.delay)
+        return self.features[index % 1024], self.targets[index % 1024]
+
+
+class StopOnFile(L.Callback):
+    """Ends training once FOLDER/stop exists."""
+
+    def __init__(self, folder: Path) -> None:
+        self.stop = folder / "stop"
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):  # type: ignore[no-untyped-def]
+        if self.stop.exists():
+            trainer.should_stop = True
+
+
+def main() -> None:
+    folder = Path(sys.argv[1])
+    callbacks: list[L.Callback] = [StopOnFile(folder)]
+    if "--no-callback" not in sys.argv:
+        from gpusight.torch.lightning import GpusightCallback
+
+        callbacks.append(GpusightCallback(peak_tflops=1.0, window_seconds=3.0, publish_interval=0.1, profile_every=50))
+    torch.manual_seed(0)
+    train = torch.utils.data.DataLoader(Pairs(10_000_000), batch_size=BATCH)
+    validation = torch.utils.data.DataLoader(Pairs(4, VALIDATION_SLEEP), batch_size=4)
+    trainer = L.Trainer(accelerator="cpu", devices=1, max_epochs=1, val_check_interval=15, num_sanity_val_steps=0,
+                        callbacks=callbacks, logger=False, enable_checkpointing=False, enable_progress_bar=False,
+                        enable_model_summary=False)
+    trainer.fit(Regression(), train, validation)
+    (folder / "done").write_text("done")
+    time.sleep(120)
+
+
+if __name__ == "__main__":
+    main()

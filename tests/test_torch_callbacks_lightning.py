@@ -1,0 +1,51 @@
+"""End to end: a tiny MLP trained by a real PyTorch Lightning ``Trainer`` with ``GpusightCallback`` (CPU torch),
+beside a real ``gpusight --json`` on the fake NVML.
+
+The job (tests/support/lightning_job.py) trains on batches of 64 in-memory samples and validates a slow dataset
+every 15 batches; the callback is its one line of gpusight.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from support import lightning_job
+from support.framework_jobs import framework_job, measured_record, process_row
+from support.procs import wait_until
+
+pytest.importorskip("lightning")
+
+
+def analytic_flops_per_step() -> float:
+    """FLOPs of one step of the job's MLP (linear, ReLU, linear), from its sizes.
+
+    A linear layer costs 2 FLOPs per weight and sample forward, as many for its weight gradient, and as many again
+    for its input gradient, which only the second layer needs (the features need no gradient). Biases, the ReLU,
+    the loss and SGD's update are no matrix multiplications and count no FLOPs.
+    """
+    first = lightning_job.INPUTS * lightning_job.HIDDEN
+    second = lightning_job.HIDDEN * lightning_job.OUTPUTS
+    return 2 * lightning_job.BATCH * (2 * first + 3 * second)
+
+
+def test_a_lightning_fit_with_the_callback_shows_its_speed_and_flops_in_gpusight(tmp_path, fake_nvml_lib):
+    with framework_job("lightning_job.py", tmp_path) as job:
+        # About a third of the job's time goes to validating a slow dataset between steps; its training data is in
+        # memory, so the loop itself waits little: validation must not count as waiting for data.
+        record = measured_record(job, dropped=60)  # several validations in the window's past
+        assert record["input_wait_fraction"] < 0.25, record
+        row = process_row(job, tmp_path, fake_nvml_lib)
+        steps = row["steps_per_second"]
+        assert steps > 0
+        assert row["samples_per_second"] == pytest.approx(steps * lightning_job.BATCH, rel=0.02)
+        assert row["batch_size_source"] == "batch"
+        assert row["tokens_per_second"] is None  # float features: no token ids
+        assert row["flops_source"] == "counted"
+        assert row["flops_per_step"] == pytest.approx(analytic_flops_per_step(), rel=0.02)
+        assert (row["peak_tflops"], row["peak_source"]) == (1.0, "given")
+        achieved_percent = row["flops_per_step"] * steps / 1e12 / row["peak_tflops"] * 100
+        assert row["flops_utilization_percent"] == pytest.approx(achieved_percent, rel=0.05)
+        assert row["loader_batch_size"] == lightning_job.BATCH  # the training loader's settings
+        assert row["step_data_percent"] is not None and row["breakdown_source"] == "host"
+        job.stop_training()
+        wait_until(lambda: not job.record_path.exists(), "the record to go when training ends", timeout=10)
