@@ -88,6 +88,14 @@ def measured_record(job: Job, dropped: int = 5) -> dict:
     return wait_until(ready, "the job's measured status record", timeout=120)
 
 
+def wall_clock_step_rate(job: Job, after: dict, seconds: float = 3.0) -> tuple[float, dict]:
+    """Steps per second of wall-clock time (evaluation included) from record ``after`` to an active one at least
+    ``seconds`` later, and that later record."""
+    later = wait_until(lambda: (r := job.record()) and r["active"] and r["updated_at"] >= after["updated_at"] + seconds
+                       and r, "a later record", timeout=120)
+    return (later["total_steps"] - after["total_steps"]) / (later["updated_at"] - after["updated_at"]), later
+
+
 def process_row(job: Job, tmp_path: Path, fake_nvml_lib: Path, tries: int = 8) -> dict:
     """The job's process row from ``gpusight --json`` once it carries measured figures.
 

@@ -23,7 +23,7 @@ ACCUMULATE = 2
 """Micro-batches per optimizer step (gradient_accumulation_steps)."""
 SEQUENCE = 32
 """Tokens per sample."""
-EVAL_SLEEP = 0.03
+EVAL_SLEEP = 0.05
 """Seconds each evaluation sample takes to load."""
 
 
