@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import pytest
 
-from support import hf_job
 from support.framework_jobs import framework_job, measured_record, process_row, wall_clock_step_rate
 from support.procs import wait_until
 
 pytest.importorskip("transformers")
 pytest.importorskip("accelerate")
+
+from support import hf_job  # noqa: E402  (imports the framework: after the skip)
 
 SAMPLES_PER_STEP = hf_job.BATCH * hf_job.ACCUMULATE
 

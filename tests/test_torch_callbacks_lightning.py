@@ -2,18 +2,20 @@
 beside a real ``gpusight --json`` on the fake NVML.
 
 The job (tests/support/lightning_job.py) trains on batches of 64 in-memory samples and validates a slow dataset
-every 15 batches; the callback is its one line of gpusight.
+every 15 batches; the callback is its one line of gpusight. Lightning ships as two packages (``lightning`` and
+``pytorch_lightning``), each taking only its own callbacks: each is tried.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from support import lightning_job
 from support.framework_jobs import framework_job, measured_record, process_row
 from support.procs import wait_until
 
 pytest.importorskip("lightning")
+
+from support import lightning_job  # noqa: E402  (imports the framework: after the skip)
 
 
 def analytic_flops_per_step() -> float:
@@ -28,8 +30,11 @@ def analytic_flops_per_step() -> float:
     return 2 * lightning_job.BATCH * (2 * first + 3 * second)
 
 
-def test_a_lightning_fit_with_the_callback_shows_its_speed_and_flops_in_gpusight(tmp_path, fake_nvml_lib):
-    with framework_job("lightning_job.py", tmp_path) as job:
+@pytest.mark.parametrize("package", ["lightning", "pytorch_lightning"])
+def test_a_lightning_fit_with_the_callback_shows_its_speed_and_flops_in_gpusight(package, tmp_path, fake_nvml_lib):
+    pytest.importorskip(package)
+    args = ["--pytorch-lightning"] if package == "pytorch_lightning" else []
+    with framework_job("lightning_job.py", tmp_path, *args) as job:
         # About a third of the job's time goes to validating a slow dataset between steps; its training data is in
         # memory, so the loop itself waits little: validation must not count as waiting for data.
         record = measured_record(job, dropped=60)  # several validations in the window's past

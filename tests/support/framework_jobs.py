@@ -80,6 +80,7 @@ def measured_record(job: Job, dropped: int = 5) -> dict:
     (The window then covers steady training only: the job's first steps, lazy set-up and the FLOP count, are gone.)
     """
     def ready() -> dict | None:
+        assert job.process.poll() is None, f"the job exited with {job.process.returncode}"
         record = job.record()
         ok = record and record["active"] and record["speed"].get("flops_per_step") \
             and record["total_steps"] - record["steps"] >= dropped

@@ -1,6 +1,6 @@
 """A tiny real Hugging Face Trainer run (GPT-2 from a config, CPU) with ``GpusightTrainerCallback``, for the tests.
 
-``python hf_job.py FOLDER [--no-callback]`` trains until FOLDER/stop exists, writes FOLDER/done, and sleeps until
+``python hf_job.py FOLDER`` trains until FOLDER/stop exists, writes FOLDER/done, and sleeps until
 killed (so a test can see the status record go while the process lives). An evaluation every 8 steps reads a slow
 dataset: time the loop spends away from its steps, which must not count as waiting for data. Model sizes are in
 :data:`CONFIG`, the batch in :data:`BATCH`, :data:`ACCUMULATE` and :data:`SEQUENCE`.
@@ -15,6 +15,8 @@ from pathlib import Path
 import torch
 from transformers import GPT2Config, GPT2LMHeadModel, Trainer, TrainerCallback, TrainingArguments
 
+from gpusight.torch.huggingface import GpusightTrainerCallback
+
 CONFIG = {"n_layer": 2, "n_embd": 64, "n_head": 2, "vocab_size": 256, "n_positions": 64}
 """The GPT-2's size: 2 layers, width 64, a 256-token vocabulary."""
 BATCH = 4
@@ -27,7 +29,7 @@ EVAL_SLEEP = 0.05
 """Seconds each evaluation sample takes to load."""
 
 
-class Tokens(torch.utils.data.Dataset):  # type: ignore[type-arg]
+class Tokens(torch.utils.data.Dataset):
     """Random token sequences as a language-model dataset (labels = inputs), each ``delay`` seconds to load."""
 
     def __init__(self, size: int, delay: float = 0.0) -> None:
@@ -49,19 +51,15 @@ class StopOnFile(TrainerCallback):
     def __init__(self, folder: Path) -> None:
         self.stop = folder / "stop"
 
-    def on_step_end(self, args, state, control, **kwargs):  # type: ignore[no-untyped-def]
+    def on_step_end(self, args, state, control, **kwargs):
         if self.stop.exists():
             control.should_training_stop = True
 
 
 def main() -> None:
     folder = Path(sys.argv[1])
-    callbacks: list[TrainerCallback] = [StopOnFile(folder)]
-    if "--no-callback" not in sys.argv:
-        from gpusight.torch.huggingface import GpusightTrainerCallback
-
-        callbacks.append(GpusightTrainerCallback(peak_tflops=1.0, window_seconds=3.0, publish_interval=0.1,
-                                                 profile_every=50))
+    callbacks = [StopOnFile(folder), GpusightTrainerCallback(peak_tflops=1.0, window_seconds=3.0, publish_interval=0.1,
+                                                             profile_every=50)]
     torch.manual_seed(0)
     model = GPT2LMHeadModel(GPT2Config(**CONFIG))
     args = TrainingArguments(

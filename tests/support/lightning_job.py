@@ -1,6 +1,7 @@
 """A tiny real PyTorch Lightning run (an MLP, CPU) with ``GpusightCallback``, for the tests.
 
-``python lightning_job.py FOLDER [--no-callback]`` trains until FOLDER/stop exists, writes FOLDER/done, and sleeps
+``python lightning_job.py FOLDER [--pytorch-lightning]`` trains (with the ``pytorch_lightning`` package instead of
+``lightning`` when asked) until FOLDER/stop exists, writes FOLDER/done, and sleeps
 until killed (so a test can see the status record go while the process lives). A validation every 15 batches reads
 a slow dataset: time the loop spends away from its steps, which must not count as waiting for data. The sizes are
 :data:`BATCH`, :data:`INPUTS`, :data:`HIDDEN` and :data:`OUTPUTS` (two bias-carrying linear layers).
@@ -8,12 +9,16 @@ a slow dataset: time the loop spends away from its steps, which must not count a
 
 from __future__ import annotations
 
+import importlib
 import sys
 import time
 from pathlib import Path
 
-import lightning as L
 import torch
+
+PACKAGE = "pytorch_lightning" if "--pytorch-lightning" in sys.argv else "lightning"
+"""Which of the two packages Lightning ships as trains the model."""
+L = importlib.import_module(PACKAGE)
 
 BATCH = 64
 """Samples per batch."""
@@ -33,11 +38,11 @@ class Regression(L.LightningModule):
     def forward(self, features: torch.Tensor) -> torch.Tensor:
         return self.net(features)
 
-    def training_step(self, batch, batch_idx):  # type: ignore[no-untyped-def]
+    def training_step(self, batch, batch_idx):
         features, targets = batch
         return torch.nn.functional.mse_loss(self(features), targets)
 
-    def validation_step(self, batch, batch_idx):  # type: ignore[no-untyped-def]
+    def validation_step(self, batch, batch_idx):
         features, targets = batch
         self.log("val_loss", torch.nn.functional.mse_loss(self(features), targets))
 
@@ -45,7 +50,7 @@ class Regression(L.LightningModule):
         return torch.optim.SGD(self.parameters(), lr=0.01)
 
 
-class Pairs(torch.utils.data.Dataset):  # type: ignore[type-arg]
+class Pairs(torch.utils.data.Dataset):
     """``size`` (features, targets) pairs cycling through 1024 random ones, each ``delay`` seconds to load."""
 
     def __init__(self, size: int, delay: float = 0.0) -> None:
@@ -67,18 +72,16 @@ class StopOnFile(L.Callback):
     def __init__(self, folder: Path) -> None:
         self.stop = folder / "stop"
 
-    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):  # type: ignore[no-untyped-def]
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
         if self.stop.exists():
             trainer.should_stop = True
 
 
 def main() -> None:
     folder = Path(sys.argv[1])
-    callbacks: list[L.Callback] = [StopOnFile(folder)]
-    if "--no-callback" not in sys.argv:
-        from gpusight.torch.lightning import GpusightCallback
-
-        callbacks.append(GpusightCallback(peak_tflops=1.0, window_seconds=3.0, publish_interval=0.1, profile_every=50))
+    gpusight = importlib.import_module(f"gpusight.torch.{PACKAGE}")
+    callbacks = [StopOnFile(folder), gpusight.GpusightCallback(peak_tflops=1.0, window_seconds=3.0, publish_interval=0.1,
+                                                               profile_every=50)]
     torch.manual_seed(0)
     train = torch.utils.data.DataLoader(Pairs(10_000_000), batch_size=BATCH)
     validation = torch.utils.data.DataLoader(Pairs(4, VALIDATION_SLEEP), batch_size=4)
