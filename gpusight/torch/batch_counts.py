@@ -3,15 +3,16 @@
 On the first batch :class:`BatchCounter` finds *where* to look: the batch's first tensor (its leading dimension
 is the samples) and, where there is one, the tensor of token ids (an integer tensor of two or more dimensions,
 preferably under a key named ``input_ids``; its number of elements is the tokens, padding included). Later
-batches only follow those two paths and read a ``.shape``; a batch laid out differently is searched again.
+batches only follow those two paths (getters composed once) and read a ``.shape``; a batch laid out differently
+is searched again, and batches of a type found to hold no tensor are not searched again.
 Batches may be tensors, tuples and lists, dicts (a Hugging Face ``BatchEncoding`` is one) and objects with
 attributes (dataclasses), nested a few levels deep.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from operator import attrgetter, itemgetter
 from typing import Any
 
 import torch
@@ -54,49 +55,58 @@ def _is_tokens(tensor: torch.Tensor) -> bool:
         and tensor.dtype != torch.bool
 
 
-def follow(batch: Any, path: Path) -> torch.Tensor | None:
-    """The tensor at ``path`` in ``batch``, or None when the batch is laid out differently."""
-    value = batch
-    try:
-        for is_item, key in path:
-            value = value[key] if is_item else getattr(value, key)
-    except (KeyError, IndexError, TypeError, AttributeError):
-        return None
-    return value if isinstance(value, torch.Tensor) else None
+def getter(path: Path) -> Callable[[Any], Any]:
+    """A function that follows ``path`` from a batch (item and attribute getters, composed once)."""
+    steps = [itemgetter(key) if is_item else attrgetter(key) for is_item, key in path]
+    if len(steps) == 1:
+        return steps[0]
+
+    def follow(value: Any) -> Any:
+        for step in steps:
+            value = step(value)
+        return value
+
+    return follow
 
 
 class BatchCounter:
     """Counts the samples and tokens of each batch from the shapes of two tensors found on the first batch."""
 
     def __init__(self) -> None:
-        self._samples_path: Path | None = None
-        self._tokens_path: Path | None = None
-        self._searched = False
+        self._samples_of: Callable[[Any], Any] | None = None
+        self._tokens_of: Callable[[Any], Any] | None = None
+        self._barren: type | None = None
 
     def counts(self, batch: Any) -> tuple[int | None, int | None]:
         """(samples, tokens) of ``batch``; None for what it does not hold."""
-        first = None if self._samples_path is None else follow(batch, self._samples_path)
-        if first is None or first.dim() == 0:
-            if not self._search(batch):
-                return None, None
-            first = follow(batch, self._samples_path) if self._samples_path is not None else None
-            if first is None or first.dim() == 0:
-                return None, None
-        tokens = None
-        if self._tokens_path is not None:
-            ids = follow(batch, self._tokens_path)
-            tokens = math.prod(ids.shape) if ids is not None and ids.dim() >= 2 else None
-        return first.shape[0], tokens
+        if self._samples_of is not None:
+            found = self._read(batch)
+            if found is not None:
+                return found
+        if type(batch) is self._barren or not self._search(batch):
+            return None, None
+        return self._read(batch) or (None, None)
+
+    def _read(self, batch: Any) -> tuple[int, int | None] | None:
+        """(samples, tokens) read where the last search found them; None when ``batch`` is laid out differently."""
+        try:
+            samples = self._samples_of(batch).shape[0]  # type: ignore[misc]  # _read runs only once it is set
+            tokens = None if self._tokens_of is None else self._tokens_of(batch).numel()
+        except (LookupError, TypeError, AttributeError):
+            return None
+        return samples, tokens
 
     def _search(self, batch: Any) -> bool:
-        """Find the paths in ``batch``; False when it holds no tensor with a leading dimension."""
-        found = list(_tensors(batch))
-        shaped = [(path, tensor) for path, tensor in found if tensor.dim() >= 1]
+        """Find the tensors in ``batch``; False (and no search again for batches of its type) when it holds none with a
+        leading dimension."""
+        shaped = [(path, tensor) for path, tensor in _tensors(batch) if tensor.dim() >= 1]
         if not shaped:
-            self._samples_path = self._tokens_path = None
+            self._samples_of = self._tokens_of = None
+            self._barren = type(batch)
             return False
-        self._samples_path = shaped[0][0]
-        tokens = [(path, tensor) for path, tensor in shaped if _is_tokens(tensor)]
-        named = [path for path, _ in tokens if path and path[-1][1] == TOKEN_KEY]
-        self._tokens_path = named[0] if named else tokens[0][0] if tokens else None
+        self._barren = None
+        self._samples_of = getter(shaped[0][0])
+        tokens = [path for path, tensor in shaped if _is_tokens(tensor)]
+        named = [path for path in tokens if path and path[-1][1] == TOKEN_KEY]
+        self._tokens_of = getter(named[0]) if named else getter(tokens[0]) if tokens else None
         return True

@@ -2,12 +2,13 @@
 
 The parts follow the PyTorch profiler TensorBoard plugin's step-time categories, merged: *data* (the plugin's
 DataLoader: here the wait the meter measures on every step, not only the profiled ones), *compute* (Kernel, plus
-Memset and CPU operators on a host without CUDA), *communication* (Communication: NCCL kernels, or c10d/gloo
-collectives on the host), *copy* (Memcpy) and *idle* (the rest: the plugin's CPU Exec, Runtime, Other and Idle,
-i.e. time the GPU, or the host's operators, did nothing).
+Memset and the other directions of Memcpy; CPU operators on a host without CUDA), *communication* (Communication:
+NCCL kernels, or c10d/gloo collectives on the host), *copy* (the host-to-device part of Memcpy) and *idle* (the
+rest: the plugin's CPU Exec, Runtime, Other and Idle, i.e. time the GPU, or the host's operators, did nothing).
 
-With CUDA in use the profiled activities are the GPU's (``source: device``): compute is every non-NCCL kernel,
-communication the NCCL kernels not overlapped by compute, copy the memory copies overlapped by neither. Without
+With CUDA in use the profiled activities are the GPU's (``source: device``): compute is every non-NCCL kernel
+(and memset, and device-to-host or device-to-device copy), communication the NCCL kernels not overlapped by compute,
+copy the host-to-device copies overlapped by neither. Without
 CUDA it is what the host sees (``source: host``): compute is the top-level CPU operators, communication the
 collectives, copy none. :func:`step_shares` does the arithmetic over plain (kind, start, end) intervals.
 """
@@ -78,10 +79,11 @@ def _credit(shares: dict[str, float], active: list[int], seconds: float) -> None
 
 
 def device_part(name: str) -> str:
-    """The part of a GPU activity, from its name (NCCL kernels, memory copies, other kernels and memsets)."""
+    """The part of a GPU activity, from its name: NCCL kernels, host-to-device copies, and the rest (kernels,
+    memsets, other copies)."""
     if "nccl" in name.lower():
         return COMMUNICATION
-    if name.startswith("Memcpy"):
+    if name.startswith("Memcpy HtoD"):
         return COPY
     return COMPUTE
 
@@ -93,15 +95,18 @@ def host_part(name: str) -> str:
 
 
 def profile_intervals(events: Iterable[Any], device: bool) -> list[Interval]:
-    """The (part, start, end) intervals in microseconds of a profile's events: the GPU's with ``device``, else the
-    host's top-level operators (on every thread)."""
+    """The (part, start, end) intervals in nanoseconds of a profile's raw events (``kineto_results.events()``): the
+    GPU's with ``device``, else the host's operators on every thread (nested ones count once in
+    :func:`step_shares`). User annotations (``record_function`` ranges, which span Python as well) are left out,
+    except collectives' (gloo records its work as ``gloo:all_reduce`` and alike)."""
     intervals: list[Interval] = []
     for event in events:
-        on_gpu = event.device_type != DeviceType.CPU
-        if device and on_gpu:
-            intervals.append((device_part(event.name), event.time_range.start, event.time_range.end))
-        elif not device and not on_gpu and event.cpu_parent is None:
-            intervals.append((host_part(event.name), event.time_range.start, event.time_range.end))
+        on_gpu = event.device_type() != DeviceType.CPU
+        if on_gpu == device:
+            name = event.name()
+            part = device_part(name) if device else host_part(name)
+            if part == COMMUNICATION or not event.is_user_annotation():
+                intervals.append((part, event.start_ns(), event.end_ns()))
     return intervals
 
 
@@ -134,7 +139,7 @@ class BreakdownSampler:
         except Exception:  # noqa: BLE001 - profiling is best effort (another profiler may be running)
             return
         self._profiler = profiler
-        self._began = time.perf_counter()
+        self._began = time.perf_counter_ns()
 
     def stop(self) -> None:
         """Stop profiling and keep the profiled step's shares."""
@@ -143,13 +148,15 @@ class BreakdownSampler:
             return
         if self._device:
             torch.cuda.synchronize()  # the step's kernels belong to the step (a sampled step only)
-        span_us = (time.perf_counter() - self._began) * 1e6
+        span = time.perf_counter_ns() - self._began
         try:
             profiler.__exit__(None, None, None)
-            intervals = profile_intervals(profiler.events(), self._device)
+            results = profiler.profiler.kineto_results  # raw events: building FunctionEvents costs 100x more
+            start = results.trace_start_ns()
+            intervals = profile_intervals(results.events(), self._device)
         except Exception:  # noqa: BLE001 - profiling is best effort
             return
-        self._samples.append(step_shares(intervals, 0.0, span_us))
+        self._samples.append(step_shares(intervals, start, start + span))
         self._source = BreakdownSource.DEVICE if self._device else BreakdownSource.HOST
 
     def abandon(self) -> None:

@@ -105,6 +105,7 @@ class LoopMeter:
             self._hook = model.register_forward_pre_hook(self._on_forward)
         self._reset(time.perf_counter())
         self._steps_made = 0
+        self._next_instrumented = self._following(0)
 
     @property
     def status_path(self) -> Path | None:
@@ -118,7 +119,6 @@ class LoopMeter:
         self._arrived: float | None = None
         self._wait = self._excluded = 0.0
         self._steps = self._samples = self._sample_steps = self._tokens = self._token_steps = self._skipped = 0
-        self._step_wait = 0.0
         self._instrument: Any = None
 
     def begin(self) -> None:
@@ -141,25 +141,20 @@ class LoopMeter:
         now = time.perf_counter()
         if self._instrument is not None:  # the previous step never asked for a batch
             now = self._finish_instrument()
-        wait = 0.0 if self._requested is None else now - self._requested
+        requested = self._requested
+        wait = 0.0 if requested is None else now - requested
         self._requested = None
         self._last = self._arrived = now
         step = self._steps_made
-        self._steps_made += 1
-        if self._should_instrument(step):
-            self._excluded += wait
-            self._skipped += 1
-            self._step_wait = wait
-            self._instrument = self._flops if self._flops.wants_count() else self._breakdown
-            self._instrument.start()
-            if now >= self._due:
-                self._close_bucket(now)
+        self._steps_made = step + 1
+        if step == self._next_instrumented:
+            self._start_instrument(now, wait)
             return
         self._wait += wait
         self._steps += 1
         if self._batch_size is not None:
             samples = self._batch_size
-        elif batch is not None and samples is None:
+        elif samples is None and batch is not None:
             samples, found_tokens = self._counter.counts(batch)
             tokens = found_tokens if tokens is None else tokens
         if samples is not None:
@@ -179,8 +174,7 @@ class LoopMeter:
         """
         now = time.perf_counter()
         if self._instrument is not None:
-            self._instrument.abandon()
-            self._instrument = None
+            self._abandon_instrument()
         if self._requested is not None:
             self._wait += now - self._requested
             self._last = now
@@ -202,8 +196,7 @@ class LoopMeter:
         """Remove the status record and the model hook, and stop the logging set up for ``log_to``; a later
         :meth:`begin` publishes a new record."""
         if self._instrument is not None:
-            self._instrument.abandon()
-            self._instrument = None
+            self._abandon_instrument()
         if self._log_to is not None and self.metrics is not None:
             self.metrics.close()
             self.metrics = None
@@ -213,12 +206,26 @@ class LoopMeter:
         if self._publisher is not None:
             self._publisher.remove()
 
-    def _should_instrument(self, step: int) -> bool:
-        """Whether step number ``step`` runs under the FLOP counter or the profiler."""
-        if step >= COUNT_STEP and self._flops.wants_count():
-            return True
+    def _following(self, step: int) -> int:
+        """The first step from ``step`` on that runs under the FLOP counter or the profiler (-1: none)."""
+        if self._flops.wants_count():
+            return max(step, COUNT_STEP)
         every = self._profile_every
-        return every is not None and step >= FIRST_PROFILED_STEP and (step - FIRST_PROFILED_STEP) % every == 0
+        if every is None:
+            return -1
+        if step <= FIRST_PROFILED_STEP:
+            return FIRST_PROFILED_STEP
+        return FIRST_PROFILED_STEP + -(-(step - FIRST_PROFILED_STEP) // every) * every
+
+    def _start_instrument(self, now: float, wait: float) -> None:
+        """Run the step that starts at ``now`` under the FLOP counter or the profiler; it is left out of the window."""
+        self._excluded += wait
+        self._skipped += 1
+        self._next_instrumented = -1  # known again when this one ends
+        self._instrument = self._flops if self._flops.wants_count() else self._breakdown
+        self._instrument.start()
+        if now >= self._due:
+            self._close_bucket(now)
 
     def _finish_instrument(self) -> float:
         """Stop the running instrument; its step (wait, body and the instrument's own cost) leaves the window.
@@ -227,10 +234,17 @@ class LoopMeter:
         """
         instrument, self._instrument = self._instrument, None
         instrument.stop()
+        self._next_instrumented = self._following(self._steps_made)
         resumed = time.perf_counter()
         self._excluded += resumed - (self._arrived or resumed)
         self._last = resumed
         return resumed
+
+    def _abandon_instrument(self) -> None:
+        """Stop the running instrument without keeping its result (the step did not end normally)."""
+        self._instrument.abandon()
+        self._instrument = None
+        self._next_instrumented = self._following(self._steps_made)
 
     def _on_forward(self, module: Any, args: Any) -> None:
         """Forward pre-hook: note autocast and the math mode, once per bucket."""
