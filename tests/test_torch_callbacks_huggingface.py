@@ -8,6 +8,7 @@ evaluates a slow dataset (about half its time) every 8 steps; the callback is it
 from __future__ import annotations
 
 import pytest
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from support.framework_jobs import framework_job, measured_record, process_row, wall_clock_step_rate
 from support.procs import wait_until
@@ -59,3 +60,10 @@ def test_a_trainer_with_the_callback_shows_its_speed_and_flops_in_gpusight(tmp_p
         assert row["step_data_percent"] is not None and row["breakdown_source"] == "host"
         job.stop_training()
         wait_until(lambda: not job.record_path.exists(), "the record to go when training ends", timeout=10)
+    # log_to=: the same figures in the run's tracker, against the optimizer step.
+    accumulator = EventAccumulator(str(job.folder / "tensorboard"), size_guidance={"scalars": 0})
+    accumulator.Reload()
+    tags = set(accumulator.Tags()["scalars"])
+    assert {"gpusight/samples_per_second", "gpusight/tokens_per_second", "gpusight/hfu_percent"} <= tags
+    steps = [event.step for event in accumulator.Scalars("gpusight/samples_per_second")]
+    assert steps == sorted(steps) and steps[-1] < int((job.folder / "steps").read_text())

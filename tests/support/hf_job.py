@@ -1,7 +1,8 @@
 """A tiny real Hugging Face Trainer run (GPT-2 from a config, CPU) with ``GpusightTrainerCallback``, for the tests.
 
 ``python hf_job.py FOLDER`` trains until FOLDER/stop exists, writes FOLDER/done, and sleeps until
-killed (so a test can see the status record go while the process lives). An evaluation every 8 steps reads a slow
+killed (so a test can see the status record go while the process lives); gpusight logs into a SummaryWriter in
+FOLDER/tensorboard, and FOLDER/steps gets the number of optimizer steps made. An evaluation every 8 steps reads a slow
 dataset: time the loop spends away from its steps, which must not count as waiting for data. Model sizes are in
 :data:`CONFIG`, the batch in :data:`BATCH`, :data:`ACCUMULATE` and :data:`SEQUENCE`.
 """
@@ -13,6 +14,7 @@ import time
 from pathlib import Path
 
 import torch
+from torch.utils.tensorboard import SummaryWriter
 from transformers import GPT2Config, GPT2LMHeadModel, Trainer, TrainerCallback, TrainingArguments
 
 from gpusight.torch.huggingface import GpusightTrainerCallback
@@ -58,8 +60,9 @@ class StopOnFile(TrainerCallback):
 
 def main() -> None:
     folder = Path(sys.argv[1])
+    writer = SummaryWriter(str(folder / "tensorboard"))
     callbacks = [StopOnFile(folder), GpusightTrainerCallback(peak_tflops=1.0, window_seconds=3.0, publish_interval=0.1,
-                                                             profile_every=50)]
+                                                             profile_every=50, log_to=writer)]
     torch.manual_seed(0)
     model = GPT2LMHeadModel(GPT2Config(**CONFIG))
     args = TrainingArguments(
@@ -70,6 +73,8 @@ def main() -> None:
     trainer = Trainer(model=model, args=args, train_dataset=Tokens(100_000), eval_dataset=Tokens(8, EVAL_SLEEP),
                       callbacks=callbacks)
     trainer.train()
+    writer.close()
+    (folder / "steps").write_text(str(trainer.state.global_step))
     (folder / "done").write_text("done")
     time.sleep(120)
 
