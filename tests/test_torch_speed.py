@@ -292,3 +292,37 @@ def test_a_gloo_all_reduce_job_shows_communication_measured_on_the_host(tmp_path
     assert sum(first.breakdown.values()) == pytest.approx(1.0, abs=1e-9)
     assert first.breakdown["communication"] > 0.5  # rank 0 spends most of each step waiting in the all_reduce
     assert first.breakdown["communication"] > first.breakdown["compute"]
+
+
+def test_a_loop_meter_driven_by_step_callbacks_counts_samples_tokens_and_flops():
+    model = mlp()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    meter = gt.LoopMeter(model=model, publish=False, publish_interval=0.001, peak_tflops=1.0, profile_every=None)
+    meter.begin()
+    for features, labels in batches(8):
+        meter.batch_arrived(samples=BATCH, tokens=BATCH * 5)  # as a framework's on_step_begin: no batch at hand
+        loss = torch.nn.functional.cross_entropy(model(features), labels)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        meter.batch_requested()  # on_step_end
+    meter.end()
+    stats = meter.stats()
+    meter.close()
+    assert stats.total_steps == 8
+    assert stats.samples_per_second / stats.steps_per_second == pytest.approx(BATCH)
+    assert stats.tokens_per_second / stats.steps_per_second == pytest.approx(BATCH * 5)
+    assert stats.flops_per_step == pytest.approx(analytic_mlp_flops(BATCH), rel=0.02)
+
+
+def test_breaking_out_during_the_counted_step_leaves_no_counter_behind_and_the_next_pass_counts():
+    model = mlp()
+    watched = gt.watch(batches(6), model=model, publish=False, publish_interval=0.001, profile_every=None)
+    for index, (features, _) in enumerate(watched):
+        model(features).sum().backward()
+        if index == 1:  # the step under the FLOP counter
+            break
+    assert _get_current_dispatch_mode() is None
+    assert watched.stats().flops_per_step is None
+    train(watched, model)
+    assert watched.stats().flops_per_step is not None

@@ -103,7 +103,9 @@ class LoopMeter:
         ``"mlflow"``, set up at each :meth:`begin` and closed at each :meth:`end`), or None."""
         if model is not None:
             self._hook = model.register_forward_pre_hook(self._on_forward)
+        self._instrument: Any = None
         self._reset(time.perf_counter())
+        self._due = self._start
         self._steps_made = 0
         self._next_instrumented = self._following(0)
 
@@ -119,12 +121,13 @@ class LoopMeter:
         self._arrived: float | None = None
         self._wait = self._excluded = 0.0
         self._steps = self._samples = self._sample_steps = self._tokens = self._token_steps = self._skipped = 0
-        self._instrument: Any = None
 
     def begin(self) -> None:
         """Iteration starts (an epoch): the record says active; the first bucket is published at the first batch."""
         if self._log_to is not None and self.metrics is None:
             self.metrics = SystemMetrics(self._log_to)
+        if self._instrument is not None:  # the previous pass never ended
+            self._abandon_instrument()
         self._reset(time.perf_counter())
         self._due = self._start
         self._active = True
