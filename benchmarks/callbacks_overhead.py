@@ -44,8 +44,9 @@ class Nothing(torch.nn.Module):
 def huggingface_loop(callback: GpusightTrainerCallback | None, model: Nothing, batch: dict[str, torch.Tensor]) -> float:
     """Seconds per step of a Trainer-like loop: the hooks a Trainer calls per optimizer step, around one forward."""
     control = SimpleNamespace(should_evaluate=False, should_save=False)
+    args = SimpleNamespace(per_device_train_batch_size=8, gradient_accumulation_steps=1)
     if callback is not None:
-        callback.on_train_begin(None, None, control, model=model, train_dataloader=None)
+        callback.on_train_begin(args, None, control, model=model, train_dataloader=None)
         callback.on_epoch_begin(None, None, control)
     start = time.perf_counter()
     for _ in range(STEPS):

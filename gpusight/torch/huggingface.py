@@ -13,8 +13,9 @@ the loss is read back there, which waits for the device, not for data).
 
 The callback gets no batch, so a forward pre-hook on the model counts the samples (the leading dimension of the
 first tensor argument) and tokens (``input_ids``) of every training forward pass in a step; each step's counts are
-handed to the meter at the start of the next (the first step of a run counts none), which over a window of many
-steps is the same rate. Needs ``transformers`` (and ``accelerate``, which its Trainer needs).
+handed to the meter at the start of the next, which over a window of many steps is the same rate (the first step of
+a run counts ``per_device_train_batch_size`` x ``gradient_accumulation_steps`` samples and unknown tokens, so tokens/s
+shows once it has left the window). Needs ``transformers`` (and ``accelerate``, which its Trainer needs).
 """
 
 from __future__ import annotations
@@ -62,7 +63,8 @@ class GpusightTrainerCallback(TrainerCallback):  # type: ignore[misc]  # transfo
         """Training starts: a new meter, and a hook on the model that counts each step's samples and tokens."""
         self._remove_hook()
         self._phases.start(model, train_dataloader)
-        self._samples, self._tokens = 0, 0  # the first step: no step has finished before it
+        # No step has finished before the first: its samples are the Trainer's settings, its tokens unknown.
+        self._samples, self._tokens = args.per_device_train_batch_size * args.gradient_accumulation_steps, None
         if model is not None:
             self._hook = model.register_forward_pre_hook(self._count, with_kwargs=True)
 
