@@ -75,7 +75,7 @@ class GpusightTrainerCallback(TrainerCallback):  # type: ignore[misc]  # transfo
     def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         """The step's micro-batches are here; the previous step's counts go to the meter."""
         self._phases.step_begins(samples=self._samples, tokens=self._tokens)
-        self._samples, self._tokens = 0, 0
+        self._samples, self._tokens = (0, 0) if self._hook is not None else (None, None)  # no model: nothing counted
         self._in_step = True
 
     def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
