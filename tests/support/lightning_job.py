@@ -84,7 +84,7 @@ def main() -> None:
                                                                profile_every=50)]
     torch.manual_seed(0)
     train = torch.utils.data.DataLoader(Pairs(10_000_000), batch_size=BATCH)
-    validation = torch.utils.data.DataLoader(Pairs(4, VALIDATION_SLEEP), batch_size=4)
+    validation = torch.utils.data.DataLoader(Pairs(8, VALIDATION_SLEEP), batch_size=4)
     trainer = L.Trainer(accelerator="cpu", devices=1, max_epochs=1, val_check_interval=15, num_sanity_val_steps=0,
                         callbacks=callbacks, logger=False, enable_checkpointing=False, enable_progress_bar=False,
                         enable_model_summary=False)
