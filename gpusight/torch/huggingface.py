@@ -4,7 +4,7 @@
 for data, steps, samples and tokens per second, the FLOPs per step and MFU/HFU, the step-time breakdown, and
 publishes the status record that a running ``gpusight`` shows beside the process.
 
-Where the Trainer calls its hooks (transformers 4.5x and 5.x): an optimizer step fetches all its
+Where the Trainer calls its hooks (transformers 4.57 to 5.x): an optimizer step fetches all its
 ``gradient_accumulation_steps`` micro-batches, then calls ``on_step_begin``, runs them and the optimizer, and calls
 ``on_step_end``; then it logs, evaluates and saves as due. So a *step* here is an optimizer step, its *wait* is the
 time from one ``on_step_end`` to the next ``on_step_begin`` less evaluation and checkpoints (the meter steps away for
