@@ -30,10 +30,13 @@ def analytic_flops_per_step() -> float:
     return 2 * lightning_job.BATCH * (2 * first + 3 * second)
 
 
-@pytest.mark.parametrize("package", ["lightning", "pytorch_lightning"])
-def test_a_lightning_fit_with_the_callback_shows_its_speed_and_flops_in_gpusight(package, tmp_path, fake_nvml_lib):
+@pytest.mark.parametrize(("package", "ending"), [("lightning", "stopped"), ("pytorch_lightning", "failed")])
+def test_a_lightning_fit_with_the_callback_shows_its_speed_and_flops_in_gpusight(package, ending, tmp_path,
+                                                                                 fake_nvml_lib):
+    """Each package's callback; the fit ends as asked, or fails (the process lives on, as in a notebook: the record
+    must go all the same)."""
     pytest.importorskip(package)
-    args = ["--pytorch-lightning"] if package == "pytorch_lightning" else []
+    args = (["--pytorch-lightning"] if package == "pytorch_lightning" else []) + (["--fail"] if ending == "failed" else [])
     with framework_job("lightning_job.py", tmp_path, *args) as job:
         # About half of the job's time goes to validating a slow dataset between steps; its training data is in
         # memory, so the loop itself waits little. Validation must count neither as waiting for data nor as stepping.
@@ -55,4 +58,4 @@ def test_a_lightning_fit_with_the_callback_shows_its_speed_and_flops_in_gpusight
         assert row["loader_batch_size"] == lightning_job.BATCH  # the training loader's settings
         assert row["step_data_percent"] is not None and row["breakdown_source"] == "host"
         job.stop_training()
-        wait_until(lambda: not job.record_path.exists(), "the record to go when training ends", timeout=10)
+        wait_until(lambda: not job.record_path.exists(), f"the record to go when training has {ending}", timeout=10)

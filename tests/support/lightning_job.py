@@ -1,7 +1,7 @@
 """A tiny real PyTorch Lightning run (an MLP, CPU) with ``GpusightCallback``, for the tests.
 
-``python lightning_job.py FOLDER [--pytorch-lightning]`` trains (with the ``pytorch_lightning`` package instead of
-``lightning`` when asked) until FOLDER/stop exists, writes FOLDER/done, and sleeps
+``python lightning_job.py FOLDER [--pytorch-lightning] [--fail]`` trains (with the ``pytorch_lightning`` package
+instead of ``lightning`` when asked; ending in an error that the script catches, with ``--fail``) until FOLDER/stop exists, writes FOLDER/done, and sleeps
 until killed (so a test can see the status record go while the process lives). A validation every 15 batches reads
 a slow dataset: time the loop spends away from its steps, which must not count as waiting for data. The sizes are
 :data:`BATCH`, :data:`INPUTS`, :data:`HIDDEN` and :data:`OUTPUTS` (two bias-carrying linear layers).
@@ -67,20 +67,26 @@ class Pairs(torch.utils.data.Dataset):
 
 
 class StopOnFile(L.Callback):
-    """Ends training once FOLDER/stop exists."""
+    """Ends training once FOLDER/stop exists: as asked, or by raising ``Stopped`` when ``fail``."""
 
-    def __init__(self, folder: Path) -> None:
-        self.stop = folder / "stop"
+    def __init__(self, folder: Path, fail: bool) -> None:
+        self.stop, self.fail = folder / "stop", fail
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
         if self.stop.exists():
+            if self.fail:
+                raise Stopped("stop file")
             trainer.should_stop = True
+
+
+class Stopped(Exception):
+    """Training failed (on purpose)."""
 
 
 def main() -> None:
     folder = Path(sys.argv[1])
     gpusight = importlib.import_module(f"gpusight.torch.{PACKAGE}")
-    callbacks = [StopOnFile(folder), gpusight.GpusightCallback(peak_tflops=1.0, window_seconds=3.0, publish_interval=0.1,
+    callbacks = [StopOnFile(folder, "--fail" in sys.argv), gpusight.GpusightCallback(peak_tflops=1.0, window_seconds=3.0, publish_interval=0.1,
                                                                profile_every=50)]
     torch.manual_seed(0)
     train = torch.utils.data.DataLoader(Pairs(10_000_000), batch_size=BATCH)
@@ -88,7 +94,10 @@ def main() -> None:
     trainer = L.Trainer(accelerator="cpu", devices=1, max_epochs=1, val_check_interval=15, num_sanity_val_steps=0,
                         callbacks=callbacks, logger=False, enable_checkpointing=False, enable_progress_bar=False,
                         enable_model_summary=False)
-    trainer.fit(Regression(), train, validation)
+    try:
+        trainer.fit(Regression(), train, validation)
+    except Stopped:
+        pass  # the process lives on, as in a notebook
     (folder / "done").write_text("done")
     time.sleep(120)
 
