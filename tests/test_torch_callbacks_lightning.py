@@ -1,8 +1,8 @@
 """End to end: a tiny MLP trained by a real PyTorch Lightning ``Trainer`` with ``GpusightCallback`` (CPU torch),
 beside a real ``gpusight --json`` on the fake NVML.
 
-The job (tests/support/lightning_job.py) trains on batches of 64 in-memory samples and validates a slow dataset
-every 15 batches; the callback is its one line of gpusight. Lightning ships as two packages (``lightning`` and
+The job (tests/support/lightning_job.py) trains on batches of 64 in-memory samples and validates a slow dataset or
+saves a slow checkpoint every 15 batches; the callback is its one line of gpusight. Lightning ships as two packages (``lightning`` and
 ``pytorch_lightning``), each taking only its own callbacks: each is tried.
 """
 
@@ -30,17 +30,19 @@ def analytic_flops_per_step() -> float:
     return 2 * lightning_job.BATCH * (2 * first + 3 * second)
 
 
-@pytest.mark.parametrize(("package", "ending"), [("lightning", "stopped"), ("pytorch_lightning", "failed")])
-def test_a_lightning_fit_with_the_callback_shows_its_speed_and_flops_in_gpusight(package, ending, tmp_path,
+@pytest.mark.parametrize(("package", "away", "ending"), [("lightning", "validation", "stopped"),
+                                                        ("pytorch_lightning", "checkpoint", "failed")])
+def test_a_lightning_fit_with_the_callback_shows_its_speed_and_flops_in_gpusight(package, away, ending, tmp_path,
                                                                                  fake_nvml_lib):
-    """Each package's callback; the fit ends as asked, or fails (the process lives on, as in a notebook: the record
-    must go all the same)."""
+    """Each package's callback. Every 15 batches the fit validates a slow dataset or writes a slow checkpoint; the fit
+    ends as asked, or fails (the process lives on, as in a notebook: the record must go all the same)."""
     pytest.importorskip(package)
-    args = (["--pytorch-lightning"] if package == "pytorch_lightning" else []) + (["--fail"] if ending == "failed" else [])
+    args = [*(["--pytorch-lightning"] if package == "pytorch_lightning" else []),
+            *(["--checkpoint"] if away == "checkpoint" else []), *(["--fail"] if ending == "failed" else [])]
     with framework_job("lightning_job.py", tmp_path, *args) as job:
-        # About half of the job's time goes to validating a slow dataset between steps; its training data is in
-        # memory, so the loop itself waits little. Validation must count neither as waiting for data nor as stepping.
-        record = measured_record(job, dropped=60)  # several validations in the window's past
+        # About half of the job's time goes to validation or checkpoints between steps; its training data is in
+        # memory, so the loop itself waits little. That time must count neither as waiting for data nor as stepping.
+        record = measured_record(job, dropped=60)  # several of them in the window's past
         wall_rate, record = wall_clock_step_rate(job, record)
         assert record["input_wait_fraction"] < 0.3, record
         assert record["steps_per_second"] > 1.5 * wall_rate, (record, wall_rate)

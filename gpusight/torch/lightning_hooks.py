@@ -5,8 +5,11 @@ Where Lightning calls its hooks (2.x): the fit loop fetches a batch, moves it to
 ``on_train_batch_start`` with it, runs the training step, and calls ``on_train_batch_end``. So a *step* here is one
 batch (with ``accumulate_grad_batches`` several batches make an optimizer step, as in a plain loop under ``watch``),
 and its *wait* is the time from one ``on_train_batch_end`` to the next ``on_train_batch_start``: fetching and moving
-the batch, and the loop's own bookkeeping between batches. Validation inside an epoch (``val_check_interval``)
-belongs to no step; the sanity check before training falls outside the epoch's steps anyway.
+the batch, and the loop's own bookkeeping between batches. Validation inside an epoch (``val_check_interval``) and
+checkpoints belong to no step: the meter steps away at ``on_validation_start`` and ``on_save_checkpoint`` and comes
+back when the next batch starts. No hook falls after a checkpoint is written (``ModelCheckpoint`` saves in
+``on_validation_end`` or ``on_train_batch_end``, after this callback's hooks), so the fetch of the batch after one is
+not counted as waiting either. The sanity check before training falls outside the epoch's steps anyway.
 """
 
 from __future__ import annotations
@@ -59,12 +62,12 @@ class LightningHooks:
         self._phases.step_ends()
 
     def on_validation_start(self, trainer: Any, pl_module: Any) -> None:
-        """Validation inside an epoch is time away from the steps."""
+        """Validation inside an epoch is time away from the steps (until the next batch starts)."""
         self._phases.step_away()
 
-    def on_validation_end(self, trainer: Any, pl_module: Any) -> None:
-        """Validation is over; back to the steps."""
-        self._phases.come_back()
+    def on_save_checkpoint(self, trainer: Any, pl_module: Any, checkpoint: dict[str, Any]) -> None:
+        """A checkpoint is being written: time away from the steps (until the next batch starts)."""
+        self._phases.step_away()
 
     def on_train_epoch_end(self, trainer: Any, pl_module: Any) -> None:
         """The epoch is over."""

@@ -1,11 +1,12 @@
 """A tiny real PyTorch Lightning run (an MLP, CPU) with ``GpusightCallback``, for the tests.
 
-``python lightning_job.py FOLDER [--pytorch-lightning] [--fail]`` trains (with the ``pytorch_lightning`` package
-instead of ``lightning`` when asked; ending in an error that the script catches, with ``--fail``) until FOLDER/stop exists, writes FOLDER/done, and sleeps
-until killed (so a test can see the status record go while the process lives). A validation every 15 batches reads
-a slow dataset: time the loop spends away from its steps, which must not count as waiting for data. The sizes are
-:data:`BATCH`, :data:`INPUTS`, :data:`HIDDEN` and :data:`OUTPUTS` (two bias-carrying linear layers).
-"""
+``python lightning_job.py FOLDER [--pytorch-lightning] [--fail] [--checkpoint]`` trains until FOLDER/stop exists,
+writes FOLDER/done, and sleeps until killed (so a test can see the status record go while the process lives). Every
+15 batches it validates a slow dataset or, with ``--checkpoint``, saves a checkpoint slowly: time the loop spends
+away from its steps, which must count neither as waiting for data nor as stepping. ``--pytorch-lightning`` trains
+with the ``pytorch_lightning`` package instead of ``lightning``; ``--fail`` ends training in an error that the script
+catches. The sizes are :data:`BATCH`, :data:`INPUTS`, :data:`HIDDEN` and :data:`OUTPUTS` (two bias-carrying linear
+layers)."""
 
 from __future__ import annotations
 
@@ -24,8 +25,10 @@ BATCH = 64
 """Samples per batch."""
 INPUTS, HIDDEN, OUTPUTS = 512, 2048, 16
 """The MLP's widths."""
-VALIDATION_SLEEP = 0.04
-"""Seconds each validation sample takes to load."""
+EVERY = 15
+"""Batches between two validations (or two checkpoints)."""
+SLOW_SECONDS = 0.32
+"""Seconds a validation (8 samples) or a checkpoint takes: about as long as the 15 batches between them."""
 
 
 class Regression(L.LightningModule):
@@ -45,6 +48,9 @@ class Regression(L.LightningModule):
     def validation_step(self, batch, batch_idx):
         features, targets = batch
         self.log("val_loss", torch.nn.functional.mse_loss(self(features), targets))
+
+    def on_save_checkpoint(self, checkpoint: dict) -> None:
+        time.sleep(SLOW_SECONDS)  # slow storage
 
     def configure_optimizers(self) -> torch.optim.Optimizer:
         return torch.optim.SGD(self.parameters(), lr=0.01)
@@ -86,14 +92,19 @@ class Stopped(Exception):
 def main() -> None:
     folder = Path(sys.argv[1])
     gpusight = importlib.import_module(f"gpusight.torch.{PACKAGE}")
-    callbacks = [StopOnFile(folder, "--fail" in sys.argv), gpusight.GpusightCallback(peak_tflops=1.0, window_seconds=3.0, publish_interval=0.1,
-                                                               profile_every=50)]
+    callbacks = [StopOnFile(folder, "--fail" in sys.argv),
+                 gpusight.GpusightCallback(peak_tflops=1.0, window_seconds=3.0, publish_interval=0.1, profile_every=50)]
     torch.manual_seed(0)
     train = torch.utils.data.DataLoader(Pairs(10_000_000), batch_size=BATCH)
-    validation = torch.utils.data.DataLoader(Pairs(8, VALIDATION_SLEEP), batch_size=4)
-    trainer = L.Trainer(accelerator="cpu", devices=1, max_epochs=1, val_check_interval=15, num_sanity_val_steps=0,
-                        callbacks=callbacks, logger=False, enable_checkpointing=False, enable_progress_bar=False,
-                        enable_model_summary=False)
+    validation = None
+    if "--checkpoint" in sys.argv:
+        checkpoints = importlib.import_module("lightning.pytorch.callbacks" if PACKAGE == "lightning" else "pytorch_lightning.callbacks")
+        callbacks.append(checkpoints.ModelCheckpoint(dirpath=folder / "checkpoints", every_n_train_steps=EVERY))
+    else:
+        validation = torch.utils.data.DataLoader(Pairs(8, SLOW_SECONDS / 8), batch_size=4)
+    trainer = L.Trainer(accelerator="cpu", devices=1, max_epochs=1, val_check_interval=EVERY, num_sanity_val_steps=0,
+                        callbacks=callbacks, logger=False, enable_checkpointing="--checkpoint" in sys.argv,
+                        enable_progress_bar=False, enable_model_summary=False)
     try:
         trainer.fit(Regression(), train, validation)
     except Stopped:
