@@ -64,15 +64,6 @@ def batches(count: int, batch: int = BATCH) -> list[tuple[torch.Tensor, torch.Te
     return [(torch.randn(batch, SIZES[0]), torch.randint(0, SIZES[-1], (batch,))) for _ in range(count)]
 
 
-@pytest.fixture
-def runtime_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A private ``$XDG_RUNTIME_DIR``; the records go in its ``gpusight`` folder."""
-    base = tmp_path / "run"
-    base.mkdir(mode=0o700)
-    monkeypatch.setenv("XDG_RUNTIME_DIR", str(base))
-    return base / "gpusight"
-
-
 def test_counted_flops_of_an_mlp_agree_with_the_analytic_count_and_name_the_utilization_hfu():
     model = mlp()
     watched = gt.watch(batches(12), model=model, publish=False, publish_interval=0.001, peak_tflops=2.0)
@@ -213,10 +204,10 @@ def test_the_counted_step_is_left_out_of_the_throughput():
     assert stats.window_seconds < 2.0  # had the counted step been in the window, it alone would fill 2 s
 
 
-def test_the_record_carries_speed_and_a_breakdown_summing_to_one(runtime_dir: Path):
+def test_the_record_carries_speed_and_a_breakdown_summing_to_one(tmp_path: Path):
     model = mlp()
     watched = gt.watch(batches(30), model=model, publish_interval=0.001, peak_tflops=0.5, flops_per_step=1e9,
-                       profile_every=5)
+                       profile_every=5, directory=tmp_path / "gpusight")
     train(watched, model)
     status = parse_status(watched.status_path.read_bytes())
     record = json.loads(watched.status_path.read_bytes())
@@ -326,3 +317,22 @@ def test_breaking_out_during_the_counted_step_leaves_no_counter_behind_and_the_n
     assert watched.stats().flops_per_step is None
     train(watched, model)
     assert watched.stats().flops_per_step is not None
+
+
+def test_the_math_mode_follows_autocast_in_the_forward_pass_and_the_float32_matmul_precision():
+    model = mlp()
+    watched = gt.watch(batches(6), model=model, publish=False, publish_interval=0.001, flops=None)
+    for features, _ in watched:
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            model(features).float().sum().backward()
+    assert watched.stats().math_mode is MathMode.BF16
+
+    before = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision("high")
+    try:
+        model = mlp()
+        plain = gt.watch(batches(6), model=model, publish=False, publish_interval=0.001, flops=None)
+        train(plain, model)
+        assert plain.stats().math_mode is MathMode.TF32
+    finally:
+        torch.set_float32_matmul_precision(before)

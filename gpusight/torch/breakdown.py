@@ -24,6 +24,7 @@ import torch
 from torch.profiler import DeviceType
 
 from gpusight.collect.model import BreakdownSource
+from gpusight.torch.instrument import exit_quietly
 
 COMPUTE, COMMUNICATION, COPY, IDLE, DATA = "compute", "communication", "copy", "idle", "data"
 """The parts of a step (the record's ``breakdown`` keys)."""
@@ -163,10 +164,7 @@ class BreakdownSampler:
         """Stop profiling without keeping anything (the step did not end normally)."""
         profiler, self._profiler = self._profiler, None
         if profiler is not None:
-            try:
-                profiler.__exit__(None, None, None)
-            except Exception:  # noqa: BLE001, S110 - leaving the profiler is all that matters here
-                pass
+            exit_quietly(profiler)
 
     def shares(self, input_wait: float | None) -> tuple[dict[str, float] | None, BreakdownSource | None]:
         """The breakdown (data, compute, communication, copy, idle; summing to exactly 1) and its source: the data

@@ -16,6 +16,7 @@ import torch
 
 from gpusight.collect.model import FlopsSource, MathMode
 from gpusight.collect.peak_flops import peak_for
+from gpusight.torch.instrument import exit_quietly
 from gpusight.torch.window import WindowStats
 
 FLOPS_CHOICES = ("count", "6N", None)
@@ -112,10 +113,7 @@ class FlopsMeter:
         """Stop counting without keeping the count (the step did not end normally); the next early step tries again."""
         counter, self._counter = self._counter, None
         if counter is not None:
-            try:
-                counter.__exit__(None, None, None)
-            except Exception:  # noqa: BLE001, S110 - leaving the mode is all that matters here
-                pass
+            exit_quietly(counter)
 
     def see_forward(self, module: Any) -> None:
         """Note the math mode from inside the forward pass of ``module``."""

@@ -25,6 +25,7 @@ from gpusight.collect.model import BatchSizeSource
 from gpusight.torch.batch_counts import BatchCounter
 from gpusight.torch.breakdown import BreakdownSampler
 from gpusight.torch.flops import FlopsMeter
+from gpusight.torch.instrument import Instrument
 from gpusight.torch.probes import autocast_active, cuda_memory, loader_settings
 from gpusight.torch.publisher import StatusPublisher
 from gpusight.torch.system_metrics import ScalarWriter, SystemMetrics, check_target
@@ -103,7 +104,7 @@ class LoopMeter:
         ``"mlflow"``, set up at each :meth:`begin` and closed at each :meth:`end`), or None."""
         if model is not None:
             self._hook = model.register_forward_pre_hook(self._on_forward)
-        self._instrument: Any = None
+        self._instrument: Instrument | None = None
         self._reset(time.perf_counter())
         self._due = self._start
         self._steps_made = 0
@@ -236,7 +237,8 @@ class LoopMeter:
         Returns the time the loop's own clock resumes.
         """
         instrument, self._instrument = self._instrument, None
-        instrument.stop()
+        if instrument is not None:
+            instrument.stop()
         self._next_instrumented = self._following(self._steps_made)
         resumed = time.perf_counter()
         self._excluded += resumed - (self._arrived or resumed)
@@ -245,8 +247,9 @@ class LoopMeter:
 
     def _abandon_instrument(self) -> None:
         """Stop the running instrument without keeping its result (the step did not end normally)."""
-        self._instrument.abandon()
-        self._instrument = None
+        instrument, self._instrument = self._instrument, None
+        if instrument is not None:
+            instrument.abandon()
         self._next_instrumented = self._following(self._steps_made)
 
     def _on_forward(self, module: Any, args: Any) -> None:
