@@ -63,6 +63,7 @@ def framework_job(script: str, tmp_path: Path, *args: str) -> Iterator[Job]:
     folder.mkdir()
     env = dict(os.environ, XDG_RUNTIME_DIR=str(runtime), OMP_NUM_THREADS="1", TOKENIZERS_PARALLELISM="false",
                HF_HUB_OFFLINE="1")
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(SUPPORT.parent), env.get("PYTHONPATH")]))  # support.pace
     log = (tmp_path / "job.log").open("wb")
     process = subprocess.Popen([sys.executable, str(SUPPORT / script), str(folder), *args], env=env, stdout=log,
                                stderr=subprocess.STDOUT)
@@ -97,7 +98,7 @@ def wall_clock_step_rate(job: Job, after: dict, seconds: float = 3.0) -> tuple[f
     return (later["total_steps"] - after["total_steps"]) / (later["updated_at"] - after["updated_at"]), later
 
 
-def process_row(job: Job, tmp_path: Path, fake_nvml_lib: Path, tries: int = 8) -> dict:
+def process_row(job: Job, tmp_path: Path, fake_nvml_lib: Path, tries: int = 20) -> dict:
     """The job's process row from ``gpusight --json`` once it carries measured figures.
 
     The record says the loop is idle while the job evaluates, and gpusight then shows no figures: a snapshot that

@@ -18,6 +18,7 @@ from torch.utils.tensorboard import SummaryWriter
 from transformers import GPT2Config, GPT2LMHeadModel, Trainer, TrainerCallback, TrainingArguments
 
 from gpusight.torch.huggingface import GpusightTrainerCallback
+from support.pace import Pace
 
 CONFIG = {"n_layer": 2, "n_embd": 64, "n_head": 2, "vocab_size": 256, "n_positions": 64}
 """The GPT-2's size: 2 layers, width 64, a 256-token vocabulary."""
@@ -27,22 +28,23 @@ ACCUMULATE = 2
 """Micro-batches per optimizer step (gradient_accumulation_steps)."""
 SEQUENCE = 32
 """Tokens per sample."""
-EVAL_SLEEP = 0.05
-"""Seconds each evaluation sample takes to load."""
+PACE = Pace()
+"""An evaluation takes as long as the steps before it."""
 
 
 class Tokens(torch.utils.data.Dataset):
-    """Random token sequences as a language-model dataset (labels = inputs), each ``delay`` seconds to load."""
+    """Random token sequences as a language-model dataset (labels = inputs); ``slow``: the first is as slow to load as
+    the training steps before it took (an evaluation set on slow storage)."""
 
-    def __init__(self, size: int, delay: float = 0.0) -> None:
-        self.size, self.delay = size, delay
+    def __init__(self, size: int, slow: bool = False) -> None:
+        self.size, self.slow = size, slow
 
     def __len__(self) -> int:
         return self.size
 
     def __getitem__(self, index: int) -> dict[str, torch.Tensor]:
-        if self.delay:
-            time.sleep(self.delay)
+        if self.slow and index == 0:
+            PACE.away()
         ids = torch.randint(0, CONFIG["vocab_size"], (SEQUENCE,), generator=torch.Generator().manual_seed(index))
         return {"input_ids": ids, "labels": ids}
 
@@ -70,7 +72,7 @@ def main() -> None:
         per_device_eval_batch_size=4, max_steps=1_000_000, eval_strategy="steps", eval_steps=8, save_strategy="no",
         logging_steps=5, report_to=[], use_cpu=True, disable_tqdm=True, dataloader_num_workers=0,
     )
-    trainer = Trainer(model=model, args=args, train_dataset=Tokens(100_000), eval_dataset=Tokens(8, EVAL_SLEEP),
+    trainer = Trainer(model=model, args=args, train_dataset=Tokens(100_000), eval_dataset=Tokens(8, slow=True),
                       callbacks=callbacks)
     trainer.train()
     writer.close()

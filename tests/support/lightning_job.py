@@ -2,8 +2,8 @@
 
 ``python lightning_job.py FOLDER [--pytorch-lightning] [--fail] [--checkpoint]`` trains until FOLDER/stop exists,
 writes FOLDER/done, and sleeps until killed (so a test can see the status record go while the process lives). Every
-15 batches it validates a slow dataset or, with ``--checkpoint``, saves a checkpoint slowly: time the loop spends
-away from its steps, which must count neither as waiting for data nor as stepping. ``--pytorch-lightning`` trains
+15 batches it validates or, with ``--checkpoint``, saves a checkpoint, each as slowly as the batches before it took
+(:class:`~support.pace.Pace`): time the loop spends away from its steps, which must count neither as waiting for data nor as stepping. ``--pytorch-lightning`` trains
 with the ``pytorch_lightning`` package instead of ``lightning``; ``--fail`` ends training in an error that the script
 catches. The sizes are :data:`BATCH`, :data:`INPUTS`, :data:`HIDDEN` and :data:`OUTPUTS` (two bias-carrying linear
 layers)."""
@@ -17,6 +17,8 @@ from pathlib import Path
 
 import torch
 
+from support.pace import Pace
+
 PACKAGE = "pytorch_lightning" if "--pytorch-lightning" in sys.argv else "lightning"
 """Which of the two packages Lightning ships as trains the model."""
 L = importlib.import_module(PACKAGE)
@@ -27,8 +29,8 @@ INPUTS, HIDDEN, OUTPUTS = 512, 2048, 16
 """The MLP's widths."""
 EVERY = 15
 """Batches between two validations (or two checkpoints)."""
-SLOW_SECONDS = 0.32
-"""Seconds a validation (8 samples) or a checkpoint takes: about as long as the 15 batches between them."""
+PACE = Pace()
+"""A validation or a checkpoint takes as long as the batches before it."""
 
 
 class Regression(L.LightningModule):
@@ -46,29 +48,29 @@ class Regression(L.LightningModule):
         return torch.nn.functional.mse_loss(self(features), targets)
 
     def validation_step(self, batch, batch_idx):
+        if batch_idx == 0:
+            PACE.away()
         features, targets = batch
         self.log("val_loss", torch.nn.functional.mse_loss(self(features), targets))
 
     def on_save_checkpoint(self, checkpoint: dict) -> None:
-        time.sleep(SLOW_SECONDS)  # slow storage
+        PACE.away()  # slow storage
 
     def configure_optimizers(self) -> torch.optim.Optimizer:
         return torch.optim.SGD(self.parameters(), lr=0.01)
 
 
 class Pairs(torch.utils.data.Dataset):
-    """``size`` (features, targets) pairs cycling through 1024 random ones, each ``delay`` seconds to load."""
+    """``size`` (features, targets) pairs cycling through 1024 random ones."""
 
-    def __init__(self, size: int, delay: float = 0.0) -> None:
-        self.size, self.delay = size, delay
+    def __init__(self, size: int) -> None:
+        self.size = size
         self.features, self.targets = torch.randn(1024, INPUTS), torch.randn(1024, OUTPUTS)
 
     def __len__(self) -> int:
         return self.size
 
     def __getitem__(self, index: int) -> tuple[torch.Tensor, torch.Tensor]:
-        if self.delay:
-            time.sleep(self.delay)
         return self.features[index % 1024], self.targets[index % 1024]
 
 
@@ -101,7 +103,7 @@ def main() -> None:
         checkpoints = importlib.import_module("lightning.pytorch.callbacks" if PACKAGE == "lightning" else "pytorch_lightning.callbacks")
         callbacks.append(checkpoints.ModelCheckpoint(dirpath=folder / "checkpoints", every_n_train_steps=EVERY))
     else:
-        validation = torch.utils.data.DataLoader(Pairs(8, SLOW_SECONDS / 8), batch_size=4)
+        validation = torch.utils.data.DataLoader(Pairs(8), batch_size=4)
     trainer = L.Trainer(accelerator="cpu", devices=1, max_epochs=1, val_check_interval=EVERY, num_sanity_val_steps=0,
                         callbacks=callbacks, logger=False, enable_checkpointing="--checkpoint" in sys.argv,
                         enable_progress_bar=False, enable_model_summary=False)
