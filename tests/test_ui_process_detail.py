@@ -12,7 +12,7 @@ from test_ui_app import run_app, screen_text, wait_for
 from textual.pilot import Pilot
 
 from gpusight.collect.history import History
-from gpusight.collect.model import ProcessRole, ProcessSample, Snapshot
+from gpusight.collect.model import ProcessRole, Snapshot
 from gpusight.collect.sampler import Sampler
 from gpusight.collect.speed import BREAKDOWN_FIELDS
 from gpusight.demo.source import DemoSource

@@ -230,11 +230,12 @@ class ProcessDetailScreen(Screen[None]):
         self._breakdown.set_parts(parts)
         source = NA if process.breakdown_source is None else process.breakdown_source.value
         self._breakdown_caption.update(caption_text("step time", f"({source})", "100%", span, width - 1))
-        legend = Text()
-        for part, (name, label) in enumerate(BREAKDOWN_FIELDS):
-            legend.append(f"{self._breakdown.glyph(part)}", self._breakdown.part_style(part))
-            legend.append(f" {label} {fmt_percent(getattr(process, name))}  ")
-        self._legend.update(legend)
+        items = [
+            Text.assemble((self._breakdown.glyph(part), self._breakdown.part_style(part)),
+                          f" {label} {fmt_percent(getattr(process, name))}")
+            for part, (name, label) in enumerate(BREAKDOWN_FIELDS)
+        ]
+        self._legend.update(legend_text(items, width))
         name = utilization_name(process)
         self._utilization.title = name
         utilization = NA if process.flops_utilization_percent is None else f"{process.flops_utilization_percent:.1f}%"
@@ -244,6 +245,20 @@ class ProcessDetailScreen(Screen[None]):
         values = series(metric, self._throughput.columns)
         top = max((value for value in values if value is not None), default=None)
         self._throughput.show(per_second(getattr(process, metric), unit), values, top, per_second(top, unit), span)
+
+
+def legend_text(items: list[Text], width: int) -> Text:
+    """``items`` two spaces apart, on as many lines as ``width`` cells need, never broken inside an item."""
+    lines: list[Text] = [Text()]
+    for item in items:
+        line = lines[-1]
+        if line.cell_len and line.cell_len + 2 + item.cell_len > width:
+            lines.append(Text())
+            line = lines[-1]
+        if line.cell_len:
+            line.append("  ")
+        line.append_text(item)
+    return Text("\n").join(lines)
 
 
 def _throughput_metric(process: ProcessSample) -> tuple[str, str]:
