@@ -15,14 +15,12 @@ from gpusight.collect.history import History
 from gpusight.collect.model import ProcessRole, Snapshot
 from gpusight.collect.sampler import Sampler
 from gpusight.collect.speed import BREAKDOWN_FIELDS
-from gpusight.demo.source import DemoSource
-from gpusight.recordings.opening import open_recorder
 from gpusight.recordings.replay import ReplaySource
 from gpusight.ui.app import GpusightApp
 from gpusight.ui.chart import STACK_GLYPHS, StackedChart
 from gpusight.ui.process_detail import NO_SPEED, ProcessDetailScreen
 from gpusight.ui.process_table import ProcessTable
-from support.speed import PEAK_SOURCE, SpeedSource, frozen_speed_sampler, trainer_pid
+from support.speed import PEAK_SOURCE, frozen_speed_sampler, record_speed, trainer_pid
 
 SIZES = [(80, 24), (160, 45)]
 
@@ -170,19 +168,6 @@ def test_zoom_redraws_the_histories_over_a_longer_span() -> None:
         assert chart_text(screen.query_one(StackedChart)) != wide  # 10 s a column: the two minutes fill 12 columns
 
     run_app(app, (160, 45), body)
-
-
-def record_speed(path: Path, seconds: int) -> Path:
-    """``seconds`` of the mixed demo, once a second, with a reporting trainer, recorded into ``path``."""
-    now = [1_763_856_000.0]
-    recorder = open_recorder(path)
-    sampler = Sampler(SpeedSource(DemoSource("mixed", seed=1, clock=lambda: now[0])), 1.0, History(600),
-                      recorder=recorder)
-    for step in range(seconds):
-        now[0] = 1_763_856_000.0 + step
-        sampler.poll_once()
-    recorder.close()
-    return path
 
 
 def test_a_replay_rebuilds_the_histories_as_playback_seeks(tmp_path: Path) -> None:

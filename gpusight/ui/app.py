@@ -296,6 +296,8 @@ class GpusightApp(TerminalGuardedApp):
             return False
         if action == "clear_filter":
             return self._filter.display or None
+        if action in ("gpu_detail", "process_detail") and isinstance(self.screen, ProcessDetailScreen):
+            return False  # no screen on top of a process's screen: Esc goes back to where Enter came from
         return True
 
     def unavailable(self, action: str) -> str | None:

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from pathlib import Path
 
 from gpusight.collect.history import History
 from gpusight.collect.model import BreakdownSource, FlopsSource, MathMode, ProcessRole, ProcessSample, Snapshot
 from gpusight.collect.sampler import Sampler
 from gpusight.demo.frozen import PREFILL_STEP, FrozenClock
 from gpusight.demo.source import DemoSource, prefill_seconds
+from gpusight.recordings.opening import open_recorder
 
 PEAK_SOURCE = "NVIDIA H100 SXM datasheet [b]x[/b]"
 """Where the reported peak comes from, with markup that must show as text."""
@@ -82,3 +84,20 @@ def frozen_speed_sampler(scenario: str, interval: float = 3600.0) -> Sampler:
         sampler.poll_once()
     clock.running = False
     return sampler
+
+
+RECORDING_START = 1_763_856_000.0
+"""2025-11-23 00:00:00 UTC: where :func:`record_speed` starts."""
+
+
+def record_speed(path: Path, seconds: int) -> Path:
+    """``seconds`` of the mixed demo, once a second, with a reporting trainer, recorded into ``path``."""
+    now = [RECORDING_START]
+    recorder = open_recorder(path)
+    sampler = Sampler(SpeedSource(DemoSource("mixed", seed=1, clock=lambda: now[0])), 1.0, History(600),
+                      recorder=recorder)
+    for step in range(seconds):
+        now[0] = RECORDING_START + step
+        sampler.poll_once()
+    recorder.close()
+    return path
