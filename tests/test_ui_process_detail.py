@@ -86,6 +86,9 @@ def test_a_reporting_trainer_shows_its_speed_breakdown_and_histories(size: tuple
         assert any(mfu.render_line(y).text.strip() for y in range(mfu.size.height))
         throughput = screen.query_one("#chart-throughput .detail-chart")
         assert any(throughput.render_line(y).text.strip() for y in range(throughput.size.height))
+        await pilot.press("enter")  # opens nothing on top: Esc goes back to the table
+        await pilot.pause()
+        assert app.screen is screen
         await pilot.press("escape")
         assert not isinstance(app.screen, ProcessDetailScreen)
 

@@ -60,7 +60,6 @@ def test_the_process_detail_screen_in_a_real_terminal(tmux: Tmux, tmp_path: Path
         assert label in screen, screen
     assert STACK_GLYPHS[1] in screen and STACK_GLYPHS[0] in screen  # compute and data wait, stacked
     assert "Back" in lines[-1]
-    tmux.keys("Enter")  # nothing opens on top of it
     tmux.keys("Escape")
     wait_until(lambda: "step time" not in tmux.screen(), "the main screen again")
     tmux.keys("q")
