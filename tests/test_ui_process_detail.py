@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from test_ui_app import run_app, screen_text, wait_for
+from test_ui_snapshots import settle
 from textual.pilot import Pilot
 
 from gpusight.collect.history import History
@@ -23,15 +24,6 @@ from gpusight.ui.process_table import ProcessTable
 from support.speed import PEAK_SOURCE, frozen_speed_sampler, record_speed, trainer_pid
 
 SIZES = [(80, 24), (160, 45)]
-
-
-async def settle(pilot: Pilot) -> None:
-    app = pilot.app
-    for _ in range(200):
-        if app.snapshots_applied >= 2:
-            break
-        await pilot.pause(0.02)
-    assert app.snapshots_applied >= 2
 
 
 async def open_on(pilot: Pilot, pid: int, key: str = "enter", *, settled: bool = False) -> ProcessDetailScreen:

@@ -98,15 +98,11 @@ def _row_strip(padding: str, glyphs: list[str], styles: list[Style | None], base
     return Strip(segments, width)
 
 
-class Chart(Widget):
-    """A history chart widget: set a series and its scale, it draws as many rows as it is tall.
+class CachedChart(Widget):
+    """What every chart widget shares: ASCII mode, and rows drawn once until the data, the size or the style changes.
 
-    Only the newest samples that fit the width are drawn. The rendering is cached until the
-    data, the size or the style changes.
+    A subclass draws its rows in :meth:`draw` and calls :meth:`redraw` when its data changes.
     """
-
-    COMPONENT_CLASSES: ClassVar[set[str]] = {"chart--bar"}
-    """``chart--bar``: colour of the bars."""
 
     def __init__(
         self,
@@ -119,18 +115,15 @@ class Chart(Widget):
         super().__init__(name=name, id=id, classes=classes)
         self.ascii_mode = ascii_mode
         """Draw with ASCII glyphs only."""
-        self._values: Sequence[float | None] = ()
-        self._maximum: float | None = None
-        self._minimum = 0.0
         self._rows: list[Strip] | None = None
         self._rows_size: tuple[int, int] | None = None
 
-    def set_series(self, values: Sequence[float | None], maximum: float | None, minimum: float = 0.0) -> None:
-        """Show ``values`` (oldest first) on the fixed scale ``minimum..maximum``; redraws only on change."""
-        values = tuple(values)
-        if values == self._values and maximum == self._maximum and minimum == self._minimum:
-            return
-        self._values, self._maximum, self._minimum = values, maximum, minimum
+    def draw(self, width: int, height: int) -> list[Strip]:
+        """The chart's ``height`` rows, ``width`` cells each, top row first."""
+        raise NotImplementedError
+
+    def redraw(self) -> None:
+        """Drop the drawn rows and repaint (the data changed)."""
         self._rows = None
         self.refresh()
 
@@ -143,20 +136,45 @@ class Chart(Widget):
         """One row of the chart (top row is y=0)."""
         width, height = self.size.width, self.size.height
         if self._rows is None or self._rows_size != (width, height):
-            style = self.get_component_rich_style("chart--bar")
-            self._rows = chart_rows(
-                self._values,
-                width,
-                height,
-                self._maximum,
-                style,
-                minimum=self._minimum,
-                ascii_mode=self.ascii_mode,
-                blank=self.rich_style,
-            )
+            self._rows = self.draw(width, height)
             self._rows_size = (width, height)
         return self._rows[y] if 0 <= y < len(self._rows) else Strip.blank(width, self.rich_style)
 
+
+class Chart(CachedChart):
+    """A history chart widget: set a series and its scale, it draws as many rows as it is tall.
+
+    Only the newest samples that fit the width are drawn. The rendering is cached until the
+    data, the size or the style changes.
+    """
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {"chart--bar"}
+    """``chart--bar``: colour of the bars."""
+
+    _values: Sequence[float | None] = ()
+    _maximum: float | None = None
+    _minimum: float = 0.0
+
+    def set_series(self, values: Sequence[float | None], maximum: float | None, minimum: float = 0.0) -> None:
+        """Show ``values`` (oldest first) on the fixed scale ``minimum..maximum``; redraws only on change."""
+        values = tuple(values)
+        if values == self._values and maximum == self._maximum and minimum == self._minimum:
+            return
+        self._values, self._maximum, self._minimum = values, maximum, minimum
+        self.redraw()
+
+    def draw(self, width: int, height: int) -> list[Strip]:
+        """The bars of the series on its scale."""
+        return chart_rows(
+            self._values,
+            width,
+            height,
+            self._maximum,
+            self.get_component_rich_style("chart--bar"),
+            minimum=self._minimum,
+            ascii_mode=self.ascii_mode,
+            blank=self.rich_style,
+        )
 
 STACK_GLYPHS = "░█▒▓·"
 """Fill of each part of a stacked chart, bottom first, so the parts read apart without colour too."""
@@ -217,7 +235,7 @@ def stacked_rows(
     return [_row_strip(" " * pad, grid_glyphs[row], grid_styles[row], blank, width) for row in range(height)]
 
 
-class StackedChart(Widget):
+class StackedChart(CachedChart):
     """A stacked history chart: per column, the shares of up to :data:`STACK_PARTS` parts, bottom part first.
 
     Each part has its own colour (``stacked-chart--part-N``) and glyph, so it reads without colour too. The
@@ -227,20 +245,7 @@ class StackedChart(Widget):
     COMPONENT_CLASSES: ClassVar[set[str]] = {f"stacked-chart--part-{part}" for part in range(STACK_PARTS)}
     """``stacked-chart--part-N``: colour of the N-th part from the bottom."""
 
-    def __init__(
-        self,
-        *,
-        ascii_mode: bool = False,
-        name: str | None = None,
-        id: str | None = None,
-        classes: str | None = None,
-    ) -> None:
-        super().__init__(name=name, id=id, classes=classes)
-        self.ascii_mode = ascii_mode
-        """Draw with ASCII glyphs only."""
-        self._parts: tuple[tuple[float | None, ...], ...] = ()
-        self._rows: list[Strip] | None = None
-        self._rows_size: tuple[int, int] | None = None
+    _parts: tuple[tuple[float | None, ...], ...] = ()
 
     def part_style(self, part: int) -> Style:
         """The colour of the ``part``-th part from the bottom (for a legend)."""
@@ -255,24 +260,11 @@ class StackedChart(Widget):
         if len(parts) > STACK_PARTS:
             raise ValueError(f"a stacked chart draws at most {STACK_PARTS} parts")
         stacked = tuple(tuple(series) for series in parts)
-        if stacked == self._parts:
-            return
-        self._parts = stacked
-        self._rows = None
-        self.refresh()
+        if stacked != self._parts:
+            self._parts = stacked
+            self.redraw()
 
-    def notify_style_update(self) -> None:
-        """Drop the cached rows when the theme or CSS changes."""
-        super().notify_style_update()
-        self._rows = None
-
-    def render_line(self, y: int) -> Strip:
-        """One row of the chart (top row is y=0)."""
-        width, height = self.size.width, self.size.height
-        if self._rows is None or self._rows_size != (width, height):
-            styles = [self.part_style(part) for part in range(len(self._parts))]
-            self._rows = stacked_rows(
-                self._parts, width, height, styles, ascii_mode=self.ascii_mode, blank=self.rich_style
-            )
-            self._rows_size = (width, height)
-        return self._rows[y] if 0 <= y < len(self._rows) else Strip.blank(width, self.rich_style)
+    def draw(self, width: int, height: int) -> list[Strip]:
+        """The parts' shares, stacked per column."""
+        styles = [self.part_style(part) for part in range(len(self._parts))]
+        return stacked_rows(self._parts, width, height, styles, ascii_mode=self.ascii_mode, blank=self.rich_style)
