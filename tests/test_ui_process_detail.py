@@ -104,6 +104,47 @@ def test_a_process_without_speed_reads_na() -> None:
     run_app(app, (160, 45), body)
 
 
+HOSTILE = "GPU not in the table \x1b[2J\x07[red]boom[/red]"
+
+
+class NoPeak:
+    """A demo source whose highest-pid GPU process counts its FLOPs but has no peak, with a hostile reason."""
+
+    def __init__(self, sampler: Sampler) -> None:
+        self.source = sampler.source
+
+    def poll(self) -> Snapshot:
+        snapshot = self.source.poll()
+        pid = max(p.pid for p in snapshot.processes if p.role == ProcessRole.GPU)
+        processes = tuple(
+            dataclasses.replace(p, steps_per_second=2.0, flops_per_step=1e12, achieved_tflops=2.0,
+                                flops_utilization_note=HOSTILE, peak_source="\x1b]8;;http://x\x07datasheet")
+            if p.pid == pid else p
+            for p in snapshot.processes
+        )
+        return dataclasses.replace(snapshot, processes=processes)
+
+    def close(self) -> None:
+        self.source.close()
+
+
+def test_an_unknown_peak_reads_na_with_its_reason_escaped() -> None:
+    sampler = frozen_speed_sampler("mixed")
+    sampler.source = NoPeak(sampler)
+    pid = max(p.pid for p in sampler.history.latest.processes if p.role == ProcessRole.GPU)
+    app = GpusightApp(sampler)
+
+    async def body(app: GpusightApp, pilot: Pilot) -> None:
+        screen = await open_on(pilot, pid)
+        assert "MFU N/A: GPU not in the table ?[red]boom[/red]" in screen.speed_text  # BEL shown as ?
+        assert "peak N/A (datasheet)" in screen.speed_text
+        text = screen_text(app)
+        assert "[red]boom" in text and "\x1b" not in text and "\x07" not in text
+        assert "MFU N/A" in text  # the chart's caption
+
+    run_app(app, (160, 45), body)
+
+
 class Vanishing:
     """A demo source with a reporting trainer, from whose snapshots the trainer goes once ``gone`` is set."""
 
