@@ -1,5 +1,5 @@
 """The one-shot text report printed by ``gpusight --once``: devices, processes with their workers, containers and jobs,
-advice.
+the speed of the trainers that report it, advice.
 
 Jobs and containers are written as the process table writes them (:mod:`gpusight.job_text`, which loads no UI library).
 """
@@ -11,7 +11,9 @@ import time
 from gpusight import __version__
 from gpusight.collect.gpu_selection import gpu_number
 from gpusight.collect.model import DeviceSample, JobSample, ProcessRole, ProcessSample, Snapshot
+from gpusight.collect.speed import job_speed
 from gpusight.job_text import container_labels, job_facts, job_label, jobs_by_id, scope_label
+from gpusight.speed_text import job_speed_line, process_speed_line, reports_speed
 from gpusight.textsafe import safe_text
 from gpusight.units import (
     NA,
@@ -44,6 +46,7 @@ def render_once(snapshot: Snapshot, width: int | None = 120, filters: str | None
     lines += ["", _host_line(snapshot)]
     jobs = jobs_by_id(snapshot)
     lines += ["", *_process_lines(snapshot.processes, jobs, width)]
+    lines += _speed_lines(snapshot, width)
     if snapshot.jobs:
         lines += ["", "JOBS"]
         for job in snapshot.jobs:
@@ -62,6 +65,39 @@ def render_once(snapshot: Snapshot, width: int | None = 120, filters: str | None
         lines += ["", "ERRORS"]
         lines += [f"  {safe_text(e.scope)}: {safe_text(e.message)}" for e in snapshot.errors]
     return "\n".join(lines) + "\n"
+
+
+def _speed_lines(snapshot: Snapshot, width: int | None) -> list[str]:
+    """The SPEED section: each job whose trainers report their speed (``gpusight.torch``), then its ranks, then
+    trainers in no job: steps/s, tokens or samples per second, MFU or HFU, and the step-time breakdown. Nothing
+    when no process reports speed."""
+    trainers = [p for p in snapshot.processes if p.role == ProcessRole.GPU and reports_speed(p)]
+    if not trainers:
+        return []
+    room = None if width is None else max(20, width - 4)
+    lines = ["", "SPEED"]
+    shown: set[int] = set()
+    for job in snapshot.jobs:
+        ranks = [p for p in trainers if p.pid in job.pids]
+        if not ranks:
+            continue
+        shown.update(p.pid for p in ranks)
+        speed = job_speed(job, snapshot.processes)
+        if speed.ranks == 1:
+            lines.append(safe_text(f"  job {job.id}, {_trainer_name(ranks[0])}: {process_speed_line(ranks[0])}", room))
+            continue
+        reporting = "" if speed.reporting == speed.ranks else f", {speed.reporting} of {speed.ranks} ranks reporting"
+        lines.append(safe_text(f"  job {job.id} ({speed.ranks} ranks{reporting}): {job_speed_line(speed)}", room))
+        lines += [safe_text(f"    {_trainer_name(p)}: {process_speed_line(p)}", room) for p in ranks]
+    lines += [safe_text(f"  {_trainer_name(p)}: {process_speed_line(p)}", room) for p in trainers if p.pid not in shown]
+    return lines
+
+
+def _trainer_name(process: ProcessSample) -> str:
+    """``rank 2 (PID 4242) on GPU 2``, or ``PID 4242 on GPU 2`` when its rank is unknown."""
+    rank = "" if process.rank is None else f"rank {process.rank} "
+    gpu = "" if process.device_index is None else f" on GPU {process.device_index}"
+    return f"{rank}{'(' if rank else ''}PID {process.pid}{')' if rank else ''}{gpu}"
 
 
 def _title(snapshot: Snapshot) -> str:

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 from operator import attrgetter
 from typing import Any
 
 from gpusight.collect.model import DeviceSample, HostSample, ProcessSample, Snapshot
+from gpusight.collect.speed import utilization_name
 
 GIB = 1024**3
 """Bytes in a GiB (memory is logged in GiB)."""
@@ -39,11 +41,29 @@ DEVICE_SCALARS: tuple[tuple[str, str, float], ...] = (
 )
 """Per-GPU scalars: (name after ``gpuN/``, :class:`DeviceSample` field, factor from the field's unit)."""
 
+STEP_TIME_PARTS: tuple[tuple[str, str], ...] = (
+    ("data", "step_data_percent"),
+    ("compute", "step_compute_percent"),
+    ("communication", "step_comm_percent"),
+    ("copy", "step_copy_percent"),
+    ("idle", "step_idle_percent"),
+)
+"""The step-time breakdown's parts (as the trainer's record names them) and their :class:`ProcessSample` fields;
+each is logged as ``step_time/{part}_percent``."""
+
 PROCESS_SCALARS: tuple[tuple[str, str, float], ...] = (
     ("input_wait_percent", "input_wait_percent", 1.0),
     ("steps_per_second", "steps_per_second", 1.0),
+    ("samples_per_second", "samples_per_second", 1.0),
+    ("tokens_per_second", "tokens_per_second", 1.0),
+    ("achieved_tflops", "achieved_tflops", 1.0),
+    *((f"step_time/{part}_percent", field, 1.0) for part, field in STEP_TIME_PARTS),
 )
-"""Per-process scalars the trainer measures itself (``gpusight.torch``): (name after ``pidN/``, field, factor)."""
+"""Per-process scalars the trainer measures itself (``gpusight.torch``): (name after ``pidN/``, :class:`ProcessSample`
+field, factor). The FLOP/s utilization comes on top, named after what it is (:func:`utilization_tag`)."""
+
+UTILIZATION_FIELD = "flops_utilization_percent"
+"""The :class:`ProcessSample` field of the FLOP/s utilization, logged as ``mfu_percent`` or ``hfu_percent``."""
 
 
 HOST_SCALARS: tuple[tuple[str, str, float], ...] = (
@@ -88,12 +108,26 @@ def host_scalars(host: HostSample, prefix: str = "") -> list[tuple[str, float]]:
 
 
 def process_scalars(process: ProcessSample, prefix: str = "") -> list[tuple[str, float]]:
-    """A trainer's own measurements (input wait, steps per second) as ``{prefix}pid{pid}/...``; none for others."""
-    return _known(_tags(f"{prefix}pid{process.pid}/", "pid"), _PROCESS_FACTORS, _process_values(process))
+    """A trainer's own measurements (input wait, throughput, FLOP/s and their utilization, step-time shares) as
+    ``{prefix}pid{pid}/...``; none for others."""
+    return trainer_scalars(f"{prefix}pid{process.pid}/", lambda field: getattr(process, field),
+                           utilization_name(process))
+
+
+def utilization_tag(name: str) -> str:
+    """The tag (after the head) of a FLOP/s utilization named ``name`` ("MFU" or "HFU"): ``mfu_percent``."""
+    return f"{name.lower()}_percent"
+
+
+def trainer_scalars(head: str, value_of: Callable[[str], Any], utilization_name: str) -> list[tuple[str, float]]:
+    """A trainer's known measurements as (``{head}{name}``, value): ``value_of`` gives each :class:`ProcessSample`
+    field's value (None when unknown); the utilization is tagged after ``utilization_name`` ("MFU" or "HFU")."""
+    scalars = _known(_tags(head, "pid"), _PROCESS_FACTORS, tuple(value_of(field) for field in _PROCESS_FIELDS))
+    return scalars + _known((head + utilization_tag(utilization_name),), (1.0,), (value_of(UTILIZATION_FIELD),))
 
 
 _device_values = attrgetter(*(field for _, field, _ in DEVICE_SCALARS))
-_process_values = attrgetter(*(field for _, field, _ in PROCESS_SCALARS))
+_PROCESS_FIELDS = tuple(field for _, field, _ in PROCESS_SCALARS)
 _DEVICE_FACTORS = tuple(factor for _, _, factor in DEVICE_SCALARS)
 _HOST_FACTORS = tuple(factor for _, _, factor in HOST_SCALARS)
 _PROCESS_FACTORS = tuple(factor for _, _, factor in PROCESS_SCALARS)

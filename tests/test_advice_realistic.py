@@ -28,6 +28,7 @@ import pytest
 
 from support.fake_nvml import FakeGpu, FakeScenario, Sine, Square, fake_nvml_env
 from support.procs import cpu_hog, fake_trainer, kill_tree, shared_cpu, wait_until
+from support.speed_records import published, speed_record
 from support.workloads import notebook_kernel, server, sweep, torchrun_job
 
 GIB = 1 << 30
@@ -177,10 +178,8 @@ def test_a_communication_bound_ddp_job_is_named_as_a_job(tmp_path, fake_nvml_lib
                          nvlink_rx_rate=Sine(6.0e10, 5.0e9, 3100, 80 * rank))
                 for rank, pid in enumerate(launched.ranks)]
         checked = check(tmp_path, fake_nvml_lib, gpus, duration=8)
-    job = checked.job_of(launched.ranks[0])
+    job, advice = job_advice(checked, "comm_bound", launched.ranks[0])
     assert job["pids"] == launched.ranks
-    advice = checked.standing(f"comm_bound:job{job['id']}")
-    assert advice["severity"] == "warn"
     assert advice["evidence"].startswith("4 ranks at 9")
     assert "SMs active 2" in advice["evidence"] and "(GPM)" in advice["evidence"]
     assert re.search(r"NVLink \S+GB/s(-\S+GB/s)? sent and \S+GB/s(-\S+GB/s)? received", advice["evidence"])
@@ -395,3 +394,112 @@ def test_a_real_torch_loop_gets_its_measured_wait_and_autocast_cited(tmp_path, f
     assert_absent(checked, "few_workers", "gpu_underused", "batch_headroom", "launch_bound", "straggler")
     assert "mixed_precision:gpu0" not in checked.advice  # an input-bound GPU gets no tuning advice
     assert checked.status == 1
+
+
+# ---- jobs that publish their speed (gpusight.torch records) ----
+
+H100_BF16 = {"peak_tflops": 989.5, "peak_source": "NVIDIA H100 datasheet (SXM), BF16 dense", "math_mode": "bf16",
+             "flops_source": "6N", "batch_size_source": "batch"}
+"""The speed section's fixed part for a bf16 trainer on an H100 SXM that estimates its FLOPs as 6·N·tokens."""
+
+
+def bf16_speed(achieved: float, tokens: float = 24_000.0, samples: float = 24.0) -> dict:
+    """A record's speed section reaching ``achieved`` TFLOP/s of the H100's bf16 peak."""
+    return {**H100_BF16, "samples_per_second": samples, "tokens_per_second": tokens,
+            "flops_per_step": achieved * 1e12 / 3.0, "achieved_tflops": achieved,
+            "flops_utilization_fraction": achieved / H100_BF16["peak_tflops"]}
+
+
+def job_advice(checked: Checked, rule: str, pid: int, severity: str = "warn") -> tuple[dict, dict]:
+    """The job of GPU process ``pid`` and the advice of ``rule`` standing for it, whose severity must be ``severity``."""
+    job = checked.job_of(pid)
+    advice = checked.standing(f"{rule}:job{job['id']}")
+    assert advice["severity"] == severity, advice
+    return job, advice
+
+
+def test_an_input_bound_job_that_publishes_its_speed_is_told_what_the_fix_gains(tmp_path, fake_nvml_lib):
+    with fake_trainer(tmp_path, workers=("sleep", "sleep", "sleep")) as trainer:
+        record = speed_record(trainer.pid, wait=0.38, steps=2.0, speed=bf16_speed(60.0),
+                              loader={"num_workers": 3, "pin_memory": True})
+        with published(tmp_path / "run", {trainer.pid: record}) as env:
+            gpu = FakeGpu(util_gpu=Sine(23.0, 4.0, 1700), mem_used=30 * GIB, compute_processes=[(trainer.pid, 29 * GIB)])
+            checked = check(tmp_path, fake_nvml_lib, [gpu], duration=8, env=env)
+    [row] = [p for p in checked.data["processes"] if p["pid"] == trainer.pid]
+    assert (row["input_wait_percent"], row["flops_utilization_percent"]) == (38.0, pytest.approx(6.06, abs=0.01))
+    advice = checked.standing("input_bound:gpu0")
+    assert advice["severity"] == "warn"
+    assert (f"GPU 0's trainer (PID {trainer.pid}) waits 38 % of each step for data (measured by gpusight.torch): "
+            "up to 1.6x steps/s without it") in advice["evidence"]
+    assert "pin_memory" not in advice["action"]  # already set, as the record says
+    assert_absent(checked, "low_mfu", "few_workers", "gpu_underused", "healthy")  # the wait explains the low MFU
+    assert checked.status == 1
+
+
+def test_a_job_at_full_utilization_and_low_mfu_gets_compute_actions(tmp_path, fake_nvml_lib):
+    with fake_trainer(tmp_path, workers=("sleep", "sleep", "sleep")) as trainer:
+        breakdown = {"data": 0.02, "compute": 0.6, "communication": 0.0, "copy": 0.01, "idle": 0.37, "source": "device"}
+        record = speed_record(trainer.pid, wait=0.02, steps=3.0, speed=bf16_speed(40.0), breakdown=breakdown,
+                              cuda={"device": 0, "peak_bytes": 12 * GIB, "reserved_bytes": 14 * GIB}, autocast=True)
+        with published(tmp_path / "run", {trainer.pid: record}) as env:
+            gpu = busy_gpu(trainer.pid, 0, util=99.0, used=16.0)
+            checked = check(tmp_path, fake_nvml_lib, [gpu], duration=8, env=env)
+    job, advice = job_advice(checked, "low_mfu", trainer.pid)
+    assert advice["title"] == f"Job {job['id']} reaches 4 % MFU: its compute is slow, not its input"
+    assert advice["evidence"].startswith("MFU 4 % (40.0 of 989.5 TFLOP/s peak, gpusight.torch), below the 30 % "
+                                         "expected of a token model; 24000 tokens/s, 3 steps/s; data wait 2 % and "
+                                         "exposed communication 0 % of each step"), advice["evidence"]
+    action = advice["action"]
+    order = ["torch.compile", "a larger batch: peak CUDA memory 12.0 GiB of 80.0 GiB (15 %)",
+             "scaled_dot_product_attention", "fused=True"]
+    assert [action.index(text) for text in order] == sorted(action.index(text) for text in order), action
+    assert "the step is idle 37 % of its time" in action and "train in bf16" not in action
+    assert_absent(checked, "healthy", "input_bound", "mixed_precision")  # 99 % busy, but not fine
+    assert checked.status == 1
+
+
+def test_a_ddp_job_whose_measured_communication_is_40_percent_gets_the_measurement_and_its_gain(tmp_path, fake_nvml_lib):
+    with torchrun_job(tmp_path, nproc=4) as launched:
+        records = {}
+        for rank, pid in enumerate(launched.ranks):
+            comm = 0.39 if rank % 2 else 0.41
+            breakdown = {"data": 0.02, "compute": 0.5, "communication": comm, "copy": 0.01, "idle": 0.48 - comm,
+                         "source": "device"}
+            records[pid] = speed_record(pid, steps=1.5, speed=bf16_speed(300.0), breakdown=breakdown)
+        with published(tmp_path / "run", records) as env:
+            gpus = [busy_gpu(pid, rank, util=97.0) for rank, pid in enumerate(launched.ranks)]  # no GPM, no NVLink
+            checked = check(tmp_path, fake_nvml_lib, gpus, duration=8, env=env)
+    job, advice = job_advice(checked, "comm_bound", launched.ranks[0])
+    assert job["pids"] == launched.ranks
+    assert advice["title"] == f"Job {job['id']} spends 40 % of each step communicating (measured)"
+    assert advice["evidence"].startswith("exposed communication takes 40 % of each step (measured on 4 of 4 ranks): "
+                                         "up to 1.7x steps/s without it; step time: data wait 2 %, compute 50 %, "
+                                         "communication 40 %"), advice["evidence"]
+    assert "no_sync" in advice["action"]
+    assert_absent(checked, "healthy", "low_mfu", "launch_bound", "straggler")
+    assert checked.status == 1
+
+
+def test_a_stuck_ddp_job_is_named_stuck_not_busy(tmp_path, fake_nvml_lib):
+    """A collective waits for a rank that died: every GPU reads 100 % at idle power, ~1 % SMs, no traffic, and the
+    ranks' records count no steps."""
+    with torchrun_job(tmp_path, nproc=4) as launched:
+        records = {pid: speed_record(pid, wait=0.0, steps=0.0) for pid in launched.ranks}
+        with published(tmp_path / "run", records) as env:
+            gpus = [FakeGpu(util_gpu=Sine(99.5, 0.5, 1900 + 70 * rank, 40 * rank), mem_used=60 * GIB,
+                            power_mw=Sine(76_000, 3_000, 3100, 90 * rank), gpm_supported=1,
+                            gpm={SM_ACTIVE: Sine(1.0, 0.4, 2300, 60 * rank), ANY_TENSOR: 0.0},
+                            pcie_tx_rate=Sine(2.0e5, 1.0e5, 2700), pcie_rx_rate=Sine(3.0e5, 1.0e5, 2900),
+                            compute_processes=[(pid, 59 * GIB)])
+                    for rank, pid in enumerate(launched.ranks)]
+            checked = check(tmp_path, fake_nvml_lib, gpus, duration=8, env=env)
+    job, advice = job_advice(checked, "stuck", launched.ranks[0], "critical")
+    assert advice["title"].startswith(f"Job {job['id']} looks stuck")
+    found = re.match(r"4 ranks at (\d+)(-\d+)? % util, power (\d+)(-\d+)? W \((\d+)(-\d+)? % of the limit, near idle\), "
+                     r"SMs active \d+(-\d+)? % \(GPM\), PCIe/NVLink traffic at most \S+ each way and 0 steps/s "
+                     r"\(gpusight.torch\)", advice["evidence"])
+    assert found and int(found.group(1)) >= 98 and 70 <= int(found.group(3)) <= 80, advice["evidence"]
+    assert "py-spy dump --pid" in advice["action"] and " ".join(map(str, sorted(launched.ranks))) in advice["action"]
+    assert "TORCH_NCCL_ASYNC_ERROR_HANDLING=1" in advice["action"] and "NCCL_DEBUG=INFO" in advice["action"]
+    assert_absent(checked, "healthy", "launch_bound", "comm_bound", "straggler", "low_mfu")
+    assert checked.status == 2

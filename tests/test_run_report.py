@@ -28,7 +28,8 @@ from gpusight.recordings.formats import COMPACT_MAGIC, RecordingProblem
 from gpusight.recordings.jsonl.writer import JsonlWriter
 from gpusight.recordings.opening import read_recording
 from gpusight.run_report.command import default_output
-from gpusight.run_report.html import hours, render_html, script_json
+from gpusight.run_report.html import render_html, script_json
+from gpusight.run_report.markup import hours
 from gpusight.run_report.session import summarize_history
 from gpusight.run_report.summary import IDLE_UTIL_PERCENT, RunAccumulator, summarize
 from gpusight.snapshot_export.markdown import md_escape, render_markdown

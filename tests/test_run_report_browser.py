@@ -20,6 +20,7 @@ from gpusight.recordings.jsonl.writer import JsonlWriter
 from gpusight.run_report.html import SECTIONS, asset
 from support.chromium import CHROMIUM, INSTALL, chromium, screenshot
 from support.png import png_pixels
+from support.speed_run import SpeedPlan, record_speed_run
 
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason=INSTALL)
 
@@ -49,8 +50,9 @@ def test_every_section_and_chart_renders_without_script_errors(report: Path) -> 
     for section in SECTIONS:
         assert f'<section id="{section}">' in dom
     charts = int(re.search(r'data-charts="(\d+)"', body.group(0)).group(1))  # type: ignore[union-attr]
-    assert charts == 2 * 5 + 2  # two GPUs with five charts each, two host charts
     assert dom.count("<canvas") == charts
+    drawn = re.findall(r'<div class="chart" id="chart-(gpu|host)[^"]*">(?:(?!<div class="chart").)*?<canvas', dom, re.S)
+    assert len(drawn) == 2 * 5 + 2  # two GPUs with five charts each, two host charts (job speed charts aside)
     assert int(re.search(r'data-lanes="(\d+)"', dom).group(1)) >= 1  # type: ignore[union-attr]
     assert 'class="bar warn"' in dom or 'class="bar info"' in dom
 
@@ -98,3 +100,42 @@ def test_no_network_request(report: Path, tmp_path: Path) -> None:
     urls = set(re.findall(r'"url":"([^"]*)"', log.read_text()))
     foreign = {url for url in urls if not re.match(r"https?://[a-z0-9.-]*\b(google|googleapis|gstatic)\.com[/:]", url)}
     assert foreign == set()
+
+
+@pytest.fixture(scope="module")
+def speed_pages(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """The report of a run whose training job publishes its speed, and its comparison with a faster run."""
+    directory = tmp_path_factory.mktemp("speed")
+    record_speed_run(directory / "before.gtr")
+    record_speed_run(directory / "after.jsonl", SpeedPlan(steps=2.6, slowest=2.5, breakdown=(5.0, 80.0, 8.0, 2.0, 5.0)))
+    for args in (["before.gtr"], ["before.gtr", "after.jsonl"]):
+        subprocess.run([sys.executable, "-m", "gpusight", "--report", *args], check=True, capture_output=True,
+                       timeout=120, cwd=directory)
+    return directory / "before.html", directory / "before-vs-after.html"
+
+
+def test_speed_charts_render_stacked_breakdown_included(speed_pages: tuple[Path, Path], tmp_path: Path) -> None:
+    report, _ = speed_pages
+    dom = chromium(report, "--dump-dom").stdout
+    body = re.search(r"<body[^>]*>", dom)
+    assert body is not None and 'data-ready="true"' in body.group(0) and "data-error" not in body.group(0)
+    assert re.search(r'<pre id="js-errors" hidden="">\s*</pre>', dom)
+    for chart in ("steps", "samples", "tokens", "utilization", "breakdown"):
+        drawn = dom.split(f'id="chart-job0-{chart}"', 1)[1].split('<div class="chart"', 1)[0]
+        assert "<canvas" in drawn, chart
+    breakdown = dom.split('id="chart-job0-breakdown"', 1)[1].split('<div class="chart"', 1)[0]
+    assert breakdown.count('class="u-series') >= 7  # time, the hidden base and the five parts
+    shot = tmp_path / "speed.png"
+    screenshot(report, shot, (1200, 1600))
+    width, height, rows = png_pixels(shot)
+    assert len({row[x:x + 3] for row in rows[::8] for x in range(0, len(row), 24)}) > 20
+
+
+def test_comparison_page_renders(speed_pages: tuple[Path, Path], tmp_path: Path) -> None:
+    _, comparison = speed_pages
+    dom = chromium(comparison, "--dump-dom").stdout
+    assert "<th>Steps/s median</th><td>1.9</td><td>2.5</td><td>1.32x</td>" in dom
+    shot = tmp_path / "compare.png"
+    screenshot(comparison, shot, (1000, 1400))
+    width, height, rows = png_pixels(shot)
+    assert sum(1 for row in rows if len(set(row)) > 1) > height // 4  # content on many rows, not a blank page

@@ -170,3 +170,33 @@ def test_the_process_table_shows_wait_and_step_rate_only_for_instrumented_traine
     assert first[wait_column + 7 : wait_column + 13].strip() == "7.5"
     assert second[wait_column : wait_column + 13].strip() == ""  # not instrumented: blank, not 0
     assert "python other.py" in second
+
+
+def test_gpusight_json_shows_the_jobs_throughput_flops_mfu_and_breakdown(tmp_path, fake_nvml_lib, runtime_base):
+    env = dict(os.environ, XDG_RUNTIME_DIR=str(runtime_base), OMP_NUM_THREADS="1")
+    job = subprocess.Popen(
+        [sys.executable, "-m", "gpusight.examples.train", "--batch-size", "8", "--width", "32", "--depth", "1",
+         "--duration", "300", "--report-every", "60", "--peak-tflops", "0.0001"],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    try:
+        path = runtime_base / "gpusight" / f"{job.pid}.json"
+        wait_until(lambda: (r := current_record(path)) and r["active"] and r.get("breakdown")
+                   and "flops_utilization_fraction" in r["speed"], "the job's speed in its record", timeout=90)
+        gpu = FakeGpu(util_gpu=90, mem_used=8 * GIB, compute_processes=[(job.pid, 2 * GIB)])
+        scenario = fake_nvml_env(fake_nvml_lib, FakeScenario(gpus=[gpu]).write(tmp_path / "s.txt"))
+        data = gpusight({**scenario, "XDG_RUNTIME_DIR": str(runtime_base)})
+    finally:
+        kill_tree(job.pid)
+        job.wait()
+    [trainer] = [p for p in data["processes"] if p["pid"] == job.pid]
+    assert trainer["samples_per_second"] == pytest.approx(8 * trainer["steps_per_second"], rel=0.01)
+    assert trainer["batch_size_source"] == "batch"
+    assert trainer["flops_source"] == "counted" and trainer["flops_per_step"] > 0
+    assert trainer["peak_tflops"] == 0.0001 and trainer["peak_source"] == "given" and trainer["math_mode"] == "fp32"
+    assert trainer["achieved_tflops"] == pytest.approx(trainer["flops_per_step"] * trainer["steps_per_second"] / 1e12,
+                                                       rel=0.01)
+    assert trainer["flops_utilization_percent"] == pytest.approx(trainer["achieved_tflops"] / 0.0001 * 100, rel=0.01)
+    parts = ("data", "compute", "comm", "copy", "idle")
+    assert sum(trainer[f"step_{part}_percent"] for part in parts) == pytest.approx(100.0, abs=0.5)
+    assert trainer["breakdown_source"] == "host"

@@ -185,3 +185,27 @@ def test_importing_gpusight_and_its_torch_logging_loads_no_tracker_library():
             "print(sorted(m for m in ('mlflow', 'tensorboard', 'torch.utils.tensorboard') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
     assert out.stdout.strip() == "[]"
+
+
+def test_watch_logs_throughput_hfu_and_the_step_time_shares_against_the_step(tmp_path, fake_nvml_lib):
+    runs = tmp_path / "runs"
+    train(tmp_path, fake_nvml_lib, f"""
+        from torch.utils.tensorboard import SummaryWriter
+        writer = SummaryWriter({str(runs)!r})
+        watched = gpusight.torch.watch(loader, log_to=gpusight.torch.SystemMetrics(writer, every_seconds=0.05),
+                                       publish=False, peak_tflops=0.001, profile_every=2, model=model)
+        """, "watched", "writer.close()")
+    accumulator = EventAccumulator(str(runs), size_guidance={"scalars": 0})
+    accumulator.Reload()
+    tags = set(accumulator.Tags()["scalars"])
+    parts = ("data", "compute", "communication", "copy", "idle")
+    assert {"gpusight/samples_per_second", "gpusight/achieved_tflops", "gpusight/hfu_percent",
+            *(f"gpusight/step_time/{part}_percent" for part in parts)} <= tags
+    assert "gpusight/mfu_percent" not in tags  # counted FLOPs: the utilization is named HFU
+    assert "gpusight/tokens_per_second" not in tags  # float batches hold no token ids: unknown, not 0
+    last = {tag: accumulator.Scalars(tag)[-1] for tag in tags if tag.startswith("gpusight/step_time/")}
+    assert len({event.step for event in last.values()}) == 1  # one point, logged against one training step
+    assert sum(event.value for event in last.values()) == pytest.approx(100.0, abs=1e-3)
+    samples = accumulator.Scalars("gpusight/samples_per_second")[-1].value
+    rate = accumulator.Scalars("gpusight/steps_per_second")[-1].value
+    assert samples == pytest.approx(2 * rate, rel=1e-4)  # two samples a batch

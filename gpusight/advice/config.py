@@ -123,6 +123,35 @@ class Thresholds:
     """A rank whose measured input wait (``gpusight.torch``) is at or above this is not purely
     communication-bound: the PyTorch profiler's TensorBoard plugin flags DataLoader time above 5 %
     of a step."""
+    comm_share_percent: float = 20.0
+    """Exposed communication (``gpusight.torch``'s profiled step-time breakdown: collectives not overlapped by
+    compute) at or above this share of each step makes a job communication-bound. A well-bucketed DDP job hides
+    most of its all-reduce behind the backward pass; a fifth of every step spent only communicating is worth
+    1.25x steps/s, and the measurement replaces the guess from NVLink or PCIe traffic."""
+    minor_share_percent: float = 10.0
+    """A measured data wait or exposed communication below this share of each step is minor: a job with low
+    MFU/HFU and only minor waits is slow in its compute itself, so it gets compute actions. A profiled idle share
+    at or above it (launch gaps, Python between kernels) ranks torch.compile and CUDA graphs first."""
+    healthy_mfu_token_percent: float = 30.0
+    """MFU (or HFU) at or above which a token model (its trainer counts tokens: transformers) may be called
+    healthy. Large transformer training reports 40-55 % MFU (PaLM 46.2 %, appendix B; Megatron-LM 52 % of
+    peak on A100s); a dense transformer below 30 % leaves at least a third of what its peers reach unused."""
+    healthy_mfu_percent: float = 10.0
+    """MFU (or HFU) at or above which any other model (convnets, MLPs, no token count) may be called healthy.
+    Such models spend much of a step in memory-bound normalization and element-wise layers: ResNet-50 does about
+    25 GFLOP per training image (3 x 4.1 G multiply-adds x 2), so NVIDIA's roughly 2,500 images/s with AMP on an
+    A100 is about 20 % of its 312 TFLOP/s bf16 peak; below half of that the compute is poorly used."""
+    stuck_util_percent: float = 90.0
+    """NVML utilization (window mean) at or above which every GPU of a job reads "busy" for the stuck-job rule: a
+    collective waiting for a dead or diverged rank spins in one NCCL kernel, which NVML counts as 100 %."""
+    stuck_power_percent: float = 25.0
+    """Power draw (window mean) at or below this share of the power limit is near idle: an H100 SXM idles near
+    70-90 W of its 700 W limit and draws 400-700 W training; one spinning kernel barely raises it."""
+    stuck_sm_active_percent: float = 5.0
+    """GPM SM activity (window mean) at or below this, where GPM reports it, is the ~1 % of one waiting kernel."""
+    stuck_traffic_bytes_per_s: float = 1.0e8
+    """PCIe and NVLink traffic each way (window mean) at or below this, where known, is none: a training step
+    moves gigabytes per second of batches and gradients, a hung collective nothing."""
     serving_memory_percent: float = 50.0
     """Share of a GPU's memory an idle inference server must hold to be mentioned (KV-cache reserve)."""
     serving_idle_hold_s: float = 300.0

@@ -20,6 +20,7 @@ from gpusight.collect.model import (
     Snapshot,
     WorkloadKind,
 )
+from gpusight.collect.speed import JobSpeed, job_speed
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +80,7 @@ class Context:
         self._jobs: list[Job] | None = None
         self._imbalances: list[Imbalance] | None = None
         self._stragglers: list[Straggler] | None = None
+        self._speeds: dict[int, JobSpeed] = {}
 
     def samples_within(self, seconds: float) -> int:
         """How many of the newest history samples lie within ``seconds`` before the snapshot."""
@@ -173,6 +175,13 @@ class Context:
         if self._jobs is None:
             self._jobs = build_jobs(self.snapshot.jobs, self.gpu_processes, set(self.devices))
         return self._jobs
+
+    def job_speed(self, job: Job) -> JobSpeed:
+        """The speed its ranks report (:func:`~gpusight.collect.speed.job_speed`): throughput, MFU/HFU, breakdown."""
+        speed = self._speeds.get(job.sample.id)
+        if speed is None:
+            speed = self._speeds[job.sample.id] = job_speed(job.sample, (rank.process for rank in job.ranks))
+        return speed
 
     def imbalances(self) -> list[Imbalance]:
         """Trainer jobs whose busiest GPU is well above the mean of its others (``imbalance_gap_percent``)."""

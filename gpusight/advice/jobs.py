@@ -68,7 +68,8 @@ class Job:
         """
         processes = len({rank.process.pid for rank in self.ranks})
         noun = "process" if processes == 1 else "processes"
-        text = f"job {self.sample.id}: {processes} {noun} on {len(self.devices)} GPUs"
+        gpus = len(self.devices)
+        text = f"job {self.sample.id}: {processes} {noun} on {gpus} GPU{'' if gpus == 1 else 's'}"
         how = safe_text(self.sample.evidence, EVIDENCE_LENGTH)
         return f"{text}; {how}" if how else text
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from gpusight.advice.context import Finding
 
 BOTTLENECKS = (
+    "stuck",
     "periodic_stall",
     "storage_bound",
     "few_workers",
@@ -21,14 +22,15 @@ BOTTLENECKS = (
     "gpu_underused",
 )
 """Rules that name what limits a GPU, most specific first. A finding of a later rule is dropped when every
-GPU it concerns is covered by findings of earlier rules: a stalled or storage-bound GPU is not also
-"left waiting by the training code", and heavy PCIe copies are not also a code gap."""
+GPU it concerns is covered by findings of earlier rules: a stuck job is not also launch-bound, a stalled or
+storage-bound GPU is not also "left waiting by the training code", and heavy PCIe copies are not also a code gap."""
 
-WAITS_OUTSIDE = frozenset(BOTTLENECKS[:8])
-"""Bottlenecks outside the GPU's own work: the GPU waits on storage, the input pipeline, a straggling rank,
-a busier peer, communication or host copies (not launch-bound or code gaps, which tuning may help)."""
+WAITS_OUTSIDE = frozenset(BOTTLENECKS[:9])
+"""Bottlenecks outside the GPU's own work: the GPU waits on a dead or diverged rank, storage, the input pipeline,
+a straggling rank, a busier peer, communication or host copies (not launch-bound or code gaps, which tuning may
+help)."""
 
-TUNING = frozenset({"batch_headroom", "mixed_precision"})
+TUNING = frozenset({"batch_headroom", "mixed_precision", "low_mfu"})
 """Advice that makes the GPU's own work faster, useless while it waits on something outside it."""
 
 

@@ -62,11 +62,11 @@ def _run_convert(args: argparse.Namespace) -> int:
 
 
 def _run_report(args: argparse.Namespace) -> int:
-    """``--report``, with a progress bar on stderr while the recording is read (see gpusight.cli.progress)."""
+    """``--report``, with a progress bar on stderr while each recording is read (see gpusight.cli.progress)."""
     from gpusight.cli.progress import reading_description, stderr_progress
+    from gpusight.snapshot_export.markdown import md_escape
 
-    with stderr_progress(reading_description("reading", args.report)) as progress:
-        return run_report.run(args, progress)
+    return run_report.run(args, md_escape, lambda path: stderr_progress(reading_description("reading", path)))
 
 
 def _run_cluster(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:

@@ -9,6 +9,23 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from gpusight.collect.model import BatchSizeSource, FlopsSource, MathMode
+
+
+@dataclass(frozen=True, slots=True)
+class StepShares:
+    """How a trainer's step time splits, as ``gpusight.torch``'s sampled profile reports it: ranges in percent the
+    demo moves within; compute takes what the other parts leave."""
+
+    data: tuple[float, float]
+    """Waiting for the next batch (the input wait)."""
+    comm: tuple[float, float] = (0.0, 0.0)
+    """NCCL collectives not hidden behind compute (taken as 0 for a job of one rank)."""
+    copy: tuple[float, float] = (0.5, 1.5)
+    """Host-to-device copies not hidden behind compute."""
+    idle: tuple[float, float] = (1.0, 3.0)
+    """Nothing running: the host launching kernels, Python between steps."""
+
 
 @dataclass(frozen=True, slots=True)
 class Workload:
@@ -60,6 +77,8 @@ class Workload:
     server: bool = False
     """True for an inference server: it reserves its GPU memory once at start (weights and KV cache), so the
     amount never moves; it has no DataLoader workers."""
+    shares: StepShares | None = None
+    """How a trainer's step time splits under this load; None where no training loop runs."""
 
 
 HEALTHY = Workload(
@@ -67,6 +86,7 @@ HEALTHY = Workload(
     dram_share=0.62, memory_util_share=0.55, power=(560, 665), temperature=(63, 72), clock_sm=(1935, 1980),
     throttle=(), hot_throttle=None, pcie_rx_gbs=(2.0, 7.5), pcie_tx_gbs=(0.2, 0.9), trainer_cpu=(105, 145),
     worker_cpu=(30, 55), workers=6, worker_running=0.45,
+    shares=StepShares(data=(0.5, 3.0), comm=(4.0, 9.0)),
 )
 """Well-fed training: GPU busy, workers keep up with CPU to spare."""
 
@@ -75,6 +95,7 @@ INPUT_BOUND = Workload(
     dram_share=0.55, memory_util_share=0.5, power=(150, 330), temperature=(40, 49), clock_sm=(1980, 1980),
     throttle=(), hot_throttle=None, pcie_rx_gbs=(0.3, 11.5), pcie_tx_gbs=(0.05, 0.4), trainer_cpu=(55, 90),
     worker_cpu=(95, 100), workers=6, worker_running=0.97,
+    shares=StepShares(data=(45.0, 80.0), copy=(1.0, 4.0)),
 )
 """Starved GPU: short bursts of work whenever a batch arrives; every worker pinned on a core."""
 
@@ -83,6 +104,7 @@ SMALL_BATCH = Workload(
     dram_share=0.2, memory_util_share=0.25, power=(210, 290), temperature=(47, 55), clock_sm=(1980, 1980),
     throttle=(), hot_throttle=None, pcie_rx_gbs=(0.4, 1.6), pcie_tx_gbs=(0.05, 0.2), trainer_cpu=(97, 101),
     worker_cpu=(8, 22), workers=4, worker_running=0.15,
+    shares=StepShares(data=(1.0, 5.0), idle=(22.0, 34.0)),
 )
 """Tiny batches: most of the memory unused, small kernels, the trainer's launch thread pegged on one core."""
 
@@ -91,6 +113,7 @@ THERMAL = Workload(
     dram_share=0.66, memory_util_share=0.6, power=(520, 590), temperature=(87, 90), clock_sm=(1275, 1440),
     throttle=("sw_thermal",), hot_throttle="hw_thermal", pcie_rx_gbs=(1.5, 5.5), pcie_tx_gbs=(0.2, 0.7),
     trainer_cpu=(100, 135), worker_cpu=(25, 45), workers=6, worker_running=0.35,
+    shares=StepShares(data=(0.5, 2.5), comm=(5.0, 10.0)),
 )
 """Overheating GPU: clocks pulled down by the thermal limits."""
 
@@ -99,6 +122,7 @@ POWER_CAP = Workload(
     dram_share=0.68, memory_util_share=0.62, power=(689, 707), temperature=(76, 81), clock_sm=(1605, 1755),
     throttle=("sw_power_cap",), hot_throttle=None, pcie_rx_gbs=(1.5, 5.5), pcie_tx_gbs=(0.2, 0.7),
     trainer_cpu=(100, 135), worker_cpu=(25, 45), workers=6, worker_running=0.35,
+    shares=StepShares(data=(0.5, 2.5), comm=(5.0, 10.0)),
 )
 """GPU at its 700 W limit: clocks held down by the power cap."""
 
@@ -115,6 +139,7 @@ STRAGGLER = Workload(
     dram_share=0.58, memory_util_share=0.52, power=(330, 430), temperature=(55, 61), clock_sm=(1980, 1980),
     throttle=(), hot_throttle=None, pcie_rx_gbs=(1.0, 4.0), pcie_tx_gbs=(0.2, 0.8), trainer_cpu=(60, 85),
     worker_cpu=(95, 100), workers=6, worker_running=0.97,
+    shares=StepShares(data=(34.0, 46.0), comm=(1.0, 3.0)),
 )
 """The slow rank of a DDP job: its input is slower (its workers pinned at 100 % CPU), so every step waits for it."""
 
@@ -123,6 +148,7 @@ STRAGGLER_PEER = Workload(
     dram_share=0.5, memory_util_share=0.45, power=(430, 520), temperature=(60, 67), clock_sm=(1950, 1980),
     throttle=(), hot_throttle=None, pcie_rx_gbs=(1.0, 4.0), pcie_tx_gbs=(0.2, 0.8), trainer_cpu=(100, 120),
     worker_cpu=(30, 50), workers=6, worker_running=0.35,
+    shares=StepShares(data=(1.0, 3.5), comm=(33.0, 45.0)),
 )
 """The other ranks of that job: they finish their part early and wait in NCCL's all-reduce, whose
 kernels NVML counts as busy, so they read about 96 % while doing less work than that."""
@@ -165,6 +191,7 @@ STALLING = Workload(
     dram_share=0.6, memory_util_share=0.55, power=(480, 620), temperature=(55, 66), clock_sm=(1935, 1980),
     throttle=(), hot_throttle=None, pcie_rx_gbs=(1.5, 6.0), pcie_tx_gbs=(0.2, 0.8), trainer_cpu=(96, 112),
     worker_cpu=(25, 45), workers=6, worker_running=0.4, stall=(7.0, 2.5),
+    shares=StepShares(data=(1.0, 4.0), idle=(2.0, 5.0)),
 )
 """A trainer that evaluates on its main process every few seconds: busy for 4.5 s, then idle for 2.5 s while the
 main process computes metrics on the CPU and the workers sleep on their full queues."""
@@ -174,9 +201,35 @@ COMM_BOUND = Workload(
     dram_share=0.3, memory_util_share=0.3, power=(300, 390), temperature=(52, 60), clock_sm=(1980, 1980),
     throttle=(), hot_throttle=None, pcie_rx_gbs=(0.5, 2.0), pcie_tx_gbs=(0.1, 0.5), trainer_cpu=(100, 115),
     worker_cpu=(8, 20), workers=4, worker_running=0.12, nvlink_gbs=(95, 160),
+    shares=StepShares(data=(0.5, 2.0), comm=(40.0, 55.0), copy=(1.0, 2.0), idle=(2.0, 4.0)),
 )
 """A DDP rank whose steps are mostly gradient all-reduce: NCCL kernels keep it "busy" with few SMs active
 while NVLink carries 95-160 GB/s each way."""
+
+
+@dataclass(frozen=True, slots=True)
+class Model:
+    """What an instrumented trainer knows of its model and batch: the FLOPs of one sample and how they are known."""
+
+    flops_per_sample: float
+    """FLOPs of one sample's forward and backward pass."""
+    batch_size: int
+    """Samples per step on each rank."""
+    tokens_per_sample: int | None
+    """Tokens in a sample (sequence length) for a language model; None where the batch holds no token ids."""
+    flops_source: FlopsSource
+    """How the trainer knows its FLOPs per step (counted: HFU; given or 6N estimate: MFU)."""
+    math_mode: MathMode
+    """The arithmetic of its matrix multiplications, which picks the peak."""
+    compute_utilization: float
+    """Share of the GPU's peak the model reaches while it computes: the utilization of a step spent all in compute."""
+    batch_size_source: BatchSizeSource = BatchSizeSource.BATCH
+    """How the trainer knows its batch size."""
+
+
+def _lm(params: float, sequence: int, batch: int, utilization: float) -> Model:
+    """A decoder-only language model of ``params`` parameters in bf16, its FLOPs estimated as 6 x N x tokens."""
+    return Model(6.0 * params * sequence, batch, sequence, FlopsSource.ESTIMATE_6N, MathMode.BF16, utilization)
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,6 +256,9 @@ class Job:
     guest: bool = False
     """True when the job only holds memory on GPUs whose behaviour another job sets (a notebook kernel next to
     someone's trainer): its workloads give only its processes' memory and CPU, and its processes use no SMs."""
+    model: Model | None = None
+    """What its trainers report of their model through ``gpusight.torch`` (speed, FLOPs, MFU, step-time
+    breakdown); None for a process that runs no instrumented training loop."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,13 +284,14 @@ class Scenario:
 
 
 def _ddp(
-    user: str, gpus: tuple[int, ...], workloads: tuple[Workload, ...], script: str, hours: float, rss: float
+    user: str, gpus: tuple[int, ...], workloads: tuple[Workload, ...], script: str, hours: float, rss: float,
+    model: Model,
 ) -> Job:
     """A torchrun job with one rank per GPU."""
     return Job(
         user=user, gpus=gpus, workloads=workloads, cmdline=f"/usr/bin/python3 -u {script}",
         launcher=f"/usr/bin/python3 /usr/local/bin/torchrun --standalone --nproc_per_node={len(gpus)} {script}",
-        age_hours=hours, rss_gib=rss,
+        age_hours=hours, rss_gib=rss, model=model,
     )
 
 
@@ -262,49 +319,68 @@ _IVAN_EVAL = "/usr/bin/python3 train.py --config configs/dlrm_criteo.yaml --eval
 _JUDY_VIT = "/usr/bin/python3 train.py --config configs/vit_l16_in21k.yaml --bf16"
 _KIM_FULL_FT = "train.py --config configs/qwen2_5_3b_full_ft.yaml --per-device-batch-size 1"
 
+# What each run's trainer reports through gpusight.torch. FLOPs per sample: 6 x parameters x tokens for the
+# language models; forward FLOPs (2 per multiply-add) times 3 for forward and backward for the others.
+_ALICE_MODEL = _lm(8.03e9, 4096, 2, 0.52)
+"""Llama 3 8B, sequences of 4096 tokens, 2 per GPU: MFU from the 6N estimate."""
+_BOB_MODEL = Model(2.46e10, 256, None, FlopsSource.GIVEN, MathMode.TF32, 0.3)
+"""ResNet-50 at 224 px (4.1 GMACs forward), FLOPs per step given by the user."""
+_DAVE_MODEL = Model(5.28e10, 8, None, FlopsSource.COUNTED, MathMode.FP32, 0.3)
+"""ViT-B/16 at 224 px (8.8 GMACs forward), in plain FP32, FLOPs counted by FlopCounterMode: HFU."""
+_ERIN_MODEL = _lm(1.56e9, 1024, 8, 0.5)
+"""GPT-2 XL, sequences of 1024 tokens, 8 per micro-batch."""
+_FRANK_MODEL = Model(3.9e11, 16, None, FlopsSource.COUNTED, MathMode.TF32, 0.4)
+"""A U-Net at 512x512 px (65 GMACs forward), FLOPs counted: HFU."""
+_IVAN_MODEL = Model(1.2e8, 8192, None, FlopsSource.GIVEN, MathMode.TF32, 0.12, BatchSizeSource.GIVEN)
+"""DLRM on Criteo: embedding lookups, few FLOPs per sample; its batches are dicts, so the batch size is given."""
+_JUDY_MODEL = Model(1.85e11, 64, None, FlopsSource.COUNTED, MathMode.BF16, 0.5)
+"""ViT-L/16 at 224 px (30.8 GMACs forward) in bf16, FLOPs counted: HFU."""
+_KIM_MODEL = _lm(3.09e9, 2048, 1, 0.5)
+"""Qwen2.5 3B, full fine-tuning, one sequence of 2048 tokens per GPU."""
+
 SCENARIO_SPECS: dict[str, Scenario] = {
     "mixed": Scenario(
         description="8-GPU shared server: healthy DDP, an input-bound run, an idle notebook, "
         "a small-batch run and a hot GPU, for different users",
         gpu_count=8, cores=96, memory_gib=2048, hostname="dgx-h100-01", iowait=(1.0, 4.5),
         jobs=(
-            _ddp("alice", (0, 1, 2, 3), (HEALTHY,) * 4, _ALICE_LLM, 7.5, 11.0),
-            _ddp("bob", (4,), (INPUT_BOUND,), _BOB_VISION, 1.2, 7.5),
+            _ddp("alice", (0, 1, 2, 3), (HEALTHY,) * 4, _ALICE_LLM, 7.5, 11.0, _ALICE_MODEL),
+            _ddp("bob", (4,), (INPUT_BOUND,), _BOB_VISION, 1.2, 7.5, _BOB_MODEL),
             Job("carol", (5,), (IDLE_HOLD,), _CAROL_NOTEBOOK, None, 51.0, 5.2, _JUPYTER_LAB),
-            Job("dave", (6,), (SMALL_BATCH,), _DAVE_SWEEP.format(lr="3e-4"), None, 0.8, 4.1),
-            _ddp("erin", (7,), (THERMAL,), _ERIN_PRETRAIN, 3.4, 12.5),
+            Job("dave", (6,), (SMALL_BATCH,), _DAVE_SWEEP.format(lr="3e-4"), None, 0.8, 4.1, model=_DAVE_MODEL),
+            _ddp("erin", (7,), (THERMAL,), _ERIN_PRETRAIN, 3.4, 12.5, _ERIN_MODEL),
         ),
     ),
     "healthy": Scenario(
         description="4x H100 DDP training at 90-98 % utilization, 6 DataLoader workers per GPU",
         gpu_count=4, cores=64, memory_gib=1024, hostname="h100-node-03", iowait=(0.2, 1.2),
-        jobs=(_ddp("alice", (0, 1, 2, 3), (HEALTHY,) * 4, _ALICE_LLM, 7.5, 11.0),),
+        jobs=(_ddp("alice", (0, 1, 2, 3), (HEALTHY,) * 4, _ALICE_LLM, 7.5, 11.0, _ALICE_MODEL),),
     ),
     "input-bound": Scenario(
         description="GPUs starved by the input pipeline: bursty 15-40 % utilization, "
         "DataLoader workers pinned at 100 % CPU",
         gpu_count=4, cores=32, memory_gib=512, hostname="h100-node-11", iowait=(4.0, 11.0),
-        jobs=(_ddp("bob", (0, 1, 2, 3), (INPUT_BOUND,) * 4, _BOB_VISION, 1.2, 7.5),),
+        jobs=(_ddp("bob", (0, 1, 2, 3), (INPUT_BOUND,) * 4, _BOB_VISION, 1.2, 7.5, _BOB_MODEL),),
     ),
     "small-batch": Scenario(
         description="two runs with tiny batches: about 12 % of GPU memory used, moderate utilization",
         gpu_count=2, cores=32, memory_gib=512, hostname="h100-node-05", iowait=(0.1, 0.8),
         jobs=(
-            Job("dave", (0,), (SMALL_BATCH,), _DAVE_SWEEP.format(lr="3e-4"), None, 0.8, 4.1),
-            Job("dave", (1,), (SMALL_BATCH,), _DAVE_SWEEP.format(lr="1e-4"), None, 0.8, 4.1),
+            Job("dave", (0,), (SMALL_BATCH,), _DAVE_SWEEP.format(lr="3e-4"), None, 0.8, 4.1, model=_DAVE_MODEL),
+            Job("dave", (1,), (SMALL_BATCH,), _DAVE_SWEEP.format(lr="1e-4"), None, 0.8, 4.1, model=_DAVE_MODEL),
         ),
     ),
     "throttling": Scenario(
         description="clocks pulled down: two GPUs at 87-90 C (thermal), two at the 700 W power cap",
         gpu_count=4, cores=64, memory_gib=1024, hostname="h100-node-09", iowait=(0.2, 1.2),
-        jobs=(_ddp("erin", (0, 1, 2, 3), (THERMAL, THERMAL, POWER_CAP, POWER_CAP), _ERIN_PRETRAIN, 3.4, 12.5),),
+        jobs=(_ddp("erin", (0, 1, 2, 3), (THERMAL, THERMAL, POWER_CAP, POWER_CAP), _ERIN_PRETRAIN, 3.4, 12.5, _ERIN_MODEL),),
     ),
     "idle-holding": Scenario(
         description="a notebook kernel started two days ago holds 34 GiB on an idle GPU",
         gpu_count=4, cores=64, memory_gib=1024, hostname="h100-node-02", iowait=(0.2, 1.0),
         jobs=(
             Job("carol", (0,), (IDLE_HOLD,), _CAROL_NOTEBOOK, None, 51.0, 5.2, _JUPYTER_LAB),
-            _ddp("dave", (1, 2), (HEALTHY,) * 2, _ALICE_LLM, 2.5, 11.0),
+            _ddp("dave", (1, 2), (HEALTHY,) * 2, _ALICE_LLM, 2.5, 11.0, _ALICE_MODEL),
         ),
     ),
     "imbalance": Scenario(
@@ -313,7 +389,7 @@ SCENARIO_SPECS: dict[str, Scenario] = {
         gpu_count=4, cores=64, memory_gib=1024, hostname="h100-node-06", iowait=(0.2, 1.2),
         jobs=(
             _ddp(
-                "frank", (0, 1, 2, 3), (STRAGGLER_PEER, STRAGGLER_PEER, STRAGGLER, STRAGGLER_PEER), _FRANK_SEG, 2.1, 9.0
+                "frank", (0, 1, 2, 3), (STRAGGLER_PEER, STRAGGLER_PEER, STRAGGLER, STRAGGLER_PEER), _FRANK_SEG, 2.1, 9.0, _FRANK_MODEL
             ),
         ),
     ),
@@ -332,8 +408,8 @@ SCENARIO_SPECS: dict[str, Scenario] = {
         "and a notebook kernel holding memory on a GPU another user's trainer keeps busy",
         gpu_count=2, cores=32, memory_gib=512, hostname="h100-node-14", iowait=(0.2, 1.0),
         jobs=(
-            Job("ivan", (0,), (STALLING,), _IVAN_EVAL, None, 0.6, 9.5),
-            Job("judy", (1,), (replace(HEALTHY, gpu_memory_gib=52.0),), _JUDY_VIT, None, 5.5, 8.2),
+            Job("ivan", (0,), (STALLING,), _IVAN_EVAL, None, 0.6, 9.5, model=_IVAN_MODEL),
+            Job("judy", (1,), (replace(HEALTHY, gpu_memory_gib=52.0),), _JUDY_VIT, None, 5.5, 8.2, model=_JUDY_MODEL),
             Job("carol", (1,), (replace(IDLE_HOLD, gpu_memory_gib=11.4),), _CAROL_NOTEBOOK, None, 3.0, 4.6,
                 _JUPYTER_LAB, guest=True),
         ),
@@ -342,7 +418,7 @@ SCENARIO_SPECS: dict[str, Scenario] = {
         description="a 4-GPU DDP job spending its steps in all-reduce: all ranks at about 96 % util, "
         "SMs about 35 % active, NVLink busy",
         gpu_count=4, cores=64, memory_gib=1024, hostname="h100-node-08", iowait=(0.2, 1.0),
-        jobs=(_ddp("kim", (0, 1, 2, 3), (COMM_BOUND,) * 4, _KIM_FULL_FT, 4.2, 14.0),),
+        jobs=(_ddp("kim", (0, 1, 2, 3), (COMM_BOUND,) * 4, _KIM_FULL_FT, 4.2, 14.0, _KIM_MODEL),),
     ),
 }
 """Every scenario by name, the default first."""

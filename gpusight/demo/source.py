@@ -25,9 +25,11 @@ from gpusight.collect.model import (
     SourceKind,
     WorkloadKind,
 )
+from gpusight.collect.peak_flops import Peak, peak_for
 from gpusight.collect.workload import find_sign, parse_command
 from gpusight.demo.noise import SmoothNoise
-from gpusight.demo.scenarios import FREE, SCENARIO_SPECS, Job, Scenario, Workload
+from gpusight.demo.scenarios import FREE, SCENARIO_SPECS, Job, Model, Scenario, Workload
+from gpusight.demo.speed import step_breakdown, step_rate, with_speed
 
 SCENARIOS: dict[str, str] = {name: spec.description for name, spec in SCENARIO_SPECS.items()}
 """Scenario name -> one-line description."""
@@ -76,6 +78,7 @@ class _SimGpu:
     pcie: SmoothNoise
     gpm: SmoothNoise
     nvlink: SmoothNoise
+    speed: SmoothNoise
     energy_base: float
 
 
@@ -102,6 +105,12 @@ class _SimProcess:
     guest: bool
     cpu: SmoothNoise
     status: SmoothNoise
+    job: int = 0
+    """The scenario's job number: the ranks of one job step together."""
+    ranks: int = 1
+    """GPU processes in its job."""
+    model: Model | None = None
+    """What the trainer reports of its model through ``gpusight.torch``; None for workers and uninstrumented runs."""
 
 
 class DemoSource:
@@ -158,6 +167,7 @@ class DemoSource:
                     pcie=SmoothNoise(self.seed, channel + "pcie", 0.8),
                     gpm=SmoothNoise(self.seed, channel + "gpm", 1.9),
                     nvlink=SmoothNoise(self.seed, channel + "nvlink", 0.7),
+                    speed=SmoothNoise(self.seed, channel + "speed", 2.0),
                     energy_base=uptime * (workload.power[0] + workload.power[1]) * 0.5,
                 )
             )
@@ -189,6 +199,7 @@ class DemoSource:
                         guest=job.guest,
                         cpu=SmoothNoise(self.seed, channel, 1.3),
                         status=SmoothNoise(self.seed, channel + "status", 0.7),
+                        job=number, ranks=len(trainers), model=None if workload.shares is None else job.model,
                     )
                 )
                 next_core += 2
@@ -214,6 +225,7 @@ class DemoSource:
         t = self.clock()
         devices = tuple(self._device(gpu, t) for gpu in self._gpus)
         processes = tuple(self._process(proc, devices[proc.device_index], t) for proc in self._processes)
+        processes = self._with_speed(processes, devices, t)
         if self._grouping is None:  # the demo's processes never change: group them once
             self._grouping = group_jobs(processes, self._hints, JobTracker())
         return Snapshot(
@@ -315,6 +327,37 @@ class DemoSource:
             create_time=proc.create_time, status="running" if running else "sleeping",
         )
 
+    def _with_speed(
+        self, processes: tuple[ProcessSample, ...], devices: tuple[DeviceSample, ...], t: float
+    ) -> tuple[ProcessSample, ...]:
+        """``processes`` with what each instrumented trainer reports of its speed; the ranks of a job take the
+        slowest rank's steps per second, as data-parallel ranks do."""
+        breakdowns: dict[int, dict[str, float]] = {}
+        rates: dict[int, float] = {}
+        for proc in self._processes:
+            model, gpu = proc.model, self._gpus[proc.device_index]
+            shares = gpu.workload.shares
+            if model is None or shares is None:
+                continue
+            device = devices[proc.device_index]
+            breakdown = step_breakdown(shares, proc.ranks, gpu.speed, t, _starved(gpu.workload, device),
+                                       _busy(gpu.workload, t))
+            breakdowns[proc.pid] = breakdown
+            rate = step_rate(model, breakdown["compute"], device.clock_sm_mhz, self._peak(model).tflops or 0.0)
+            rates[proc.job] = min(rate, rates.get(proc.job, rate))
+        if not breakdowns:
+            return processes
+        return tuple(
+            sample if proc.model is None or sample.pid not in breakdowns
+            else with_speed(sample, proc.model, breakdowns[sample.pid], rates[proc.job], self._peak(proc.model))
+            for proc, sample in zip(self._processes, processes, strict=True)
+        )
+
+    @staticmethod
+    def _peak(model: Model) -> Peak:
+        """The simulated GPU's peak for the model's math mode."""
+        return peak_for(H100_NAME, model.math_mode)
+
     def _host(self, processes: tuple[ProcessSample, ...], t: float) -> HostSample:
         spec = self._spec
         cores = [1.0 + 4.0 * noise.unit(t) for noise in self._cores]
@@ -362,6 +405,16 @@ def _busy(workload: Workload, t: float) -> float:
     if phase >= idle:
         return 1.0
     return max(0.0, 1.0 - min(phase, idle - phase) / STALL_EDGE_S)
+
+
+def _starved(workload: Workload, device: DeviceSample) -> float | None:
+    """For a GPU starved in bursts, how idle it is now (0 at the top of its utilization range, 1 at the bottom);
+    None for a GPU whose load wanders smoothly."""
+    util = device.utilization_gpu_percent
+    low, high = workload.util
+    if not workload.bursty or util is None or high <= low:
+        return None
+    return min(1.0, max(0.0, (high - util) / (high - low)))
 
 
 def prefill_seconds(scenario: str) -> float:

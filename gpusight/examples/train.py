@@ -100,6 +100,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--duration", type=float, default=None, help="stop after this many seconds")
     parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto", help="where to train")
     parser.add_argument("--report-every", type=float, default=2.0, help="seconds between progress lines")
+    parser.add_argument("--peak-tflops", type=float, default=None,
+                        help="peak TFLOP/s for the MFU/HFU (needed on CPU; on a GPU the datasheet's is used)")
     args = parser.parse_args(argv)
     for name in ("slow_ms", "io_ms", "num_workers"):
         if getattr(args, name) < 0:
@@ -143,10 +145,15 @@ def _report(step: int, loss: float, stats: gpusight_torch.WindowStats) -> str:
     """One progress line."""
     if stats.steps_per_second is None or stats.input_wait_fraction is None or stats.step_seconds is None:
         return f"step {step:6d}  loss {loss:.3f}"
-    return (
+    line = (
         f"step {step:6d}  {stats.steps_per_second:7.1f} steps/s  step {stats.step_seconds * 1000:7.1f} ms  "
         f"input wait {stats.input_wait_fraction * 100:3.0f} %  loss {loss:.3f}"
     )
+    if stats.samples_per_second is not None:
+        line += f"  {stats.samples_per_second:8.0f} samples/s"
+    if stats.flops_utilization_fraction is not None and stats.flops_source is not None:
+        line += f"  {stats.flops_source.utilization_name} {stats.flops_utilization_fraction * 100:.1f} %"
+    return line
 
 
 def train(args: argparse.Namespace) -> int:
@@ -157,7 +164,7 @@ def train(args: argparse.Namespace) -> int:
     amp_dtype = torch.float16 if device.type == "cuda" else torch.bfloat16
     scaler = torch.amp.GradScaler(device.type, enabled=args.amp and device.type == "cuda")
     loader = make_loader(args, SyntheticDataset(args.samples, args.slow_ms, args.io_ms))
-    batches = gpusight_torch.watch(loader, name="train", model=model)
+    batches = gpusight_torch.watch(loader, name="train", model=model, peak_tflops=args.peak_tflops)
     print(
         f"training on {device} (torch {torch.__version__}); status record: {batches.status_path}",
         flush=True,

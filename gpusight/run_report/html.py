@@ -8,13 +8,12 @@ recorded text can close the script element or break the JavaScript.
 
 from __future__ import annotations
 
-import html
 import json
-import math
-from datetime import datetime, timezone
 from importlib import resources
 from typing import Any
 
+from gpusight.run_report.markup import chart, chart_slot, esc, hours, percentile_text, when
+from gpusight.run_report.speed_html import speed_charts, speed_section
 from gpusight.run_report.summary import (
     IDLE_UTIL_PERCENT,
     AdviceEpisode,
@@ -32,10 +31,11 @@ MAX_PROCESS_ROWS = 200
 MAX_EPISODE_ROWS = 500
 """Advice episodes listed in the table (the lanes show them all)."""
 
-SECTIONS = ("summary", "gpus", "host", "advice", "processes", "problems")
+SECTIONS = ("summary", "speed", "gpus", "host", "advice", "processes", "problems")
 """The ids of the report's sections, in order."""
 
-_CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"
+CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"
+"""The pages' Content-Security-Policy: nothing may be fetched."""
 
 # Per chart: (id suffix, title, unit, [(metric, label, colour)], scale divisor, decimals)
 _GPU_CHARTS: tuple[tuple[str, str, str, tuple[tuple[str, str, str], ...], float, int], ...] = (
@@ -60,11 +60,6 @@ def asset(name: str) -> str:
     return resources.files("gpusight.run_report").joinpath("assets").joinpath(name).read_text(encoding="utf-8")
 
 
-def esc(text: object) -> str:
-    """Text for HTML content or a quoted attribute."""
-    return html.escape(str(text), quote=True)
-
-
 def script_json(data: object) -> str:
     """``data`` as JSON that is safe inside a ``<script>`` element (no ``</``, ``<!--``, U+2028/U+2029)."""
     text = json.dumps(data, separators=(",", ":"), allow_nan=False, ensure_ascii=False)
@@ -72,60 +67,20 @@ def script_json(data: object) -> str:
             .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
 
 
-def when(timestamp: float | None) -> str:
-    """A time in UTC, e.g. ``2026-11-23 19:42:05``."""
-    if timestamp is None:
-        return NA
-    return datetime.fromtimestamp(timestamp, timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
-
-
-def hours(value: float) -> str:
-    """GPU-hours with a precision that suits their size."""
-    return f"{value:.2f}" if value >= 0.1 else f"{value:.3f}"
-
-
-def percentile_text(value: float | None) -> str:
-    """A percentile of utilization, to 0.1 %."""
-    return NA if value is None else f"{value:.1f}%"
-
-
-def _rounded(values: list[float | None], divisor: float, decimals: int) -> list[float | None]:
-    return [None if v is None or not math.isfinite(v) else round(v / divisor, decimals) for v in values]
-
-
 def _chart_data(series: SeriesSet, origin: float) -> dict[str, Any]:
     """The charts as JSON: bucket offsets from ``origin`` and, per chart, its series' (min, mean, max) columns."""
     charts = []
     for index, metrics in series.devices.items():
         for suffix, title, unit, lines, divisor, decimals in _GPU_CHARTS:
-            charts.append(_chart(f"gpu{index}-{suffix}", title, unit, lines, metrics, divisor, decimals))
+            charts.append(chart(f"gpu{index}-{suffix}", title, unit, lines, metrics, divisor, decimals))
     for suffix, title, unit, lines, divisor, decimals in _HOST_CHARTS:
-        charts.append(_chart(f"host-{suffix}", title, unit, lines, series.host, divisor, decimals))
+        charts.append(chart(f"host-{suffix}", title, unit, lines, series.host, divisor, decimals))
     return {
         "origin": origin,
         "offsets": [round(t - origin, 2) for t in series.times],
         "bucket": series.bucket_seconds,
         "charts": charts,
     }
-
-
-def _chart(chart_id: str, title: str, unit: str, lines: tuple[tuple[str, str, str], ...],
-           metrics: dict[str, tuple[list[float | None], list[float | None], list[float | None]]],
-           divisor: float, decimals: int) -> dict[str, Any]:
-    shown, missing = [], []
-    for metric, label, colour in lines:
-        if metric in metrics:
-            low, mean, high = metrics[metric]
-            shown.append({"label": label, "colour": colour, "min": _rounded(low, divisor, decimals),
-                          "mean": _rounded(mean, divisor, decimals), "max": _rounded(high, divisor, decimals)})
-        else:
-            missing.append(label)
-    return {"id": chart_id, "title": title, "unit": unit, "series": shown, "missing": missing,
-            "percent": unit == "%"}
-
-
-def _chart_slot(chart_id: str) -> str:
-    return f'<div class="chart" id="chart-{esc(chart_id)}"></div>'
 
 
 def _summary_section(summary: RunSummary) -> str:
@@ -176,7 +131,7 @@ def _finding(finding: Finding) -> str:
 def _gpus_section(summary: RunSummary) -> str:
     blocks = []
     for gpu in summary.gpus:
-        charts = "".join(_chart_slot(f"gpu{gpu.index}-{c[0]}") for c in _GPU_CHARTS)
+        charts = "".join(chart_slot(f"gpu{gpu.index}-{c[0]}") for c in _GPU_CHARTS)
         blocks.append(f'<div class="gpu" id="gpu-{gpu.index}"><h3>GPU {gpu.index} {esc(gpu.name)}</h3>'
                       f'<div class="charts">{charts}</div></div>')
     body = "".join(blocks) or "<p>No GPU in this recording.</p>"
@@ -189,7 +144,7 @@ double-click or <button type="button" id="reset-zoom">Reset zoom</button> to see
 
 def _host_section(summary: RunSummary) -> str:
     host = summary.host
-    charts = "".join(_chart_slot(f"host-{c[0]}") for c in _HOST_CHARTS)
+    charts = "".join(chart_slot(f"host-{c[0]}") for c in _HOST_CHARTS)
     memory = fmt_bytes(host.peak_memory_bytes)
     if host.memory_total_bytes:
         memory += f" of {fmt_bytes(host.memory_total_bytes)}"
@@ -277,6 +232,7 @@ def render_html(summary: RunSummary, source: str, no_processes: str = "No GPU pr
     source = safe_text(source, 200)
     origin = summary.first_timestamp or 0.0
     data = _chart_data(summary.series, origin)
+    data["charts"] += speed_charts(summary)
     data["episodes"] = [
         {"id": e.advice_id, "severity": str(e.severity), "title": e.title, "start": round(e.raised - origin, 2),
          "end": round((e.cleared if e.cleared is not None else (summary.last_timestamp or origin)) - origin, 2)}
@@ -286,7 +242,7 @@ def render_html(summary: RunSummary, source: str, no_processes: str = "No GPU pr
     span = f"{when(summary.first_timestamp)} to {when(summary.last_timestamp)} UTC"
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="{_CSP}">
+<meta http-equiv="Content-Security-Policy" content="{CSP}">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>gpusight run report: {esc(source)}</title>
 <style>{asset("uPlot.min.css")}</style>
@@ -298,6 +254,7 @@ every {esc(f"{summary.interval_seconds:.3g}" if summary.interval_seconds else NA
 {esc(f"{summary.series.bucket_seconds:g}")} s.</p></header>
 <pre id="js-errors" hidden></pre>
 {_summary_section(summary)}
+{speed_section(summary)}
 {_gpus_section(summary)}
 {_host_section(summary)}
 {_advice_section(summary)}

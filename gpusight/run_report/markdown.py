@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from gpusight.run_report.html import hours, percentile_text, when
+from gpusight.run_report.markup import hours, percentile_text, when
 from gpusight.run_report.summary import IDLE_UTIL_PERCENT, RunSummary
 from gpusight.units import NA, fmt_duration, fmt_percent
 

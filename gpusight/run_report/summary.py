@@ -19,9 +19,17 @@ from dataclasses import dataclass, field
 
 from gpusight.advice.config import Thresholds
 from gpusight.advice.rules import HEALTHY, SUMMARIES
-from gpusight.collect.model import Advice, DeviceSample, ProcessRole, Severity, Snapshot
+from gpusight.collect.model import Advice, DeviceSample, JobSample, ProcessRole, ProcessSample, Severity, Snapshot
+from gpusight.collect.speed import job_speed
 from gpusight.recordings.formats import RecordingProblem
 from gpusight.run_report.series import BucketGrid, BucketSeries
+from gpusight.run_report.training import (
+    MAX_SPEED_JOBS,
+    JobSpeedAccumulator,
+    JobSpeedRun,
+    publishes_speed,
+    reports_speed,
+)
 from gpusight.textsafe import safe_text
 
 IDLE_UTIL_PERCENT = Thresholds().idle_util_percent
@@ -180,6 +188,8 @@ class JobRun:
     """Hours its processes held GPU contexts."""
     peak_memory_bytes: int | None
     """Most GPU memory its processes held at once."""
+    speed: JobSpeedRun | None = None
+    """Its training speed over the run; None when no rank reported any (not instrumented with gpusight.torch)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -282,6 +292,8 @@ class RunSummary:
     """Snapshots skipped because they were not later than the one before (a clock stepped back)."""
     series: SeriesSet
     """The plotted series."""
+    speed_jobs_omitted: int = 0
+    """Jobs that reported speed after :data:`~gpusight.run_report.training.MAX_SPEED_JOBS` others did (not kept)."""
 
     @property
     def idle_gpu_hours(self) -> float:
@@ -353,6 +365,10 @@ class _Job:
     peak_memory: int | None = None
     pids: frozenset[int] = frozenset()
     """Its GPU processes in the latest snapshot that listed it."""
+    speed: JobSpeedAccumulator | None = None
+    """Its speed, from the first snapshot in which a rank reported any."""
+    speed_omitted: bool = False
+    """It reported speed after :data:`MAX_SPEED_JOBS` other jobs had: not kept."""
 
 
 @dataclass(slots=True)
@@ -415,6 +431,8 @@ class RunAccumulator:
         self._gaps: list[tuple[float, float]] = []
         self._gaps_omitted = 0
         self._out_of_order = 0
+        self._speed_jobs = 0
+        self._speed_jobs_omitted = 0
 
     def add(self, item: Snapshot | RecordingProblem) -> None:
         """Take the next snapshot (or a problem met while reading)."""
@@ -470,7 +488,7 @@ class RunAccumulator:
         for device in snapshot.devices:
             self._device(device, t, seconds, bucket)
         self._host(snapshot, seconds, bucket)
-        self._processes_and_jobs(snapshot, t, seconds)
+        self._processes_and_jobs(snapshot, t, seconds, bucket)
         self._advice(snapshot.advice, t, seconds)
 
     def _device(self, device: DeviceSample, t: float, seconds: float, bucket: int) -> None:
@@ -512,13 +530,16 @@ class RunAccumulator:
             if value is not None:
                 self._host_series[name].add(bucket, float(value))
 
-    def _processes_and_jobs(self, snapshot: Snapshot, t: float, seconds: float) -> None:
+    def _processes_and_jobs(self, snapshot: Snapshot, t: float, seconds: float, bucket: int) -> None:
         memory: dict[tuple[int, float | None], int] = {}
         job_memory: dict[int, int] = {}
         job_seconds: dict[int, float] = {}
+        timed: dict[int, list[ProcessSample]] = {}
         for p in snapshot.processes:
             if p.role != ProcessRole.GPU:
                 continue
+            if p.job is not None and publishes_speed(p):
+                timed.setdefault(p.job, []).append(p)
             key = (p.pid, p.create_time)
             run = self._processes.get(key)
             if run is None:
@@ -555,6 +576,24 @@ class RunAccumulator:
             run_job.gpu_seconds += job_seconds.get(job.id, 0.0)
             if job_memory.get(job.id):
                 run_job.peak_memory = _max(run_job.peak_memory, job_memory[job.id])
+            if job.id in timed:
+                self._job_speed(run_job, job, timed[job.id], seconds, bucket)
+
+    def _job_speed(self, run: _Job, job: JobSample, ranks: list[ProcessSample], seconds: float, bucket: int) -> None:
+        """Count the job's speed (``job_speed`` of its ``ranks`` that publish speed) in this snapshot."""
+        if run.speed_omitted:
+            return
+        speed = job_speed(job, ranks)
+        if not reports_speed(speed):
+            return
+        if run.speed is None:
+            if self._speed_jobs >= MAX_SPEED_JOBS:
+                self._speed_jobs_omitted += 1
+                run.speed_omitted = True
+                return
+            self._speed_jobs += 1
+            run.speed = JobSpeedAccumulator(self.grid)
+        run.speed.add(speed, ranks, seconds, bucket)
 
     def _job_for(self, snapshot: Snapshot, job_id: int, t: float) -> _Job | None:
         """The accumulated job ``job_id`` of ``snapshot`` (created on first sight); None when the snapshot lacks it."""
@@ -615,6 +654,7 @@ class RunAccumulator:
         for advice_id in list(self._active):
             self._close(advice_id, None)
         self._episodes.sort(key=lambda e: e.raised)
+        rows = self._rows()
         return RunSummary(
             snapshots=self._count,
             first_timestamp=self._first,
@@ -627,7 +667,7 @@ class RunAccumulator:
                              self._host_memory_total),
             processes=tuple(sorted((_process_run(p) for p in self._processes.values()),
                                    key=lambda p: (-p.gpu_hours, p.first_seen, p.pid))),
-            jobs=tuple(sorted((_job_run(j) for j in self._jobs), key=lambda j: (-j.gpu_hours, j.id))),
+            jobs=tuple(sorted((_job_run(j, rows) for j in self._jobs), key=lambda j: (-j.gpu_hours, j.id))),
             episodes=tuple(self._episodes),
             episodes_omitted=self._episodes_omitted,
             findings=self._findings(),
@@ -636,7 +676,8 @@ class RunAccumulator:
             gaps=tuple(self._gaps),
             gaps_omitted=self._gaps_omitted,
             out_of_order=self._out_of_order,
-            series=self._series(),
+            series=self._series(rows),
+            speed_jobs_omitted=self._speed_jobs_omitted,
         )
 
     def _findings(self) -> tuple[Finding, ...]:
@@ -654,10 +695,13 @@ class RunAccumulator:
             for _, advice_id, t, rule in ranked[:TOP_FINDINGS]
         )
 
-    def _series(self) -> SeriesSet:
+    def _rows(self) -> list[int | None]:
+        """The plotted buckets, with a None row at each gap (see :meth:`BucketGrid.rows`)."""
         interval = self._interval()
         gap = max(GAP_MIN_SECONDS, GAP_FACTOR * interval if interval else FIRST_GAP_SECONDS, 2.5 * self.grid.width)
-        rows = self.grid.rows(gap)
+        return self.grid.rows(gap)
+
+    def _series(self, rows: list[int | None]) -> SeriesSet:
         devices = {
             index: {m: s.columns(rows) for m, s in gpu.series.items() if s.known}
             for index, gpu in sorted(self._gpus.items())
@@ -703,9 +747,10 @@ def _process_run(p: _Process) -> ProcessRun:
                       p.rank)
 
 
-def _job_run(j: _Job) -> JobRun:
+def _job_run(j: _Job, rows: list[int | None]) -> JobRun:
     return JobRun(j.id, j.kind, j.evidence, tuple(sorted(j.devices)), tuple(sorted(j.ranks)), j.processes,
-                  j.first_seen, j.last_seen, j.gpu_seconds / 3600.0, j.peak_memory)
+                  j.first_seen, j.last_seen, j.gpu_seconds / 3600.0, j.peak_memory,
+                  None if j.speed is None else j.speed.run(rows))
 
 
 def summarize(items: Iterable[Snapshot | RecordingProblem], max_buckets: int | None = None) -> RunSummary:

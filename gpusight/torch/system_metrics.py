@@ -1,9 +1,10 @@
-"""GPU metrics and the loop's input wait, logged into the run's own TensorBoard ``SummaryWriter`` or MLflow run.
+"""GPU metrics and the loop's own figures, logged into the run's own TensorBoard ``SummaryWriter`` or MLflow run.
 
 ``watch(loader, log_to=writer)`` (or ``log_to="mlflow"``) logs, against the training step, what gpusight
 shows beside the process: each GPU's utilization, memory, power, temperature, SM/tensor activity and
-PCIe traffic (tags as in ``gpusight --convert --to tensorboard``, under ``gpusight/``), and the measured
-input-wait share and steps per second. :class:`SystemMetrics` does the same for a loop that counts its
+PCIe traffic (tags as in ``gpusight --convert --to tensorboard``, under ``gpusight/``), and the loop's measured
+input-wait share, steps, samples and tokens per second, achieved TFLOP/s, MFU or HFU (``mfu_percent`` or
+``hfu_percent``, after how the FLOPs are known) and the step-time shares (``step_time/{part}_percent``). :class:`SystemMetrics` does the same for a loop that counts its
 own steps: ``metrics.step(global_step)``.
 
 The training thread only decides whether a step is due (a comparison) and hands the step over; a
@@ -26,7 +27,7 @@ from typing import Any, Protocol
 from gpusight.collect.gpu_selection import CudaVisible, GpuIds, GpuRequest
 from gpusight.collect.nvml.source import NvmlSource
 from gpusight.torch.window import WindowStats
-from gpusight.tracker_scalars import device_scalars
+from gpusight.tracker_scalars import STEP_TIME_PARTS, UTILIZATION_FIELD, device_scalars, trainer_scalars
 
 DEFAULT_PREFIX = "gpusight/"
 """What every tag starts with, so gpusight's charts sit in a section of their own beside the run's."""
@@ -107,7 +108,7 @@ class _MlflowSink:
 
 
 class SystemMetrics:
-    """Logs the GPUs' metrics and the input wait into ``target`` at the training step rate.
+    """Logs the GPUs' metrics and the loop's own figures into ``target`` at the training step rate.
 
     ``target`` is a SummaryWriter (anything with ``add_scalar``) or ``"mlflow"`` (the active MLflow run).
     A point is logged on the first step at least ``every_seconds`` after the last one or, with
@@ -152,7 +153,8 @@ class SystemMetrics:
         """Log a point at training step ``step`` if one is due (or ``force``); True when one was handed over.
 
         Cheap enough to call on every step: the NVML poll and the writing happen on a background thread.
-        ``stats`` (``Watched.stats()``) adds the input wait and steps per second.
+        ``stats`` (``Watched.stats()`` or ``LoopMeter.stats()``) adds the loop's figures: input wait, throughput,
+        achieved TFLOP/s, MFU or HFU and the step-time shares, each where known.
         """
         if not force:
             if self.every_n_steps is not None:
@@ -224,10 +226,8 @@ class SystemMetrics:
         if not reading.devices and reading.errors:
             self._warn_once("nvml", f"gpusight.torch: no GPU metrics: {reading.errors[0].message}")
         if stats is not None:
-            if stats.input_wait_fraction is not None:
-                scalars.append((f"{self.prefix}input_wait_percent", 100.0 * stats.input_wait_fraction))
-            if stats.steps_per_second is not None:
-                scalars.append((f"{self.prefix}steps_per_second", stats.steps_per_second))
+            name = "MFU" if stats.flops_source is None else stats.flops_source.utilization_name
+            scalars += trainer_scalars(self.prefix, _window_values(stats).get, name)
         try:
             self._sink.log(step, wall_time, scalars)
             self._sink.flush()
@@ -239,6 +239,24 @@ class SystemMetrics:
         if kind not in self._warned:
             self._warned.add(kind)
             warnings.warn(message, RuntimeWarning, stacklevel=2)
+
+
+def _percent(fraction: float | None) -> float | None:
+    """A share (0..1) in percent; None stays None."""
+    return None if fraction is None else 100.0 * fraction
+
+
+def _window_values(stats: WindowStats) -> dict[str, float | None]:
+    """The loop's figures keyed by the :class:`~gpusight.collect.model.ProcessSample` field they become."""
+    shares = stats.breakdown or {}
+    return {
+        "input_wait_percent": _percent(stats.input_wait_fraction),
+        "steps_per_second": stats.steps_per_second,
+        "samples_per_second": stats.samples_per_second,
+        "tokens_per_second": stats.tokens_per_second,
+        "achieved_tflops": stats.achieved_tflops,
+        UTILIZATION_FIELD: _percent(stats.flops_utilization_fraction),
+    } | {field: _percent(shares.get(part)) for part, field in STEP_TIME_PARTS}
 
 
 def check_target(target: ScalarWriter | str | None) -> None:

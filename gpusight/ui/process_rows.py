@@ -9,13 +9,21 @@ room for. The widget (:mod:`gpusight.ui.process_table`) draws the rows and keeps
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from rich.cells import cell_len
 
 from gpusight.collect.model import ContainerSample, JobSample, ProcessRole, ProcessSample, Snapshot
+from gpusight.collect.speed import job_speed
 from gpusight.job_text import container_labels, job_label
+from gpusight.speed_text import (
+    fmt_count,
+    process_utilization,
+    reports_speed,
+    throughput_text,
+    utilization_reason,
+    utilization_text,
+)
 from gpusight.textsafe import safe_text
 from gpusight.ui.format import ASCII_ELLIPSIS
 from gpusight.units import NA, fmt_bytes, fmt_duration, fmt_percent
@@ -42,6 +50,8 @@ class Column:
     """Shown only while the snapshot has jobs."""
     container: bool = False
     """Shown only while some process runs in a container, pod, Slurm job or PID namespace of its own."""
+    speed: bool = False
+    """Shown only while some process reports its training speed: throughput or FLOPs utilization."""
 
 
 COLUMNS = (
@@ -57,6 +67,8 @@ COLUMNS = (
     Column("CPU %", 6, True, "cpu"),
     Column("WAIT %", 6, True, None, measured=True),
     Column("STEP/S", 6, True, None, measured=True),
+    Column("THRU/S", 8, True, None, speed=True),
+    Column("MFU/HFU", 8, True, None, speed=True),
     Column("HOST MEM", 8, True, None),
     Column("ELAPSED", 9, True, "elapsed"),
 )
@@ -64,30 +76,31 @@ JOB, JOB_COMPACT = (i for i, c in enumerate(COLUMNS) if c.job)
 """The JOB column in full (``job 3 · rank 5/8``) and compact (``3·5/8``) form; one of them at most is shown."""
 CONTAINER, CONTAINER_COMPACT = (i for i, c in enumerate(COLUMNS) if c.container)
 """The CONTAINER column in full (``docker 3f2a9c1b4d5e``) and compact (``3f2a9c1b4d5e``) form; one at most is shown."""
-USER = next(i for i, c in enumerate(COLUMNS) if c.label == "USER")
+USER, WAIT = (next(i for i, c in enumerate(COLUMNS) if c.label == label) for label in ("USER", "WAIT %"))
 MIN_COMMAND_WIDTH = 10
 WANTED_COMMAND_WIDTH = 30
 """Narrow terminals drop columns (in ``DROP_ORDER``) until the command column gets this many cells."""
 DROP_ORDER = (
-    *(next(i for i, c in enumerate(COLUMNS) if c.label == label) for label in ("HOST MEM", "ELAPSED", "STEP/S")),
-    JOB, USER, CONTAINER, JOB_COMPACT,
+    *(next(i for i, c in enumerate(COLUMNS) if c.label == label)
+      for label in ("HOST MEM", "ELAPSED", "STEP/S", "THRU/S")),
+    JOB, USER, WAIT, CONTAINER, JOB_COMPACT,
 )
 """Columns given up first when the table is narrow, least useful first; the full JOB and CONTAINER give way to
-their compact forms, and the compact JOB goes last, only while the CONTAINER column is shown (see
-``columns_for``)."""
+their compact forms; WAIT % goes only while MFU/HFU is shown (the trainer's speed says more than one of its
+causes), and the compact JOB goes last, only while the CONTAINER column is shown (see ``columns_for``)."""
 
 
-def wanted_columns(measured: bool, jobs: bool, containers: bool) -> tuple[int, ...]:
-    """Every column worth showing when there is room: the measured ones, the full JOB and the full CONTAINER only
-    while they have values."""
+def wanted_columns(measured: bool, speed: bool, jobs: bool, containers: bool) -> tuple[int, ...]:
+    """Every column worth showing when there is room: the measured ones, the speed ones, the full JOB and the full
+    CONTAINER only while they have values."""
     return tuple(
         i for i, c in enumerate(COLUMNS)
-        if (measured or not c.measured) and (jobs or not c.job) and (containers or not c.container)
-        and i not in (JOB_COMPACT, CONTAINER_COMPACT)
+        if (measured or not c.measured) and (speed or not c.speed) and (jobs or not c.job)
+        and (containers or not c.container) and i not in (JOB_COMPACT, CONTAINER_COMPACT)
     )
 
 
-def columns_for(width: int, measured: bool, jobs: bool, grouped: bool, containers: bool) -> tuple[int, ...]:
+def columns_for(width: int, measured: bool, speed: bool, jobs: bool, grouped: bool, containers: bool) -> tuple[int, ...]:
     """The columns to show at ``width`` cells: all that fit while leaving the command column room.
 
     The full JOB column gives way to the compact one only while some job has several processes or ranks
@@ -95,10 +108,13 @@ def columns_for(width: int, measured: bool, jobs: bool, grouped: bool, container
     goes and USER stays. Where processes run in containers (``containers``), the container matters more than
     the user (often root for all) and the job: USER goes first, then the full CONTAINER gives way to its compact
     form, and at last the compact JOB goes, so that 80 columns show GPU, PID, CONTAINER, GPU MEM, SM % and CPU %.
+    Where trainers report their speed (``speed``), WAIT % gives way before the MFU/HFU column does, so that 80
+    columns show a trainer's MFU.
     """
-    columns = list(wanted_columns(measured, jobs, containers))
+    columns = list(wanted_columns(measured, speed, jobs, containers))
     compact = {JOB: JOB_COMPACT if grouped else None, CONTAINER: CONTAINER_COMPACT}
-    for index in DROP_ORDER if containers else DROP_ORDER[:-1]:
+    skipped = {index for index, wanted in ((WAIT, speed), (JOB_COMPACT, containers)) if not wanted}
+    for index in (index for index in DROP_ORDER if index not in skipped):
         if fixed_width(tuple(columns)) + WANTED_COMMAND_WIDTH <= width:
             break
         if index in columns:
@@ -261,6 +277,8 @@ class RowBuilder:
         """Cells the command column has; command lines are cut to it."""
         self._branch, self._last_branch = ("|- ", "`- ") if ascii_mode else ("├─ ", "└─ ")
         self._jobs: dict[int, JobSample] = {}
+        self._job_speeds: dict[int, str] = {}
+        """The speed of each job of several ranks, by the pid of the rank whose note shows it."""
 
     def rows(self, snapshot: Snapshot | None, jobs: dict[int, JobSample], filter_text: str, sort_key: str,
              reverse: bool, collapsed: bool) -> list[Row]:
@@ -268,6 +286,7 @@ class RowBuilder:
         self._jobs = jobs
         if snapshot is None:
             return []
+        self._job_speeds = job_speed_notes(snapshot)
         groups = build_groups(snapshot.processes)
         groups = sort_groups(filter_groups(groups, filter_text), sort_key, reverse)
         rows: list[Row] = []
@@ -292,12 +311,25 @@ class RowBuilder:
     def _note(self, process: ProcessSample) -> str:
         return f" ({safe_text(process.note, 120)})" if process.note else ""
 
+    def _speed_note(self, process: ProcessSample) -> str:
+        """Why the process's MFU (or HFU) is N/A, and on the first rank of a job of several the job's speed
+        (:func:`job_speed_notes`); "" when neither applies."""
+        notes = [text for text in (utilization_reason(process), self._job_speeds.get(process.pid)) if text]
+        return "; ".join(notes)
+
     def _leader_cells(self, p: ProcessSample, workers: int) -> tuple[str, ...]:
         suffix = f" [{workers} worker{'s' if workers != 1 else ''}]" if workers else ""
         base = p.cmdline or p.name
-        note = self._note(p)
+        speed = self._speed_note(p)
+        own = safe_text(p.note, 120) if p.note else ""
+        note = f" ({'; '.join(text for text in (own, speed) if text)})" if own or speed else ""
+        # The speed note is worth more than the end of a long command line: room is kept for it where the command
+        # keeps MIN_COMMAND_WIDTH cells.
+        width = self.command_width - len(suffix)
+        if speed and width - len(speed) - 3 >= MIN_COMMAND_WIDTH:
+            width -= len(speed) + 3
         if base:
-            command = self._cut(base, self.command_width - len(suffix)) + suffix
+            command = self._cut(base, width) + suffix
         elif suffix:
             command = suffix.lstrip()
         elif note:
@@ -313,8 +345,7 @@ class RowBuilder:
             fmt_bytes(p.gpu_memory_bytes),
             fmt_percent(p.sm_percent),
             fmt_percent(p.cpu_percent),
-            _measured(p.input_wait_percent, fmt_percent),
-            _measured(p.steps_per_second, _fmt_rate),
+            *_measured_cells(p),
             fmt_bytes(p.rss_bytes),
             fmt_duration(p.elapsed_seconds),
             command,
@@ -356,6 +387,8 @@ class RowBuilder:
             fmt_percent(p.cpu_percent),
             "",
             "",
+            "",
+            "",
             fmt_bytes(p.rss_bytes),
             fmt_duration(p.elapsed_seconds),
             self._cut(p.name or p.cmdline or "worker", self.command_width - len(state)) + state,
@@ -364,8 +397,30 @@ class RowBuilder:
 
 
 def is_measured(process: ProcessSample) -> bool:
-    """True when the process reports an input-wait share or a step rate from inside its training loop."""
-    return process.input_wait_percent is not None or process.steps_per_second is not None
+    """True when the process reports an input-wait share, a step rate or its speed from inside its training loop."""
+    return process.input_wait_percent is not None or process.steps_per_second is not None or reports_speed(process)
+
+
+def job_speed_notes(snapshot: Snapshot) -> dict[int, str]:
+    """For each job of several GPU processes that report their speed, ``job: 37k tok/s`` (its throughput summed
+    over the ranks), with ``, 45% MFU`` (its FLOP/s over its ranks' summed peaks) where that reads otherwise than
+    the rank's own, keyed by the pid of its first rank (the lowest rank, else the lowest pid); empty, at no cost,
+    while no process reports speed."""
+    if not snapshot.jobs or not any(reports_speed(p) for p in snapshot.processes):
+        return {}
+    notes: dict[int, str] = {}
+    for job in snapshot.jobs:
+        members = [p for p in snapshot.processes if p.role == ProcessRole.GPU and p.pid in job.pids]
+        if len(members) < 2 or not any(reports_speed(p) for p in members):
+            continue
+        speed = job_speed(job, members)
+        first = min(members, key=lambda p: (p.rank is None, p.rank or 0, p.pid))
+        note = f"job: {throughput_text(speed.tokens_per_second, speed.samples_per_second, compact=True)}/s"
+        utilization = utilization_text(speed.flops_utilization_percent, speed.utilization_name)
+        if utilization != process_utilization(first):
+            note += f", {utilization}"
+        notes[first.pid] = note
+    return notes
 
 
 def fixed_width(columns: tuple[int, ...]) -> int:
@@ -373,16 +428,17 @@ def fixed_width(columns: tuple[int, ...]) -> int:
     return sum(COLUMNS[i].width + 1 for i in columns)
 
 
-def _measured(value: float | None, fmt: Callable[[float | None], str]) -> str:
-    """A value a trainer measured itself (``gpusight.torch``), or blank for a process that reports none."""
-    return "" if value is None else fmt(value)
-
-
-def _fmt_rate(value: float | None) -> str:
-    """Steps per second with two significant digits below 10, whole numbers above."""
-    if value is None:
-        return NA
-    return f"{value:.1f}" if value < 10 else f"{value:.0f}"
+def _measured_cells(p: ProcessSample) -> tuple[str, str, str, str]:
+    """The WAIT %, STEP/S, THRU/S and MFU/HFU cells: what a trainer measured itself (``gpusight.torch``), N/A for
+    what it does not report, all blank for a process that reports nothing."""
+    if not is_measured(p):
+        return "", "", "", ""
+    return (
+        fmt_percent(p.input_wait_percent),
+        fmt_count(p.steps_per_second),
+        throughput_text(p.tokens_per_second, p.samples_per_second, compact=True),
+        process_utilization(p),
+    )
 
 
 def _first_fitting(texts: tuple[str, ...], width: int) -> str:

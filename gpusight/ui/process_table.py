@@ -5,9 +5,12 @@ re-derived from the newest snapshot about once per second (:attr:`ProcessTable.A
 row's rendered line is cached by its cell values, and only the lines whose values changed are refreshed.
 Untrusted text (names, command lines, users, notes) goes through :func:`~gpusight.textsafe.safe_text` and is
 placed in plain-text segments that are never parsed as markup, so ``[red]`` is shown literally.
-The WAIT % and STEP/S columns (input-wait share and step rate measured inside the training loop by
-``gpusight.torch``) appear only while some process reports them, blank for the others. The JOB column
-(``job 3 · rank 5/8``, see :mod:`gpusight.job_text`) appears while the snapshot has jobs (recordings
+The WAIT % and STEP/S columns (input-wait share and step rate) and the THRU/S and MFU/HFU columns (tokens or
+samples per second, and the FLOPs utilization named MFU or HFU by where the FLOPs come from), all measured inside
+the training loop by ``gpusight.torch``, appear only while some process reports them, N/A for what a reporting
+trainer does not know and blank for processes that report nothing; a trainer's dimmed note says why its MFU is
+N/A, and the first rank of a job of several gives the job's throughput and MFU
+(:func:`~gpusight.ui.process_rows.job_speed_notes`). The JOB column (``job 3 · rank 5/8``, see :mod:`gpusight.job_text`) appears while the snapshot has jobs (recordings
 made before jobs have none); narrow terminals get its compact form (``3·5/8``). The CONTAINER column (the
 container, pod or Slurm job a GPU process runs in, ``docker 3f2a9c1b4d5e``, see
 :func:`~gpusight.job_text.container_labels`) appears while some process runs in one; on narrow terminals it
@@ -31,6 +34,7 @@ from textual.timer import Timer
 
 from gpusight.collect.model import JobSample, ProcessSample, Snapshot
 from gpusight.job_text import jobs_by_id
+from gpusight.speed_text import reports_speed
 from gpusight.ui.format import fit_cell
 from gpusight.ui.line_diff import line_regions, refresh_regions
 from gpusight.ui.process_rows import (
@@ -128,10 +132,10 @@ class ProcessTable(RowCursorView[RowKey], can_focus=True):
         self._strips: dict[RowKey, tuple[tuple[str, ...], Strip]] = {}
         self._base_style: Style | None = None
         self._jobs: dict[int, JobSample] = {}
-        self._optional_shown = (False, False, False, False)
-        """Whether the measured columns and the JOB column are among the wanted ones, whether a job has several
-        processes, and whether the CONTAINER column is wanted."""
-        self._shown = wanted_columns(False, False, False)
+        self._optional_shown = (False, False, False, False, False)
+        """Whether the measured columns, the speed columns and the JOB column are among the wanted ones, whether a
+        job has several processes, and whether the CONTAINER column is wanted."""
+        self._shown = wanted_columns(False, False, False, False)
         self._fixed_width = fixed_width(self._shown)
         self._line_width = self._fixed_width + MIN_COMMAND_WIDTH
 
@@ -227,8 +231,8 @@ class ProcessTable(RowCursorView[RowKey], can_focus=True):
             self._jobs = jobs_by_id(self._snapshot)
             grouped = any(len(job.pids) > 1 or (job.world_size or 1) > 1 for job in self._jobs.values())
             processes = self._snapshot.processes
-            self._show_optional(any(is_measured(p) for p in processes), bool(self._jobs), grouped,
-                                any(p.container is not None for p in processes))
+            self._show_optional(any(is_measured(p) for p in processes), any(reports_speed(p) for p in processes),
+                                bool(self._jobs), grouped, any(p.container is not None for p in processes))
         self._rows = self._builder.rows(self._snapshot, self._jobs, self._filter, self._sort_key, self._sort_reverse,
                                         self._collapsed)
         self._place_cursor()
@@ -251,17 +255,17 @@ class ProcessTable(RowCursorView[RowKey], can_focus=True):
                 y = index - top + 1
                 refresh_regions(self, line_regions(y, None if before is None else before[1], after, self._line_width))
 
-    def _show_optional(self, measured: bool, jobs: bool, grouped: bool, containers: bool) -> None:
-        """Show or hide the WAIT % and STEP/S columns, the JOB column (compact on narrow terminals only while a
+    def _show_optional(self, measured: bool, speed: bool, jobs: bool, grouped: bool, containers: bool) -> None:
+        """Show or hide the measured columns (WAIT %, STEP/S), the speed columns (THRU/S, MFU/HFU), the JOB column (compact on narrow terminals only while a
         job has several processes, see ``columns_for``) and the CONTAINER column; the command column takes up
         the difference."""
-        if (measured, jobs, grouped, containers) == self._optional_shown:
+        if (measured, speed, jobs, grouped, containers) == self._optional_shown:
             return
-        self._optional_shown = (measured, jobs, grouped, containers)
+        self._optional_shown = (measured, speed, jobs, grouped, containers)
         if self.is_mounted:
             self._fit_columns(self.scrollable_content_region.width)
         else:
-            self._shown = wanted_columns(measured, jobs, containers)
+            self._shown = wanted_columns(measured, speed, jobs, containers)
             self._fixed_width = fixed_width(self._shown)
         self._strips.clear()
         self.refresh()

@@ -13,6 +13,7 @@ from gpusight.advice.rules import (
     imbalance,
     input_bound,
     launch_bound,
+    low_mfu,
     mixed_precision,
     oom_risk,
     pcie_h2d,
@@ -21,6 +22,7 @@ from gpusight.advice.rules import (
     serving_idle,
     storage_bound,
     straggler,
+    stuck,
     throttling,
 )
 from gpusight.advice.rules.base import Rule
@@ -41,6 +43,8 @@ RULES: tuple[Rule, ...] = (
     straggler.RULE,
     periodic_stall.RULE,
     comm_bound.RULE,
+    stuck.RULE,
+    low_mfu.RULE,
     serving_idle.RULE,
     serving_batching.RULE,
     free_capacity.RULE,

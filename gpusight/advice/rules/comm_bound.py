@@ -5,6 +5,11 @@ job that spends its steps in all-reduce reads high and equal utilization on ever
 GPM SM activity, while every GPU sends and receives alike (input copies only arrive). Where
 ``gpusight.torch`` measures the input wait, a rank waiting for data more than the 5 % the PyTorch
 profiler's TensorBoard plugin flags is not purely communication-bound, so the rule stays silent.
+
+Where ``gpusight.torch`` profiled a step of any rank (``step_comm_percent``), that measured share of
+exposed communication replaces the guess: the job is communication-bound when it reaches
+``comm_share_percent`` and outweighs the data wait, whatever the link counters say, and the advice
+bounds what removing it gains.
 """
 
 from __future__ import annotations
@@ -12,15 +17,33 @@ from __future__ import annotations
 from gpusight.advice.context import Context, Finding
 from gpusight.advice.jobs import Job
 from gpusight.advice.rules.base import Rule, pct, pct_range
+from gpusight.advice.speed import breakdown_text, gain_text, shares
 from gpusight.collect.model import ScopeKind, Severity
 from gpusight.units import fmt_rate
+
+ACTION = (
+    "cut communication per step: accumulate gradients over micro-batches under model.no_sync() so fewer "
+    "all-reduces run, raise the per-GPU batch, tune DDP(bucket_cap_mb=...) so buckets overlap with backward; "
+    "compress gradients with model.register_comm_hook(None, bf16_compress_hook) "
+    "(torch.distributed.algorithms.ddp_comm_hooks.default_hooks); check the topology with nvidia-smi topo -m "
+    "(pairs linked over PCIe or SYS instead of NVLink) and NCCL_DEBUG=INFO; confirm in the PyTorch profiler's "
+    "TensorBoard plugin (distributed view: communication vs computation overlap)"
+)
+"""What a communication-bound job should change, measured or guessed."""
 
 
 def _evaluate(ctx: Context) -> list[Finding]:
     thresholds = ctx.thresholds
     findings = []
     for job in ctx.jobs():
-        if not job.one_rank_per_gpu() or not all(ctx.trains(rank.process) for rank in job.ranks):
+        if not all(ctx.trains(rank.process) for rank in job.ranks):
+            continue
+        if any(rank.process.step_comm_percent is not None for rank in job.ranks):
+            measured = _measured(ctx, job)
+            if measured is not None:
+                findings.append(measured)
+            continue
+        if not job.one_rank_per_gpu():
             continue
         utils = [ctx.util(index) for index in job.devices]
         sm = [ctx.device_stat(index, "sm_active_percent") for index in job.devices]
@@ -44,17 +67,28 @@ def _evaluate(ctx: Context) -> list[Finding]:
         )
         if waits:
             evidence += f"; measured input wait at most {pct(max(waits))} (gpusight.torch)"
-        action = (
-            "cut communication per step: accumulate gradients over micro-batches under model.no_sync() so fewer "
-            "all-reduces run, raise the per-GPU batch, tune DDP(bucket_cap_mb=...) so buckets overlap with backward; "
-            "compress gradients with model.register_comm_hook(None, bf16_compress_hook) "
-            "(torch.distributed.algorithms.ddp_comm_hooks.default_hooks); check the topology with nvidia-smi topo -m "
-            "(pairs linked over PCIe or SYS instead of NVLink) and NCCL_DEBUG=INFO; confirm in the PyTorch profiler's "
-            "TensorBoard plugin (distributed view: communication vs computation overlap)"
-        )
         title = f"Job {job.sample.id} spends its steps communicating (all ranks equal, few SMs busy)"
-        findings.append(RULE.finding(Severity.WARN, ScopeKind.JOB.of(job.sample.id), title, evidence, action, job.devices))
+        findings.append(RULE.finding(Severity.WARN, ScopeKind.JOB.of(job.sample.id), title, evidence, ACTION, job.devices))
     return findings
+
+
+def _measured(ctx: Context, job: Job) -> Finding | None:
+    """The finding from the profiled breakdown: exposed communication at ``comm_share_percent`` or more of each
+    step and more than the data wait; None otherwise (the measurement then rules the guess out too)."""
+    speed = ctx.job_speed(job)
+    parts = shares(speed)
+    comm = parts.get("communication")
+    if comm is None or comm < ctx.thresholds.comm_share_percent or comm < parts.get("data wait", 0.0):
+        return None
+    source = next(rank.process.breakdown_source for rank in job.ranks if rank.process.step_comm_percent is not None)
+    profiled = sum(1 for rank in job.ranks if rank.process.step_comm_percent is not None)
+    evidence = (
+        f"exposed communication takes {pct(comm)} of each step (measured on {profiled} of {len(job.ranks)} ranks): "
+        f"{gain_text(comm)}; {breakdown_text(speed, source)} ({job.describe()})"
+    )
+    title = f"Job {job.sample.id} spends {pct(comm)} of each step communicating (measured)"
+    return RULE.finding(Severity.WARN, ScopeKind.JOB.of(job.sample.id), title, evidence, ACTION, job.devices)
+
 
 
 def _traffic(ctx: Context, job: Job) -> str | None:

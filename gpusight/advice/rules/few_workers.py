@@ -6,6 +6,7 @@ from gpusight.advice.context import Context, Finding
 from gpusight.advice.feeds import cpu_text, oversubscribed_wait, workers_wait_text
 from gpusight.advice.loader import SHARE_DATASET, free_cores_first, has_room_for_workers, loader_settings, plan_workers
 from gpusight.advice.rules.base import Rule, pct, pct_range, workers_phrase
+from gpusight.advice.speed import gain_text
 from gpusight.collect.model import ScopeKind, Severity
 
 
@@ -25,7 +26,7 @@ def _evaluate(ctx: Context) -> list[Finding]:
             if feed.measured_wait is not None:
                 load = (
                     f"waits {pct(feed.measured_wait)} of each step for data (measured by gpusight.torch) "
-                    f"with num_workers={count}"
+                    f"with num_workers={count}: {gain_text(feed.measured_wait)}"
                 )
             elif count == 0:
                 cpu = cpu_text(feed.trainer.cpu_percent or 0.0, feed.trainer.cpu_wait_percent, thresholds)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from gpusight.advice.context import Context, Finding
 from gpusight.advice.feeds import cpu_saturated, cpu_text
 from gpusight.advice.rules.base import Rule, pct, pct_range, workers_phrase
+from gpusight.advice.speed import gain_text
 from gpusight.collect.model import ScopeKind, Severity
 
 PROFILE_ACTION = (
@@ -48,6 +49,12 @@ def _evaluate(ctx: Context) -> list[Finding]:
         if iowait is not None:
             parts.append(f"iowait {pct(iowait.mean)}")
         measured = [feed.measured_wait for feed in feeds if feed.measured_wait is not None]
+        idle = [feed.trainer.step_idle_percent for feed in feeds if feed.trainer.step_idle_percent is not None]
+        if idle:
+            parts.append(
+                f"the step is idle {pct(max(idle))} of its time (torch.profiler: no kernel, copy or collective): "
+                f"{gain_text(max(idle), 'the gaps')}"
+            )
         action = PROFILE_ACTION
         if cpu_saturated(trainer_cpu, trainer_wait, thresholds):
             action += "; the trainer's main thread is CPU-bound: torch.compile or CUDA graphs cut Python and launch overhead"

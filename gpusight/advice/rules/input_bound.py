@@ -6,6 +6,7 @@ from gpusight.advice.context import Context, Finding
 from gpusight.advice.feeds import Feed, oversubscribed_wait, workers_wait_text
 from gpusight.advice.loader import SHARE_DATASET, free_cores_first, has_room_for_workers, loader_settings, plan_workers
 from gpusight.advice.rules.base import Rule, pct, pct_range, workers_phrase
+from gpusight.advice.speed import gain_text
 from gpusight.collect.model import ScopeKind, Severity
 
 
@@ -38,7 +39,8 @@ def _finding(ctx: Context, index: int, util: float, feed: Feed) -> Finding:
     if feed.measured_wait is not None:
         evidence = (
             f"GPU {index}'s trainer (PID {pid}) waits {pct(feed.measured_wait)} of each step for data "
-            f"(measured by gpusight.torch); GPU {index} util {pct(util)} {window}; {workers}"
+            f"(measured by gpusight.torch): {gain_text(feed.measured_wait)}; GPU {index} util {pct(util)} {window}; "
+            f"{workers}"
         )
     else:
         evidence = f"GPU {index} util {pct(util)} {window} while {workers} (trainer PID {pid})"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from gpusight.advice.context import Context, Finding
 from gpusight.advice.rules.base import Rule, pct
+from gpusight.advice.speed import gain_text
 from gpusight.collect.model import ScopeKind, Severity
 from gpusight.units import fmt_rate
 
@@ -23,6 +24,12 @@ def _evaluate(ctx: Context) -> list[Finding]:
             f"GPU {index} receives {fmt_rate(received.mean)} from the host over PCIe while its util is {pct(util)} "
             f"(means over the last {thresholds.window_s:.0f} s)"
         )
+        copies = [feed.trainer.step_copy_percent for feed in feeds if feed.trainer.step_copy_percent is not None]
+        if copies:
+            evidence += (
+                f"; copies not overlapped take {pct(max(copies))} of each step (torch.profiler): "
+                f"{gain_text(max(copies), 'them')}"
+            )
         pinned = all(feed.trainer.loader_pin_memory for feed in feeds)
         pin = "with pinned batches (pin_memory=True is set), use" if pinned else "DataLoader(pin_memory=True) and"
         action = (

@@ -12,6 +12,7 @@ from gpusight.advice.context import Context, Finding
 from gpusight.advice.feeds import cpu_saturated, cpu_text
 from gpusight.advice.loader import SHARE_DATASET, free_cores_first, loader_settings, plan_workers
 from gpusight.advice.rules.base import Rule, pct
+from gpusight.advice.speed import gain_text
 from gpusight.advice.stalls import Stalls, find_stalls, split_mean
 from gpusight.collect.model import ScopeKind, Severity
 
@@ -35,7 +36,7 @@ def _evaluate(ctx: Context) -> list[Finding]:
         evidence = (
             f"GPU {index} stalls every {stalls.period_s:.1f} s for {stalls.stall_s:.1f} s ({stalls.count} stalls, "
             f"{pct(stalls.share_percent)} of the last {thresholds.stall_window_s:.0f} s stalled; "
-            f"{pct(stalls.busy_util)} util between stalls)"
+            f"{pct(stalls.busy_util)} util between stalls): {gain_text(stalls.share_percent, 'the stalls')}"
         )
         parts, action = _cause(ctx, index, count, stalls)
         if parts:

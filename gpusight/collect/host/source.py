@@ -104,7 +104,7 @@ def _speed_fields(status: TrainerStatus) -> dict[str, Any]:
         "batch_size_source": status.batch_size_source,
         "flops_per_step": status.flops_per_step,
         "flops_source": status.flops_source,
-        "achieved_tflops": _rounded(status.achieved_tflops, 3),
+        "achieved_tflops": _significant(status.achieved_tflops, 4),
         "peak_tflops": status.peak_tflops,
         "peak_source": status.peak_source,
         "math_mode": status.math_mode,
@@ -125,6 +125,11 @@ def _breakdown_fields(status: TrainerStatus) -> dict[str, Any]:
 
 _BREAKDOWN_FIELDS = {"data": "data", "compute": "compute", "communication": "comm", "copy": "copy", "idle": "idle"}
 """Record breakdown part -> the middle of its ``ProcessSample.step_*_percent`` field."""
+
+
+def _significant(value: float | None, digits: int) -> float | None:
+    """``value`` to ``digits`` significant digits (a small CPU job's TFLOP/s must not round to 0); None stays None."""
+    return None if value is None else float(f"{value:.{digits}g}")
 
 
 def _rounded(value: float | None, digits: int) -> float | None:

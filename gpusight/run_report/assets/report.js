@@ -46,6 +46,7 @@
       element.appendChild(missing);
     }
     if (!chart.series.length) { element.setAttribute("data-empty", "true"); return; }
+    if (chart.stacked) { stacked(chart, element); return; }
     var columns = [xs];
     var series = [{ value: function (u, ts) { return ts == null ? "" : uPlot.fmtDate("{YYYY}-{MM}-{DD} {HH}:{mm}:{ss}")(utc(ts)); } }];
     var bands = [];
@@ -60,12 +61,33 @@
       bands.push({ series: [high, high + 2], fill: line.colour + "40" });
       hidden.push(high, high + 2);
     });
+    addPlot(element, columns, series, bands, hidden, chart.percent ? { range: [0, 100] } : { range: zeroBased });
+  }
+
+  // A stacked chart: each layer's "top" is the running sum of the shares below it; bands fill between neighbours,
+  // and the legend shows each layer's own share.
+  function stacked(chart, element) {
+    var zero = chart.series[0].top.map(function (v) { return v == null ? null : 0; });
+    var columns = [xs, zero];
+    var series = [{ value: function (u, ts) { return ts == null ? "" : uPlot.fmtDate("{YYYY}-{MM}-{DD} {HH}:{mm}:{ss}")(utc(ts)); } },
+                  { label: "base", stroke: "transparent", points: { show: false } }];
+    var bands = [];
+    chart.series.forEach(function (layer, k) {
+      columns.push(layer.top);
+      series.push({ label: layer.label, stroke: layer.colour, width: 1, points: { show: false },
+                    value: function (u, v, si, idx) { var s = idx == null ? null : layer.share[idx]; return s == null ? "–" : s + " %"; } });
+      bands.push({ series: [k + 2, k + 1], fill: layer.colour + "99" });
+    });
+    addPlot(element, columns, series, bands, [1], { range: [0, 100] });
+  }
+
+  function addPlot(element, columns, series, bands, hidden, yScale) {
     var plot = new uPlot({
       width: Math.max(240, Math.floor(element.getBoundingClientRect().width)),
       height: 120,
       tzDate: utc,
       cursor: { sync: { key: "run", setSeries: false }, drag: { x: true, y: false } },
-      scales: { x: { time: true }, y: chart.percent ? { range: [0, 100] } : { range: zeroBased } },
+      scales: { x: { time: true }, y: yScale },
       axes: [{ size: 26, font: "11px system-ui", values: timeLabels }, { size: 52, font: "11px system-ui" }],
       series: series,
       bands: bands,
