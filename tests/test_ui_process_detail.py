@@ -16,6 +16,7 @@ from gpusight.collect.history import History
 from gpusight.collect.model import ProcessRole, Snapshot
 from gpusight.collect.sampler import Sampler
 from gpusight.collect.speed import BREAKDOWN_FIELDS
+from gpusight.collect.speed_history import reports_speed
 from gpusight.recordings.replay import ReplaySource
 from gpusight.ui.app import GpusightApp
 from gpusight.ui.chart import STACK_GLYPHS, StackedChart
@@ -90,7 +91,7 @@ def test_a_reporting_trainer_shows_its_speed_breakdown_and_histories(size: tuple
 def test_a_process_without_speed_reads_na() -> None:
     sampler = frozen_speed_sampler("mixed")
     latest = sampler.history.latest
-    silent = max(p.pid for p in latest.processes if p.role == ProcessRole.GPU)
+    silent = max(p.pid for p in latest.processes if p.role == ProcessRole.GPU and not reports_speed(p))  # a notebook
     app = GpusightApp(sampler)
 
     async def body(app: GpusightApp, pilot: Pilot) -> None:
@@ -117,8 +118,9 @@ class NoPeak:
         snapshot = self.source.poll()
         pid = max(p.pid for p in snapshot.processes if p.role == ProcessRole.GPU)
         processes = tuple(
-            dataclasses.replace(p, steps_per_second=2.0, flops_per_step=1e12, achieved_tflops=2.0,
-                                flops_utilization_note=HOSTILE, peak_source="\x1b]8;;http://x\x07datasheet")
+            dataclasses.replace(p, steps_per_second=2.0, flops_per_step=1e12, achieved_tflops=2.0, peak_tflops=None,
+                                flops_utilization_percent=None, flops_utilization_note=HOSTILE,
+                                peak_source="\x1b]8;;http://x\x07datasheet")
             if p.pid == pid else p
             for p in snapshot.processes
         )

@@ -50,17 +50,25 @@ def test_the_process_detail_screen_in_a_real_terminal(tmux: Tmux, tmp_path: Path
     tmux.keys("Enter")  # back to the table, which keeps the trainer
     wait_until(lambda: "Quit" in tmux.screen().splitlines()[-1], "the table with its keys")
     tmux.keys("Enter")
-    wait_until(lambda: "step time (device)" in tmux.screen(), "the process detail screen")
-    wait_until(lambda: "HFU" in tmux.screen() and "throughput" in tmux.screen(), "its histories")
-    screen = tmux.screen()
+    wait_until(lambda: f"PID {pid}" in tmux.screen().splitlines()[0], "the process detail screen")
+    screens: list[str] = []
+
+    def whole() -> bool:  # one capture that holds all of it (a capture can fall between two frames' writes)
+        screens.append(tmux.screen())
+        lines = screens[-1].splitlines()
+        return bool(lines) and "Back" in lines[-1] and all(
+            text in screens[-1] for text in ("step time (device)", "HFU", "throughput", STACK_GLYPHS[0])
+        )
+
+    wait_until(whole, "the whole detail screen")
+    screen = screens[-1]
     lines = screen.splitlines()
     assert len(lines) <= 24 and all(len(line) <= 80 for line in lines)
-    assert f"PID {pid}" in screen and "steps/s" in screen and "(counted)" in screen
+    assert f"PID {pid}" in lines[0] and "steps/s" in screen and "(counted)" in screen
     for _, label in BREAKDOWN_FIELDS:
         assert label in screen, screen
     assert STACK_GLYPHS[1] in screen and STACK_GLYPHS[0] in screen  # compute and data wait, stacked
-    assert "Back" in lines[-1]
     tmux.keys("Escape")
-    wait_until(lambda: "step time" not in tmux.screen(), "the main screen again")
+    wait_until(lambda: f"replay: {recording.name}" in tmux.screen(), "the main screen again")
     tmux.keys("q")
     wait_until(lambda: not alive(gpusight), "gpusight to exit after q")
