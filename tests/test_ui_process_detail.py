@@ -16,8 +16,9 @@ from gpusight.collect.history import History
 from gpusight.collect.model import ProcessRole, Snapshot
 from gpusight.collect.sampler import Sampler
 from gpusight.collect.speed import BREAKDOWN_FIELDS
-from gpusight.collect.speed_history import reports_speed
+from gpusight.collect.speed_history import charted
 from gpusight.recordings.replay import ReplaySource
+from gpusight.speed_text import fmt_count, fmt_share
 from gpusight.ui.app import GpusightApp
 from gpusight.ui.chart import STACK_GLYPHS, StackedChart
 from gpusight.ui.process_detail import NO_SPEED, ProcessDetailScreen
@@ -63,9 +64,9 @@ def test_a_reporting_trainer_shows_its_speed_breakdown_and_histories(size: tuple
     async def body(app: GpusightApp, pilot: Pilot) -> None:
         screen = await open_on(pilot, pid)
         fields = screen.speed_text
-        assert f"steps {process.steps_per_second:.3g} steps/s" in fields
+        assert f"steps {fmt_count(process.steps_per_second)} steps/s" in fields
         assert "FLOPs/step 6e+13 (counted)" in fields  # counted FLOPs: the utilization is HFU
-        assert f"HFU {process.flops_utilization_percent:.1f}%" in fields
+        assert f"HFU {fmt_share(process.flops_utilization_percent)}" in fields
         assert f"({PEAK_SOURCE})" in fields and "math mode bf16" in fields
         assert f"data wait {process.step_data_percent:.0f}% (device)" in fields
         stacked = chart_text(screen.query_one(StackedChart))
@@ -91,7 +92,7 @@ def test_a_reporting_trainer_shows_its_speed_breakdown_and_histories(size: tuple
 def test_a_process_without_speed_reads_na() -> None:
     sampler = frozen_speed_sampler("mixed")
     latest = sampler.history.latest
-    silent = max(p.pid for p in latest.processes if p.role == ProcessRole.GPU and not reports_speed(p))  # a notebook
+    silent = max(p.pid for p in latest.processes if p.role == ProcessRole.GPU and not charted(p))  # a notebook
     app = GpusightApp(sampler)
 
     async def body(app: GpusightApp, pilot: Pilot) -> None:

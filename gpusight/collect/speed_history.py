@@ -44,8 +44,8 @@ SPEED_METRICS = GridMetrics(
 """What the speed grid keeps per process: the rates, then the step-time parts in stacking order."""
 
 
-def reports_speed(process: ProcessSample) -> bool:
-    """True for a GPU process that reports any speed figure (throughput, MFU or a step-time breakdown)."""
+def charted(process: ProcessSample) -> bool:
+    """True for a GPU process that reports any figure the speed grid keeps (a rate, MFU/HFU or a step-time part)."""
     return process.role == ProcessRole.GPU and any(
         getattr(process, name) is not None for name in SPEED_METRICS.names
     )
@@ -75,7 +75,7 @@ class SpeedHistory:
         """Fold ``snapshot``'s reporting processes (one row per pid) into the grid; return the new view."""
         rows: dict[int, ProcessSample] = {}
         for process in snapshot.processes:
-            if process.pid not in rows and reports_speed(process):
+            if process.pid not in rows and charted(process):
                 rows[process.pid] = process
         pids = tuple(sorted(rows)[:MAX_PROCESSES])
         values = [

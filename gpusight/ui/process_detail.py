@@ -27,6 +27,8 @@ from gpusight.collect.model import JobSample, ProcessRole, ProcessSample
 from gpusight.collect.speed import BREAKDOWN_FIELDS, job_speed, utilization_name
 from gpusight.collect.timegrid import ChartView
 from gpusight.job_text import container_facts, job_facts, job_label, jobs_by_id
+from gpusight.speed_text import fmt_count, fmt_share
+from gpusight.speed_text import job_speed_line as speed_line_of
 from gpusight.textsafe import safe_text
 from gpusight.ui.chart import StackedChart
 from gpusight.ui.chart_choice import ChartChoice, duration_text
@@ -67,19 +69,16 @@ def process_summary(process: ProcessSample, jobs: Mapping[int, JobSample], ascii
 
 
 def per_second(value: float | None, unit: str) -> str:
-    """A rate with an SI prefix and three significant figures, e.g. ``12.4k tokens/s``; ``N/A`` when unknown."""
-    if value is None:
-        return NA
-    for factor, prefix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(value) >= factor:
-            return f"{value / factor:.3g}{prefix} {unit}/s"
-    return f"{value:.3g} {unit}/s"
+    """A rate as the process table writes it (:func:`~gpusight.speed_text.fmt_count`) with its unit, e.g.
+    ``37k tokens/s``; ``N/A`` when unknown."""
+    text = fmt_count(value)
+    return text if text == NA else f"{text} {unit}/s"
 
 
 def utilization_text(process: ProcessSample) -> str:
     """MFU or HFU in percent, or ``N/A`` with the reason the process gave (escaped)."""
     if process.flops_utilization_percent is not None:
-        return f"{process.flops_utilization_percent:.1f}%"
+        return fmt_share(process.flops_utilization_percent)
     note = safe_text(process.flops_utilization_note, 120)
     return f"{NA}: {note}" if note else NA
 
@@ -118,9 +117,7 @@ def job_speed_line(process: ProcessSample, frame: Frame) -> str | None:
     if job is None or len(job.pids) < 2:
         return None
     speed = job_speed(job, frame.snapshot.processes)
-    utilization = NA if speed.flops_utilization_percent is None else f"{speed.flops_utilization_percent:.1f}%"
-    return (f"{speed.reporting}/{speed.ranks} ranks report, {per_second(speed.steps_per_second, 'steps')}, "
-            f"{per_second(speed.samples_per_second, 'samples')}, {speed.utilization_name} {utilization}")
+    return f"{speed.reporting}/{speed.ranks} ranks report: {speed_line_of(speed)}"
 
 
 def find_process(frame: Frame, pid: int) -> ProcessSample | None:
@@ -238,7 +235,7 @@ class ProcessDetailScreen(Screen[None]):
         self._legend.update(legend_text(items, width))
         name = utilization_name(process)
         self._utilization.title = name
-        utilization = NA if process.flops_utilization_percent is None else f"{process.flops_utilization_percent:.1f}%"
+        utilization = fmt_share(process.flops_utilization_percent)
         self._utilization.show(utilization, series("flops_utilization_percent", self._utilization.columns), 100.0,
                                "100%", span)
         metric, unit = _throughput_metric(process)
