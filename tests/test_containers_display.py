@@ -13,7 +13,7 @@ from gpusight.collect.model import ContainerRuntime, ContainerSample, Snapshot, 
 from gpusight.job_text import container_facts, container_labels
 from gpusight.oneshot import render_once
 from gpusight.snapshot_export.markdown import render_markdown
-from gpusight.ui.app import process_summary
+from gpusight.ui.process_detail import process_summary
 from gpusight.ui.process_table import ProcessTable
 
 GIB = 2**30

@@ -22,6 +22,7 @@ from gpusight.ui.gpu_detail import GpuDetailScreen
 from gpusight.ui.gpu_panel import GpuArea, GpuPanel
 from gpusight.ui.help_screen import HelpScreen
 from gpusight.ui.kill_dialog import KillDialog
+from gpusight.ui.process_detail import ProcessDetailScreen
 from gpusight.ui.process_table import ProcessTable
 
 Check = Callable[[GpusightApp, Pilot, str], Awaitable[None]]
@@ -106,6 +107,15 @@ async def check_gpu_detail(app: GpusightApp, pilot: Pilot, key: str) -> None:
     app.query_one(ProcessTable).focus()
 
 
+async def check_process_detail(app: GpusightApp, pilot: Pilot, key: str) -> None:
+    selected = app.query_one(ProcessTable).selected_process()
+    await pilot.press(key)
+    await pilot.pause()
+    assert isinstance(app.screen, ProcessDetailScreen) and app.screen.pid == selected.pid
+    await close_to_main(app, pilot)
+    app.query_one(ProcessTable).focus()
+
+
 async def check_kill(app: GpusightApp, pilot: Pilot, key: str) -> None:
     await pilot.press(key)
     await pilot.pause()
@@ -182,6 +192,7 @@ CHECKS: dict[str, Check] = {
     "clear_filter": check_clear_filter,
     "toggle_workers": check_toggle_workers,
     "gpu_detail": check_gpu_detail,
+    "process_detail": check_process_detail,
     "kill": check_kill,
     "toggle_advice": check_toggle_advice,
     "zoom": check_zoom,

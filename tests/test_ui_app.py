@@ -32,6 +32,7 @@ from gpusight.ui.app import GpusightApp
 from gpusight.ui.gpu_detail import GpuDetailScreen
 from gpusight.ui.gpu_panel import GpuPanel
 from gpusight.ui.messages import FrameReady, TerminalLost
+from gpusight.ui.process_detail import ProcessDetailScreen
 from gpusight.ui.process_table import ProcessTable
 from gpusight.ui.watchdog import TerminalWatchdog, terminal_alive
 from support.jobs import with_jobs
@@ -298,9 +299,10 @@ def test_hostile_process_text_is_shown_escaped() -> None:
         table.focus()
         await pilot.press("enter")
         await pilot.pause()
-        shown = [toast_text(t) for t in toasts(app)]
-        assert any("[red]bold[/red]" in t and "evil (user [b]mallory[/b])" in t for t in shown)
-        assert all(len(t) < 2000 and "\x1b" not in t for t in shown)
+        assert isinstance(app.screen, ProcessDetailScreen)
+        shown = app.screen.identity_text
+        assert "[red]bold[/red]" in shown and "evil (user [b]mallory[/b])" in shown
+        assert len(shown) < 2000 and "\x1b" not in shown and "\x1b" not in screen_text(app)
 
     run_app(app, (160, 45), body)
 
@@ -317,7 +319,8 @@ def test_enter_on_a_process_shows_its_cpu_and_its_wait_for_a_cpu() -> None:
         table.focus()
         await pilot.press("enter")
         await pilot.pause()
-        assert any("CPU 59%, waiting for a CPU 38%" in toast_text(t) for t in toasts(app)), [toast_text(t) for t in toasts(app)]
+        assert isinstance(app.screen, ProcessDetailScreen)
+        assert "CPU 59%, waiting for a CPU 38%" in app.screen.identity_text
 
     run_app(app, (160, 45), body)
 
@@ -394,8 +397,9 @@ def test_ascii_mode_writes_jobs_in_ascii(size: tuple[int, int]) -> None:
         table.focus()
         await pilot.press("enter")
         await pilot.pause()
-        [toast] = [toast_text(t) for t in toasts(app)]
-        assert "job 1 - rank 0/4: training, GPUs 0-3" in toast and toast.isascii()
+        assert isinstance(app.screen, ProcessDetailScreen)
+        assert "job 1 - rank 0/4: training, GPUs 0-3" in app.screen.identity_text
+        assert screen_text(app).isascii()
 
     run_app(app, size, body)
 
@@ -413,11 +417,13 @@ def test_enter_on_a_process_tells_its_job_and_escaped_evidence() -> None:
         assert process is not None and process.job == 1 and process.rank == 0
         await pilot.press("enter")
         await pilot.pause()
-        shown = [toast_text(t) for t in toasts(app)]
+        assert isinstance(app.screen, ProcessDetailScreen)
+        shown = app.screen.identity_text
         facts = f"job 1 · rank 0/4: training, GPUs 0-3, 4 processes, world size 4, launcher PID {process.ppid}"
-        assert any(facts in t for t in shown), shown
-        assert any(f"evidence: shared parent PID {process.ppid} [red]x[/red]" in t for t in shown), shown
-        assert all("\x1b" not in t and "\x07" not in t for t in shown)
+        assert facts in shown, shown
+        assert f"evidence: shared parent PID {process.ppid} [red]x[/red]" in shown, shown
+        assert "\x1b" not in shown and "\x07" not in shown
+        await pilot.press("escape")
 
     run_app(app, (160, 45), body)
 

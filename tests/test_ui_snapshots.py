@@ -19,6 +19,7 @@ from gpusight.ui.app import GpusightApp
 from gpusight.ui.gpu_panel import GpuPanel
 from gpusight.ui.process_table import ProcessTable
 from support.jobs import with_jobs
+from support.speed import frozen_speed_sampler, trainer_pid
 from support.timezone import utc  # noqa: F401  (autouse: every test here runs in UTC)
 
 
@@ -72,3 +73,22 @@ def test_ascii_mode(snap_compare) -> None:
 
 def test_gpu_detail_screen(snap_compare) -> None:
     assert snap_compare(frozen_app("throttling"), terminal_size=(160, 45), run_before=open_detail)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 45)])
+def test_process_detail_screen(snap_compare, size: tuple[int, int]) -> None:
+    sampler = frozen_speed_sampler("mixed")
+    pid = trainer_pid(sampler.history.latest)
+
+    async def opened(pilot: Pilot) -> None:
+        await settle(pilot)
+        table = pilot.app.query_one(ProcessTable)
+        table.sort_by("pid")
+        table.focus()
+        await pilot.pause()
+        assert table.selected_process().pid == pid  # the reporting trainer has the lowest pid
+        await pilot.press("enter")
+        await pilot.pause()
+        await pilot.pause(0.1)
+
+    assert snap_compare(GpusightApp(sampler), terminal_size=size, run_before=opened)

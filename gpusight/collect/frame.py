@@ -11,7 +11,7 @@ from gpusight.collect.timegrid import ChartView
 
 @dataclass(frozen=True, slots=True, eq=False)
 class Frame:
-    """The newest snapshot (seen through the filters) and the chart history as of that poll."""
+    """The newest snapshot (seen through the filters) and the chart histories as of that poll."""
 
     snapshot: Snapshot
     """Devices, processes, host, advice and errors of the poll."""
@@ -19,3 +19,6 @@ class Frame:
     """Chart columns of every zoom level, including the ones this poll changed or appended."""
     playback: PlaybackState | None = None
     """Where a replay stands (drawn by the position bar); None for live and demo data."""
+    speeds: ChartView | None = None
+    """The speed of the processes that report it, on a time grid keyed by pid (see
+    :mod:`~gpusight.collect.speed_history`); None where no sampler keeps it."""

@@ -13,6 +13,7 @@ from gpusight.collect.frame import Frame
 from gpusight.collect.history import History
 from gpusight.collect.model import Advice, ErrorNote, Snapshot
 from gpusight.collect.source import SnapshotSource
+from gpusight.collect.speed_history import SpeedHistory
 from gpusight.collect.steering import Command, LeadIn, PlaybackState, SteerableSource
 from gpusight.collect.timegrid import ChartView, TimeGrid
 
@@ -64,6 +65,7 @@ class Sampler:
         recorder: SnapshotWriter | None = None,
         filters: Filters | None = None,
         grid: TimeGrid | None = None,
+        speeds: SpeedHistory | None = None,
     ) -> None:
         self.source = source
         """Where snapshots come from."""
@@ -71,6 +73,8 @@ class Sampler:
         """Ring-buffer history of everything polled."""
         self.grid = grid if grid is not None else TimeGrid()
         """Chart history on a time grid, written by the polling thread only."""
+        self.speeds = speeds if speeds is not None else SpeedHistory(self.grid.column_seconds)
+        """The processes' speed on a time grid of the same period, written by the polling thread only."""
         self.latest_frame: Frame | None = None
         """The newest frame handed out (None before the first poll); immutable, safe from any thread."""
         self.advisor = advisor
@@ -97,7 +101,7 @@ class Sampler:
         self._standing_errors: list[ErrorNote] = []
         self._filters = filters if filters is not None else Filters()
         self._view_lock = threading.Lock()
-        self._unfiltered: tuple[Snapshot, ChartView, PlaybackState | None] | None = None
+        self._unfiltered: tuple[Snapshot, tuple[ChartView, ChartView], PlaybackState | None] | None = None
 
     @property
     def interval(self) -> float:
@@ -198,11 +202,11 @@ class Sampler:
         if lead_in is not None:
             self._take_in(lead_in, advisor)
         if snapshot.timestamp == self._last_appended:  # a paused or ended replay shows the same snapshot again
-            charts = self.grid.view
+            charts, speeds = self.grid.view, self.speeds.view
         else:
             self._last_appended = snapshot.timestamp
             self.history.append(snapshot)
-            charts = self.grid.append(snapshot)
+            charts, speeds = self.grid.append(snapshot), self.speeds.append(snapshot)
         if advisor is not None:
             snapshot = dataclasses.replace(snapshot, advice=advisor(snapshot, self.history))
         if advisor is not None or recorded:
@@ -212,25 +216,30 @@ class Sampler:
             snapshot = dataclasses.replace(snapshot, errors=snapshot.errors + tuple(self._standing_errors))
         self.last_poll_seconds = time.monotonic() - started
         with self._view_lock:  # so a set_filters never hands out its view before an older one
-            return self._show(snapshot, charts, notify, playback)
+            return self._show(snapshot, (charts, speeds), notify, playback)
 
     def _take_in(self, lead_in: LeadIn, advisor: Advisor | None) -> None:
         """Put a replay's lead-in into the history, charts and ``advisor``'s state; after a seek, into fresh ones."""
         if lead_in.reset:
             self.history.clear()
             self.grid.reset()
+            self.speeds.reset()
             self._last_appended = None
         for snapshot in lead_in.snapshots:
             self._last_appended = snapshot.timestamp
             self.history.append(snapshot)
             self.grid.append(snapshot)
+            self.speeds.append(snapshot)
             if advisor is not None:  # advice holds and clears as if the passed-over time had been shown
                 advisor(snapshot, self.history)
 
-    def _show(self, snapshot: Snapshot, charts: ChartView, notify: bool, playback: PlaybackState | None = None) -> Frame:
-        """Make ``snapshot`` the newest one, filtered; called with the view lock held."""
+    def _show(
+        self, snapshot: Snapshot, charts: tuple[ChartView, ChartView], notify: bool, playback: PlaybackState | None = None
+    ) -> Frame:
+        """Make ``snapshot`` the newest one, filtered, with the (GPU, process speed) ``charts``; called with the view
+        lock held."""
         self._unfiltered = (snapshot, charts, playback)
-        frame = Frame(self._filters.apply(snapshot), charts, playback)
+        frame = Frame(self._filters.apply(snapshot), charts[0], playback, charts[1])
         self.history.latest = frame.snapshot
         self.latest_frame = frame
         self._first_shown.set()

@@ -1,5 +1,8 @@
 """Chart history on a time grid: each column stands for a fixed period, whatever the polling rate.
 
+The grid is generic over what it stores: rows (by default GPUs, keyed by NVML index) and their metrics (by
+default :data:`CHART_METRICS`). :mod:`~gpusight.collect.speed_history` keeps the processes' speed on one too.
+
 A column holds, per GPU, the maximum of every poll that fell in its period for each of
 :data:`CHART_METRICS` (the minimum for a clock), so a one-poll spike is never lost and a faster poll does not make the charts
 move faster. The grid keeps several zoom levels at once (by default 1 s, 10 s and 1 min per
@@ -54,9 +57,41 @@ ZOOM_FACTORS: tuple[int, ...] = (1, 10, 60)
 LEVEL_COLUMNS: tuple[int, ...] = (3600, 2160, 1440)
 """Columns kept per zoom level: with 1 s columns, the last hour, six hours and day."""
 
-_METRIC_POSITION = {name: position for position, name in enumerate(CHART_METRICS)}
-_LOWEST_WINS_AT = tuple(name in LOWEST_WINS for name in CHART_METRICS)
 _NAN = math.nan
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class GridMetrics:
+    """What one grid stores for each row: its metrics in storage order, and which keep their lowest poll."""
+
+    names: tuple[str, ...]
+    """Metric names in storage order."""
+    lowest_wins: frozenset[str] = frozenset()
+    """Metrics whose column keeps the lowest poll instead of the highest."""
+    max_rows: int | None = None
+    """Most rows a column keeps (None: no limit). Rows polled last come first, so the rows dropped from a
+    column that saw more within its period are those that left before its last poll."""
+
+    @property
+    def width(self) -> int:
+        """Values stored per row."""
+        return len(self.names)
+
+    def position(self, metric: str) -> int:
+        """Where ``metric`` sits among a row's values; KeyError for a metric the grid does not keep."""
+        try:
+            return self.names.index(metric)
+        except ValueError:
+            raise KeyError(f"untracked chart metric {metric!r}") from None
+
+    @property
+    def lowest_at(self) -> tuple[bool, ...]:
+        """Per position, True for a metric whose lowest poll wins."""
+        return tuple(name in self.lowest_wins for name in self.names)
+
+
+DEVICE_GRID = GridMetrics(CHART_METRICS, LOWEST_WINS)
+"""The GPU charts' metrics."""
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -66,16 +101,18 @@ class Column:
     slot: int
     """Which period: ``floor(timestamp / column seconds)``."""
     devices: tuple[int, ...]
-    """NVML indexes of the GPUs stored, in ``values`` order."""
+    """Keys of the rows stored (NVML indexes of the GPUs on the device grid), in ``values`` order."""
     values: array[float]
-    """``len(devices) * len(CHART_METRICS)`` float32 values, GPU-major; NaN where unknown."""
+    """``len(devices) * width`` float32 values, row-major; NaN where unknown."""
+    width: int = len(CHART_METRICS)
+    """Values per row (the grid's metric count)."""
 
     def value(self, device_index: int, metric_position: int) -> float | None:
-        """The stored maximum of one GPU's metric, or None when unknown or the GPU is not in this column."""
+        """The stored maximum of one row's metric, or None when unknown or the row is not in this column."""
         position = _positions(self.devices).get(device_index)
         if position is None:
             return None
-        value = self.values[position * len(CHART_METRICS) + metric_position]
+        value = self.values[position * self.width + metric_position]
         return None if value != value else value
 
 
@@ -97,6 +134,8 @@ class LevelView:
     """How many of ``columns`` this view sees."""
     current: Column | None
     """The column still filling (the newest period), or None before the first poll."""
+    metrics: GridMetrics = DEVICE_GRID
+    """What each row of a column holds."""
 
     @property
     def newest_slot(self) -> int | None:
@@ -121,12 +160,12 @@ class LevelView:
         return ((newest - width) // step + 1) * step
 
     def series(self, device_index: int, metric: str, width: int, *, paged: bool = True) -> list[float | None]:
-        """``width`` values of one GPU's metric on the grid, oldest first; None where no poll fell or it is unknown."""
+        """``width`` values of one row's metric on the grid, oldest first; None where no poll fell or it is unknown."""
+        metric_position = self.metrics.position(metric)
         out: list[float | None] = [None] * max(0, width)
         start = self.window_start(width, paged)
         if start is None:
             return out
-        metric_position = _METRIC_POSITION[metric]
         if self.current is not None:
             _place(out, start, self.current, device_index, metric_position)
         columns = self.columns
@@ -180,6 +219,7 @@ class TimeGrid:
         column_seconds: float = DEFAULT_COLUMN_SECONDS,
         zoom_factors: Sequence[int] = ZOOM_FACTORS,
         capacities: Sequence[int] = LEVEL_COLUMNS,
+        metrics: GridMetrics = DEVICE_GRID,
     ) -> None:
         if not MIN_COLUMN_SECONDS <= column_seconds <= MAX_COLUMN_SECONDS:
             raise ValueError(
@@ -191,8 +231,11 @@ class TimeGrid:
             raise ValueError("zoom factors and capacities must be at least 1")
         self.column_seconds = column_seconds
         """Period of one column at the closest zoom level."""
+        self.metrics = metrics
+        """What each row holds."""
         self._levels = [
-            _Level(column_seconds, factor, capacity) for factor, capacity in zip(zoom_factors, capacities, strict=True)
+            _Level(column_seconds, factor, capacity, metrics)
+            for factor, capacity in zip(zoom_factors, capacities, strict=True)
         ]
         self._devices: tuple[int, ...] = ()
         self._view = ChartView(tuple(level.view() for level in self._levels))
@@ -211,17 +254,22 @@ class TimeGrid:
         return self._view
 
     def append(self, snapshot: Snapshot) -> ChartView:
-        """Fold ``snapshot``'s GPUs into every level; return the new view."""
-        devices = tuple(device.index for device in snapshot.devices)
-        if devices == self._devices:
-            devices = self._devices  # one shared tuple for every column while the GPUs stay the same
-        self._devices = devices
+        """Fold ``snapshot``'s GPUs into every level of a device grid; return the new view."""
         values = [
             _NAN if (value := getattr(device, name)) is None else float(value)
             for device in snapshot.devices
-            for name in CHART_METRICS
+            for name in self.metrics.names
         ]
-        slot = math.floor(snapshot.timestamp / self.column_seconds)
+        return self.add_rows(snapshot.timestamp, tuple(device.index for device in snapshot.devices), values)
+
+    def add_rows(self, timestamp: float, keys: tuple[int, ...], values: list[float]) -> ChartView:
+        """Fold one poll into every level: the rows ``keys`` with ``values`` (row-major, NaN where unknown, one
+        per metric of each row); return the new view."""
+        devices = keys
+        if devices == self._devices:
+            devices = self._devices  # one shared tuple for every column while the rows stay the same
+        self._devices = devices
+        slot = math.floor(timestamp / self.column_seconds)
         newest = self._levels[0].current
         if newest is not None and slot < newest.slot:
             for level in self._levels:
@@ -235,12 +283,13 @@ class TimeGrid:
 class _Level:
     """One zoom level's storage (writer side)."""
 
-    __slots__ = ("seconds", "factor", "capacity", "columns", "current")
+    __slots__ = ("seconds", "factor", "capacity", "metrics", "columns", "current")
 
-    def __init__(self, column_seconds: float, factor: int, capacity: int) -> None:
+    def __init__(self, column_seconds: float, factor: int, capacity: int, metrics: GridMetrics) -> None:
         self.seconds = column_seconds * factor
         self.factor = factor
         self.capacity = capacity
+        self.metrics = metrics
         self.columns: list[Column] = []
         self.current: Column | None = None
 
@@ -250,25 +299,31 @@ class _Level:
 
     def add(self, slot: int, devices: tuple[int, ...], values: list[float]) -> None:
         current = self.current
+        width = self.metrics.width
         if current is not None and slot == current.slot:
-            devices, merged = _merge(current, devices, values)
-            self.current = Column(slot, devices, array("f", merged))
+            devices, merged = _merge(current, devices, values, self.metrics.lowest_at)
+            limit = self.metrics.max_rows
+            if limit is not None and len(devices) > limit:
+                devices, merged = devices[:limit], merged[: limit * width]
+            self.current = Column(slot, devices, array("f", merged), width)
             return
         if current is not None:
             self.columns.append(current)
             if len(self.columns) >= self.capacity + max(1, self.capacity // 4):
                 self.columns = self.columns[-self.capacity :]
-        self.current = Column(slot, devices, array("f", values))
+        self.current = Column(slot, devices, array("f", values), width)
 
     def view(self) -> LevelView:
-        return LevelView(self.seconds, self.columns, len(self.columns), self.current)
+        return LevelView(self.seconds, self.columns, len(self.columns), self.current, self.metrics)
 
 
-def _merge(column: Column, devices: tuple[int, ...], values: list[float]) -> tuple[tuple[int, ...], list[float]]:
-    """The GPUs and values of ``column`` after one more poll of ``devices`` with ``values``.
+def _merge(
+    column: Column, devices: tuple[int, ...], values: list[float], lowest_at: tuple[bool, ...]
+) -> tuple[tuple[int, ...], list[float]]:
+    """The rows and values of ``column`` after one more poll of ``devices`` with ``values``.
 
-    Each value is the larger of the two (the smaller for :data:`LOWEST_WINS` metrics), a missing
-    (NaN) one never winning; a GPU only in ``column`` keeps its values (it was seen earlier in the
+    Each value is the larger of the two (the smaller where ``lowest_at`` is True, per metric position), a missing
+    (NaN) one never winning; a row only in ``column`` keeps its values (it was seen earlier in the
     period), one only in the poll is added.
     """
     kept: Sequence[float] = column.values
@@ -276,7 +331,7 @@ def _merge(column: Column, devices: tuple[int, ...], values: list[float]) -> tup
         devices, values, kept = _align(column, devices, values)
     # NaN is missing; a comparison with a NaN ``old`` is False, so a number is never replaced by it.
     merged = [old if new != new or old > new else new for new, old in zip(values, kept, strict=True)]
-    for position in _lowest_positions(len(devices)):
+    for position in _lowest_positions(len(devices), lowest_at):
         new, old = values[position], kept[position]
         merged[position] = old if new != new or old < new else new
     return devices, merged
@@ -287,9 +342,9 @@ def _align(
 ) -> tuple[tuple[int, ...], list[float], list[float]]:
     """``devices`` and ``values`` of a poll, and ``column``'s values in the same GPU order, NaN where it has none.
 
-    GPUs only in ``column`` are added at the end, with NaN as the poll's values.
+    Rows only in ``column`` are added at the end, with NaN as the poll's values.
     """
-    width = len(CHART_METRICS)
+    width = column.width
     old = column.values
     before = _positions(column.devices)
     kept: list[float] = []
@@ -307,12 +362,12 @@ def _align(
 
 
 @lru_cache(maxsize=64)
-def _lowest_positions(device_count: int) -> tuple[int, ...]:
-    """Where the :data:`LOWEST_WINS` metrics sit in a column of ``device_count`` GPUs."""
-    width = len(CHART_METRICS)
+def _lowest_positions(device_count: int, lowest_at: tuple[bool, ...]) -> tuple[int, ...]:
+    """Where the lowest-wins metrics (True in ``lowest_at``, per metric position) sit in a column of ``device_count`` rows."""
+    width = len(lowest_at)
     return tuple(
         device * width + offset
         for device in range(device_count)
-        for offset, lowest in enumerate(_LOWEST_WINS_AT)
+        for offset, lowest in enumerate(lowest_at)
         if lowest
     )

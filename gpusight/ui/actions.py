@@ -96,6 +96,9 @@ ACTIONS: tuple[Action, ...] = (
     Action(action="gpu_detail", keys="enter", key_display="Enter", label="GPU details", title="GPU details",
            help="GPU detail screen of the focused GPU: every field and larger charts",
            help_keys="Enter (GPU panel)", footer=False),
+    Action(action="process_detail", keys="d", key_display="d", label="Process", title="Process details",
+           help="detail screen of the selected process: its command line, speed, MFU and step-time breakdown over time",
+           help_keys="Enter (process table), d", footer=False),
     Action(action="kill", keys="k", key_display="k", label="Signal", title="Send signal",
            help="send a signal to the selected process (asks first)", readonly_disabled=True, footer_rank=4),
     Action(action="zoom", keys="z", key_display="z", label="Zoom", title="Zoom charts",
@@ -135,7 +138,6 @@ ACTIONS: tuple[Action, ...] = (
 OTHER_KEYS: tuple[tuple[str, str], ...] = (
     ("Tab / Shift+Tab", "move focus between GPU panels, the process table and the advice panel"),
     ("Up / Down / PgUp / PgDn", "move in the process table or scroll the focused panel"),
-    ("Enter (process table)", "show the selected process's full command line"),
     ("Ctrl+P", "command palette: every action by name"),
     ("double click a GPU", "open its detail screen"),
 )

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from functools import partial
 from pathlib import Path
 from typing import ClassVar
@@ -30,10 +30,9 @@ from textual.widgets import Input
 from gpusight.advice.rules.healthy import is_all_clear
 from gpusight.collect.filters import current_user_filter
 from gpusight.collect.frame import Frame
-from gpusight.collect.model import JobSample, ProcessSample, Snapshot, SourceKind
+from gpusight.collect.model import ProcessSample, Snapshot, SourceKind
 from gpusight.collect.sampler import Sampler
 from gpusight.collect.steering import ChangeSpeed, SeekBy, SeekEvent, SeekTo, TogglePause
-from gpusight.job_text import container_facts, job_facts, job_label, jobs_by_id
 from gpusight.textsafe import safe_text
 from gpusight.ui.actions import ACTIONS, READONLY_DISABLED, REPLAY_ONLY, help_rows, palette_actions, palette_help
 from gpusight.ui.advice_panel import AdvicePanel, AdviceSummary
@@ -48,9 +47,9 @@ from gpusight.ui.host_panel import HostPanel
 from gpusight.ui.messages import FrameReady
 from gpusight.ui.partial_output import activate as activate_partial_output
 from gpusight.ui.playback_bar import PlaybackBar
+from gpusight.ui.process_detail import ProcessDetailScreen
 from gpusight.ui.process_table import ProcessTable
 from gpusight.ui.terminal_guard import TerminalGuardedApp
-from gpusight.units import fmt_bytes, fmt_percent
 
 WIDE_MIN_COLUMNS = 120
 """Terminals at least this wide show the advice panel beside the GPUs by default."""
@@ -280,7 +279,7 @@ class GpusightApp(TerminalGuardedApp):
         self._header.show(snapshot, self.sampler.interval, self.sampler.paused)
         self._bar.show(frame.playback)
         self._refresh_offers()
-        if isinstance(self.screen, GpuDetailScreen):
+        if isinstance(self.screen, (GpuDetailScreen, ProcessDetailScreen)):
             self.screen.show(frame, self._gpus.choice)
 
     def _note_first_frame(self) -> None:
@@ -297,6 +296,8 @@ class GpusightApp(TerminalGuardedApp):
             return False
         if action == "clear_filter":
             return self._filter.display or None
+        if action in ("gpu_detail", "process_detail") and isinstance(self.screen, ProcessDetailScreen):
+            return False  # no screen on top of a process's screen: Esc goes back to where Enter came from
         return True
 
     def unavailable(self, action: str) -> str | None:
@@ -310,7 +311,9 @@ class GpusightApp(TerminalGuardedApp):
                 return SIGNALS_LIVE_ONLY.format(what="recorded processes")
             if source == SourceKind.DEMO:
                 return SIGNALS_LIVE_ONLY.format(what="the demo's simulated processes")
-        if action == "chart_metric" and (self._gpus.mode != MODE_LINE or isinstance(self.screen, GpuDetailScreen)):
+        if action == "chart_metric" and (
+            self._gpus.mode != MODE_LINE or isinstance(self.screen, (GpuDetailScreen, ProcessDetailScreen))
+        ):
             return CHART_METRIC_LINE_ONLY
         return None
 
@@ -449,7 +452,23 @@ class GpusightApp(TerminalGuardedApp):
         if self.frame is not None:
             self.call_after_refresh(self._show_detail, screen)
 
-    def _show_detail(self, screen: GpuDetailScreen) -> None:
+    def action_process_detail(self) -> None:
+        """Open the detail screen of the process selected in the table."""
+        process = self._processes.selected_process()
+        if process is None:
+            self.notify("Select a process first.", severity="warning")
+            return
+        self._open_process_detail(process)
+
+    def _open_process_detail(self, process: ProcessSample) -> None:
+        if isinstance(self.screen, ProcessDetailScreen):
+            return
+        screen = ProcessDetailScreen(process, ascii_mode=self.ascii_mode)
+        self.push_screen(screen)
+        if self.frame is not None:
+            self.call_after_refresh(self._show_detail, screen)
+
+    def _show_detail(self, screen: GpuDetailScreen | ProcessDetailScreen) -> None:
         if self.frame is not None and screen.is_mounted:
             screen.show(self.frame, self._gpus.choice)
 
@@ -477,15 +496,12 @@ class GpusightApp(TerminalGuardedApp):
 
     def _set_choice(self, choice: ChartChoice) -> None:
         self._gpus.set_choice(choice)
-        if isinstance(self.screen, GpuDetailScreen) and self.frame is not None:
+        if isinstance(self.screen, (GpuDetailScreen, ProcessDetailScreen)) and self.frame is not None:
             self.screen.show(self.frame, choice)
 
     def on_process_table_process_selected(self, event: ProcessTable.ProcessSelected) -> None:
-        """Enter on a process: show its full (escaped) command line, container and job."""
-        process = event.process
-        jobs = {} if self.snapshot is None else jobs_by_id(self.snapshot)
-        summary = process_summary(process, jobs, self.ascii_mode)
-        self.notify(summary, title=f"PID {process.pid}", markup=False, timeout=10)
+        """Enter on a process: open its detail screen (full command line, container, job and speed)."""
+        self._open_process_detail(event.process)
 
     def action_kill(self) -> None:
         """Ask to send a signal to the selected process (not in read-only mode)."""
@@ -541,31 +557,3 @@ class GpusightApp(TerminalGuardedApp):
 def _has_advice(snapshot: Snapshot) -> bool:
     """True when the advice panel has something to say: a fault, or advice other than "nothing looks wrong"."""
     return bool(snapshot.errors) or not all(is_all_clear(advice) for advice in snapshot.advice)
-
-
-def process_summary(process: ProcessSample, jobs: Mapping[int, JobSample], ascii_mode: bool) -> str:
-    """A few lines about a process for the Enter notification, its container and job (from ``jobs``) included.
-
-    All text is escaped and bounded; ``ascii_mode`` writes the job with ASCII only.
-    """
-    lines = [
-        f"{safe_text(process.name, 60) or 'unknown'} (user {safe_text(process.user, 32) or 'unknown'})",
-        (
-            f"GPU {process.device_index if process.device_index is not None else 'N/A'}, "
-            f"GPU memory {fmt_bytes(process.gpu_memory_bytes)}, host memory {fmt_bytes(process.rss_bytes)}"
-        ),
-        safe_text(process.cmdline, 400) or "(no command line)",
-    ]
-    if process.cpu_percent is not None or process.cpu_wait_percent is not None:
-        lines.insert(2, f"CPU {fmt_percent(process.cpu_percent)}, waiting for a CPU {fmt_percent(process.cpu_wait_percent)}")
-    if process.note:
-        lines.append(safe_text(process.note, 120))
-    if process.container is not None:
-        lines.append(f"in {safe_text(container_facts(process.container), 240)}")
-    job = None if process.job is None else jobs.get(process.job)
-    if job is not None:
-        lines.append(f"{job_label(process, jobs, ascii_mode=ascii_mode)}: {job_facts(job)}")
-        if job.cluster_key:
-            lines.append(f"across nodes: {safe_text(job.cluster_key, 80)}")
-        lines.append(f"evidence: {safe_text(job.evidence, 200)}")
-    return "\n".join(lines)

@@ -98,15 +98,11 @@ def _row_strip(padding: str, glyphs: list[str], styles: list[Style | None], base
     return Strip(segments, width)
 
 
-class Chart(Widget):
-    """A history chart widget: set a series and its scale, it draws as many rows as it is tall.
+class CachedChart(Widget):
+    """What every chart widget shares: ASCII mode, and rows drawn once until the data, the size or the style changes.
 
-    Only the newest samples that fit the width are drawn. The rendering is cached until the
-    data, the size or the style changes.
+    A subclass draws its rows in :meth:`draw` and calls :meth:`redraw` when its data changes.
     """
-
-    COMPONENT_CLASSES: ClassVar[set[str]] = {"chart--bar"}
-    """``chart--bar``: colour of the bars."""
 
     def __init__(
         self,
@@ -119,18 +115,15 @@ class Chart(Widget):
         super().__init__(name=name, id=id, classes=classes)
         self.ascii_mode = ascii_mode
         """Draw with ASCII glyphs only."""
-        self._values: Sequence[float | None] = ()
-        self._maximum: float | None = None
-        self._minimum = 0.0
         self._rows: list[Strip] | None = None
         self._rows_size: tuple[int, int] | None = None
 
-    def set_series(self, values: Sequence[float | None], maximum: float | None, minimum: float = 0.0) -> None:
-        """Show ``values`` (oldest first) on the fixed scale ``minimum..maximum``; redraws only on change."""
-        values = tuple(values)
-        if values == self._values and maximum == self._maximum and minimum == self._minimum:
-            return
-        self._values, self._maximum, self._minimum = values, maximum, minimum
+    def draw(self, width: int, height: int) -> list[Strip]:
+        """The chart's ``height`` rows, ``width`` cells each, top row first."""
+        raise NotImplementedError
+
+    def redraw(self) -> None:
+        """Drop the drawn rows and repaint (the data changed)."""
         self._rows = None
         self.refresh()
 
@@ -143,16 +136,135 @@ class Chart(Widget):
         """One row of the chart (top row is y=0)."""
         width, height = self.size.width, self.size.height
         if self._rows is None or self._rows_size != (width, height):
-            style = self.get_component_rich_style("chart--bar")
-            self._rows = chart_rows(
-                self._values,
-                width,
-                height,
-                self._maximum,
-                style,
-                minimum=self._minimum,
-                ascii_mode=self.ascii_mode,
-                blank=self.rich_style,
-            )
+            self._rows = self.draw(width, height)
             self._rows_size = (width, height)
         return self._rows[y] if 0 <= y < len(self._rows) else Strip.blank(width, self.rich_style)
+
+
+class Chart(CachedChart):
+    """A history chart widget: set a series and its scale, it draws as many rows as it is tall.
+
+    Only the newest samples that fit the width are drawn. The rendering is cached until the
+    data, the size or the style changes.
+    """
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {"chart--bar"}
+    """``chart--bar``: colour of the bars."""
+
+    _values: Sequence[float | None] = ()
+    _maximum: float | None = None
+    _minimum: float = 0.0
+
+    def set_series(self, values: Sequence[float | None], maximum: float | None, minimum: float = 0.0) -> None:
+        """Show ``values`` (oldest first) on the fixed scale ``minimum..maximum``; redraws only on change."""
+        values = tuple(values)
+        if values == self._values and maximum == self._maximum and minimum == self._minimum:
+            return
+        self._values, self._maximum, self._minimum = values, maximum, minimum
+        self.redraw()
+
+    def draw(self, width: int, height: int) -> list[Strip]:
+        """The bars of the series on its scale."""
+        return chart_rows(
+            self._values,
+            width,
+            height,
+            self._maximum,
+            self.get_component_rich_style("chart--bar"),
+            minimum=self._minimum,
+            ascii_mode=self.ascii_mode,
+            blank=self.rich_style,
+        )
+
+STACK_GLYPHS = "░█▒▓·"
+"""Fill of each part of a stacked chart, bottom first, so the parts read apart without colour too."""
+
+ASCII_STACK_GLYPHS = "=#~+."
+"""ASCII stand-ins for :data:`STACK_GLYPHS`."""
+
+STACK_PARTS = len(STACK_GLYPHS)
+"""Most parts a stacked chart draws."""
+
+
+def stack_cells(shares: Sequence[float | None], height: int) -> list[int] | None:
+    """How many of ``height`` cells each part fills: its share of the parts' sum, rounded so they add up to ``height``
+    (largest remainders first). None when no share is known or they sum to nothing; an unknown part counts as 0."""
+    known = [max(0.0, share) if share is not None and not math.isnan(share) else 0.0 for share in shares]
+    total = sum(known)
+    if height <= 0 or total <= 0.0 or all(share is None for share in shares):
+        return None
+    exact = [share / total * height for share in known]
+    cells = [math.floor(value) for value in exact]
+    by_remainder = sorted(range(len(exact)), key=lambda part: exact[part] - cells[part], reverse=True)
+    for part in by_remainder[: height - sum(cells)]:
+        cells[part] += 1
+    return cells
+
+
+def stacked_rows(
+    parts: Sequence[Sequence[float | None]],
+    width: int,
+    height: int,
+    styles: Sequence[Style],
+    *,
+    ascii_mode: bool = False,
+    blank: Style | None = None,
+) -> list[Strip]:
+    """Render the newest ``width`` columns of ``parts`` (one series per part, bottom part first, all as long) as
+    ``height`` rows: each column stacks the parts' shares of their sum, each part in its style and glyph
+    (:data:`STACK_GLYPHS`). A column with nothing known draws blank. Returns ``height`` strips, top row first."""
+    if width <= 0 or height <= 0 or not parts:
+        return [Strip.blank(max(0, width), blank) for _ in range(max(0, height))]
+    glyph_set = ASCII_STACK_GLYPHS if ascii_mode else STACK_GLYPHS
+    length = min(len(series) for series in parts)
+    first = max(0, length - width)
+    columns = [stack_cells([series[i] for series in parts], height) for i in range(first, length)]
+    pad = width - len(columns)
+    grid_glyphs: list[list[str]] = [[] for _ in range(height)]
+    grid_styles: list[list[Style | None]] = [[] for _ in range(height)]
+    for cells in columns:
+        column: list[tuple[str, Style | None]] = []  # bottom cell first
+        if cells is not None:
+            for part, count in enumerate(cells):
+                column.extend([(glyph_set[part], styles[part])] * count)
+        column.extend([(" ", None)] * (height - len(column)))
+        for row in range(height):
+            glyph, style = column[height - 1 - row]
+            grid_glyphs[row].append(glyph)
+            grid_styles[row].append(style)
+    return [_row_strip(" " * pad, grid_glyphs[row], grid_styles[row], blank, width) for row in range(height)]
+
+
+class StackedChart(CachedChart):
+    """A stacked history chart: per column, the shares of up to :data:`STACK_PARTS` parts, bottom part first.
+
+    Each part has its own colour (``stacked-chart--part-N``) and glyph, so it reads without colour too. The
+    rendering is cached until the data, the size or the style changes.
+    """
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {f"stacked-chart--part-{part}" for part in range(STACK_PARTS)}
+    """``stacked-chart--part-N``: colour of the N-th part from the bottom."""
+
+    _parts: tuple[tuple[float | None, ...], ...] = ()
+
+    def part_style(self, part: int) -> Style:
+        """The colour of the ``part``-th part from the bottom (for a legend)."""
+        return self.get_component_rich_style(f"stacked-chart--part-{part}")
+
+    def glyph(self, part: int) -> str:
+        """The fill glyph of the ``part``-th part from the bottom (for a legend)."""
+        return (ASCII_STACK_GLYPHS if self.ascii_mode else STACK_GLYPHS)[part]
+
+    def set_parts(self, parts: Sequence[Sequence[float | None]]) -> None:
+        """Show ``parts`` (one series per part, oldest first, at most :data:`STACK_PARTS`); redraws only on change."""
+        if len(parts) > STACK_PARTS:
+            raise ValueError(f"a stacked chart draws at most {STACK_PARTS} parts")
+        stacked = tuple(tuple(series) for series in parts)
+        if stacked != self._parts:
+            self._parts = stacked
+            self.redraw()
+
+    def draw(self, width: int, height: int) -> list[Strip]:
+        """The parts' shares, stacked per column."""
+        styles = [self.part_style(part) for part in range(len(self._parts))]
+        return stacked_rows(self._parts, width, height, styles, ascii_mode=self.ascii_mode, blank=self.rich_style)
