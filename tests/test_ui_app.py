@@ -555,7 +555,7 @@ def test_a_double_click_on_a_gpu_opens_its_detail_screen() -> None:
 
 @pytest.mark.parametrize(("scenario", "titles"), [
     ("stalls", ("GPU 0 stalls every 7 s",)),
-    ("comm-bound", ("Job 1 spends its steps communicating",)),
+    ("comm-bound", ("Job 1 spends", "of each step communicating (measured)")),
     ("serving", ("GPU 3 serves in small batches", "Idle TGI (PID")),
 ])
 def test_each_demo_story_shows_its_advice_at_start(scenario: str, titles: tuple[str, ...]) -> None:
