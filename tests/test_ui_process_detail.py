@@ -21,7 +21,7 @@ from gpusight.recordings.replay import ReplaySource
 from gpusight.speed_text import fmt_count, fmt_share
 from gpusight.ui.app import GpusightApp
 from gpusight.ui.chart import STACK_GLYPHS, StackedChart
-from gpusight.ui.process_detail import NO_SPEED, ProcessDetailScreen
+from gpusight.ui.process_detail import NO_SPEED, WORKER_SPEED, ProcessDetailScreen
 from gpusight.ui.process_table import ProcessTable
 from support.speed import PEAK_SOURCE, frozen_speed_sampler, record_speed, trainer_pid
 
@@ -102,6 +102,19 @@ def test_a_process_without_speed_reads_na() -> None:
         assert "data wait N/A" in screen.speed_text
         assert not chart_text(screen.query_one(StackedChart)).strip()
         assert "step time (N/A)" in screen_text(app)
+
+    run_app(app, (160, 45), body)
+
+
+def test_a_dataloader_worker_points_to_its_trainers_speed() -> None:
+    sampler = frozen_speed_sampler("mixed")
+    worker = next(p for p in sampler.history.latest.processes if p.role == ProcessRole.DATALOADER_WORKER)
+    app = GpusightApp(sampler)
+
+    async def body(app: GpusightApp, pilot: Pilot) -> None:
+        screen = await open_on(pilot, worker.pid, key="d")
+        assert WORKER_SPEED.format(pid=worker.trainer_pid) in screen.speed_text
+        assert NO_SPEED not in screen.speed_text
 
     run_app(app, (160, 45), body)
 

@@ -38,6 +38,8 @@ from gpusight.units import NA, fmt_bytes, fmt_percent
 
 NO_SPEED = "no speed reported (instrument the loop with gpusight.torch)"
 """What the speed fields say for a process that reports none."""
+WORKER_SPEED = "a DataLoader worker: the speed is its trainer's, PID {pid}"
+"""What the speed fields say for a DataLoader worker (its trainer, not the worker, runs the steps)."""
 
 
 def process_summary(process: ProcessSample, jobs: Mapping[int, JobSample], ascii_mode: bool) -> str:
@@ -203,8 +205,9 @@ class ProcessDetailScreen(Screen[None]):
         lines = []
         if not any(getattr(process, name) is not None for name in ("steps_per_second", "flops_utilization_percent",
                                                                      "step_data_percent", "samples_per_second")):
-            table.add_row("speed", Text(NO_SPEED))
-            lines.append(f"speed {NO_SPEED}")
+            missing = NO_SPEED if process.trainer_pid is None else WORKER_SPEED.format(pid=process.trainer_pid)
+            table.add_row("speed", Text(missing))
+            lines.append(f"speed {missing}")
         for label, value in fields:
             table.add_row(label, Text(value))
             lines.append(f"{label} {value}")
