@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import io
+import re
 import threading
 import time
 from collections.abc import Awaitable, Callable
@@ -211,7 +212,8 @@ def test_slow_poll_is_named_and_polls_never_overlap() -> None:
         await wait_for(pilot, lambda: app.frames_shown >= 3)
         await pilot.pause()
         assert "(slower than the 0.1 s interval)" in screen_text(app)
-        assert "poll took 0.3 s" in screen_text(app) or "poll took 0.4 s" in screen_text(app)
+        took = re.search(r"poll took (\d+(?:\.\d)?) s", screen_text(app))
+        assert took is not None and float(took.group(1)) >= 0.3  # the delay, and more on a loaded machine
         assert player.most_at_once == 1
 
     run(ClusterApp(player, URL, interval=0.1), (160, 45), body)
