@@ -164,8 +164,8 @@ def test_a_simulated_week_through_sampler_history_advice_and_screen_stays_bounde
     assert app.snapshots_applied >= WRAPS * CAPACITY // UI_EVERY
     baseline_objects, baseline_blocks = footprints[WARMUP_WRAPS - 1]
     final_objects, final_blocks = footprints[-1]
-    assert final_objects - baseline_objects < OBJECT_SLACK, footprints
-    assert final_blocks - baseline_blocks < BLOCK_SLACK, footprints
+    assert final_objects - baseline_objects < OBJECT_SLACK, str(footprints)
+    assert final_blocks - baseline_blocks < BLOCK_SLACK, str(footprints)
 
 
 def test_real_gpusight_at_0_1_s_with_churning_processes_keeps_descriptors_and_threads_flat(tmp_path):

@@ -73,8 +73,9 @@ class Sampler:
         """Ring-buffer history of everything polled."""
         self.grid = grid if grid is not None else TimeGrid()
         """Chart history on a time grid, written by the polling thread only."""
-        self.speeds = speeds if speeds is not None else SpeedHistory(self.grid.column_seconds)
-        """The processes' speed on a time grid of the same period, written by the polling thread only."""
+        self.speeds = speeds if speeds is not None else SpeedHistory(
+            self.grid.column_seconds, self.grid.zoom_factors, self.grid.capacities)
+        """The processes' speed on a time grid of the same periods and sizes, written by the polling thread only."""
         self.latest_frame: Frame | None = None
         """The newest frame handed out (None before the first poll); immutable, safe from any thread."""
         self.advisor = advisor

@@ -241,6 +241,16 @@ class TimeGrid:
         self._view = ChartView(tuple(level.view() for level in self._levels))
 
     @property
+    def zoom_factors(self) -> tuple[int, ...]:
+        """Each zoom level's column period as a multiple of ``column_seconds``."""
+        return tuple(level.factor for level in self._levels)
+
+    @property
+    def capacities(self) -> tuple[int, ...]:
+        """Each zoom level's number of columns kept."""
+        return tuple(level.capacity for level in self._levels)
+
+    @property
     def view(self) -> ChartView:
         """The newest view (empty before the first snapshot)."""
         return self._view
