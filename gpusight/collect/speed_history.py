@@ -61,6 +61,7 @@ class SpeedHistory:
         capacities: Sequence[int] = LEVEL_COLUMNS,
     ) -> None:
         self._grid = TimeGrid(column_seconds, zoom_factors, capacities, SPEED_METRICS)
+        self._any = False
 
     @property
     def view(self) -> ChartView:
@@ -69,6 +70,7 @@ class SpeedHistory:
 
     def reset(self) -> ChartView:
         """Forget every column (a replay jumped to another time); returns the empty view."""
+        self._any = False
         return self._grid.reset()
 
     def append(self, snapshot: Snapshot) -> ChartView:
@@ -78,6 +80,9 @@ class SpeedHistory:
             if process.pid not in rows and charted(process):
                 rows[process.pid] = process
         pids = tuple(sorted(rows)[:MAX_PROCESSES])
+        if not pids and not self._any:
+            return self._grid.view  # nothing has reported yet: no columns of nothing to fill
+        self._any = True
         values = [
             math.nan if (value := getattr(rows[pid], name)) is None else float(value)
             for pid in pids
