@@ -64,15 +64,21 @@ def test_hostile_long_text_is_cut():
     assert status.peak_source is not None and len(status.peak_source) == 240
 
 
-def test_the_host_source_puts_speed_and_breakdown_on_the_process(runtime_dir):  # noqa: F811
+def joined(folder, **fields: object) -> ProcessSample:
+    """The GPU process row the host source makes for a live process whose record has ``fields`` and both sections."""
     with sleeper() as proc:
-        write(runtime_dir, proc.pid, record(proc.pid, speed=SPEED, breakdown=BREAKDOWN))
+        write(folder, proc.pid, record(proc.pid, speed=SPEED, breakdown=BREAKDOWN, **fields))
         source = HostSource()
         try:
             reading = source.poll([ProcessSample(pid=proc.pid, device_index=0)])
         finally:
             source.close()
     [sample] = [p for p in reading.processes if p.pid == proc.pid]
+    return sample
+
+
+def test_the_host_source_puts_speed_and_breakdown_on_the_process(runtime_dir):  # noqa: F811
+    sample = joined(runtime_dir)
     assert sample.flops_utilization_percent == pytest.approx(40.42)
     assert (sample.achieved_tflops, sample.peak_tflops, sample.flops_per_step) == (400.0, 989.5, 3.2e15)
     assert sample.flops_source is FlopsSource.ESTIMATE_6N and sample.math_mode is MathMode.BF16
@@ -83,13 +89,6 @@ def test_the_host_source_puts_speed_and_breakdown_on_the_process(runtime_dir):  
 
 
 def test_between_epochs_the_rates_are_unknown_but_the_last_breakdown_stays(runtime_dir):  # noqa: F811
-    with sleeper() as proc:
-        write(runtime_dir, proc.pid, record(proc.pid, active=False, speed=SPEED, breakdown=BREAKDOWN))
-        source = HostSource()
-        try:
-            reading = source.poll([ProcessSample(pid=proc.pid, device_index=0)])
-        finally:
-            source.close()
-    [sample] = [p for p in reading.processes if p.pid == proc.pid]
+    sample = joined(runtime_dir, active=False)
     assert sample.samples_per_second is None and sample.flops_utilization_percent is None
     assert sample.step_compute_percent == pytest.approx(42.0)

@@ -17,6 +17,7 @@ from gpusight import metric_names as m
 from gpusight.cluster.frame import ClusterJob, ClusterJobSpeed
 from gpusight.cluster.prom import Series
 from gpusight.collect.host.trainer_status import BREAKDOWN_PARTS
+from gpusight.collect.speed import sum_known
 
 SPEED_METRICS = (m.JOB_STEPS, m.JOB_SAMPLES, m.JOB_TOKENS, m.JOB_FLOPS, m.JOB_PEAK_FLOPS, m.JOB_STEP_TIME)
 """The speed families the cluster view reads (MFU is recomputed from the FLOP/s and peaks, so it sums across nodes)."""
@@ -93,12 +94,6 @@ def _fields(key: JobKey, values: dict[str, dict[JobKey, float]], name: str | Non
     }
 
 
-def _sum(values: Iterable[float | None]) -> float | None:
-    """The sum of the known values; None when none is known."""
-    known = [value for value in values if value is not None]
-    return sum(known) if known else None
-
-
 def job_key(job: ClusterJob) -> str:
     """The key a job's parts share across nodes: its cluster key, else ``HOST/jobN``."""
     return job.cluster_job or f"{job.host}/job{job.job}"
@@ -108,8 +103,8 @@ def speed_across(key: str, parts: Sequence[ClusterJob]) -> ClusterJobSpeed:
     """The speed of the job ``key`` whose parts on its nodes are ``parts``."""
     reporting = [job for job in parts if job.steps_per_second is not None]
     rated = [job for job in parts if job.flops_per_second is not None and job.peak_flops_per_second]
-    achieved = _sum(job.flops_per_second for job in rated)
-    peak = _sum(job.peak_flops_per_second for job in rated)
+    achieved = sum_known(job.flops_per_second for job in rated)
+    peak = sum_known(job.peak_flops_per_second for job in rated)
     profiled = [job.step_time_percent for job in parts if job.step_time_percent is not None]
     breakdown = None
     if profiled:
@@ -121,8 +116,8 @@ def speed_across(key: str, parts: Sequence[ClusterJob]) -> ClusterJobSpeed:
         reporting_hosts=tuple(sorted({job.host for job in reporting})),
         steps_per_second=min((job.steps_per_second for job in reporting if job.steps_per_second is not None),
                              default=None),
-        samples_per_second=_sum(job.samples_per_second for job in parts),
-        tokens_per_second=_sum(job.tokens_per_second for job in parts),
+        samples_per_second=sum_known(job.samples_per_second for job in parts),
+        tokens_per_second=sum_known(job.tokens_per_second for job in parts),
         flops_per_second=achieved,
         peak_flops_per_second=peak,
         flops_utilization_percent=None if achieved is None or not peak else achieved / peak * 100.0,

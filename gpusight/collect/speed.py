@@ -50,7 +50,7 @@ class JobSpeed:
     """The ranks' step-time breakdowns averaged part by part, as (label, percent) in ``BREAKDOWN_FIELDS`` order."""
 
 
-def _sum(values: Iterable[float | None]) -> float | None:
+def sum_known(values: Iterable[float | None]) -> float | None:
     """The sum of the known values; None when none is known."""
     known = [value for value in values if value is not None]
     return sum(known) if known else None
@@ -60,8 +60,8 @@ def speed_of(ranks: Sequence[ProcessSample]) -> JobSpeed:
     """The speed of a job made of the GPU processes ``ranks``."""
     rates = [rank.steps_per_second for rank in ranks if rank.steps_per_second is not None]
     rated = [rank for rank in ranks if rank.achieved_tflops is not None and rank.peak_tflops]
-    achieved = _sum(rank.achieved_tflops for rank in rated)
-    peak = _sum(rank.peak_tflops for rank in rated)
+    achieved = sum_known(rank.achieved_tflops for rank in rated)
+    peak = sum_known(rank.peak_tflops for rank in rated)
     counted = any(rank.flops_source is FlopsSource.COUNTED for rank in rated)
     profiled = [rank for rank in ranks if rank.step_data_percent is not None]
     breakdown = None
@@ -74,8 +74,8 @@ def speed_of(ranks: Sequence[ProcessSample]) -> JobSpeed:
         ranks=len(ranks),
         reporting=len(rates),
         steps_per_second=min(rates) if rates else None,
-        samples_per_second=_sum(rank.samples_per_second for rank in ranks),
-        tokens_per_second=_sum(rank.tokens_per_second for rank in ranks),
+        samples_per_second=sum_known(rank.samples_per_second for rank in ranks),
+        tokens_per_second=sum_known(rank.tokens_per_second for rank in ranks),
         achieved_tflops=achieved,
         peak_tflops=peak,
         flops_utilization_percent=None if achieved is None or not peak else achieved / peak * 100.0,
