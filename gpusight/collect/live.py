@@ -39,6 +39,7 @@ class LiveSource:
             host=host.host,
             driver=gpu.driver,
             devices=gpu.devices,
+            mig_devices=gpu.mig_devices,
             processes=host.processes,
             jobs=host.jobs,
             errors=gpu.errors + host.errors,

@@ -9,10 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 """Version of the snapshot layout written to JSON output and recordings (2 added jobs and NVLink; 3 added
 containers, scheduler job ids and the GPUs' PCI bus ids; 4 added training speed: throughput, FLOPs, MFU and the
-step-time breakdown)."""
+step-time breakdown; 5 added MIG devices, hardware health (Xid events, ECC, remapped rows, PCIe link) and the video
+engines)."""
 
 
 class StringEnum(str, Enum):
@@ -168,10 +169,28 @@ class ScopeKind(StringEnum):
     """One GPU, by NVML index."""
     PID = "pid"
     """One process, by pid."""
+    MIG = "mig"
+    """One MIG device: ``"mig"``, the parent GPU's index, ``"."`` and the GPU instance id, e.g. ``"mig0.3"``.
+    :meth:`parse` gives the parent's index as its number; :meth:`parse_mig` gives both."""
 
     def of(self, number: int | None = None) -> str:
         """The scope for job id, GPU index or pid ``number`` (none for the host), e.g. ``"gpu0"``."""
         return self.value if number is None else f"{self.value}{number}"
+
+    @staticmethod
+    def of_mig(device_index: int, gpu_instance_id: int) -> str:
+        """The scope of the MIG device with GPU instance ``gpu_instance_id`` on GPU ``device_index``: ``"mig0.3"``."""
+        return f"{ScopeKind.MIG.value}{device_index}.{gpu_instance_id}"
+
+    @staticmethod
+    def parse_mig(scope: str) -> tuple[int, int] | None:
+        """(parent GPU index, GPU instance id) of a MIG scope such as ``"mig0.3"``; None for any other scope."""
+        if not scope.startswith(ScopeKind.MIG.value):
+            return None
+        parent, dot, instance = scope[len(ScopeKind.MIG.value):].partition(".")
+        if not dot or not all(p.isascii() and p.isdigit() for p in (parent, instance)):
+            return None
+        return int(parent), int(instance)
 
     @classmethod
     def parse(cls, scope: str) -> tuple[ScopeKind, int | None] | None:
@@ -179,6 +198,9 @@ class ScopeKind(StringEnum):
         for kind in cls:
             if scope.startswith(kind.value):
                 number = scope[len(kind.value) :]
+                if kind is ScopeKind.MIG:
+                    mig = ScopeKind.parse_mig(scope)
+                    return None if mig is None else (kind, mig[0])
                 if not number:
                     return kind, None
                 if number.isascii() and number.isdigit():
@@ -196,6 +218,121 @@ class DriverInfo:
     """Highest CUDA version the driver supports, e.g. ``"12.4"``."""
     nvml_version: str | None = None
     """Version of the NVML library itself."""
+
+
+@dataclass(frozen=True, slots=True)
+class XidEvent:
+    """One Xid error the driver reported for a GPU, as received through NVML's event API."""
+
+    code: int
+    """The Xid number, e.g. 79 (fallen off the bus); see :mod:`gpusight.collect.xid_catalog` for its meaning."""
+    timestamp: float
+    """Epoch seconds when gpusight received it (NVML's event carries no time of its own)."""
+    gpu_instance_id: int | None = None
+    """The MIG GPU instance it hit, when NVML says so; None for the whole GPU or where unknown."""
+    compute_instance_id: int | None = None
+    """The MIG compute instance it hit, when NVML says so."""
+
+
+XID_RECENT_LIMIT = 16
+"""How many of a GPU's latest Xid events each snapshot carries (``DeviceHealth.xid_recent``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceHealth:
+    """A GPU's hardware health at one instant: every counter is None where the GPU or driver cannot say.
+
+    Counters are the driver's own (they never reset while the driver runs), except the Xid count, which
+    gpusight counts from the moment it started listening. Judging them is :mod:`gpusight.collect.health`'s job.
+    """
+
+    xid_total: int | None = None
+    """Xid events received since gpusight started listening (only grows); None where Xid events are unsupported."""
+    xid_recent: tuple[XidEvent, ...] = ()
+    """The latest Xid events, oldest first, at most ``XID_RECENT_LIMIT`` of them."""
+    ecc_volatile_corrected: int | None = None
+    """Corrected (single-bit) ECC errors since the last driver load; None where ECC is off or unsupported."""
+    ecc_aggregate_corrected: int | None = None
+    """Corrected ECC errors over the GPU's lifetime."""
+    ecc_aggregate_uncorrected: int | None = None
+    """Uncorrected (double-bit) ECC errors over the GPU's lifetime (the volatile count is
+    ``DeviceSample.ecc_errors_uncorrected``)."""
+    remapped_rows_correctable: int | None = None
+    """Memory rows remapped after correctable errors (A100 and later); None on older GPUs."""
+    remapped_rows_uncorrectable: int | None = None
+    """Memory rows remapped after uncorrectable errors."""
+    remap_pending: bool | None = None
+    """True when a row remap waits for the next GPU reset: the GPU needs a reset before its next job."""
+    remap_failed: bool | None = None
+    """True when a row remap failed (the GPU is out of spare rows): replace the GPU."""
+    retired_pages_single_bit: int | None = None
+    """Pages retired after repeated single-bit errors (Volta and older; None where rows are remapped instead)."""
+    retired_pages_double_bit: int | None = None
+    """Pages retired after double-bit errors."""
+    retired_pages_pending: bool | None = None
+    """True when a page retirement waits for the next driver reload or GPU reset."""
+    pcie_link_gen: int | None = None
+    """Current PCIe link generation (GPUs drop to a low generation when idle, to save power)."""
+    pcie_link_gen_max: int | None = None
+    """Highest PCIe generation this GPU and its slot can run together."""
+    pcie_link_width: int | None = None
+    """Current PCIe link width (lanes)."""
+    pcie_link_width_max: int | None = None
+    """Widest PCIe link this GPU and its slot can run together."""
+    pcie_replay_count: int | None = None
+    """PCIe replays (retransmitted packets) since the driver loaded; a growing count means a bad link."""
+    nvlink_crc_flit_errors: int | None = None
+    """NVLink flow-control CRC errors, summed over the GPU's links; None without NVLink."""
+    nvlink_crc_data_errors: int | None = None
+    """NVLink data CRC errors, summed over the links."""
+    nvlink_replay_errors: int | None = None
+    """NVLink replays, summed over the links."""
+    nvlink_recovery_errors: int | None = None
+    """NVLink recoveries, summed over the links."""
+
+
+@dataclass(frozen=True, slots=True)
+class MigDeviceSample:
+    """One MIG device (a compute instance inside a GPU instance of a MIG-enabled GPU) at one instant.
+
+    NVML gives a MIG device its memory and its processes but no utilization: those figures come from GPM's
+    MIG sampling on Hopper and later, and are None elsewhere, with ``utilization_note`` saying why. They are
+    never 0 and never the parent's figure.
+    """
+
+    device_index: int
+    """NVML index of the parent GPU."""
+    mig_index: int
+    """Its position among the parent's MIG devices (``nvmlDeviceGetMigDeviceHandleByIndex``)."""
+    gpu_instance_id: int | None = None
+    """The GPU instance id (dcgm-exporter's ``GPU_I_ID``)."""
+    compute_instance_id: int | None = None
+    """The compute instance id within the GPU instance."""
+    profile: str | None = None
+    """The instance profile as ``nvidia-smi`` and dcgm-exporter's ``GPU_I_PROFILE`` write it, e.g. ``"3g.40gb"``."""
+    uuid: str | None = None
+    """Its ``MIG-...`` identifier, as ``CUDA_VISIBLE_DEVICES`` accepts it."""
+    cuda_index: int | None = None
+    """Its number in CUDA programs under ``CUDA_VISIBLE_DEVICES`` (``--cuda-visible``); None otherwise."""
+    sm_count: int | None = None
+    """Streaming multiprocessors in the instance."""
+    memory_used_bytes: int | None = None
+    """Memory in use in the instance."""
+    memory_total_bytes: int | None = None
+    """The instance's memory."""
+    sm_active_percent: float | None = None
+    """GPM (MIG sampling, Hopper and later): percent of the instance's SM cycles with a warp resident."""
+    sm_occupancy_percent: float | None = None
+    """GPM: achieved warp occupancy in the instance."""
+    tensor_active_percent: float | None = None
+    """GPM: percent of cycles the instance's tensor cores were busy."""
+    dram_active_percent: float | None = None
+    """GPM: the instance's DRAM bandwidth utilization percent."""
+    utilization_note: str | None = None
+    """One line on why the activity figures are N/A, e.g. that NVML gives no utilization per MIG device before
+    Hopper's GPM; None when they are read."""
+    error: str | None = None
+    """One-line reason when the MIG device could not be read."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -266,6 +403,17 @@ class DeviceSample:
     """NVLink data bytes per second sent by the GPU over all its links; None without NVLink."""
     nvlink_rx_bytes_per_s: float | None = None
     """NVLink data bytes per second received by the GPU over all its links; None without NVLink."""
+    encoder_percent: float | None = None
+    """Video encoder (NVENC) utilization over NVML's last sampling period; None where unsupported (MIG, no NVENC)."""
+    decoder_percent: float | None = None
+    """Video decoder (NVDEC) utilization over NVML's last sampling period; None where unsupported."""
+    jpeg_percent: float | None = None
+    """JPEG decoder (NVJPG) utilization; None on GPUs without one, or where NVML cannot say."""
+    ofa_percent: float | None = None
+    """Optical flow accelerator (OFA) utilization; None on GPUs without one, or where NVML cannot say."""
+    health: DeviceHealth | None = None
+    """Hardware health: Xid events, ECC, remapped rows or retired pages, PCIe link and NVLink errors; None where
+    nothing of it was read (the demo without faults, older recordings)."""
     error: str | None = None
     """One-line reason when the device is lost or a call failed in a way worth showing."""
 
@@ -298,6 +446,14 @@ class ProcessSample:
     """Per-process memory-controller utilization."""
     gpu_process_type: GpuProcessType | None = None
     """Compute, graphics or both, for GPU processes."""
+    gpu_instance_id: int | None = None
+    """On a MIG-enabled GPU, the GPU instance the process runs in (its MIG device); None elsewhere."""
+    compute_instance_id: int | None = None
+    """On a MIG-enabled GPU, the compute instance the process runs in."""
+    encoder_percent: float | None = None
+    """Per-process video encoder (NVENC) utilization, where NVML's process samples give it."""
+    decoder_percent: float | None = None
+    """Per-process video decoder (NVDEC) utilization, where NVML's process samples give it."""
     cpu_percent: float | None = None
     """CPU use since the previous poll, 100 = one full core."""
     rss_bytes: int | None = None
@@ -507,6 +663,8 @@ class Snapshot:
     """Live advice, highest severity first."""
     errors: tuple[ErrorNote, ...] = ()
     """Faults met during this poll."""
+    mig_devices: tuple[MigDeviceSample, ...] = ()
+    """MIG devices of the MIG-enabled GPUs, by parent index, then MIG index."""
     label: str | None = None
     """Human description of the source, e.g. ``"demo: input-bound (simulated)"``."""
     schema: int = SCHEMA_VERSION
@@ -522,9 +680,11 @@ class GpuReading:
     devices: tuple[DeviceSample, ...] = ()
     """GPUs in index order (lost ones included, marked ``lost``)."""
     processes: tuple[ProcessSample, ...] = ()
-    """GPU processes with only NVML fields set (pid, device_index, memory, SM %, type)."""
+    """GPU processes with only NVML fields set (pid, device_index, MIG instance, memory, SM %, type)."""
     errors: tuple[ErrorNote, ...] = ()
     """Faults met during this poll."""
+    mig_devices: tuple[MigDeviceSample, ...] = ()
+    """MIG devices of the MIG-enabled GPUs, by parent index, then MIG index."""
 
 
 @dataclass(frozen=True, slots=True)
