@@ -7,7 +7,7 @@ Every point the score loses is one finding's ``points``: the score explains itse
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from enum import IntEnum
 
 from gpusight.collect.model import DeviceHealth, DeviceSample, XidEvent
@@ -85,7 +85,15 @@ def assess(device: DeviceSample, now: float) -> HealthAssessment:
     findings = [*_xid_findings(health.xid_recent, now), *_memory_findings(device, health),
                 *_link_findings(device, health)]
     findings.sort(key=lambda f: (-f.level, f.key))
+    if not findings and not _anything_read(device, health):
+        return HealthAssessment((), None)
     return HealthAssessment(tuple(findings), max(0, 100 - sum(f.points for f in findings)))
+
+
+def _anything_read(device: DeviceSample, health: DeviceHealth) -> bool:
+    """True when some health counter was read: a GPU whose counters all failed to read scores None, not 100."""
+    return device.ecc_errors_uncorrected is not None or any(
+        getattr(health, f.name) not in (None, ()) for f in fields(health))
 
 
 def _finding(key: str, level: HealthLevel, title: str, evidence: str, action: str,
