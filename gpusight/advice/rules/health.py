@@ -38,14 +38,21 @@ def _advise(index: int, judged: HealthAssessment) -> Finding:
         title = f"drain gpu{index} / reset needed: {title}"
     else:
         title = f"GPU {index} health: {title}"
-    evidence = "; ".join(f.evidence for f in worst)
+    evidence = "; ".join(_distinct([f.evidence for f in worst]))
     if rest:
         evidence += "; also " + ", ".join(f.title for f in rest)
     if judged.score is not None:
         evidence += f"; health score {judged.score}/100"
-    action = "; ".join(dict.fromkeys(f.action for f in worst))
+    action = "; ".join(_distinct([f.action for f in worst]))
     devices = () if level is HealthLevel.NOTICE else (index,)
     return RULE.finding(SEVERITIES[level], ScopeKind.GPU.of(index), title, evidence, action, devices)
+
+
+def _distinct(texts: list[str]) -> list[str]:
+    """``texts`` without repeats and without any text another one already contains, in their order (a degraded
+    link's width and generation findings state the same link)."""
+    unique = list(dict.fromkeys(texts))
+    return [text for text in unique if not any(text != other and text in other for other in unique)]
 
 
 RULE = Rule("health", "GPU hardware fault", _evaluate, hold=lambda thresholds: 0.0)
