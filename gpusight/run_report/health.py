@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from gpusight.collect.health import HealthLevel, assess
 from gpusight.collect.model import DeviceSample, MigDeviceSample, ProcessRole, Snapshot
 from gpusight.collect.xid_catalog import xid_info
+from gpusight.run_report.markup import TEXT_LENGTH
 from gpusight.textsafe import safe_text
 
 MAX_XID_EVENTS = 500
@@ -23,9 +24,6 @@ MAX_INSTANCES = 64
 
 MAX_INSTANCE_PIDS = 32
 """Process ids kept per MIG instance."""
-
-TEXT_LENGTH = 300
-"""Titles, evidence and notes are cut to this many characters."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,6 +23,7 @@ from gpusight.collect.model import Advice, DeviceSample, JobSample, ProcessRole,
 from gpusight.collect.speed import job_speed
 from gpusight.recordings.formats import RecordingProblem
 from gpusight.run_report.health import HealthAccumulator, RunHealth
+from gpusight.run_report.markup import TEXT_LENGTH
 from gpusight.run_report.series import BucketGrid, BucketSeries
 from gpusight.run_report.training import (
     MAX_SPEED_JOBS,
@@ -62,9 +63,6 @@ MAX_GAPS = 500
 
 MAX_RANKS = 64
 """Distinct ranks kept per job."""
-
-TEXT_LENGTH = 300
-"""Command lines, titles and evidence are cut to this many characters when taken in."""
 
 ACTION_LENGTH = 1000
 """Advice actions (shown whole in the top findings) are cut to this many characters."""
