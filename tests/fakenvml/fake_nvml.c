@@ -75,6 +75,39 @@
  *   clocks_event_reasons; pcie_counters, nvlink_counters and energy_field are per-field returns inside
  *   field values.
  *
+ * Health and video engines (per-device keys; a key left out makes its call answer NOT_SUPPORTED):
+ *     ecc_corrected | ecc_corrected_aggregate | ecc_uncorrected_aggregate <count>
+ *                                                         nvmlDeviceGetTotalEccErrors for (corrected, volatile),
+ *                                                         (corrected, aggregate), (uncorrected, aggregate); with
+ *                                                         ECC on, a count left out reads 0
+ *     remap_corrected | remap_uncorrected <rows> | remap_pending | remap_failed <0|1>
+ *                                                         nvmlDeviceGetRemappedRows (remap_corrected gates it)
+ *     retired_sbe | retired_dbe <pages> | retired_pending <0|1>
+ *                                                         nvmlDeviceGetRetiredPages (per cause; page addresses
+ *                                                         are made up) and ...PendingStatus; leave them out on
+ *                                                         A100 and later, which remap rows instead
+ *     pcie_gen | pcie_gen_max | pcie_width | pcie_width_max <n>
+ *                                                         nvmlDeviceGetCurrPcieLinkGeneration, ...MaxPcieLink-
+ *                                                         Generation, ...CurrPcieLinkWidth, ...MaxPcieLinkWidth
+ *     pcie_replay <count>                                 nvmlDeviceGetPcieReplayCounter
+ *     nvlink_crc_flit | nvlink_crc_data | nvlink_replay | nvlink_recovery <count>
+ *                                                         field values 38 / 45 / 52 / 59 (the _TOTAL NVLink
+ *                                                         error counters, summed over the links)
+ *     enc_util | dec_util | jpg_util | ofa_util <percent>  nvmlDeviceGet{Encoder,Decoder,Jpg,Ofa}Utilization
+ *                                                         (sampling period answered: 167000 us)
+ *     proc_codec <pid> <enc> <dec>                        encUtil / decUtil of that pid's utilization samples
+ *     event_types <mask>                                  nvmlDeviceGetSupportedEventTypes (0x8 = Xid)
+ *     xid <seq> <code> [<gi> <ci>]                        an Xid event: each (device, seq) is delivered once to
+ *                                                         every event set the device is registered in, by
+ *                                                         nvmlEventSetWait_v2 (gi/ci default 0xFFFFFFFF); add one
+ *                                                         mid-run by rewriting the scenario with a new seq
+ *   Event sets: nvmlEventSetCreate / nvmlDeviceRegisterEvents (error call "register_events") /
+ *   nvmlEventSetWait_v2 / nvmlEventSetFree. The wait answers an undelivered Xid of a registered device,
+ *   else GPU_IS_LOST when a registered device is lost, else it polls every 10 ms with the lock released
+ *   (counted as in flight) and answers TIMEOUT after the timeout. Each wait logs
+ *   "nvmlEventSetWait_v2 -1 <tid>" as it starts. CALL NAMES for "error" added: ecc_counts remapped_rows
+ *   retired_pages pcie_link pcie_replay encoder decoder jpg ofa event_types register_events nvlink_errors.
+ *
  * Values that change with time: wherever a per-device key takes one number (every key of the list above
  *   that is a plain value, a "gpm" value, the <sm> of proc_util_live and the *_rate keys), the number may
  *   be replaced by a wave of the wall clock (CLOCK_REALTIME, so separate processes reading the same
@@ -191,7 +224,13 @@ enum key_id {
     K_FAN, K_CLOCK_SM, K_CLOCK_MEM, K_PSTATE, K_ENERGY, K_THROTTLE, K_PCIE_TX_BYTES, K_PCIE_RX_BYTES,
     K_PCIE_TIME, K_PCIE_TX_KBPS, K_PCIE_RX_KBPS, K_ECC_MODE, K_ECC_UNCORRECTED, K_MIG_MODE,
     K_GPM_SUPPORTED, K_LOST, K_PCIE_TX_RATE, K_PCIE_RX_RATE, K_NVLINK_TX_KIB, K_NVLINK_RX_KIB,
-    K_NVLINK_TX_RATE, K_NVLINK_RX_RATE, K_MINOR, K_COUNT
+    K_NVLINK_TX_RATE, K_NVLINK_RX_RATE, K_MINOR,
+    /* health and video engines */
+    K_ECC_CORR, K_ECC_CORR_AGG, K_ECC_UNC_AGG, K_REMAP_CORR, K_REMAP_UNC, K_REMAP_PENDING, K_REMAP_FAILED,
+    K_RETIRED_SBE, K_RETIRED_DBE, K_RETIRED_PENDING, K_PCIE_GEN, K_PCIE_GEN_MAX, K_PCIE_WIDTH, K_PCIE_WIDTH_MAX,
+    K_PCIE_REPLAY, K_NVLINK_CRC_FLIT, K_NVLINK_CRC_DATA, K_NVLINK_REPLAY, K_NVLINK_RECOVERY, K_ENC_UTIL,
+    K_DEC_UTIL, K_JPG_UTIL, K_OFA_UTIL, K_EVENT_TYPES,
+    K_COUNT
 };
 static const char *const KEY_NAMES[K_COUNT] = {
     "util_gpu", "util_mem", "mem_total", "mem_used", "mem_reserved", "power_mw", "power_limit_mw", "temp",
@@ -199,6 +238,11 @@ static const char *const KEY_NAMES[K_COUNT] = {
     "pcie_counter_time_us", "pcie_tx_kbps", "pcie_rx_kbps", "ecc_mode", "ecc_uncorrected", "mig_mode",
     "gpm_supported", "lost", "pcie_tx_rate", "pcie_rx_rate", "nvlink_tx_kib", "nvlink_rx_kib",
     "nvlink_tx_rate", "nvlink_rx_rate", "minor",
+    /* health and video engines */
+    "ecc_corrected", "ecc_corrected_aggregate", "ecc_uncorrected_aggregate", "remap_corrected", "remap_uncorrected",
+    "remap_pending", "remap_failed", "retired_sbe", "retired_dbe", "retired_pending", "pcie_gen", "pcie_gen_max",
+    "pcie_width", "pcie_width_max", "pcie_replay", "nvlink_crc_flit", "nvlink_crc_data", "nvlink_replay",
+    "nvlink_recovery", "enc_util", "dec_util", "jpg_util", "ofa_util", "event_types",
 };
 
 /* A value that may change with the wall clock (see "Values that change with time" above). */
@@ -214,6 +258,10 @@ typedef struct {
 typedef struct { unsigned int pid; unsigned long long mem; } fake_proc;
 typedef struct { unsigned int pid, mem; fake_wave sm; } fake_live_util;
 typedef struct { char call[32]; int code; } fake_error;
+/* health: an injected Xid event, and a process's encoder/decoder percent */
+#define MAX_XIDS 64
+typedef struct { unsigned long long seq, code; unsigned int gi, ci; } fake_xid;
+typedef struct { unsigned int pid, enc, dec; } fake_codec;
 
 typedef struct {
     char name[TEXT_LEN], uuid[TEXT_LEN], pci_bus_id[TEXT_LEN];
@@ -229,6 +277,10 @@ typedef struct {
     fake_live_util live[MAX_PROCS];
     unsigned int gpm_ids[MAX_GPM];
     fake_wave gpm_values[MAX_GPM];
+    /* health */
+    int n_xids, n_codecs;
+    fake_xid xids[MAX_XIDS];
+    fake_codec codecs[MAX_PROCS];
 } fake_device;
 
 typedef struct {
@@ -362,6 +414,8 @@ static unsigned long long counter_value(const fake_device *d, int base_key, int 
     return added <= 0 ? base : base + (unsigned long long)added;
 }
 
+static int parse_health_line(fake_device *d, const char *key, char **words, int n);
+
 static void parse_device_line(fake_scenario *s, long index, const char *key, char *rest, int *max_index) {
     fake_device *d = device_at(s, index);
     if (d == NULL || key == NULL) return;
@@ -416,6 +470,8 @@ static void parse_device_line(fake_scenario *s, long index, const char *key, cha
     } else if (strcmp(key, "gpm") == 0 && b && d->n_gpm < MAX_GPM) {
         d->gpm_ids[d->n_gpm] = (unsigned int)strtoul(a, NULL, 10);
         if (parse_wave(words + 1, n - 1, &d->gpm_values[d->n_gpm])) d->n_gpm++;
+    } else if (parse_health_line(d, key, words, n)) {
+        return;
     } else {
         for (int k = 0; k < K_COUNT; k++)
             if (strcmp(key, KEY_NAMES[k]) == 0) d->has[k] = parse_wave(words, n, &d->wave[k]);
@@ -873,8 +929,12 @@ nvmlReturn_t nvmlDeviceGetTotalEccErrors(nvmlDevice_t device, int error_type, in
     nvmlReturn_t r = begin(device, "nvmlDeviceGetTotalEccErrors", "ecc_errors", NULL, &d);
     if (r) return r;
     if (!d->has[K_ECC_MODE] || VAL(d, K_ECC_MODE) != 1) return finish(NVML_ERROR_NOT_SUPPORTED);
-    (void)counter_type;
-    *count = error_type == 1 ? VAL(d, K_ECC_UNCORRECTED) : 0;
+    int r2 = error_for(d, "ecc_counts");
+    if (r2) return finish(r2);
+    int key = error_type == 1 ? (counter_type == 1 ? K_ECC_UNC_AGG : K_ECC_UNCORRECTED)
+                              : (counter_type == 1 ? K_ECC_CORR_AGG : K_ECC_CORR);
+    if (error_type == 1 && counter_type == 1 && !d->has[key]) key = K_ECC_UNCORRECTED; /* as before */
+    *count = d->has[key] ? VAL(d, key) : 0;
     return finish(NVML_SUCCESS);
 }
 
@@ -899,6 +959,8 @@ static long long now_us(void) {
     return (long long)ts.tv_sec * 1000000LL + ts.tv_nsec / 1000;
 }
 
+static int nvlink_error_key(unsigned int field_id);
+
 nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t device, int count, nvmlFieldValue_t *values) {
     fake_device *d;
     nvmlReturn_t r = begin(device, "nvmlDeviceGetFieldValues", "field_values", NULL, &d);
@@ -915,6 +977,7 @@ nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t device, int count, nvmlFieldV
         else if (v->fieldId == FI_NVLINK_TX_KIB) { key = K_NVLINK_TX_KIB; rate = K_NVLINK_TX_RATE; call = "nvlink_counters"; }
         else if (v->fieldId == FI_NVLINK_RX_KIB) { key = K_NVLINK_RX_KIB; rate = K_NVLINK_RX_RATE; call = "nvlink_counters"; }
         else if (v->fieldId == FI_TOTAL_ENERGY) { key = K_ENERGY; call = "energy_field"; }
+        else if ((key = nvlink_error_key(v->fieldId)) >= 0) call = "nvlink_errors";
         if (rate == K_NVLINK_TX_RATE || rate == K_NVLINK_RX_RATE) per_unit = 1024.0L;
         v->latencyUsec = 0;
         v->valueType = NVML_VALUE_TYPE_UNSIGNED_LONG_LONG;
@@ -930,6 +993,8 @@ nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t device, int count, nvmlFieldV
     }
     return finish(NVML_SUCCESS);
 }
+
+static void fill_codecs(const fake_device *d, nvmlProcessUtilizationSample_t *samples, unsigned int n);
 
 /* ---- processes ---- */
 static nvmlReturn_t running(nvmlDevice_t device, const char *symbol, int compute, unsigned int *count,
@@ -995,6 +1060,7 @@ nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t device, nvmlProcessUti
         p->smUtil = (unsigned int)wave_value(&d->live[i].sm);
         p->memUtil = d->live[i].mem;
     }
+    fill_codecs(d, samples, k);
     *count = n;
     return finish(NVML_SUCCESS);
 }
@@ -1075,4 +1141,249 @@ nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t *request) {
         }
     }
     return finish(NVML_SUCCESS);
+}
+
+/* ==== health: ECC, remapped rows, retired pages, PCIe link, NVLink errors, video engines, Xid events ==== */
+#define FI_NVLINK_CRC_FLIT_TOTAL 38 /* NVML_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL */
+#define FI_NVLINK_CRC_DATA_TOTAL 45 /* NVML_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL */
+#define FI_NVLINK_REPLAY_TOTAL 52   /* NVML_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL */
+#define FI_NVLINK_RECOVERY_TOTAL 59 /* NVML_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL */
+#define EVENT_XID 0x8ULL            /* nvmlEventTypeXidCriticalError */
+#define NVML_ERROR_TIMEOUT_CODE 10
+#define ENGINE_PERIOD_US 167000u
+#define MAX_EVENT_SETS 16
+#define MAX_DELIVERED 1024
+#define NO_INSTANCE 0xFFFFFFFFu
+
+/* nvmlEventData_t as pynvml 13 lays it out (c_nvmlEventData_t) */
+typedef struct {
+    nvmlDevice_t device;
+    unsigned long long eventType, eventData;
+    unsigned int gpuInstanceId, computeInstanceId;
+} nvmlEventData_t;
+
+typedef struct {
+    unsigned int magic;
+    char registered[MAX_DEVICES];
+    int n_delivered;
+    struct { int device; unsigned long long seq; } delivered[MAX_DELIVERED];
+} fake_event_set;
+#define EVENT_SET_MAGIC 0x5e7e7e7u
+
+static int parse_health_line(fake_device *d, const char *key, char **words, int n) {
+    if (strcmp(key, "xid") == 0 && n >= 2 && d->n_xids < MAX_XIDS) {
+        fake_xid *x = &d->xids[d->n_xids++];
+        x->seq = strtoull(words[0], NULL, 0);
+        x->code = strtoull(words[1], NULL, 0);
+        x->gi = n >= 4 ? (unsigned int)strtoul(words[2], NULL, 0) : NO_INSTANCE;
+        x->ci = n >= 4 ? (unsigned int)strtoul(words[3], NULL, 0) : NO_INSTANCE;
+        return 1;
+    }
+    if (strcmp(key, "proc_codec") == 0 && n >= 3 && d->n_codecs < MAX_PROCS) {
+        fake_codec *c = &d->codecs[d->n_codecs++];
+        c->pid = (unsigned int)strtoul(words[0], NULL, 10);
+        c->enc = (unsigned int)strtoul(words[1], NULL, 10);
+        c->dec = (unsigned int)strtoul(words[2], NULL, 10);
+        return 1;
+    }
+    return 0;
+}
+
+static void fill_codecs(const fake_device *d, nvmlProcessUtilizationSample_t *samples, unsigned int n) {
+    for (unsigned int i = 0; i < n; i++)
+        for (int c = 0; c < d->n_codecs; c++)
+            if (d->codecs[c].pid == samples[i].pid) {
+                samples[i].encUtil = d->codecs[c].enc;
+                samples[i].decUtil = d->codecs[c].dec;
+            }
+}
+
+static int nvlink_error_key(unsigned int field_id) {
+    switch (field_id) {
+    case FI_NVLINK_CRC_FLIT_TOTAL: return K_NVLINK_CRC_FLIT;
+    case FI_NVLINK_CRC_DATA_TOTAL: return K_NVLINK_CRC_DATA;
+    case FI_NVLINK_REPLAY_TOTAL: return K_NVLINK_REPLAY;
+    case FI_NVLINK_RECOVERY_TOTAL: return K_NVLINK_RECOVERY;
+    default: return -1;
+    }
+}
+
+nvmlReturn_t nvmlDeviceGetRemappedRows(nvmlDevice_t device, unsigned int *corr, unsigned int *unc,
+                                       unsigned int *pending, unsigned int *failure) {
+    fake_device *d;
+    nvmlReturn_t r = begin(device, "nvmlDeviceGetRemappedRows", "remapped_rows", NULL, &d);
+    if (r) return r;
+    NEED(d, K_REMAP_CORR);
+    *corr = (unsigned int)VAL(d, K_REMAP_CORR);
+    *unc = (unsigned int)VAL(d, K_REMAP_UNC);
+    *pending = (unsigned int)VAL(d, K_REMAP_PENDING);
+    *failure = (unsigned int)VAL(d, K_REMAP_FAILED);
+    return finish(NVML_SUCCESS);
+}
+
+nvmlReturn_t nvmlDeviceGetRetiredPages(nvmlDevice_t device, int cause, unsigned int *count,
+                                       unsigned long long *addresses) {
+    fake_device *d;
+    nvmlReturn_t r = begin(device, "nvmlDeviceGetRetiredPages", "retired_pages", NULL, &d);
+    if (r) return r;
+    int key = cause == 0 ? K_RETIRED_SBE : cause == 1 ? K_RETIRED_DBE : -1;
+    if (key < 0 || count == NULL) return finish(NVML_ERROR_INVALID_ARGUMENT);
+    NEED(d, key);
+    unsigned int pages = (unsigned int)VAL(d, key);
+    if (addresses == NULL || *count < pages) {
+        *count = pages;
+        return finish(pages == 0 ? NVML_SUCCESS : NVML_ERROR_INSUFFICIENT_SIZE);
+    }
+    for (unsigned int i = 0; i < pages; i++) addresses[i] = 0x100000ULL * (i + 1) + (unsigned long long)cause;
+    *count = pages;
+    return finish(NVML_SUCCESS);
+}
+
+nvmlReturn_t nvmlDeviceGetRetiredPagesPendingStatus(nvmlDevice_t device, int *pending) {
+    fake_device *d;
+    nvmlReturn_t r = begin(device, "nvmlDeviceGetRetiredPagesPendingStatus", "retired_pages", NULL, &d);
+    if (r) return r;
+    NEED(d, K_RETIRED_PENDING);
+    *pending = (int)VAL(d, K_RETIRED_PENDING);
+    return finish(NVML_SUCCESS);
+}
+
+nvmlReturn_t nvmlDeviceGetCurrPcieLinkGeneration(nvmlDevice_t device, unsigned int *out) {
+    return read_uint(device, "nvmlDeviceGetCurrPcieLinkGeneration", "pcie_link", K_PCIE_GEN, out);
+}
+nvmlReturn_t nvmlDeviceGetMaxPcieLinkGeneration(nvmlDevice_t device, unsigned int *out) {
+    return read_uint(device, "nvmlDeviceGetMaxPcieLinkGeneration", "pcie_link", K_PCIE_GEN_MAX, out);
+}
+nvmlReturn_t nvmlDeviceGetCurrPcieLinkWidth(nvmlDevice_t device, unsigned int *out) {
+    return read_uint(device, "nvmlDeviceGetCurrPcieLinkWidth", "pcie_link", K_PCIE_WIDTH, out);
+}
+nvmlReturn_t nvmlDeviceGetMaxPcieLinkWidth(nvmlDevice_t device, unsigned int *out) {
+    return read_uint(device, "nvmlDeviceGetMaxPcieLinkWidth", "pcie_link", K_PCIE_WIDTH_MAX, out);
+}
+nvmlReturn_t nvmlDeviceGetPcieReplayCounter(nvmlDevice_t device, unsigned int *out) {
+    return read_uint(device, "nvmlDeviceGetPcieReplayCounter", "pcie_replay", K_PCIE_REPLAY, out);
+}
+
+static nvmlReturn_t engine(nvmlDevice_t device, const char *symbol, const char *call, int key,
+                           unsigned int *util, unsigned int *period_us) {
+    nvmlReturn_t r = read_uint(device, symbol, call, key, util);
+    if (r == NVML_SUCCESS) *period_us = ENGINE_PERIOD_US;
+    return r;
+}
+nvmlReturn_t nvmlDeviceGetEncoderUtilization(nvmlDevice_t device, unsigned int *util, unsigned int *period) {
+    return engine(device, "nvmlDeviceGetEncoderUtilization", "encoder", K_ENC_UTIL, util, period);
+}
+nvmlReturn_t nvmlDeviceGetDecoderUtilization(nvmlDevice_t device, unsigned int *util, unsigned int *period) {
+    return engine(device, "nvmlDeviceGetDecoderUtilization", "decoder", K_DEC_UTIL, util, period);
+}
+nvmlReturn_t nvmlDeviceGetJpgUtilization(nvmlDevice_t device, unsigned int *util, unsigned int *period) {
+    return engine(device, "nvmlDeviceGetJpgUtilization", "jpg", K_JPG_UTIL, util, period);
+}
+nvmlReturn_t nvmlDeviceGetOfaUtilization(nvmlDevice_t device, unsigned int *util, unsigned int *period) {
+    return engine(device, "nvmlDeviceGetOfaUtilization", "ofa", K_OFA_UTIL, util, period);
+}
+
+nvmlReturn_t nvmlDeviceGetSupportedEventTypes(nvmlDevice_t device, unsigned long long *types) {
+    fake_device *d;
+    nvmlReturn_t r = begin(device, "nvmlDeviceGetSupportedEventTypes", "event_types", NULL, &d);
+    if (r) return r;
+    NEED(d, K_EVENT_TYPES);
+    *types = VAL(d, K_EVENT_TYPES);
+    return finish(NVML_SUCCESS);
+}
+
+static fake_event_set *event_sets[MAX_EVENT_SETS];
+
+static int valid_set(const fake_event_set *set) {
+    for (int i = 0; i < MAX_EVENT_SETS; i++)
+        if (set != NULL && event_sets[i] == set && set->magic == EVENT_SET_MAGIC) return 1;
+    return 0;
+}
+
+nvmlReturn_t nvmlEventSetCreate(fake_event_set **out) {
+    nvmlReturn_t r = begin_system("nvmlEventSetCreate");
+    if (r) return r;
+    for (int i = 0; i < MAX_EVENT_SETS; i++) {
+        if (event_sets[i] != NULL) continue;
+        fake_event_set *set = calloc(1, sizeof *set);
+        if (set == NULL) return finish(NVML_ERROR_UNKNOWN);
+        set->magic = EVENT_SET_MAGIC;
+        event_sets[i] = set;
+        *out = set;
+        return finish(NVML_SUCCESS);
+    }
+    return finish(NVML_ERROR_UNKNOWN);
+}
+
+nvmlReturn_t nvmlDeviceRegisterEvents(nvmlDevice_t device, unsigned long long types, fake_event_set *set) {
+    fake_device *d;
+    nvmlReturn_t r = begin(device, "nvmlDeviceRegisterEvents", "register_events", NULL, &d);
+    if (r) return r;
+    if (!valid_set(set)) return finish(NVML_ERROR_INVALID_ARGUMENT);
+    if (!d->has[K_EVENT_TYPES] || (types & ~VAL(d, K_EVENT_TYPES)) != 0) return finish(NVML_ERROR_NOT_SUPPORTED);
+    set->registered[handle_index(device)] = 1;
+    return finish(NVML_SUCCESS);
+}
+
+static int delivered(const fake_event_set *set, int device, unsigned long long seq) {
+    for (int i = 0; i < set->n_delivered; i++)
+        if (set->delivered[i].device == device && set->delivered[i].seq == seq) return 1;
+    return 0;
+}
+
+/* With the lock held: deliver one undelivered Xid, or report a lost device; -1 when there is nothing yet. */
+static int next_event(fake_event_set *set, nvmlEventData_t *data) {
+    int lost = 0;
+    for (int i = 0; i < current.device_count; i++) {
+        if (!set->registered[i]) continue;
+        fake_device *d = &current.devices[i];
+        for (int x = 0; x < d->n_xids; x++) {
+            if (delivered(set, i, d->xids[x].seq) || set->n_delivered >= MAX_DELIVERED) continue;
+            set->delivered[set->n_delivered].device = i;
+            set->delivered[set->n_delivered++].seq = d->xids[x].seq;
+            data->device = &handles[i];
+            data->eventType = EVENT_XID;
+            data->eventData = d->xids[x].code;
+            data->gpuInstanceId = d->xids[x].gi;
+            data->computeInstanceId = d->xids[x].ci;
+            return NVML_SUCCESS;
+        }
+        if (VAL(d, K_LOST)) lost = 1;
+    }
+    return lost ? NVML_ERROR_GPU_IS_LOST : -1;
+}
+
+nvmlReturn_t nvmlEventSetWait_v2(fake_event_set *set, nvmlEventData_t *data, unsigned int timeout_ms) {
+    nvmlReturn_t r = begin_system("nvmlEventSetWait_v2");
+    if (r) return r;
+    if (!valid_set(set) || data == NULL) return finish(NVML_ERROR_INVALID_ARGUMENT);
+    double deadline = now_ms() + timeout_ms;
+    for (;;) {
+        refresh_scenario();
+        if (init_count == 0 || current.loaded != 1) return finish(NVML_ERROR_UNINITIALIZED);
+        int found = next_event(set, data);
+        if (found >= 0) return finish(found);
+        if (now_ms() >= deadline) return finish(NVML_ERROR_TIMEOUT_CODE);
+        in_flight++;
+        pthread_mutex_unlock(&lock);
+        struct timespec pause = {0, 10000000L};
+        nanosleep(&pause, NULL);
+        pthread_mutex_lock(&lock);
+        in_flight--;
+    }
+}
+
+nvmlReturn_t nvmlEventSetFree(fake_event_set *set) {
+    pthread_mutex_lock(&lock);
+    log_call("nvmlEventSetFree", -1);
+    nvmlReturn_t r = NVML_ERROR_INVALID_ARGUMENT;
+    for (int i = 0; i < MAX_EVENT_SETS; i++) {
+        if (set == NULL || event_sets[i] != set) continue;
+        set->magic = 0;
+        free(set);
+        event_sets[i] = NULL;
+        r = NVML_SUCCESS;
+    }
+    pthread_mutex_unlock(&lock);
+    return r;
 }

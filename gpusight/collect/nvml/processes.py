@@ -16,6 +16,10 @@ One call costs about 2.4 ms (H100, driver 580.159.04), more than all other calls
 apart from the energy counter; the process table shows SM % once a second.
 """
 
+_Utilization = tuple[float | None, float | None, float | None, float | None, int]
+"""A process's latest sample: SM, memory, encoder and decoder percent, and its timestamp."""
+_NO_SAMPLE: _Utilization = (None, None, None, None, 0)
+
 _LISTS = (
     ("compute", (("compute_procs", "nvmlDeviceGetComputeRunningProcesses_v3"),
                  ("compute_procs_v2", "nvmlDeviceGetComputeRunningProcesses_v2"))),
@@ -29,7 +33,7 @@ class DeviceProcessLister:
 
     The driver keeps one sample per process (about every 200 ms on an H100) and returns, per process,
     the latest one newer than the timestamp asked for, and none for a process it saw no activity of
-    since then. So a process's SM % and memory % are those of its sample in the latest call, and None
+    since then. So a process's SM, memory, encoder and decoder % are those of its sample in the latest call, and None
     when that call had none for it, as ``nvidia-smi pmon`` shows ``-``; an older sample is not kept.
     """
 
@@ -39,7 +43,7 @@ class DeviceProcessLister:
         self._guard = guard
         self._last_seen = 0
         self._utilization_due = 0.0
-        self._utilization: dict[int, tuple[float, float, int]] = {}
+        self._utilization: dict[int, _Utilization] = {}
 
     def read(self, now: float) -> list[ProcessSample]:
         """The device's GPU processes (NVML fields only), compute ones first; ``now`` is a monotonic time."""
@@ -57,10 +61,11 @@ class DeviceProcessLister:
         self._utilization = {pid: u for pid, u in self._utilization.items() if pid in found}
         samples = []
         for pid, (kinds, memory) in found.items():
-            sm, mem, _ = self._utilization.get(pid, (None, None, 0))
+            sm, mem, enc, dec, _ = self._utilization.get(pid, _NO_SAMPLE)
             samples.append(ProcessSample(
                 pid=pid, role=ProcessRole.GPU, device_index=self._index, gpu_memory_bytes=memory,
                 sm_percent=sm, gpu_memory_percent=mem, gpu_process_type=GpuProcessType("+".join(sorted(kinds))),
+                encoder_percent=enc, decoder_percent=dec,
             ))
         return samples
 
@@ -77,10 +82,11 @@ class DeviceProcessLister:
         """Replace the samples with those newer than the last seen; none (NOT_FOUND) means no activity."""
         samples = self._guard.call("process_utilization", pynvml.nvmlDeviceGetProcessUtilization,
                                    self._handle, self._last_seen)
-        latest: dict[int, tuple[float, float, int]] = {}
+        latest: dict[int, _Utilization] = {}
         for sample in samples or ():
             stamp = int(sample.timeStamp)
             self._last_seen = max(self._last_seen, stamp)
-            if sample.pid not in latest or stamp >= latest[sample.pid][2]:
-                latest[sample.pid] = (float(sample.smUtil), float(sample.memUtil), stamp)
+            if sample.pid not in latest or stamp >= latest[sample.pid][4]:
+                latest[sample.pid] = (float(sample.smUtil), float(sample.memUtil), float(sample.encUtil),
+                                      float(sample.decUtil), stamp)
         self._utilization = latest
