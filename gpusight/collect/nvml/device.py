@@ -13,7 +13,7 @@ from gpusight.collect.nvml.calls import CallGuard, field_value, raw_text_call
 from gpusight.collect.nvml.engines import read_engines
 from gpusight.collect.nvml.errors import UNSUPPORTED_CODES
 from gpusight.collect.nvml.gpm import GpmMetrics, GpmReader
-from gpusight.collect.nvml.health import HealthReader
+from gpusight.collect.nvml.health import NVLINK_ERROR_FIELD_IDS, HealthReader
 from gpusight.collect.nvml.pcie import KIB, CounterRate, PcieThroughputPoller
 from gpusight.collect.nvml.processes import DeviceProcessLister
 
@@ -76,7 +76,8 @@ class DeviceReader:
         self._guard = CallGuard(index, lambda: pynvml.nvmlDeviceGetMemoryInfo(handle))
         self._poller = pcie_poller
         self._static: dict[str, Any] = {}
-        self._fields = [FIELD_PCIE_TX, FIELD_PCIE_RX, FIELD_NVLINK_TX, FIELD_NVLINK_RX, FIELD_ENERGY]
+        self._fields = [FIELD_PCIE_TX, FIELD_PCIE_RX, FIELD_NVLINK_TX, FIELD_NVLINK_RX, FIELD_ENERGY,
+                        *NVLINK_ERROR_FIELD_IDS]
         self._rates = {field_id: CounterRate() for pair in _FIELD_PAIRS for field_id in pair}
         self._gpm = GpmReader(handle, self._guard)
         self._processes = DeviceProcessLister(index, handle, self._guard)
@@ -94,7 +95,8 @@ class DeviceReader:
         used, total, reserved = self._memory()
         power = g.call("power", pynvml.nvmlDeviceGetPowerUsage, h)
         energy_due = now >= self._energy_due
-        fields = self._read_fields(with_energy=energy_due)
+        health_due = self._health.due(now)
+        fields = self._read_fields(with_energy=energy_due, with_health=health_due)
         if energy_due:
             self._read_energy(fields, now)
         energy = self._energy_mj
@@ -138,7 +140,7 @@ class DeviceReader:
             decoder_percent=engines.decoder,
             jpeg_percent=engines.jpeg,
             ofa_percent=engines.ofa,
-            health=self._health.read(now, ecc_enabled=self._ecc_enabled()),
+            health=self._health.read(now, self._ecc_enabled(), fields),
         )
         processes = self._processes.read(now)
         return sample, processes, g.take_notes()
@@ -221,12 +223,14 @@ class DeviceReader:
         if value is not None:
             self._energy_due = now + ENERGY_PERIOD_S
 
-    def _read_fields(self, with_energy: bool) -> dict[int, _Field]:
-        """One nvmlDeviceGetFieldValues call for the wanted fields (energy only when ``with_energy``).
+    def _read_fields(self, with_energy: bool, with_health: bool) -> dict[int, _Field]:
+        """One nvmlDeviceGetFieldValues call for the wanted fields (energy only when ``with_energy``, the NVLink
+        error totals only when ``with_health``).
 
         Returns field id -> (value, width bits, seconds).
         """
-        wanted = [f for f in self._fields if with_energy or f != FIELD_ENERGY]
+        wanted = [f for f in self._fields
+                  if (with_energy or f != FIELD_ENERGY) and (with_health or f not in NVLINK_ERROR_FIELD_IDS)]
         if not wanted:
             return {}
         request = [(f, _FIELD_SCOPES.get(f, 0)) for f in wanted]

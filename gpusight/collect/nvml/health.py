@@ -9,13 +9,13 @@ reads None and is never made again (``CallGuard``). Xid events come from :mod:`g
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from typing import Any
 
 import pynvml
 
 from gpusight.collect.model import DeviceHealth
-from gpusight.collect.nvml.calls import CallGuard, field_value
-from gpusight.collect.nvml.errors import UNSUPPORTED_CODES
+from gpusight.collect.nvml.calls import CallGuard
 
 HEALTH_PERIOD_S = 5.0
 """Least time between two reads of the slowly changing health counters."""
@@ -28,9 +28,14 @@ NVLINK_ERROR_FIELDS = (
 )
 """DeviceHealth field and the NVML field id summing that counter over all links.
 
-One ``nvmlDeviceGetFieldValues`` call answers all four, where ``nvmlDeviceGetNvLinkErrorCounter``
-would take a call per link and counter (4 x 18 on an H100) plus ``nvmlDeviceGetNvLinkState`` per link;
-dcgm-exporter serves the same totals (``DCGM_FI_DEV_NVLINK_*_ERROR_COUNT_TOTAL``)."""
+They ride in the device's one ``nvmlDeviceGetFieldValues`` batch of the poll when the counters are due,
+where ``nvmlDeviceGetNvLinkErrorCounter`` would take a call per link and counter (4 x 18 on an H100)
+plus ``nvmlDeviceGetNvLinkState`` per link; dcgm-exporter serves the same totals
+(``DCGM_FI_DEV_NVLINK_*_ERROR_COUNT_TOTAL``). A GPU without NVLink answers NOT_SUPPORTED per field, and
+the batch drops them."""
+
+NVLINK_ERROR_FIELD_IDS = tuple(field_id for _, field_id in NVLINK_ERROR_FIELDS)
+"""The field ids of :data:`NVLINK_ERROR_FIELDS`."""
 
 _ECC = (
     ("ecc_volatile_corrected", "ecc_corrected", "NVML_MEMORY_ERROR_TYPE_CORRECTED", "NVML_VOLATILE_ECC"),
@@ -51,14 +56,24 @@ class HealthReader:
         self._slow: dict[str, Any] = {}
         self._due = 0.0
         self._maxima: tuple[int | None, int | None] | None = None
-        self._nvlink = True
 
-    def read(self, now: float, ecc_enabled: bool) -> DeviceHealth | None:
-        """The counters at monotonic time ``now`` (Xid fields left empty); None where nothing could be read."""
+    def due(self, now: float) -> bool:
+        """True when the slow counters are read at monotonic time ``now`` (then the field batch carries NVLink's)."""
+        return now >= self._due
+
+    def read(self, now: float, ecc_enabled: bool, fields: Mapping[int, tuple[float | int, int, float]]) -> (
+            DeviceHealth | None):
+        """The counters at monotonic time ``now`` (Xid fields left empty); None where nothing could be read.
+
+        ``fields`` is the poll's field batch, field id -> (value, width, time), holding the NVLink error
+        totals that are supported when ``due(now)``.
+        """
         g, h = self._guard, self._handle
-        if now >= self._due:
+        if self.due(now):
             self._due = now + HEALTH_PERIOD_S
             self._slow = self._read_slow(ecc_enabled)
+            self._slow.update({name: int(fields[field_id][0]) if field_id in fields else None
+                               for name, field_id in NVLINK_ERROR_FIELDS})
         gen_max, width_max = self._link_maxima()
         health = DeviceHealth(
             pcie_link_gen=g.call("pcie_link_gen", pynvml.nvmlDeviceGetCurrPcieLinkGeneration, h),
@@ -94,7 +109,6 @@ class HealthReader:
         else:
             values.update(self._retired_pages())
         values["pcie_replay_count"] = g.call("pcie_replay", pynvml.nvmlDeviceGetPcieReplayCounter, h)
-        values.update(self._nvlink_errors())
         return values
 
     def _retired_pages(self) -> dict[str, Any]:
@@ -108,26 +122,6 @@ class HealthReader:
             values[name] = None if pages is None else len(pages)
         pending = g.call("retired_pages_pending", pynvml.nvmlDeviceGetRetiredPagesPendingStatus, h)
         values["retired_pages_pending"] = None if pending is None else bool(pending)
-        return values
-
-    def _nvlink_errors(self) -> dict[str, Any]:
-        """The NVLink error totals from one field-values call; nothing once the GPU shows it has no NVLink."""
-        if not self._nvlink:
-            return {}
-        request = [(field_id, 0) for _, field_id in NVLINK_ERROR_FIELDS]
-        entries = self._guard.call("nvlink_errors", pynvml.nvmlDeviceGetFieldValues, self._handle, request)
-        if entries is None:
-            self._nvlink = self._guard.supported("nvlink_errors")
-            return {}
-        values: dict[str, Any] = {}
-        for (name, _), entry in zip(NVLINK_ERROR_FIELDS, entries, strict=False):
-            code = int(entry.nvmlReturn)
-            if code == pynvml.NVML_SUCCESS:
-                values[name] = int(field_value(entry)[0])
-            elif code in UNSUPPORTED_CODES:
-                values[name] = None
-        if all(v is None for v in values.values()) and len(values) == len(NVLINK_ERROR_FIELDS):
-            self._nvlink = False  # no NVLink on this GPU: never ask again
         return values
 
 
