@@ -224,3 +224,79 @@ def test_a_malformed_wave_leaves_the_key_out(fake_pynvml, nvml_scenario):
 
     with pytest.raises(nvml.NVMLError_NotSupported):
         nvml.nvmlDeviceGetUtilizationRates(handle)
+
+
+# ---- health and video engines ----
+
+def test_health_counters_and_engines_answer_through_pynvml(fake_pynvml, nvml_scenario):
+    from support.fake_nvml import FakeHealth
+
+    health = FakeHealth(ecc_corrected=4, ecc_corrected_aggregate=40, ecc_uncorrected_aggregate=2, remap_corrected=5,
+                        remap_uncorrected=1, remap_pending=1, pcie_gen=3, pcie_width=8, pcie_replay=9,
+                        enc_util=Square(80, 80, 1000, 1000), dec_util=97, jpg_util=None)
+    nvml_scenario.write(FakeScenario(gpus=[FakeGpu(ecc_uncorrected=1, health=health)]))
+    p = fake_pynvml
+    p.nvmlInit()
+    h = p.nvmlDeviceGetHandleByIndex(0)
+
+    ecc = [p.nvmlDeviceGetTotalEccErrors(h, error, counter) for error in (0, 1) for counter in (0, 1)]
+    assert ecc == [4, 40, 1, 2]
+    assert p.nvmlDeviceGetRemappedRows(h) == (5, 1, 1, 0)
+    link = (p.nvmlDeviceGetCurrPcieLinkGeneration(h), p.nvmlDeviceGetMaxPcieLinkGeneration(h),
+            p.nvmlDeviceGetCurrPcieLinkWidth(h), p.nvmlDeviceGetMaxPcieLinkWidth(h))
+    assert link == (3, 5, 8, 16) and p.nvmlDeviceGetPcieReplayCounter(h) == 9
+    assert p.nvmlDeviceGetEncoderUtilization(h) == [80, 167000]
+    assert p.nvmlDeviceGetDecoderUtilization(h) == [97, 167000]
+    for call in (p.nvmlDeviceGetJpgUtilization, p.nvmlDeviceGetRetiredPagesPendingStatus):
+        with pytest.raises(p.NVMLError) as error:
+            call(h)
+        assert error.value.value == NOT_SUPPORTED
+    with pytest.raises(p.NVMLError):
+        p.nvmlDeviceGetRetiredPages(h, 0)  # A100 and later remap rows instead
+
+
+def test_retired_pages_two_step_list_and_nvlink_error_fields(fake_pynvml, nvml_scenario):
+    from support.fake_nvml import FakeHealth
+
+    health = FakeHealth(remap_corrected=None, retired_sbe=3, retired_dbe=1, retired_pending=1, nvlink_crc_flit=7)
+    nvml_scenario.write(FakeScenario(gpus=[FakeGpu(health=health)]))
+    p = fake_pynvml
+    p.nvmlInit()
+    h = p.nvmlDeviceGetHandleByIndex(0)
+
+    assert len(p.nvmlDeviceGetRetiredPages(h, 0)) == 3 and len(p.nvmlDeviceGetRetiredPages(h, 1)) == 1
+    assert p.nvmlDeviceGetRetiredPagesPendingStatus(h) == 1
+    flit, data = p.nvmlDeviceGetFieldValues(h, [38, 45])
+    assert (flit.nvmlReturn, flit.value.ullVal, data.nvmlReturn) == (0, 7, NOT_SUPPORTED)
+
+
+def test_xid_events_are_delivered_once_per_event_set_with_their_instance(fake_pynvml, nvml_scenario):
+    from support.fake_nvml import FakeHealth
+
+    nvml_scenario.write(FakeScenario(gpus=[FakeGpu(), FakeGpu()]))
+    p = fake_pynvml
+    p.nvmlInit()
+    handles = [p.nvmlDeviceGetHandleByIndex(i) for i in range(2)]
+    assert p.nvmlDeviceGetSupportedEventTypes(handles[0]) == p.nvmlEventTypeXidCriticalError
+    sets = [p.nvmlEventSetCreate() for _ in range(2)]
+    for event_set in sets:
+        for handle in handles:
+            p.nvmlDeviceRegisterEvents(handle, p.nvmlEventTypeXidCriticalError, event_set)
+    with pytest.raises(p.NVMLError) as error:
+        p.nvmlEventSetWait_v2(sets[0], 30)
+    assert error.value.value == p.NVML_ERROR_TIMEOUT
+
+    nvml_scenario.write(FakeScenario(gpus=[FakeGpu(), FakeGpu(health=FakeHealth(xids=[(1, 48, 2, 1)]))]))
+    data = p.nvmlEventSetWait_v2(sets[0], 1000)
+
+    assert (data.eventType, data.eventData, data.gpuInstanceId, data.computeInstanceId) == (8, 48, 2, 1)
+    assert ctypes.addressof(data.device.contents) == ctypes.addressof(handles[1].contents)
+    with pytest.raises(p.NVMLError):
+        p.nvmlEventSetWait_v2(sets[0], 30)  # delivered once to this set ...
+    assert p.nvmlEventSetWait_v2(sets[1], 30).eventData == 48  # ... and once to the other
+    nvml_scenario.write(FakeScenario(gpus=[FakeGpu(lost=True), FakeGpu()]))
+    with pytest.raises(p.NVMLError) as error:
+        p.nvmlEventSetWait_v2(sets[1], 30)
+    assert error.value.value == p.NVML_ERROR_GPU_IS_LOST
+    for event_set in sets:
+        p.nvmlEventSetFree(event_set)
