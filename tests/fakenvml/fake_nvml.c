@@ -1239,13 +1239,9 @@ nvmlReturn_t nvmlDeviceGetRetiredPages(nvmlDevice_t device, int cause, unsigned 
     return finish(NVML_SUCCESS);
 }
 
-nvmlReturn_t nvmlDeviceGetRetiredPagesPendingStatus(nvmlDevice_t device, int *pending) {
-    fake_device *d;
-    nvmlReturn_t r = begin(device, "nvmlDeviceGetRetiredPagesPendingStatus", "retired_pages", NULL, &d);
-    if (r) return r;
-    NEED(d, K_RETIRED_PENDING);
-    *pending = (int)VAL(d, K_RETIRED_PENDING);
-    return finish(NVML_SUCCESS);
+nvmlReturn_t nvmlDeviceGetRetiredPagesPendingStatus(nvmlDevice_t device, int *pending) { /* an enable state */
+    return read_uint(device, "nvmlDeviceGetRetiredPagesPendingStatus", "retired_pages", K_RETIRED_PENDING,
+                     (unsigned int *)pending);
 }
 
 nvmlReturn_t nvmlDeviceGetCurrPcieLinkGeneration(nvmlDevice_t device, unsigned int *out) {
