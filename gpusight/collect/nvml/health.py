@@ -14,7 +14,7 @@ from typing import Any
 
 import pynvml
 
-from gpusight.collect.model import DeviceHealth
+from gpusight.collect.model import DeviceHealth, XidEvent
 from gpusight.collect.nvml.calls import CallGuard
 
 HEALTH_PERIOD_S = 5.0
@@ -125,7 +125,8 @@ class HealthReader:
         return values
 
 
-def with_xids(health: DeviceHealth | None, total: int | None, recent: tuple[Any, ...]) -> DeviceHealth | None:
+def with_xids(health: DeviceHealth | None, total: int | None,
+              recent: tuple[XidEvent, ...]) -> DeviceHealth | None:
     """``health`` with the Xid count and events added (a health of only those where no counter was read)."""
     if total is None and not recent:
         return health

@@ -20,8 +20,8 @@ import pynvml
 from gpusight.collect.model import XID_RECENT_LIMIT, ErrorNote, XidEvent
 from gpusight.collect.nvml.errors import UNSUPPORTED_CODES, describe
 
-XID_EVENT_TYPE = 0x8
-"""nvmlEventTypeXidCriticalError: the event type whose data is an Xid number."""
+XID_EVENT_TYPE: int = pynvml.nvmlEventTypeXidCriticalError
+"""The event type whose data is an Xid number."""
 
 WAIT_MS = 250
 """How long one ``nvmlEventSetWait_v2`` blocks at most: the thread notices ``close`` within this time."""
