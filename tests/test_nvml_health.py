@@ -277,7 +277,8 @@ def test_json_carries_health_xids_and_engines(tmp_path, fake_nvml_lib):
 def test_catalog_actions_follow_nvidias_immediate_action_column():
     assert xid_info(79).action is XidAction.REBOOT_NODE
     assert [xid_info(c).drains for c in (48, 64, 74, 95, 119)] == [True] * 5
-    assert xid_info(94).action is XidAction.RESTART_APP  # contained: the pending remap is what drains
+    assert xid_info(94).action is XidAction.RESTART_APP  # contained: the application restarts ...
+    assert xid_info(94).drains  # ... and the row remap it leaves pending needs a reset before the next job
     assert xid_info(63).action is XidAction.IGNORE and xid_info(109).action is XidAction.RESET_GPU
     assert not xid_info(61).drains and not xid_info(12345).drains
 

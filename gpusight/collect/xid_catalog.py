@@ -45,11 +45,15 @@ class XidInfo:
     """The catalog's immediate action."""
     advice: str
     """The usual action in a sentence."""
+    reset_follows: bool = False
+    """True when the Xid leaves a memory row remap pending, which only a GPU reset applies: the GPU must be
+    drained although the catalog's immediate action is milder (Xid 94: the application restarts, the GPU
+    still needs its reset before the next job)."""
 
     @property
     def drains(self) -> bool:
         """True when the GPU must be drained: it needs a reset or the node a reboot."""
-        return self.action in (XidAction.RESET_GPU, XidAction.REBOOT_NODE)
+        return self.reset_follows or self.action in (XidAction.RESET_GPU, XidAction.REBOOT_NODE)
 
 
 _ENTRIES = (
@@ -87,7 +91,7 @@ _ENTRIES = (
             "corrected for now; watch the ECC counts and replace the GPU if they keep rising"),
     XidInfo(94, "contained ECC error", XidAction.RESTART_APP,
             "only the application that touched the bad memory failed: restart it; the row remap then pending "
-            "needs a GPU reset"),
+            "needs a GPU reset", reset_follows=True),
     XidInfo(95, "uncontained ECC error", XidAction.RESET_GPU,
             "every application on the GPU is affected: drain and reset it now"),
     XidInfo(109, "context switch timeout", XidAction.RESET_GPU, "drain and reset the GPU"),
