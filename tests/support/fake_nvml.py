@@ -168,6 +168,52 @@ def scenario_value(value: float | Wave) -> str:
 
 
 @dataclass
+class FakeMig:
+    """One MIG device of a fake GPU (the C header's "MIG" paragraph); ``None`` leaves a key out (NOT_SUPPORTED)."""
+
+    gpu_instance_id: int
+    """GPU instance id (nvmlDeviceGetGpuInstanceId)."""
+    compute_instance_id: int = 0
+    """Compute instance id within the GPU instance."""
+    uuid: str | None = None
+    """``MIG-...``; None derives one from the parent's index and the MIG index."""
+    name: str | None = None
+    """The driver's name for it, e.g. ``NVIDIA H100 80GB HBM3 MIG 3g.40gb``."""
+    mem_total: int | None = None
+    """The instance's memory, bytes."""
+    mem_used: int | None = 0
+    """Memory used in the instance, bytes."""
+    sm_count: int | None = None
+    """Multiprocessors (nvmlDeviceGetAttributes_v2)."""
+    slices: tuple[int, int, int] | None = None
+    """(GPU instance slices, compute instance slices, memory MB) of nvmlDeviceGetAttributes_v2."""
+    compute_processes: list[tuple[int, int | None]] = field(default_factory=list)
+    """(pid, used bytes or None for NOT_AVAILABLE) running in this instance."""
+    gpm: dict[int, float | Wave] = field(default_factory=dict)
+    """GPM metric id -> value between two nvmlGpmMigSampleGet samples of this GPU instance."""
+    errors: dict[str, int] = field(default_factory=dict)
+    """Call name on the MIG handle -> NVML return code."""
+
+    def lines(self, prefix: str, mig_index: int) -> list[str]:
+        """The scenario lines of this MIG device at ``mig_index`` of the device written ``prefix``."""
+        head = f"{prefix} mig {mig_index}"
+        parent = int(prefix.split()[1])
+        uuid = self.uuid or f"MIG-00000000-0000-0000-{parent:04d}-{mig_index:012d}"
+        out = [f"{head} gi {self.gpu_instance_id}", f"{head} ci {self.compute_instance_id}", f"{head} uuid {uuid}"]
+        if self.name is not None:
+            out.append(f"{head} name {self.name}")
+        for key in ("mem_total", "mem_used", "sm_count"):
+            if getattr(self, key) is not None:
+                out.append(f"{head} {key} {getattr(self, key)}")
+        if self.slices is not None:
+            out.append(f"{head} slices {' '.join(map(str, self.slices))}")
+        out += [f"{head} compute_proc {pid} {'na' if used is None else used}" for pid, used in self.compute_processes]
+        out += [f"{head} gpm {metric} {scenario_value(value)}" for metric, value in self.gpm.items()]
+        out += [f"{head} error {call} {code}" for call, code in self.errors.items()]
+        return out
+
+
+@dataclass
 class FakeGpu:
     """One fake GPU. ``None`` leaves the key out, so the matching NVML call answers NOT_SUPPORTED.
 
@@ -259,6 +305,10 @@ class FakeGpu:
     """(pid, sm %, mem %, timestamp us) for nvmlDeviceGetProcessUtilization."""
     live_process_samples: list[tuple[int, int, int | Wave]] = field(default_factory=list)
     """(pid, mem %, sm %): one sample per nvmlDeviceGetProcessUtilization call, stamped with the call's time."""
+    mig_devices: dict[int, FakeMig] = field(default_factory=dict)
+    """MIG index -> MIG device (set ``mig_mode=1`` too); slots left out are empty."""
+    max_mig_devices: int | None = None
+    """nvmlDeviceGetMaxMigDeviceCount; None = 7 when ``mig_mode`` is given."""
 
     _SCALARS = ("util_gpu", "util_mem", "mem_total", "mem_used", "mem_reserved", "power_mw", "power_limit_mw",
                 "temp", "fan", "clock_sm", "clock_mem", "pstate", "energy_mj", "throttle", "pcie_tx_bytes",
@@ -286,6 +336,10 @@ class FakeGpu:
             out += [f"{prefix} {kind} {pid} {'na' if used is None else used}" for pid, used in processes]
         out += [f"{prefix} proc_util {pid} {sm} {mem} {ts}" for pid, sm, mem, ts in self.process_samples]
         out += [f"{prefix} proc_util_live {pid} {mem} {scenario_value(sm)}" for pid, mem, sm in self.live_process_samples]
+        if self.max_mig_devices is not None:
+            out.append(f"{prefix} max_mig_devices {self.max_mig_devices}")
+        for mig_index, mig in self.mig_devices.items():
+            out += mig.lines(prefix, mig_index)
         return out
 
 

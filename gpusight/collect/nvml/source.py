@@ -17,17 +17,26 @@ from typing import Any
 
 import pynvml
 
-from gpusight.collect.gpu_selection import FILTER_SCOPE, GpuIdentity, GpuRequest, resolve_gpus
+from gpusight.collect.gpu_selection import (
+    FILTER_SCOPE,
+    GpuIdentity,
+    GpuRequest,
+    SelectedMig,
+    keep_migs,
+    resolve_gpus,
+)
 from gpusight.collect.model import (
     DeviceSample,
     DriverInfo,
     ErrorNote,
     GpuReading,
+    MigDeviceSample,
     ProcessSample,
 )
 from gpusight.collect.nvml.calls import GpuLost, raw_text_call
 from gpusight.collect.nvml.device import DeviceReader
 from gpusight.collect.nvml.errors import LOST_MESSAGE, describe, init_failure_reason
+from gpusight.collect.nvml.mig import mig_uuids
 from gpusight.collect.nvml.pcie import PcieThroughputPoller
 
 INIT_RETRY_S = 10.0
@@ -56,6 +65,8 @@ class _Slot:
 
     index: int
     cuda_index: int | None = None
+    mig: tuple[SelectedMig, ...] | None = None
+    """Only these MIG devices are kept (the GPU was asked for through them); None keeps all."""
     reader: DeviceReader | None = None
     lost: bool = False
     error: str | None = None
@@ -150,13 +161,20 @@ class NvmlSource:
         devices: list[DeviceSample] = []
         processes: list[ProcessSample] = []
         errors: list[ErrorNote] = []
+        migs: list[MigDeviceSample] = []
         for slot in self._slots:
-            device = self._read_slot(slot, processes, errors)
+            found: list[ProcessSample] = []
+            device = self._read_slot(slot, found, errors)
             if slot.cuda_index is not None:
                 device = dataclasses.replace(device, cuda_index=slot.cuda_index)
             devices.append(device)
+            slot_migs = list(slot.reader.mig_devices) if slot.reader is not None and not device.lost else []
+            if slot.mig is not None:
+                slot_migs, found = keep_migs(slot.mig, slot_migs, found)
+            migs.extend(slot_migs)
+            processes.extend(found)
         return GpuReading(driver=self._driver, devices=tuple(devices), processes=tuple(processes),
-                          errors=tuple(errors) + self._selection_notes)
+                          errors=tuple(errors) + self._selection_notes, mig_devices=tuple(migs))
 
     def _read_slot(self, slot: _Slot, processes: list[ProcessSample], errors: list[ErrorNote]) -> DeviceSample:
         index = slot.index
@@ -232,7 +250,7 @@ class NvmlSource:
         if selection.error is not None:
             self._refuse_selection(selection.error)
             return False
-        self._slots = [_Slot(gpu.index, gpu.cuda_index) for gpu in selection.gpus]
+        self._slots = [_Slot(gpu.index, gpu.cuda_index, gpu.mig) for gpu in selection.gpus]
         self._selection_notes = tuple(ErrorNote(FILTER_SCOPE, note) for note in selection.notes)
         return True
 
@@ -248,7 +266,8 @@ class NvmlSource:
 
     @staticmethod
     def _identify(index: int) -> GpuIdentity:
-        """UUID and name of the GPU at ``index``, for resolving ``gpus`` (None where NVML does not say)."""
+        """UUID, name and MIG devices' UUIDs of the GPU at ``index``, for resolving ``gpus`` (None where NVML does
+        not say)."""
         try:
             handle = pynvml.nvmlDeviceGetHandleByIndex(index)
         except pynvml.NVMLError:
@@ -259,7 +278,7 @@ class NvmlSource:
                 values.append(getter(handle))
             except pynvml.NVMLError:
                 values.append(None)
-        return GpuIdentity(index, values[0], values[1])
+        return GpuIdentity(index, values[0], values[1], mig_uuids(handle))
 
     def _load_library(self) -> str | None:
         """Load ``library_path`` into pynvml; the failure reason, or None."""
