@@ -40,11 +40,11 @@ class MigSpec:
 
 
 MIG3 = (
-    MigSpec(0, 2, "3g.40gb", "MIG-11111111-2222-3333-4444-000000000002", 40192 * MIB, 14 * GIB, 60, (3, 3, 40192),
+    MigSpec(0, 2, "3g.40gb", "MIG-2c1e5a70-8d3b-5f0e-9a41-0c7d2b6e4f02", 40192 * MIB, 14 * GIB, 60, (3, 3, 40192),
             12 * GIB, {SM_ACTIVE: 71.5, SM_OCCUPANCY: 40.25, ANY_TENSOR: 55.0, DRAM_BANDWIDTH: 33.5}),
-    MigSpec(1, 3, "2g.20gb", "MIG-11111111-2222-3333-4444-000000000003", 20096 * MIB, 7 * GIB, 32, (2, 2, 20096),
+    MigSpec(1, 3, "2g.20gb", "MIG-3d2f6b81-9e4c-5a1f-8b52-1d8e3c7f5a03", 20096 * MIB, 7 * GIB, 32, (2, 2, 20096),
             6 * GIB, {SM_ACTIVE: 12.0, SM_OCCUPANCY: 8.0, ANY_TENSOR: 0.5, DRAM_BANDWIDTH: 4.0}),
-    MigSpec(2, 9, "1g.10gb", "MIG-11111111-2222-3333-4444-000000000009", 9856 * MIB, 3 * GIB, 16, (1, 1, 9856),
+    MigSpec(2, 9, "1g.10gb", "MIG-9a0b7c92-af5d-5b2a-9c63-2e9f4d8a6b09", 9856 * MIB, 3 * GIB, 16, (1, 1, 9856),
             3 * GIB, {SM_ACTIVE: 98.0, SM_OCCUPANCY: 60.0, ANY_TENSOR: 90.0, DRAM_BANDWIDTH: 70.0}),
 )
 """The three instances, by MIG index."""

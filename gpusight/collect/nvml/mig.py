@@ -13,6 +13,8 @@ GPU instance, and its SM/tensor/DRAM activity is read as the whole GPU's is.
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,7 +54,7 @@ def profile_from_attributes(attributes: Any) -> str | None:
                                   int(attributes.memorySizeMB))
     if slices <= 0 or megabytes <= 0:
         return None
-    profile = f"{slices}g.{round(megabytes / 1024)}gb"
+    profile = f"{slices}g.{math.ceil(megabytes / 1024)}gb"  # 40192 MB is "40gb", 4864 MB "5gb"
     return profile if compute <= 0 or compute >= slices else f"{compute}c.{profile}"
 
 
@@ -185,9 +187,29 @@ def instance_id(value: Any, fallback: int | None = None) -> int | None:
 
 
 def merge_processes(parent: list[ProcessSample], per_instance: list[ProcessSample]) -> list[ProcessSample]:
-    """The parent's processes and those the MIG handles list, each (pid, instance) once; the parent's entry wins."""
-    seen = {(p.pid, p.gpu_instance_id, p.compute_instance_id) for p in parent}
-    return parent + [p for p in per_instance if (p.pid, p.gpu_instance_id, p.compute_instance_id) not in seen]
+    """The parent's processes joined with those the MIG handles list: a process both list appears once.
+
+    The MIG handle's entry places it on its instance (the parent's graphics list, for one, gives no
+    instance); the same process in another instance stays a separate entry.
+    """
+    merged = list(parent)
+    at = {p.pid: i for i, p in enumerate(parent)}
+    for process in per_instance:
+        i = at.get(process.pid)
+        known = None if i is None else merged[i]
+        placed = known is not None and known.gpu_instance_id is not None
+        if i is None or known is None or placed and (known.gpu_instance_id, known.compute_instance_id) != (
+                process.gpu_instance_id, process.compute_instance_id):
+            merged.append(process)
+            continue
+        kinds = {GpuProcessType.COMPUTE.value}
+        if known.gpu_process_type is not None:
+            kinds |= set(known.gpu_process_type.value.split("+"))
+        sizes = [b for b in (known.gpu_memory_bytes, process.gpu_memory_bytes) if b is not None]
+        merged[i] = dataclasses.replace(
+            known, gpu_instance_id=process.gpu_instance_id, compute_instance_id=process.compute_instance_id,
+            gpu_process_type=GpuProcessType("+".join(sorted(kinds))), gpu_memory_bytes=max(sizes, default=None))
+    return merged
 
 
 def mig_uuids(parent: object) -> tuple[str, ...]:

@@ -42,9 +42,14 @@ class DeviceProcessLister:
         self._last_seen = 0
         self._utilization_due = 0.0
         self._utilization: dict[int, tuple[float, float, int]] = {}
-        self.denied = False
-        """True once the GPU, in MIG mode, refused its process lists (NO_PERMISSION: NVML gives a MIG-enabled GPU's
-        list only to privileged users); they are not asked again and the MIG devices' own lists stand in."""
+        self._denied: set[str] = set()
+
+    @property
+    def denied(self) -> bool:
+        """True once the GPU, in MIG mode, refused its compute process list (NO_PERMISSION: NVML gives a MIG-enabled
+        GPU's list only to privileged users); a refused list is not asked again and the MIG devices' own lists
+        stand in."""
+        return "compute" in self._denied
 
     def read(self, now: float, mig: bool = False) -> list[ProcessSample]:
         """The device's GPU processes (NVML fields only), compute ones first; ``now`` is a monotonic time.
@@ -55,7 +60,7 @@ class DeviceProcessLister:
         found: dict[int, tuple[set[str], int | None]] = {}
         instances: dict[int, tuple[int | None, int | None]] = {}
         for kind, variants in _LISTS:
-            for info in self._list(variants, mig):
+            for info in self._list(kind, variants, mig):
                 kinds, memory = found.setdefault(info.pid, (set(), None))
                 kinds.add(kind)
                 if instances.get(info.pid, (None, None))[0] is None:
@@ -79,30 +84,31 @@ class DeviceProcessLister:
             ))
         return samples
 
-    def _list(self, variants: tuple[tuple[str, str], ...], mig: bool) -> list[Any]:
+    def _list(self, kind: str, variants: tuple[tuple[str, str], ...], mig: bool) -> list[Any]:
         """pynvml's process-info structs from the first of ``variants`` (guard key, function name) the driver supports."""
-        if mig and self.denied:
+        if mig and kind in self._denied:
             return []
         for key, name in variants:
             if self._guard.supported(key):
                 function = getattr(pynvml, name, None)
-                result = self._guard.call(key, self._permitted(function) if mig and function else function,
+                result = self._guard.call(key, self._permitted(kind, function) if mig and function else function,
                                           self._handle)
-                if self.denied:
+                if kind in self._denied:
                     return []
                 if result is not None or self._guard.supported(key):
                     return result or []
         return []
 
-    def _permitted(self, function: Callable[[object], Any]) -> Callable[[object], Any]:
-        """``function`` with NO_PERMISSION turned into ``denied`` and no result (a MIG GPU's list for a plain user)."""
+    def _permitted(self, kind: str, function: Callable[[object], Any]) -> Callable[[object], Any]:
+        """``function`` with NO_PERMISSION turned into a refused ``kind`` of list and no result (a MIG GPU's list for a
+        plain user)."""
         def call(handle: object) -> Any:
             try:
                 return function(handle)
             except pynvml.NVMLError as error:
                 if error.value != pynvml.NVML_ERROR_NO_PERMISSION:
                     raise
-                self.denied = True
+                self._denied.add(kind)
                 return None
 
         return call
