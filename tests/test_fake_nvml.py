@@ -10,8 +10,10 @@ import pytest
 
 from support.fake_nvml import (
     DRIVER_NOT_LOADED,
+    NO_PERMISSION,
     NOT_SUPPORTED,
     FakeGpu,
+    FakeMig,
     FakeScenario,
     Sine,
     Square,
@@ -224,3 +226,112 @@ def test_a_malformed_wave_leaves_the_key_out(fake_pynvml, nvml_scenario):
 
     with pytest.raises(nvml.NVMLError_NotSupported):
         nvml.nvmlDeviceGetUtilizationRates(handle)
+
+
+# ---- MIG ----
+
+def _mig_gpu() -> FakeGpu:
+    return FakeGpu(mig_mode=1, util_gpu=77, temp=50, gpm_supported=1, max_mig_devices=7, mig_devices={
+        0: FakeMig(gpu_instance_id=2, compute_instance_id=0, uuid="MIG-aaaa", name="NVIDIA H100 80GB HBM3 MIG 3g.40gb",
+                   mem_total=40192 << 20, mem_used=3 << 30, sm_count=60, slices=(3, 3, 40192),
+                   compute_processes=[(501, 2 << 30)], gpm={2: 42.5}),
+        2: FakeMig(gpu_instance_id=9, compute_instance_id=1, uuid="MIG-bbbb", name="NVIDIA H100 80GB HBM3 MIG 1g.10gb",
+                   mem_total=9856 << 20, compute_processes=[(502, 1 << 30)], gpm={2: 7.0}),
+    })
+
+
+def test_mig_handles_are_distinct_and_map_back_to_their_parent(fake_pynvml, nvml_scenario):
+    nvml = fake_pynvml
+    nvml_scenario.write(FakeScenario(gpus=[_mig_gpu()]))
+    nvml.nvmlInit()
+    parent = nvml.nvmlDeviceGetHandleByIndex(0)
+
+    assert nvml.nvmlDeviceGetMaxMigDeviceCount(parent) == 7
+    first, third = (nvml.nvmlDeviceGetMigDeviceHandleByIndex(parent, i) for i in (0, 2))
+    with pytest.raises(nvml.NVMLError) as empty:
+        nvml.nvmlDeviceGetMigDeviceHandleByIndex(parent, 1)
+
+    assert empty.value.value == nvml.NVML_ERROR_NOT_FOUND
+    assert len({ctypes.cast(h, ctypes.c_void_p).value for h in (parent, first, third)}) == 3
+    assert (nvml.nvmlDeviceIsMigDeviceHandle(first).value, nvml.nvmlDeviceIsMigDeviceHandle(parent).value) == (1, 0)
+    back = nvml.nvmlDeviceGetDeviceHandleFromMigDeviceHandle(third)
+    assert ctypes.cast(back, ctypes.c_void_p).value == ctypes.cast(parent, ctypes.c_void_p).value
+    assert (nvml.nvmlDeviceGetGpuInstanceId(third), nvml.nvmlDeviceGetComputeInstanceId(third)) == (9, 1)
+    assert (nvml.nvmlDeviceGetUUID(first), nvml.nvmlDeviceGetName(third)) == \
+        ("MIG-aaaa", "NVIDIA H100 80GB HBM3 MIG 1g.10gb")
+    memory = nvml.nvmlDeviceGetMemoryInfo(first)
+    assert (memory.total, memory.used) == (40192 << 20, 3 << 30)
+    attributes = nvml.nvmlDeviceGetAttributes_v2(first)
+    assert (attributes.multiprocessorCount, attributes.gpuInstanceSliceCount, attributes.computeInstanceSliceCount,
+            attributes.memorySizeMB) == (60, 3, 3, 40192)
+
+
+def test_calls_fail_on_mig_as_the_driver_documents(fake_pynvml, nvml_scenario):
+    nvml = fake_pynvml
+    nvml_scenario.write(FakeScenario(gpus=[_mig_gpu()]))
+    nvml.nvmlInit()
+    parent = nvml.nvmlDeviceGetHandleByIndex(0)
+    mig = nvml.nvmlDeviceGetMigDeviceHandleByIndex(parent, 0)
+
+    def code(call, *args):
+        with pytest.raises(nvml.NVMLError) as failure:
+            call(*args)
+        return failure.value.value
+
+    assert code(nvml.nvmlDeviceGetUtilizationRates, parent) == NOT_SUPPORTED
+    assert code(nvml.nvmlDeviceGetUtilizationRates, mig) == NOT_SUPPORTED
+    assert code(nvml.nvmlDeviceGetProcessUtilization, parent, 0) == NOT_SUPPORTED
+    assert code(nvml.nvmlDeviceGetTemperature, mig, nvml.NVML_TEMPERATURE_GPU) == NOT_SUPPORTED
+    assert code(nvml.nvmlDeviceGetPowerUsage, mig) == NOT_SUPPORTED
+    assert code(nvml.nvmlDeviceGetGpuInstanceId, parent) == NOT_SUPPORTED
+    assert nvml.nvmlDeviceGetTemperature(parent, nvml.NVML_TEMPERATURE_GPU) == 50  # whole-GPU readings stay the parent's
+
+
+def test_process_lists_on_a_mig_parent_and_its_mig_devices(fake_pynvml, nvml_scenario):
+    nvml = fake_pynvml
+    nvml_scenario.write(FakeScenario(gpus=[_mig_gpu()]))
+    nvml.nvmlInit()
+    parent = nvml.nvmlDeviceGetHandleByIndex(0)
+    mig = nvml.nvmlDeviceGetMigDeviceHandleByIndex(parent, 2)
+
+    aggregate = nvml.nvmlDeviceGetComputeRunningProcesses(parent)
+    own = nvml.nvmlDeviceGetComputeRunningProcesses(mig)
+
+    assert [(p.pid, p.gpuInstanceId, p.computeInstanceId) for p in aggregate] == [(501, 2, 0), (502, 9, 1)]
+    assert [(p.pid, p.usedGpuMemory, p.gpuInstanceId) for p in own] == [(502, 1 << 30, 9)]
+    gpu = _mig_gpu()
+    gpu.errors = {"compute_procs": NO_PERMISSION}  # an unprivileged user
+    nvml_scenario.write(FakeScenario(gpus=[gpu]))
+    with pytest.raises(nvml.NVMLError) as refused:
+        nvml.nvmlDeviceGetComputeRunningProcesses(parent)
+    assert refused.value.value == NO_PERMISSION
+    assert [p.pid for p in nvml.nvmlDeviceGetComputeRunningProcesses(mig)] == [502]
+
+
+def test_gpm_samples_one_gpu_instance(fake_pynvml, nvml_scenario):
+    nvml = fake_pynvml
+    nvml_scenario.write(FakeScenario(gpus=[_mig_gpu()]))
+    nvml.nvmlInit()
+    parent = nvml.nvmlDeviceGetHandleByIndex(0)
+    samples = [nvml.nvmlGpmSampleAlloc() for _ in range(3)]
+    nvml.nvmlGpmMigSampleGet(parent, 9, samples[0])
+    nvml.nvmlGpmMigSampleGet(parent, 9, samples[1])
+    nvml.nvmlGpmMigSampleGet(parent, 2, samples[2])
+
+    def metric(first, second):
+        request = nvml.c_nvmlGpmMetricsGet_t()
+        request.version = nvml.NVML_GPM_METRICS_GET_VERSION
+        request.numMetrics = 1
+        request.sample1, request.sample2 = first, second
+        request.metrics[0].metricId = 2
+        nvml.nvmlGpmMetricsGet(request)
+        return request.metrics[0].value
+
+    assert metric(samples[0], samples[1]) == 7.0
+    with pytest.raises(nvml.NVMLError):  # two samples of different GPU instances
+        metric(samples[1], samples[2])
+    with pytest.raises(nvml.NVMLError) as unknown:
+        nvml.nvmlGpmMigSampleGet(parent, 5, samples[0])
+    assert unknown.value.value == nvml.NVML_ERROR_INVALID_ARGUMENT
+    for sample in samples:
+        nvml.nvmlGpmSampleFree(sample)

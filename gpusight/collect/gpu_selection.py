@@ -145,6 +145,12 @@ class GpuSelection:
     """Why the request names GPUs that do not exist (then ``gpus`` is empty); one line listing the GPUs there are."""
 
 
+def names_mig(request: GpuRequest) -> bool:
+    """True when ``request`` names a MIG device (a ``MIG-`` id or entry), so the MIG devices' UUIDs must be read."""
+    values = request.ids if isinstance(request, GpuIds) else (request.value or "").split(",")
+    return any(value.strip()[: len(_MIG_PREFIX)].upper() == _MIG_PREFIX for value in values)
+
+
 def resolve_gpus(request: GpuRequest, indexes: Iterable[int], lookup: GpuLookup) -> GpuSelection:
     """Resolve ``request`` against the GPUs at ``indexes`` (NVML indexes); ``lookup`` tells their UUIDs."""
     present = tuple(indexes)

@@ -23,6 +23,7 @@ from gpusight.collect.gpu_selection import (
     GpuRequest,
     SelectedMig,
     keep_migs,
+    names_mig,
     resolve_gpus,
 )
 from gpusight.collect.model import (
@@ -246,7 +247,8 @@ class NvmlSource:
         if self.gpus is None:
             self._slots = [_Slot(index) for index in range(count)]
             return True
-        selection = resolve_gpus(self.gpus, range(count), self._identify)
+        lookup = self._identify_with_mig if names_mig(self.gpus) else self._identify
+        selection = resolve_gpus(self.gpus, range(count), lookup)
         if selection.error is not None:
             self._refuse_selection(selection.error)
             return False
@@ -264,10 +266,19 @@ class NvmlSource:
         except pynvml.NVMLError:
             pass
 
+    @classmethod
+    def _identify_with_mig(cls, index: int) -> GpuIdentity:
+        """``_identify`` with the UUIDs of the GPU's MIG devices (read only when ``gpus`` names a MIG device)."""
+        identity = cls._identify(index)
+        try:
+            handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+        except pynvml.NVMLError:
+            return identity
+        return dataclasses.replace(identity, mig_uuids=mig_uuids(handle))
+
     @staticmethod
     def _identify(index: int) -> GpuIdentity:
-        """UUID, name and MIG devices' UUIDs of the GPU at ``index``, for resolving ``gpus`` (None where NVML does
-        not say)."""
+        """UUID and name of the GPU at ``index``, for resolving ``gpus`` (None where NVML does not say)."""
         try:
             handle = pynvml.nvmlDeviceGetHandleByIndex(index)
         except pynvml.NVMLError:
@@ -278,7 +289,7 @@ class NvmlSource:
                 values.append(getter(handle))
             except pynvml.NVMLError:
                 values.append(None)
-        return GpuIdentity(index, values[0], values[1], mig_uuids(handle))
+        return GpuIdentity(index, values[0], values[1])
 
     def _load_library(self) -> str | None:
         """Load ``library_path`` into pynvml; the failure reason, or None."""
