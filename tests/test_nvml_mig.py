@@ -268,3 +268,15 @@ def test_gpus_naming_no_mig_device_fails_listing_them(tmp_path, fake_nvml_lib):
 
     assert out.returncode != 0
     assert "MIG-0bad" in out.stderr and MIG3[0].uuid in out.stderr
+
+
+def test_a_recording_carries_the_mig_devices_and_its_replay_selects_one(tmp_path, fake_nvml_lib, three_sleepers):
+    path = mig3_scenario(three_sleepers).write(tmp_path / "mig3.scenario")
+    env = fake_nvml_env(fake_nvml_lib, path)
+    recording = tmp_path / "run.jsonl"
+    gpusight_json(env, "--record", str(recording))
+
+    data = gpusight_json(env, "--replay", str(recording), "--gpus", MIG3[1].uuid[:10])
+
+    assert [(m["uuid"], m["profile"]) for m in data["mig_devices"]] == [(MIG3[1].uuid, MIG3[1].profile)]
+    assert [p["pid"] for p in data["processes"] if p["role"] == "gpu"] == [three_sleepers[1]]

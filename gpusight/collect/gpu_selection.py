@@ -341,6 +341,8 @@ def keep_migs(selected: tuple[SelectedMig, ...], migs: Iterable[MigDeviceSample]
 def select_gpus(snapshot: Snapshot, selection: GpuSelection) -> Snapshot:
     """``snapshot`` with only the selected GPUs (in selection order, CUDA numbers set) and what belongs to them.
 
+    A GPU selected through some of its MIG devices keeps only those, their processes and what is scoped to them.
+
     Processes on other GPUs, and the advice and error notes scoped to other GPUs or to those
     processes, are dropped; jobs keep only their processes and GPUs that are shown (a job with none
     is dropped, with its advice); the selection's notes are added to the errors.
@@ -366,8 +368,9 @@ def select_gpus(snapshot: Snapshot, selection: GpuSelection) -> Snapshot:
     pids = {p.pid for p in processes} | {p.ppid for p in processes if p.ppid is not None}
     jobs = trim_jobs(snapshot.jobs, processes)
     kept = {ScopeKind.GPU: wanted, ScopeKind.PID: pids, ScopeKind.JOB: {job.id for job in jobs}}
-    advice = tuple(a for a in snapshot.advice if scope_kept(a.scope, kept))
-    errors = tuple(e for e in snapshot.errors if scope_kept(e.scope, kept))
+    instances = {(m.device_index, m.gpu_instance_id) for m in migs}
+    advice = tuple(a for a in snapshot.advice if scope_kept(a.scope, kept) and _instance_kept(a.scope, instances))
+    errors = tuple(e for e in snapshot.errors if scope_kept(e.scope, kept) and _instance_kept(e.scope, instances))
     notes = tuple(ErrorNote(FILTER_SCOPE, note) for note in selection.notes)
     return dataclasses.replace(
         snapshot, devices=devices, processes=processes, jobs=jobs, advice=advice, errors=errors + notes,
@@ -381,6 +384,12 @@ def scope_kept(scope: str, kept: Mapping[ScopeKind, set[int]]) -> bool:
     if parsed is None or parsed[1] is None or parsed[0] not in kept:
         return True
     return parsed[1] in kept[parsed[0]]
+
+
+def _instance_kept(scope: str, instances: set[tuple[int, int | None]]) -> bool:
+    """Whether something scoped ``scope`` stays: a MIG scope only when its instance is kept."""
+    mig = ScopeKind.parse_mig(scope)
+    return mig is None or mig in instances
 
 
 @runtime_checkable
