@@ -38,6 +38,17 @@ def slow_square(high: float, low: float, on: bool) -> Square:
     return Square(high, low, HALF_MS, HALF_MS, phase_ms=wave_clock_ms() - into)
 
 
+def sm_active_between(nvml, first, second) -> float:
+    """GPM metric 2 (SM activity) between two samples, through nvmlGpmMetricsGet."""
+    request = nvml.c_nvmlGpmMetricsGet_t()
+    request.version = nvml.NVML_GPM_METRICS_GET_VERSION
+    request.numMetrics = 1
+    request.sample1, request.sample2 = first, second
+    request.metrics[0].metricId = 2
+    nvml.nvmlGpmMetricsGet(request)
+    return request.metrics[0].value
+
+
 def test_build_is_cached_and_named_like_the_real_library(fake_nvml_lib):
     assert build_fake_nvml() == fake_nvml_lib
     assert fake_nvml_lib.name == "libnvidia-ml.so.1"
@@ -152,18 +163,13 @@ def test_square_waves_follow_the_wall_clock_for_utilization_gpm_and_processes(fa
     nvml.nvmlGpmSampleGet(handle, first)
     time.sleep(0.01)
     nvml.nvmlGpmSampleGet(handle, second)
-    request = nvml.c_nvmlGpmMetricsGet_t()
-    request.version = nvml.NVML_GPM_METRICS_GET_VERSION
-    request.numMetrics = 1
-    request.sample1, request.sample2 = first, second
-    request.metrics[0].metricId = 2
-    nvml.nvmlGpmMetricsGet(request)
+    sm_active = sm_active_between(nvml, first, second)
     before_us = int(time.time() * 1e6)
     samples = nvml.nvmlDeviceGetProcessUtilization(handle, 0)
     again = nvml.nvmlDeviceGetProcessUtilization(handle, samples[0].timeStamp)
 
     assert (util.gpu, util.memory) == ((97, 40) if on else (3, 10))
-    assert request.metrics[0].value == (80.5 if on else 1.5)
+    assert sm_active == (80.5 if on else 1.5)
     assert [(s.pid, s.smUtil, s.memUtil) for s in samples] == [(4321, 97 if on else 3, 7)]
     assert samples[0].timeStamp >= before_us
     assert again[0].timeStamp > samples[0].timeStamp  # a fresh sample each call
@@ -240,11 +246,16 @@ def _mig_gpu() -> FakeGpu:
     })
 
 
-def test_mig_handles_are_distinct_and_map_back_to_their_parent(fake_pynvml, nvml_scenario):
-    nvml = fake_pynvml
+def _started_mig_parent(nvml, nvml_scenario):
+    """NVML started on a scenario with ``_mig_gpu()``; the parent's handle."""
     nvml_scenario.write(FakeScenario(gpus=[_mig_gpu()]))
     nvml.nvmlInit()
-    parent = nvml.nvmlDeviceGetHandleByIndex(0)
+    return nvml.nvmlDeviceGetHandleByIndex(0)
+
+
+def test_mig_handles_are_distinct_and_map_back_to_their_parent(fake_pynvml, nvml_scenario):
+    nvml = fake_pynvml
+    parent = _started_mig_parent(nvml, nvml_scenario)
 
     assert nvml.nvmlDeviceGetMaxMigDeviceCount(parent) == 7
     first, third = (nvml.nvmlDeviceGetMigDeviceHandleByIndex(parent, i) for i in (0, 2))
@@ -268,9 +279,7 @@ def test_mig_handles_are_distinct_and_map_back_to_their_parent(fake_pynvml, nvml
 
 def test_calls_fail_on_mig_as_the_driver_documents(fake_pynvml, nvml_scenario):
     nvml = fake_pynvml
-    nvml_scenario.write(FakeScenario(gpus=[_mig_gpu()]))
-    nvml.nvmlInit()
-    parent = nvml.nvmlDeviceGetHandleByIndex(0)
+    parent = _started_mig_parent(nvml, nvml_scenario)
     mig = nvml.nvmlDeviceGetMigDeviceHandleByIndex(parent, 0)
 
     def code(call, *args):
@@ -289,9 +298,7 @@ def test_calls_fail_on_mig_as_the_driver_documents(fake_pynvml, nvml_scenario):
 
 def test_process_lists_on_a_mig_parent_and_its_mig_devices(fake_pynvml, nvml_scenario):
     nvml = fake_pynvml
-    nvml_scenario.write(FakeScenario(gpus=[_mig_gpu()]))
-    nvml.nvmlInit()
-    parent = nvml.nvmlDeviceGetHandleByIndex(0)
+    parent = _started_mig_parent(nvml, nvml_scenario)
     mig = nvml.nvmlDeviceGetMigDeviceHandleByIndex(parent, 2)
 
     aggregate = nvml.nvmlDeviceGetComputeRunningProcesses(parent)
@@ -310,26 +317,15 @@ def test_process_lists_on_a_mig_parent_and_its_mig_devices(fake_pynvml, nvml_sce
 
 def test_gpm_samples_one_gpu_instance(fake_pynvml, nvml_scenario):
     nvml = fake_pynvml
-    nvml_scenario.write(FakeScenario(gpus=[_mig_gpu()]))
-    nvml.nvmlInit()
-    parent = nvml.nvmlDeviceGetHandleByIndex(0)
+    parent = _started_mig_parent(nvml, nvml_scenario)
     samples = [nvml.nvmlGpmSampleAlloc() for _ in range(3)]
     nvml.nvmlGpmMigSampleGet(parent, 9, samples[0])
     nvml.nvmlGpmMigSampleGet(parent, 9, samples[1])
     nvml.nvmlGpmMigSampleGet(parent, 2, samples[2])
 
-    def metric(first, second):
-        request = nvml.c_nvmlGpmMetricsGet_t()
-        request.version = nvml.NVML_GPM_METRICS_GET_VERSION
-        request.numMetrics = 1
-        request.sample1, request.sample2 = first, second
-        request.metrics[0].metricId = 2
-        nvml.nvmlGpmMetricsGet(request)
-        return request.metrics[0].value
-
-    assert metric(samples[0], samples[1]) == 7.0
+    assert sm_active_between(nvml, samples[0], samples[1]) == 7.0
     with pytest.raises(nvml.NVMLError):  # two samples of different GPU instances
-        metric(samples[1], samples[2])
+        sm_active_between(nvml, samples[1], samples[2])
     with pytest.raises(nvml.NVMLError) as unknown:
         nvml.nvmlGpmMigSampleGet(parent, 5, samples[0])
     assert unknown.value.value == nvml.NVML_ERROR_INVALID_ARGUMENT
