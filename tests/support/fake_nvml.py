@@ -28,6 +28,20 @@ Scenario format (the C file's header is the reference), one statement per line::
     device 0 nvlink_tx_rate 2e10      # bytes/s integrated into the cumulative NVLink KiB counter
     device 0 proc_util_live 1234 20 square 95 5 2000 2000 500    # pid mem% sm%, sampled at each call
 
+MIG (``FakeGpu.mig_devices`` of ``FakeMig``; the C header's "MIG" paragraph is the reference)::
+
+    device 0 mig_mode 1
+    device 0 mig 0 gi 2               # MIG device 0: GPU instance 2, compute instance 0
+    device 0 mig 0 ci 0
+    device 0 mig 0 uuid MIG-2c1e5a70-8d3b-5f0e-9a41-0c7d2b6e4f02
+    device 0 mig 0 name NVIDIA H100 80GB HBM3 MIG 3g.40gb
+    device 0 mig 0 mem_total 42144366592
+    device 0 mig 0 compute_proc 4101 12884901888
+    device 0 mig 0 gpm 2 71.5         # per GPU instance, through nvmlGpmMigSampleGet
+    device 0 error compute_procs 4    # an unprivileged user: the MIG parent's list is refused
+
+``tests/support/mig.py`` builds a three-instance H100 from these.
+
 ``Square`` and ``Sine`` write those waves; every process reading the scenario sees the same value at
 the same moment (the C header has the details).
 

@@ -78,6 +78,8 @@ class MigReader:
     """
 
     def __init__(self, index: int, parent: object, guard: CallGuard) -> None:
+        # calls made every poll are keyed by MIG index (``mig1_memory``), so that one failing MIG device is
+        # noted once and the others' successes do not make that note repeat
         self._index = index
         self._parent = parent
         self._guard = guard
@@ -90,11 +92,11 @@ class MigReader:
         processes: list[ProcessSample] = []
         seen: set[tuple[int, str]] = set()
         for mig_index in range(self._slot_count()):
-            handle = self._guard.call("mig_handle", pynvml.nvmlDeviceGetMigDeviceHandleByIndex,
+            handle = self._guard.call(f"mig{mig_index}_handle", pynvml.nvmlDeviceGetMigDeviceHandleByIndex,
                                       self._parent, mig_index)
             if handle is None:
                 continue
-            uuid = self._guard.call("mig_uuid", _mig_uuid, handle)
+            uuid = self._guard.call(f"mig{mig_index}_uuid", _mig_uuid, handle)
             key = (mig_index, uuid or "")
             seen.add(key)
             instance = self._known.get(key)
@@ -102,7 +104,7 @@ class MigReader:
                 instance = self._known[key] = self._identify(handle)
             devices.append(self._sample(mig_index, uuid, handle, instance, now))
             if with_processes:
-                processes.extend(self._processes(handle, instance))
+                processes.extend(self._processes(mig_index, handle, instance))
         for gone in set(self._known) - seen:
             self._forget(gone)
         return devices, processes
@@ -139,7 +141,7 @@ class MigReader:
 
     def _sample(self, mig_index: int, uuid: str | None, handle: object, instance: _Instance,
                 now: float) -> MigDeviceSample:
-        memory = self._guard.call("mig_memory", pynvml.nvmlDeviceGetMemoryInfo, handle)
+        memory = self._guard.call(f"mig{mig_index}_memory", pynvml.nvmlDeviceGetMemoryInfo, handle)
         gpm = None if instance.gpm is None else instance.gpm.read(now)
         if gpm is not None:
             note = None
@@ -160,8 +162,8 @@ class MigReader:
             utilization_note=note,
         )
 
-    def _processes(self, handle: object, instance: _Instance) -> list[ProcessSample]:
-        infos = self._guard.call("mig_compute_procs", pynvml.nvmlDeviceGetComputeRunningProcesses, handle)
+    def _processes(self, mig_index: int, handle: object, instance: _Instance) -> list[ProcessSample]:
+        infos = self._guard.call(f"mig{mig_index}_compute_procs", pynvml.nvmlDeviceGetComputeRunningProcesses, handle)
         samples = []
         for info in infos or ():
             used = info.usedGpuMemory
