@@ -9,7 +9,7 @@ import time
 import pytest
 
 from gpusight.collect.gpu_selection import CudaVisible, GpuIds
-from gpusight.collect.nvml.mig import FIRST_SAMPLE_NOTE, NO_GPM_NOTE
+from gpusight.collect.nvml.mig import FIRST_SAMPLE_NOTE, NO_GPM_NOTE, NO_MIG_SAMPLING_NOTE
 from support.fake_nvml import NO_PERMISSION, FakeMig, FakeScenario, count_calls, fake_nvml_env
 from support.mig import ANY_TENSOR, DRAM_BANDWIDTH, MIG3, SM_ACTIVE, SM_OCCUPANCY, mig3_gpu, mig3_scenario
 
@@ -82,6 +82,24 @@ def test_ampere_without_gpm_has_no_activity_per_instance_and_says_why(nvml_scena
     for mig in reading.mig_devices:
         assert (mig.sm_active_percent, mig.tensor_active_percent, mig.dram_active_percent) == (None, None, None)
         assert mig.utilization_note == NO_GPM_NOTE
+    assert reading.errors == ()
+
+
+def test_a_driver_without_gpm_mig_sampling_says_so_and_the_whole_gpu_keeps_its_gpm(nvml_scenario, make_nvml_source):
+    gpu = mig3_gpu(PIDS, gpm=True)
+    gpu.gpm = {SM_ACTIVE: 64.0}  # the whole GPU's
+    for mig in gpu.mig_devices.values():
+        mig.errors = {"gpm_sample": 3}  # NOT_SUPPORTED
+    nvml_scenario.write(FakeScenario(gpus=[gpu]))
+    source = make_nvml_source()
+
+    source.poll()
+    time.sleep(GPM_GAP_S)
+    reading = source.poll()
+
+    assert {m.utilization_note for m in reading.mig_devices} == {NO_MIG_SAMPLING_NOTE}
+    assert all(m.sm_active_percent is None for m in reading.mig_devices)
+    assert reading.devices[0].sm_active_percent == 64.0
     assert reading.errors == ()
 
 

@@ -27,6 +27,9 @@ from gpusight.collect.nvml.gpm import GpmReader
 NO_GPM_NOTE = "NVML gives no utilization per MIG device; GPM needs Hopper or later"
 """Why a MIG device's activity is N/A on a GPU without GPM."""
 
+NO_MIG_SAMPLING_NOTE = "NVML gives no utilization per MIG device, and GPM here does not sample MIG instances"
+"""Why a MIG device's activity is N/A on a GPU with GPM whose driver refuses ``nvmlGpmMigSampleGet``."""
+
 FIRST_SAMPLE_NOTE = "GPM per MIG instance needs two samples: figures from the next poll on"
 """Why a MIG device's activity is N/A on the first poll of a GPU with GPM."""
 
@@ -147,6 +150,8 @@ class MigReader:
             note = None
         elif instance.gpm is not None and instance.gpm.supported:
             note = FIRST_SAMPLE_NOTE
+        elif not (self._guard.supported("gpm_mig_sample") and self._guard.supported("gpm_mig_metrics")):
+            note = NO_MIG_SAMPLING_NOTE
         else:
             note = NO_GPM_NOTE
         return MigDeviceSample(
