@@ -103,7 +103,7 @@
  *     mig <k> gpm <metric id> <value>    what nvmlGpmMetricsGet reports between two nvmlGpmMigSampleGet samples
  *                                        of this GPU instance (needs the parent's gpm_supported 1)
  *     mig <k> error <call> <code>        that call on the MIG handle returns <code> (calls: name uuid memory
- *                                        memory_v2 compute_procs gi ci attributes handle gpm_sample)
+ *                                        memory_v2 compute_procs gi ci attributes handle parent gpm_sample)
  *   An unprivileged user is "device <i> error compute_procs 4": the parent's list answers NO_PERMISSION
  *   while the MIG handles' lists still answer.
  *   MIG handles are distinct pointers (one per parent and slot) that the fake maps back to both. What the
