@@ -77,7 +77,7 @@ def test_scenario_values_come_out_exactly_in_gpusight_units(nvml_scenario, make_
     gpu = FakeGpu(name="NVIDIA H100 80GB HBM3", uuid="GPU-abc", pci_bus_id="00000000:3B:00.0", minor=5, util_gpu=87, util_mem=31, mem_total=81559 * MIB,
                   mem_used=40000 * MIB, mem_reserved=555 * MIB, power_mw=312_345, power_limit_mw=700_000, temp=67,
                   fan=42, clock_sm=1755, clock_mem=2619, pstate=2, energy_mj=9_876_543, ecc_mode=1,
-                  ecc_uncorrected=3, mig_mode=1, compute_capability=(9, 0),
+                  ecc_uncorrected=3, mig_mode=0, compute_capability=(9, 0),
                   health=FakeHealth(ecc_corrected=7, ecc_corrected_aggregate=70, ecc_uncorrected_aggregate=9,
                                     remap_corrected=2, remap_uncorrected=1, remap_pending=0, remap_failed=0,
                                     pcie_gen=4, pcie_gen_max=5, pcie_width=16, pcie_width_max=16, pcie_replay=6,
@@ -98,7 +98,7 @@ def test_scenario_values_come_out_exactly_in_gpusight_units(nvml_scenario, make_
         utilization_memory_percent=31.0, memory_used_bytes=40000 * MIB, memory_total_bytes=81559 * MIB,
         memory_reserved_bytes=555 * MIB, power_watts=312.345, power_limit_watts=700.0, temperature_celsius=67.0,
         fan_percent=42.0, clock_sm_mhz=1755, clock_memory_mhz=2619, pstate=2, energy_joules=9876.543,
-        throttle_reasons=(), ecc_errors_uncorrected=3, mig_mode=True, compute_capability=(9, 0),
+        throttle_reasons=(), ecc_errors_uncorrected=3, mig_mode=False, compute_capability=(9, 0),
         encoder_percent=5.0, decoder_percent=61.0, jpeg_percent=17.0, ofa_percent=2.0,
         health=DeviceHealth(
             xid_total=0, ecc_volatile_corrected=7, ecc_aggregate_corrected=70, ecc_aggregate_uncorrected=9,

@@ -34,6 +34,20 @@ Scenario format (the C file's header is the reference), one statement per line::
     device 0 event_types 8            # nvmlDeviceGetSupportedEventTypes (8 = Xid)
     device 0 xid 1 79                 # an Xid event (seq code [gi ci]), delivered once per event set
 
+MIG (``FakeGpu.mig_devices`` of ``FakeMig``; the C header's "MIG" paragraph is the reference)::
+
+    device 0 mig_mode 1
+    device 0 mig 0 gi 2               # MIG device 0: GPU instance 2, compute instance 0
+    device 0 mig 0 ci 0
+    device 0 mig 0 uuid MIG-2c1e5a70-8d3b-5f0e-9a41-0c7d2b6e4f02
+    device 0 mig 0 name NVIDIA H100 80GB HBM3 MIG 3g.40gb
+    device 0 mig 0 mem_total 42144366592
+    device 0 mig 0 compute_proc 4101 12884901888
+    device 0 mig 0 gpm 2 71.5         # per GPU instance, through nvmlGpmMigSampleGet
+    device 0 error compute_procs 4    # an unprivileged user: the MIG parent's list is refused
+
+``tests/support/mig.py`` builds a three-instance H100 from these.
+
 ``Square`` and ``Sine`` write those waves; every process reading the scenario sees the same value at
 the same moment (the C header has the details).
 
@@ -174,6 +188,52 @@ def scenario_value(value: float | Wave) -> str:
 
 
 @dataclass
+class FakeMig:
+    """One MIG device of a fake GPU (the C header's "MIG" paragraph); ``None`` leaves a key out (NOT_SUPPORTED)."""
+
+    gpu_instance_id: int
+    """GPU instance id (nvmlDeviceGetGpuInstanceId)."""
+    compute_instance_id: int = 0
+    """Compute instance id within the GPU instance."""
+    uuid: str | None = None
+    """``MIG-...``; None derives one from the parent's index and the MIG index."""
+    name: str | None = None
+    """The driver's name for it, e.g. ``NVIDIA H100 80GB HBM3 MIG 3g.40gb``."""
+    mem_total: int | None = None
+    """The instance's memory, bytes."""
+    mem_used: int | None = 0
+    """Memory used in the instance, bytes."""
+    sm_count: int | None = None
+    """Multiprocessors (nvmlDeviceGetAttributes_v2)."""
+    slices: tuple[int, int, int] | None = None
+    """(GPU instance slices, compute instance slices, memory MB) of nvmlDeviceGetAttributes_v2."""
+    compute_processes: list[tuple[int, int | None]] = field(default_factory=list)
+    """(pid, used bytes or None for NOT_AVAILABLE) running in this instance."""
+    gpm: dict[int, float | Wave] = field(default_factory=dict)
+    """GPM metric id -> value between two nvmlGpmMigSampleGet samples of this GPU instance."""
+    errors: dict[str, int] = field(default_factory=dict)
+    """Call name on the MIG handle -> NVML return code."""
+
+    def lines(self, prefix: str, mig_index: int) -> list[str]:
+        """The scenario lines of this MIG device at ``mig_index`` of the device written ``prefix``."""
+        head = f"{prefix} mig {mig_index}"
+        parent = int(prefix.split()[1])
+        uuid = self.uuid or f"MIG-00000000-0000-0000-{parent:04d}-{mig_index:012d}"
+        out = [f"{head} gi {self.gpu_instance_id}", f"{head} ci {self.compute_instance_id}", f"{head} uuid {uuid}"]
+        if self.name is not None:
+            out.append(f"{head} name {self.name}")
+        for key in ("mem_total", "mem_used", "sm_count"):
+            if getattr(self, key) is not None:
+                out.append(f"{head} {key} {getattr(self, key)}")
+        if self.slices is not None:
+            out.append(f"{head} slices {' '.join(map(str, self.slices))}")
+        out += [f"{head} compute_proc {pid} {'na' if used is None else used}" for pid, used in self.compute_processes]
+        out += [f"{head} gpm {metric} {scenario_value(value)}" for metric, value in self.gpm.items()]
+        out += [f"{head} error {call} {code}" for call, code in self.errors.items()]
+        return out
+
+
+@dataclass
 class FakeGpu:
     """One fake GPU. ``None`` leaves the key out, so the matching NVML call answers NOT_SUPPORTED.
 
@@ -267,6 +327,10 @@ class FakeGpu:
     """(pid, mem %, sm %): one sample per nvmlDeviceGetProcessUtilization call, stamped with the call's time."""
     health: FakeHealth = field(default_factory=lambda: FakeHealth())
     """ECC counts, remapped rows, retired pages, PCIe link, NVLink errors, video engines and Xid events."""
+    mig_devices: dict[int, FakeMig] = field(default_factory=dict)
+    """MIG index -> MIG device (set ``mig_mode=1`` too); slots left out are empty."""
+    max_mig_devices: int | None = None
+    """nvmlDeviceGetMaxMigDeviceCount; None = 7 when ``mig_mode`` is given."""
 
     _SCALARS = ("util_gpu", "util_mem", "mem_total", "mem_used", "mem_reserved", "power_mw", "power_limit_mw",
                 "temp", "fan", "clock_sm", "clock_mem", "pstate", "energy_mj", "throttle", "pcie_tx_bytes",
@@ -295,6 +359,10 @@ class FakeGpu:
         out += [f"{prefix} proc_util {pid} {sm} {mem} {ts}" for pid, sm, mem, ts in self.process_samples]
         out += [f"{prefix} proc_util_live {pid} {mem} {scenario_value(sm)}" for pid, mem, sm in self.live_process_samples]
         out += self.health.lines(prefix)
+        if self.max_mig_devices is not None:
+            out.append(f"{prefix} max_mig_devices {self.max_mig_devices}")
+        for mig_index, mig in self.mig_devices.items():
+            out += mig.lines(prefix, mig_index)
         return out
 
 

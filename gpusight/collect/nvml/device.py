@@ -8,12 +8,13 @@ from typing import Any
 
 import pynvml
 
-from gpusight.collect.model import DeviceSample, ErrorNote, ProcessSample
+from gpusight.collect.model import DeviceSample, ErrorNote, MigDeviceSample, ProcessSample
 from gpusight.collect.nvml.calls import CallGuard, field_value, raw_text_call
 from gpusight.collect.nvml.engines import read_engines
 from gpusight.collect.nvml.errors import UNSUPPORTED_CODES
 from gpusight.collect.nvml.gpm import GpmMetrics, GpmReader
 from gpusight.collect.nvml.health import NVLINK_ERROR_FIELD_IDS, HealthReader
+from gpusight.collect.nvml.mig import MigReader, merge_processes
 from gpusight.collect.nvml.pcie import KIB, CounterRate, PcieThroughputPoller
 from gpusight.collect.nvml.processes import DeviceProcessLister
 
@@ -82,6 +83,9 @@ class DeviceReader:
         self._gpm = GpmReader(handle, self._guard)
         self._processes = DeviceProcessLister(index, handle, self._guard)
         self._health = HealthReader(handle, self._guard)
+        self._mig = MigReader(index, handle, self._guard)
+        self.mig_devices: tuple[MigDeviceSample, ...] = ()
+        """The GPU's MIG devices at the last ``read`` (none outside MIG mode)."""
         self._watched = False
         self._clock = clock
         self._energy_mj: float | None = None
@@ -142,12 +146,19 @@ class DeviceReader:
             ofa_percent=engines.ofa,
             health=self._health.read(now, self._ecc_enabled(), fields),
         )
-        processes = self._processes.read(now)
+        processes = self._processes.read(now, mig=bool(sample.mig_mode))
+        if sample.mig_mode:
+            migs, per_instance = self._mig.read(now, with_processes=self._processes.denied)
+            processes = merge_processes(processes, per_instance)
+            self.mig_devices = tuple(migs)
+        else:
+            self.mig_devices = ()
         return sample, processes, g.take_notes()
 
     def close(self) -> None:
         """Release GPM buffers and stop background PCIe polling of this device."""
         self._gpm.close()
+        self._mig.close()
         self._poller.forget(self.index)
 
     def _once(self, key: str, fn: Any, *args: object) -> Any:

@@ -17,19 +17,29 @@ from typing import Any
 
 import pynvml
 
-from gpusight.collect.gpu_selection import FILTER_SCOPE, GpuIdentity, GpuRequest, resolve_gpus
+from gpusight.collect.gpu_selection import (
+    FILTER_SCOPE,
+    GpuIdentity,
+    GpuRequest,
+    SelectedMig,
+    keep_migs,
+    names_mig,
+    resolve_gpus,
+)
 from gpusight.collect.model import (
     DeviceHealth,
     DeviceSample,
     DriverInfo,
     ErrorNote,
     GpuReading,
+    MigDeviceSample,
     ProcessSample,
 )
 from gpusight.collect.nvml.calls import GpuLost, raw_text_call
 from gpusight.collect.nvml.device import DeviceReader
 from gpusight.collect.nvml.errors import LOST_MESSAGE, describe, init_failure_reason
 from gpusight.collect.nvml.health import with_xids
+from gpusight.collect.nvml.mig import mig_uuids
 from gpusight.collect.nvml.pcie import PcieThroughputPoller
 from gpusight.collect.nvml.xid import XidListener
 
@@ -59,6 +69,8 @@ class _Slot:
 
     index: int
     cuda_index: int | None = None
+    mig: tuple[SelectedMig, ...] | None = None
+    """Only these MIG devices are kept (the GPU was asked for through them); None keeps all."""
     reader: DeviceReader | None = None
     lost: bool = False
     error: str | None = None
@@ -163,19 +175,26 @@ class NvmlSource:
         devices: list[DeviceSample] = []
         processes: list[ProcessSample] = []
         errors: list[ErrorNote] = []
+        migs: list[MigDeviceSample] = []
         self._xids.collect()
         for slot in self._slots:
-            device = self._read_slot(slot, processes, errors)
+            found: list[ProcessSample] = []
+            device = self._read_slot(slot, found, errors)
             health = with_xids(device.health, *self._xids.state(slot.index))
             if health is not device.health:
                 device = dataclasses.replace(device, health=health)
             if slot.cuda_index is not None:
                 device = dataclasses.replace(device, cuda_index=slot.cuda_index)
             devices.append(device)
+            slot_migs = list(slot.reader.mig_devices) if slot.reader is not None and not device.lost else []
+            if slot.mig is not None:
+                slot_migs, found = keep_migs(slot.mig, slot_migs, found)
+            migs.extend(slot_migs)
+            processes.extend(found)
         errors.extend(self._notes)
         self._notes.clear()
         return GpuReading(driver=self._driver, devices=tuple(devices), processes=tuple(processes),
-                          errors=tuple(errors) + self._selection_notes)
+                          errors=tuple(errors) + self._selection_notes, mig_devices=tuple(migs))
 
     def _read_slot(self, slot: _Slot, processes: list[ProcessSample], errors: list[ErrorNote]) -> DeviceSample:
         index = slot.index
@@ -251,11 +270,12 @@ class NvmlSource:
         if self.gpus is None:
             self._slots = [_Slot(index) for index in range(count)]
             return True
-        selection = resolve_gpus(self.gpus, range(count), self._identify)
+        lookup = self._identify_with_mig if names_mig(self.gpus) else self._identify
+        selection = resolve_gpus(self.gpus, range(count), lookup)
         if selection.error is not None:
             self._refuse_selection(selection.error)
             return False
-        self._slots = [_Slot(gpu.index, gpu.cuda_index) for gpu in selection.gpus]
+        self._slots = [_Slot(gpu.index, gpu.cuda_index, gpu.mig) for gpu in selection.gpus]
         self._selection_notes = tuple(ErrorNote(FILTER_SCOPE, note) for note in selection.notes)
         return True
 
@@ -268,6 +288,16 @@ class NvmlSource:
             pynvml.nvmlShutdown()
         except pynvml.NVMLError:
             pass
+
+    @classmethod
+    def _identify_with_mig(cls, index: int) -> GpuIdentity:
+        """``_identify`` with the UUIDs of the GPU's MIG devices (read only when ``gpus`` names a MIG device)."""
+        identity = cls._identify(index)
+        try:
+            handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+        except pynvml.NVMLError:
+            return identity
+        return dataclasses.replace(identity, mig_uuids=mig_uuids(handle))
 
     @staticmethod
     def _identify(index: int) -> GpuIdentity:
