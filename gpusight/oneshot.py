@@ -161,6 +161,14 @@ def _details(snapshot: Snapshot, device: DeviceSample, indent: int) -> list[str]
     return lines
 
 
+def _gpu_column(process: ProcessSample) -> str:
+    """A GPU process's GPU: ``"0"``, ``"0.3"`` on MIG GPU instance 3 of GPU 0, ``"-"`` when unknown."""
+    if process.device_index is None:
+        return "-"
+    instance = "" if process.gpu_instance_id is None else f".{process.gpu_instance_id}"
+    return f"{process.device_index}{instance}"
+
+
 def _health_line(device: DeviceSample, now: float) -> str:
     """``"50/100 DRAIN: row remap pending: reset needed"``: the score and level, with the findings that drain it (or
     the worst ones); empty when the GPU's health was not read."""
@@ -234,7 +242,7 @@ def _process_lines(processes: tuple[ProcessSample, ...], jobs: dict[int, JobSamp
     lines = [fixed + "COMMAND"]
     for p in processes:
         worker = p.role == ProcessRole.DATALOADER_WORKER
-        gpu = "" if worker else ("-" if p.device_index is None else str(p.device_index))
+        gpu = "" if worker else _gpu_column(p)
         pid = f"└{p.pid}" if worker else str(p.pid)
         user = safe_text(p.user, 9) or NA
         if worker:
@@ -243,6 +251,10 @@ def _process_lines(processes: tuple[ProcessSample, ...], jobs: dict[int, JobSamp
             command = safe_text(p.cmdline) or safe_text(p.name) or NA
             if p.num_workers:
                 command = f"[{p.num_workers} workers] {command}"
+            codecs = " ".join(f"{label} {fmt_percent(value)}" for label, value in
+                              (("enc", p.encoder_percent), ("dec", p.decoder_percent)) if value is not None)
+            if codecs:
+                command = f"[{codecs}] {command}"
             if p.input_wait_percent is not None:
                 rate = "" if p.steps_per_second is None else f", {p.steps_per_second:.1f} steps/s"
                 command = f"[waits {p.input_wait_percent:.0f}% for data{rate}] {command}"

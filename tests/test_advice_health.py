@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from gpusight.collect.model import DeviceHealth, DeviceSample, XidEvent
+from gpusight.collect.xid_catalog import xid_info
 from support.advice_frames import T0, Case, check, gpu, run, snapshot, steady, trainer
 
 
@@ -32,7 +33,7 @@ CASES = [
     Case("Xid 48 twice", steady([sick(xid_total=2, xid_recent=xid(48, 48))]), "health:gpu0", True, "critical",
          ("Xid 48: double-bit ECC error", "2 times"), seconds=1.0),
     Case("Xid 94 and 95: both named", steady([sick(xid_total=2, xid_recent=xid(94, 95))]), "health:gpu0", True, "critical",
-         ("(and 1 more)", "Xid 94", "Xid 95"), seconds=1.0, action=("drain and reset it now", "remap the bad row")),
+         ("(and 1 more)", "Xid 94", "Xid 95"), seconds=1.0, action=(xid_info(94).advice, xid_info(95).advice)),
     Case("Xid 13 (an application fault) is only information", steady([sick(xid_total=1, xid_recent=xid(13))], [trainer()]),
          "health:gpu0", True, "info", ("GPU 0 health: Xid 13",), seconds=1.0),
     Case("an Xid from yesterday no longer counts", steady([sick(xid_total=1, xid_recent=xid(79, at=T0 - 2 * 86400))]),

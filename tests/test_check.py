@@ -327,3 +327,42 @@ def test_json_check_carries_the_health_advice(tmp_path):
     critical = {a.scope for a in snapshot.advice if a.severity == "critical" and a.id.startswith("health:")}
     assert critical == {"gpu0", "gpu1", "gpu2"}  # gpu2's Xid 79 stands after the GPU went lost
     assert snapshot.devices[0].health is not None and snapshot.devices[0].health.remap_pending
+
+
+def test_fake_nvml_faults_end_to_end_exit_2_with_each_drain_advice(tmp_path, fake_nvml_lib):
+    """From the NVML calls (fake library, real pynvml, the Xid side thread) to --check's report and exit status."""
+    from support.fake_nvml import FakeHealth
+
+    env = nvml_env(tmp_path, fake_nvml_lib,
+                   FakeGpu(util_gpu=90, health=FakeHealth(remap_uncorrected=1, remap_pending=1)),
+                   FakeGpu(util_gpu=90, health=FakeHealth(pcie_gen=3, pcie_gen_max=5, pcie_width=8, pcie_width_max=16)),
+                   FakeGpu(util_gpu=90, health=FakeHealth(xids=[(1, 79), (2, 48)])),
+                   FakeGpu(util_gpu=90))
+
+    out = gpusight(env, "--check", "--duration", "2", "--interval", "0.2")
+
+    assert out.returncode == 2, out.stdout + out.stderr
+    lines = out.stdout.splitlines()
+    assert "CRITICAL gpu0: drain gpu0 / reset needed: row remap pending: reset needed" in lines
+    assert "CRITICAL gpu1: drain gpu1 / reset needed: PCIe link degraded to Gen3 under load (and 1 more)" in lines
+    gpu2 = "\n".join(lines[lines.index(next(line for line in lines if line.startswith("CRITICAL gpu2:"))):][:3])
+    assert gpu2.startswith("CRITICAL gpu2: drain gpu2 / reset needed: Xid ") and "(and 1 more)" in gpu2, out.stdout
+    assert "Xid 79 once" in gpu2 and "Xid 48 once" in gpu2 and "reboot" in gpu2
+    assert "gpu3:" not in out.stdout
+
+
+def test_fake_nvml_gpu_lost_after_its_xid_79_is_named_by_the_xid(tmp_path, fake_nvml_lib):
+    from support.fake_nvml import FakeHealth
+
+    scenario = tmp_path / "scenario.txt"
+    FakeScenario(gpus=[FakeGpu(), FakeGpu()]).write(scenario)
+    env = fake_nvml_env(fake_nvml_lib, scenario)
+    child = subprocess.Popen([sys.executable, "-m", "gpusight", "--check", "--duration", "6", "--interval", "0.2"],
+                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(2.0)
+    FakeScenario(gpus=[FakeGpu(), FakeGpu(lost=True, health=FakeHealth(xids=[(1, 79)]))]).write(scenario)
+    stdout, stderr = child.communicate(timeout=60)
+
+    assert child.returncode == 2, stdout + stderr
+    assert ("LOST     gpu1: the GPU stopped answering during the check; its last Xid: 79 (GPU has fallen off the bus)"
+            in stdout.splitlines()), stdout

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from gpusight.collect.model import (
     DeviceHealth,
     DeviceSample,
@@ -48,6 +50,7 @@ def write_recording(path: Path) -> Path:
     processes = (
         ProcessSample(pid=100, device_index=0, gpu_instance_id=1, compute_instance_id=0, gpu_memory_bytes=30 * GIB),
         ProcessSample(pid=200, device_index=0, gpu_instance_id=5, compute_instance_id=0, gpu_memory_bytes=8 * GIB),
+        ProcessSample(pid=300, device_index=1, decoder_percent=88.0, cmdline="python decode.py"),
     )
     lines = [snapshot_to_json(Snapshot(timestamp=T0 + i, source="nvml", devices=devices, processes=processes,
                                        mig_devices=migs)) + "\n" for i in range(2)]
@@ -70,6 +73,9 @@ def test_once_shows_health_mig_instances_and_video_engines(tmp_path):
     assert "MIG 0.13 1g.10gb GI 13 CI 0 mem 0B/10GiB activity N/A (no GPM) no processes" in lines
     assert "health 45/100 DRAIN: Xid 48: double-bit ECC error (and 1 lesser finding)" in lines
     assert "video ENC 3% DEC 97%" in lines
+    assert any(line.startswith("0.1 ") and " 100 " in line for line in lines)  # the process table names the instance
+    assert any(line.startswith("0.5 ") and " 200 " in line for line in lines)
+    assert any(line.startswith("1 ") and line.endswith("[dec 88%] python decode.py") for line in lines)
     gpu2 = lines.index(next(line for line in lines if line.startswith("2 ")))
     assert not lines[gpu2 + 1].startswith(("health", "video", "MIG"))
     assert "\x1b" not in out.stdout
@@ -83,7 +89,40 @@ def test_json_carries_instances_health_and_engines(tmp_path):
     assert [(m.gpu_instance_id, m.profile) for m in snapshot.mig_devices] == [(1, "3g.40gb"), (5, "2g.20gb"),
                                                                               (13, "1g.10gb")]
     assert snapshot.mig_devices[1].utilization_note is not None
-    assert {p.pid: p.gpu_instance_id for p in snapshot.processes} == {100: 1, 200: 5}
+    assert {p.pid: p.gpu_instance_id for p in snapshot.processes} == {100: 1, 200: 5, 300: None}
+    assert snapshot.processes[2].decoder_percent == 88.0
     assert snapshot.devices[1].decoder_percent == 97.0 and snapshot.devices[1].jpeg_percent is None
     health = snapshot.devices[1].health
     assert health is not None and [e.code for e in health.xid_recent] == [48] and health.pcie_replay_count == 4
+
+
+@pytest.mark.parametrize("hopper", [True, False], ids=["H100 with GPM", "A100 without"])
+def test_once_on_the_fake_nvml_lists_three_instances_with_their_processes(tmp_path, fake_nvml_lib, hopper):
+    """From the NVML calls (fake library, real pynvml) to the --once text: each instance under its GPU."""
+    from support.fake_nvml import fake_nvml_env
+    from support.mig import MIG3, mig3_scenario
+
+    sleepers = [subprocess.Popen(["sleep", "60"]) for _ in MIG3]
+    try:
+        pids = [p.pid for p in sleepers]
+        options = {} if hopper else {"gpm": False, "name": "NVIDIA A100-SXM4-80GB"}
+        scenario = mig3_scenario(pids, **options).write(tmp_path / "scenario.txt")
+        out = subprocess.run([sys.executable, "-m", "gpusight", "--once"], capture_output=True, text=True, timeout=60,
+                             env=fake_nvml_env(fake_nvml_lib, scenario))
+    finally:
+        for sleeper in sleepers:
+            sleeper.kill()
+            sleeper.wait()
+
+    assert out.returncode == 0, out.stdout + out.stderr
+    lines = [line.strip() for line in out.stdout.splitlines()]
+    for spec, pid in zip(MIG3, pids, strict=True):
+        head = f"MIG 0.{spec.gpu_instance_id} {spec.profile} GI {spec.gpu_instance_id} CI 0 mem "
+        line = next((x for x in lines if x.startswith(head)), None)
+        assert line is not None, out.stdout
+        assert line.endswith(f"pids {pid}")
+        if hopper:
+            assert f"SM {spec.gpm[2]:.0f}%" in line
+        else:
+            assert "activity N/A (" in line
+    assert any(x.startswith("health ") for x in lines)
