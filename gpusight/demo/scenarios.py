@@ -535,7 +535,7 @@ SCENARIO_SPECS: dict[str, Scenario] = {
         "run), GPU 1 on a PCIe link at Gen3 x8 (can run Gen5 x16), GPU 2 healthy",
         gpu_count=3, cores=64, memory_gib=1024, hostname="h100-node-17", iowait=(0.2, 1.0),
         faults=(
-            Faults(xids_before=((5400.0, 48), (5399.0, 94)), xid_during=(150.0, 94), ecc_volatile_uncorrected=2,
+            Faults(xids_before=((5400.0, 48), (5399.0, 94)), xid_during=(90.0, 94), ecc_volatile_uncorrected=2,
                    ecc_aggregate_uncorrected=3, ecc_corrected=41, remapped_correctable=1, remapped_uncorrectable=2,
                    remap_pending=True),
             Faults(pcie_link=(3, 8), pcie_replays_per_min=6.0),

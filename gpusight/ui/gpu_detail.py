@@ -159,6 +159,8 @@ class GpuDetailScreen(Screen[None]):
         self._fields = Static(Text("waiting for data"), id="detail-fields")
         self._charts: dict[str, LabelledChart] = {}
         self._last_fields: list[tuple[str, str]] | None = None
+        self.fields_text = ""
+        """The fields and sections shown, one ``label value`` a line (section titles alone), as plain text."""
 
     def compose(self) -> ComposeResult:
         """Fields on the left; on the right the five histories full width, then the extra charts."""
@@ -188,6 +190,7 @@ class GpuDetailScreen(Screen[None]):
         shown = fields + [row for title, rows in sections for row in [(title, ""), *rows]]
         if shown != self._last_fields:
             self._last_fields = shown
+            self.fields_text = "\n".join(f"{label} {value}".rstrip() for label, value in shown)
             table = Table.grid(padding=(0, 1))
             table.add_column(style="dim", no_wrap=True)
             table.add_column()
