@@ -277,7 +277,7 @@ class GpusightApp(TerminalGuardedApp):
         self._advice.show(snapshot, frame.playback)
         self._summary.show(snapshot, frame.playback)
         self._header.show(snapshot, self.sampler.interval, self.sampler.paused)
-        self._bar.show(frame.playback)
+        self._bar.show(frame.playback, snapshot)
         self._refresh_offers()
         if isinstance(self.screen, (GpuDetailScreen, ProcessDetailScreen)):
             self.screen.show(frame, self._gpus.choice)
