@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import pytest
 from test_ui_app import demo_sampler, run_app, screen_text, wait_for
@@ -149,10 +150,9 @@ def test_video_engines_section_in_the_detail_screen() -> None:
 
     async def body(app: GpusightApp, pilot: Pilot) -> None:
         text = await open_detail(app, pilot, 0)
-        assert "decoder (NVDEC)" in text and "encoder (NVENC)" in text and "optical flow (OFA)" in text
-        snapshot = app.snapshot
-        assert snapshot is not None
-        assert f"decoder (NVDEC) {snapshot.devices[0].decoder_percent:.0f}%" in text
+        assert "encoder (NVENC) 0%" in text and "optical flow (OFA) 0%" in text
+        decoder = re.search(r"decoder \(NVDEC\) (\d+)%", text)
+        assert decoder is not None and 91 <= int(decoder.group(1)) <= 99  # the story's decoder, near its limit
 
     run_app(app, LARGE, body)
 
