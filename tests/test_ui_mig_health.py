@@ -15,6 +15,8 @@ from gpusight.demo.frozen import frozen_demo_sampler
 from gpusight.ui.app import GpusightApp
 from gpusight.ui.gpu_detail import GpuDetailScreen
 from gpusight.ui.gpu_panel import GpuPanel
+from gpusight.ui.process_detail import ProcessDetailScreen
+from gpusight.ui.process_table import ProcessTable
 
 SMALL = (80, 24)
 LARGE = (160, 45)
@@ -194,3 +196,27 @@ def test_hostile_mig_strings_are_escaped_and_missing_figures_read_na(size: tuple
         assert "no GPM on Ampere" in detail
 
     run_app(app, size, body)
+
+
+@pytest.mark.parametrize(("scenario", "expected"), [
+    ("mig", r"GPU 0 MIG instance g2\.c0, GPU memory"),
+    ("video-decode", r"video encoder 0%, decoder 9\d%"),
+])
+def test_process_detail_names_its_mig_instance_and_video_engines(scenario: str, expected: str) -> None:
+    app = GpusightApp(frozen_demo_sampler(scenario))
+
+    async def body(app: GpusightApp, pilot: Pilot) -> None:
+        await shown(app, pilot)
+        table = app.query_one(ProcessTable)
+        table.sort_by("pid")
+        await pilot.pause()
+        selected = table.selected_process()
+        assert selected is not None and selected.device_index == 0 and selected.trainer_pid is None
+        table.focus()
+        await pilot.press("enter")
+        screen = app.screen
+        assert isinstance(screen, ProcessDetailScreen)
+        await wait_for(pilot, lambda: bool(screen.identity_text))
+        assert re.search(expected, screen.identity_text), screen.identity_text
+
+    run_app(app, LARGE, body)
