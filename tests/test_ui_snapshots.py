@@ -48,7 +48,7 @@ async def open_detail(pilot: Pilot) -> None:
 
 
 @pytest.mark.parametrize("size", [(80, 24), (160, 45)])
-@pytest.mark.parametrize("scenario", ["mixed", "small-batch"])
+@pytest.mark.parametrize("scenario", ["mixed", "small-batch", "mig", "faulty"])
 def test_main_screen(snap_compare, scenario: str, size: tuple[int, int]) -> None:
     assert snap_compare(frozen_app(scenario), terminal_size=size, run_before=settle)
 

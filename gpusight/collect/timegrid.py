@@ -35,9 +35,10 @@ CHART_METRICS: tuple[str, ...] = (
     "sm_active_percent",
     "tensor_active_percent",
     "dram_active_percent",
+    "decoder_percent",
 )
 """DeviceSample fields kept on the grid, in storage order: the five histories of every layout, then the
-detail screen's extra charts."""
+detail screen's extra charts, then the video decoder (charted while busy)."""
 
 LOWEST_WINS: frozenset[str] = frozenset({"clock_sm_mhz"})
 """Metrics whose column keeps the lowest poll instead of the highest (a clock dip is the event worth seeing)."""

@@ -79,6 +79,10 @@ class Workload:
     amount never moves; it has no DataLoader workers."""
     shares: StepShares | None = None
     """How a trainer's step time splits under this load; None where no training loop runs."""
+    decoder: tuple[float, float] | None = None
+    """Range of video decoder (NVDEC) utilization percent; None where the demo reports no video engines."""
+    jpeg: tuple[float, float] | None = None
+    """Range of JPEG decoder (NVJPG) utilization percent; None where not reported."""
 
 
 HEALTHY = Workload(
@@ -207,6 +211,78 @@ COMM_BOUND = Workload(
 while NVLink carries 95-160 GB/s each way."""
 
 
+VIDEO_DECODE = Workload(
+    util=(28, 46), bursty=False, gpu_memory_gib=22.5, sm_share=0.8, occupancy_share=0.3, tensor_share=0.4,
+    dram_share=0.35, memory_util_share=0.45, power=(210, 300), temperature=(44, 52), clock_sm=(1980, 1980),
+    throttle=(), hot_throttle=None, pcie_rx_gbs=(0.6, 2.4), pcie_tx_gbs=(0.05, 0.3), trainer_cpu=(60, 95),
+    worker_cpu=(20, 40), workers=2, worker_running=0.3,
+    shares=StepShares(data=(48.0, 66.0), copy=(0.5, 1.5)), decoder=(91.0, 99.0), jpeg=(0.0, 3.0),
+)
+"""A video model fed by DALI/torchvision decoding on the GPU: the NVDEC engines near their limit, the SMs two-thirds
+idle, and the trainer waiting for its next clip half of every step (its CPU workers have little to do)."""
+
+JPEG_DECODE = replace(
+    HEALTHY, util=(80, 94), decoder=(0.0, 0.0), jpeg=(35.0, 60.0), workers=3, worker_cpu=(15, 35),
+    shares=StepShares(data=(2.0, 6.0)),
+)
+"""An image model whose JPEGs DALI decodes on NVJPG: the engine busy but not the bottleneck; the GPU well fed."""
+
+MIG_PARENT = replace(FREE, power=(180, 260), temperature=(41, 49), clock_sm=(1755, 1980), throttle=(),
+                     pcie_rx_gbs=(0.4, 3.0), pcie_tx_gbs=(0.05, 0.4))
+"""A MIG-enabled GPU's own readings: power and temperature of its busy slices; NVML gives it no utilization."""
+
+MIG_TRAIN = replace(HEALTHY, gpu_memory_gib=31.5, workers=4, trainer_cpu=(95, 120))
+"""A fine-tuning run filling most of its 3g.40gb slice."""
+
+MIG_SERVE = replace(SERVER_SMALL_BATCH, gpu_memory_gib=7.4)
+"""A small model server on a 1g.10gb slice."""
+
+MIG_NOTEBOOK = replace(IDLE_HOLD, gpu_memory_gib=14.2)
+"""A forgotten notebook kernel holding most of a 2g.20gb slice."""
+
+
+@dataclass(frozen=True, slots=True)
+class Faults:
+    """A simulated GPU's hardware health: its counters and the Xid events it reports (all quiet by default)."""
+
+    xids_before: tuple[tuple[float, int], ...] = ()
+    """Xid events received before the demo started: (seconds before the start, code)."""
+    xid_during: tuple[float, int] | None = None
+    """``(period, code)``: an Xid of ``code`` arrives every ``period`` seconds of the run; None for none."""
+    ecc_volatile_uncorrected: int = 0
+    """Uncorrected ECC errors since the driver loaded."""
+    ecc_aggregate_uncorrected: int = 0
+    """Uncorrected ECC errors over the GPU's life."""
+    ecc_corrected: int = 0
+    """Corrected ECC errors since the driver loaded (the lifetime count is ten times as many)."""
+    remapped_correctable: int = 0
+    """Rows remapped after correctable errors."""
+    remapped_uncorrectable: int = 0
+    """Rows remapped after uncorrectable errors."""
+    remap_pending: bool = False
+    """A remap waits for a GPU reset."""
+    pcie_link: tuple[int, int] = (5, 16)
+    """(generation, width) the link runs at; an H100 SXM can run Gen5 x16."""
+    pcie_replays_per_min: float = 0.0
+    """PCIe replays a minute (a marginal link)."""
+
+
+@dataclass(frozen=True, slots=True)
+class MigSlice:
+    """One MIG device of a simulated GPU: a GPU instance with one compute instance."""
+
+    gpu: int
+    """The parent GPU's index."""
+    gpu_instance_id: int
+    """Its GPU instance id (H100 numbers them by placement: 3g at 2, 2g at 3, 1g from 9)."""
+    profile: str
+    """Its profile, e.g. ``"3g.40gb"``."""
+    sm_count: int
+    """SMs in the instance."""
+    memory_mib: int
+    """Its memory in MiB, as NVML reports it."""
+
+
 @dataclass(frozen=True, slots=True)
 class Model:
     """What an instrumented trainer knows of its model and batch: the FLOPs of one sample and how they are known."""
@@ -259,6 +335,8 @@ class Job:
     model: Model | None = None
     """What its trainers report of their model through ``gpusight.torch`` (speed, FLOPs, MFU, step-time
     breakdown); None for a process that runs no instrumented training loop."""
+    mig_instance: int | None = None
+    """The GPU instance id of the MIG slice its one GPU process runs in; None on a whole GPU."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -281,6 +359,10 @@ class Scenario:
     """The runs on this host."""
     prefill_s: float = 120.0
     """Simulated history run before the demo shows, so charts are full and advice has held long enough to appear."""
+    mig: tuple[MigSlice, ...] = ()
+    """MIG devices of the MIG-enabled GPUs; a GPU with none is whole."""
+    faults: tuple[Faults, ...] = ()
+    """Hardware health of each GPU by index (GPUs past the end are healthy); empty when the demo reads no health."""
 
 
 def _ddp(
@@ -318,6 +400,10 @@ _TRITON = "/opt/tritonserver/bin/tritonserver --model-repository=/models --http-
 _IVAN_EVAL = "/usr/bin/python3 train.py --config configs/dlrm_criteo.yaml --eval-every 40"
 _JUDY_VIT = "/usr/bin/python3 train.py --config configs/vit_l16_in21k.yaml --bf16"
 _KIM_FULL_FT = "train.py --config configs/qwen2_5_3b_full_ft.yaml --per-device-batch-size 1"
+_LEO_VIDEO = "/usr/bin/python3 train.py --config configs/videomae_k400.yaml --decoder dali --bf16"
+_MIA_IMAGES = "/usr/bin/python3 train.py --config configs/convnext_in1k.yaml --decoder nvjpeg"
+_NINA_LORA = "/usr/bin/python3 finetune.py --config configs/mistral_7b_lora.yaml --bf16"
+_TRITON_SMALL = "/opt/tritonserver/bin/tritonserver --model-repository=/models/small --http-port 8000"
 
 # What each run's trainer reports through gpusight.torch. FLOPs per sample: 6 x parameters x tokens for the
 # language models; forward FLOPs (2 per multiply-add) times 3 for forward and backward for the others.
@@ -337,6 +423,18 @@ _JUDY_MODEL = Model(1.85e11, 64, None, FlopsSource.COUNTED, MathMode.BF16, 0.5)
 """ViT-L/16 at 224 px (30.8 GMACs forward) in bf16, FLOPs counted: HFU."""
 _KIM_MODEL = _lm(3.09e9, 2048, 1, 0.5)
 """Qwen2.5 3B, full fine-tuning, one sequence of 2048 tokens per GPU."""
+_LEO_MODEL = Model(5.4e11, 16, None, FlopsSource.COUNTED, MathMode.BF16, 0.45)
+"""VideoMAE-B on 16-frame clips at 224 px (about 180 GMACs forward), FLOPs counted: HFU."""
+_MIA_MODEL = Model(2.7e10, 256, None, FlopsSource.GIVEN, MathMode.BF16, 0.4)
+"""ConvNeXt-T at 224 px (4.5 GMACs forward), FLOPs per step given."""
+
+_H100_MIG = (
+    MigSlice(0, 2, "3g.40gb", 60, 40320),
+    MigSlice(0, 3, "2g.20gb", 32, 20096),
+    MigSlice(0, 9, "1g.10gb", 16, 9856),
+    MigSlice(0, 10, "1g.10gb", 16, 9856),
+)
+"""An H100 80GB split as a shared cluster splits it: one 3g, one 2g and two 1g slices."""
 
 SCENARIO_SPECS: dict[str, Scenario] = {
     "mixed": Scenario(
@@ -419,6 +517,39 @@ SCENARIO_SPECS: dict[str, Scenario] = {
         "SMs about 35 % active, NVLink busy",
         gpu_count=4, cores=64, memory_gib=1024, hostname="h100-node-08", iowait=(0.2, 1.0),
         jobs=(_ddp("kim", (0, 1, 2, 3), (COMM_BOUND,) * 4, _KIM_FULL_FT, 4.2, 14.0, _KIM_MODEL),),
+    ),
+    "mig": Scenario(
+        description="an H100 split into MIG slices 3g.40gb, 2g.20gb and two 1g.10gb (a fine-tuning run, an idle "
+        "notebook holding memory, a model server, one slice free) beside a whole H100 in training",
+        gpu_count=2, cores=64, memory_gib=1024, hostname="h100-mig-04", iowait=(0.2, 1.0), mig=_H100_MIG,
+        jobs=(
+            Job("nina", (0,), (MIG_TRAIN,), _NINA_LORA, None, 3.2, 9.0, mig_instance=2),
+            Job("carol", (0,), (MIG_NOTEBOOK,), _CAROL_NOTEBOOK, None, 27.0, 4.4, _JUPYTER_LAB, mig_instance=3),
+            Job("svc-embed", (0,), (MIG_SERVE,), _TRITON_SMALL, None, 40.0, 3.1, "/usr/bin/tini -- " + _TRITON_SMALL,
+                mig_instance=9),
+            _ddp("alice", (1,), (HEALTHY,), _ALICE_LLM, 7.5, 11.0, _ALICE_MODEL),
+        ),
+    ),
+    "faulty": Scenario(
+        description="hardware faults: GPU 0 with Xid 48 and 94 and a row remap pending (Xid 94 again during the "
+        "run), GPU 1 on a PCIe link at Gen3 x8 (can run Gen5 x16), GPU 2 healthy",
+        gpu_count=3, cores=64, memory_gib=1024, hostname="h100-node-17", iowait=(0.2, 1.0),
+        faults=(
+            Faults(xids_before=((5400.0, 48), (5399.0, 94)), xid_during=(90.0, 94), ecc_volatile_uncorrected=2,
+                   ecc_aggregate_uncorrected=3, ecc_corrected=41, remapped_correctable=1, remapped_uncorrectable=2,
+                   remap_pending=True),
+            Faults(pcie_link=(3, 8), pcie_replays_per_min=6.0),
+        ),
+        jobs=(_ddp("erin", (0, 1, 2), (HEALTHY,) * 3, _ERIN_PRETRAIN, 3.4, 12.5, _ERIN_MODEL),),
+    ),
+    "video-decode": Scenario(
+        description="a video model whose DALI pipeline keeps the GPU's decoders at 91-99 % while SMs idle and "
+        "the trainer waits for data; beside it an image model decoding JPEGs on NVJPG",
+        gpu_count=2, cores=32, memory_gib=512, hostname="h100-node-21", iowait=(0.2, 1.0),
+        jobs=(
+            Job("leo", (0,), (VIDEO_DECODE,), _LEO_VIDEO, None, 2.2, 14.0, model=_LEO_MODEL),
+            Job("mia", (1,), (JPEG_DECODE,), _MIA_IMAGES, None, 5.1, 9.5, model=_MIA_MODEL),
+        ),
     ),
 }
 """Every scenario by name, the default first."""

@@ -11,14 +11,16 @@ import random
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from gpusight.collect.jobs import Grouping, JobTracker, ProcessHints, group_jobs
 from gpusight.collect.model import (
+    DeviceHealth,
     DeviceSample,
     DriverInfo,
     GpuProcessType,
     HostSample,
+    MigDeviceSample,
     ProcessRole,
     ProcessSample,
     Snapshot,
@@ -27,8 +29,9 @@ from gpusight.collect.model import (
 )
 from gpusight.collect.peak_flops import Peak, peak_for
 from gpusight.collect.workload import find_sign, parse_command
+from gpusight.demo.hardware import demo_health, mig_device
 from gpusight.demo.noise import SmoothNoise
-from gpusight.demo.scenarios import FREE, SCENARIO_SPECS, Job, Model, Scenario, Workload
+from gpusight.demo.scenarios import FREE, MIG_PARENT, SCENARIO_SPECS, Faults, Job, Model, Scenario, Workload
 from gpusight.demo.speed import step_breakdown, step_rate, with_speed
 
 SCENARIOS: dict[str, str] = {name: spec.description for name, spec in SCENARIO_SPECS.items()}
@@ -80,6 +83,8 @@ class _SimGpu:
     nvlink: SmoothNoise
     speed: SmoothNoise
     energy_base: float
+    mig: bool = False
+    """True when the GPU is split into MIG devices: NVML then gives it no utilization or video engine figures."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +116,10 @@ class _SimProcess:
     """GPU processes in its job."""
     model: Model | None = None
     """What the trainer reports of its model through ``gpusight.torch``; None for workers and uninstrumented runs."""
+    gpu_instance_id: int | None = None
+    """The MIG slice it runs in; None on a whole GPU."""
+    workload: Workload | None = None
+    """Its own load (a GPU process on a MIG slice sets its slice's activity); None for workers."""
 
 
 class DemoSource:
@@ -142,15 +151,22 @@ class DemoSource:
             for gpu in self._gpus
         )
         self._cores = tuple(SmoothNoise(seed, f"core{c}", 2.5) for c in range(self._spec.cores))
+        self._migs = tuple(
+            (mig, f"MIG-{uuid.UUID(int=rng.getrandbits(128), version=4)}", SmoothNoise(seed, f"mig{n}", 2.2))
+            for n, mig in enumerate(self._spec.mig)
+        )
         self._host_noise = SmoothNoise(seed, "host", 4.0)
 
     def _build_gpus(self, rng: random.Random) -> tuple[_SimGpu, ...]:
         workloads = [FREE] * self._spec.gpu_count
         for job in self._spec.jobs:
-            if job.guest:
+            if job.guest or job.mig_instance is not None:
                 continue
             for index, workload in zip(job.gpus, job.workloads, strict=True):
                 workloads[index] = workload
+        split = {mig.gpu for mig in self._spec.mig}
+        for index in split:
+            workloads[index] = MIG_PARENT
         uptime = rng.uniform(3, 20) * 86400.0
         gpus = []
         for index, workload in enumerate(workloads):
@@ -169,6 +185,7 @@ class DemoSource:
                     nvlink=SmoothNoise(self.seed, channel + "nvlink", 0.7),
                     speed=SmoothNoise(self.seed, channel + "speed", 2.0),
                     energy_base=uptime * (workload.power[0] + workload.power[1]) * 0.5,
+                    mig=index in split,
                 )
             )
         return tuple(gpus)
@@ -200,6 +217,7 @@ class DemoSource:
                         cpu=SmoothNoise(self.seed, channel, 1.3),
                         status=SmoothNoise(self.seed, channel + "status", 0.7),
                         job=number, ranks=len(trainers), model=None if workload.shares is None else job.model,
+                        gpu_instance_id=job.mig_instance, workload=workload,
                     )
                 )
                 next_core += 2
@@ -236,8 +254,21 @@ class DemoSource:
             devices=devices,
             processes=self._grouping.apply(processes),
             jobs=self._grouping.jobs,
+            mig_devices=self._mig_devices(processes, t),
             label=self.label,
         )
+
+    def _mig_devices(self, processes: tuple[ProcessSample, ...], t: float) -> tuple[MigDeviceSample, ...]:
+        """The MIG devices at ``t``, numbered per parent in order; each slice's activity is its job's."""
+        devices = []
+        numbers: dict[int, int] = {}
+        for mig, mig_uuid, noise in self._migs:
+            inside = [p for p in self._processes if p.gpu_instance_id == mig.gpu_instance_id and p.device_index == mig.gpu]
+            used = sum(s.gpu_memory_bytes or 0 for s in processes if s.pid in {p.pid for p in inside})
+            workload = inside[0].workload if inside else None
+            number = numbers[mig.gpu] = numbers.get(mig.gpu, -1) + 1
+            devices.append(mig_device(mig, number, mig_uuid, workload, used, noise, t))
+        return tuple(devices)
 
     def _device(self, gpu: _SimGpu, t: float) -> DeviceSample:
         w = gpu.workload
@@ -263,7 +294,7 @@ class DemoSource:
             nvlink_tx = round((low + (high - low) * gpu.nvlink.unit(t)) * 1e9 * busy)
             nvlink_rx = round((low + (high - low) * gpu.nvlink.unit(t - 0.3)) * 1e9 * busy)
         gpm = 0.94 + 0.06 * gpu.gpm.unit(t)
-        return DeviceSample(
+        device = DeviceSample(
             index=gpu.index,
             name=H100_NAME,
             uuid=gpu.uuid,
@@ -294,7 +325,24 @@ class DemoSource:
             dram_active_percent=round(util * w.dram_share * gpm, 1),
             nvlink_tx_bytes_per_s=nvlink_tx,
             nvlink_rx_bytes_per_s=nvlink_rx,
+            decoder_percent=_engine(w.decoder, gpu.gpm.unit(t + 11.0) * busy),
+            encoder_percent=None if w.decoder is None else 0.0,
+            jpeg_percent=_engine(w.jpeg, gpu.gpm.unit(t + 23.0) * busy),
+            ofa_percent=None if w.jpeg is None else 0.0,
+            health=self._health(gpu.index, t),
         )
+        if gpu.mig:  # NVML reads no utilization, GPM or video engines on a MIG-enabled GPU as a whole
+            return replace(device, utilization_gpu_percent=None, utilization_memory_percent=None, mig_mode=True,
+                           sm_active_percent=None, sm_occupancy_percent=None, tensor_active_percent=None,
+                           dram_active_percent=None)
+        return device
+
+    def _health(self, index: int, t: float) -> DeviceHealth | None:
+        """GPU ``index``'s health at ``t``; None in scenarios that read none."""
+        faults = self._spec.faults
+        if not faults:
+            return None
+        return demo_health(faults[index] if index < len(faults) else Faults(), self._start, t)
 
     def _gpu_memory(self, proc: _SimProcess, t: float) -> int:
         """A trainer's GPU memory: steady, with the small steps a caching allocator makes while busy."""
@@ -307,11 +355,15 @@ class DemoSource:
         cpu = round(lo + (hi - lo) * proc.cpu.unit(t), 1)
         if proc.role == ProcessRole.GPU:
             util = 0.0 if proc.guest else device.utilization_gpu_percent or 0.0
+            mig = proc.gpu_instance_id is not None  # NVML gives no per-process utilization on MIG
             return ProcessSample(
                 pid=proc.pid, role=ProcessRole.GPU, device_index=proc.device_index, ppid=proc.ppid, name=proc.name,
                 cmdline=proc.cmdline, user=proc.user, gpu_memory_bytes=self._gpu_memory(proc, t),
-                sm_percent=float(max(0, round(util - 3 * proc.status.unit(t)))),
-                gpu_memory_percent=0.0 if proc.guest else device.utilization_memory_percent,
+                sm_percent=None if mig else float(max(0, round(util - 3 * proc.status.unit(t)))),
+                gpu_memory_percent=None if mig else 0.0 if proc.guest else device.utilization_memory_percent,
+                gpu_instance_id=proc.gpu_instance_id, compute_instance_id=None if not mig else 0,
+                decoder_percent=None if proc.guest else device.decoder_percent,
+                encoder_percent=None if proc.guest else device.encoder_percent,
                 gpu_process_type=GpuProcessType.COMPUTE, cpu_percent=cpu,
                 rss_bytes=proc.rss_bytes, elapsed_seconds=round(max(0.0, t - proc.create_time), 2),
                 create_time=proc.create_time, status="running" if cpu >= 50 else "sleeping",
@@ -393,6 +445,13 @@ class DemoSource:
 
     def close(self) -> None:
         """Nothing to release; present for the source protocol."""
+
+
+def _engine(span: tuple[float, float] | None, unit: float) -> float | None:
+    """A video engine's utilization at ``unit`` (0-1) of its range; None where the scenario reports none."""
+    if span is None:
+        return None
+    return float(round(span[0] + (span[1] - span[0]) * unit))
 
 
 def _busy(workload: Workload, t: float) -> float:

@@ -277,9 +277,11 @@ class GpusightApp(TerminalGuardedApp):
         self._advice.show(snapshot, frame.playback)
         self._summary.show(snapshot, frame.playback)
         self._header.show(snapshot, self.sampler.interval, self.sampler.paused)
-        self._bar.show(frame.playback)
+        self._bar.show(frame.playback, snapshot)
         self._refresh_offers()
-        if isinstance(self.screen, (GpuDetailScreen, ProcessDetailScreen)):
+        # A detail screen just pushed shows its first frame once it is mounted (see _show_detail); a frame that
+        # comes between finds its widgets not yet composed.
+        if isinstance(self.screen, (GpuDetailScreen, ProcessDetailScreen)) and self.screen.is_mounted:
             self.screen.show(frame, self._gpus.choice)
 
     def _note_first_frame(self) -> None:

@@ -80,8 +80,8 @@ class ChartChoice:
 
 def value_text(metric: str, device: DeviceSample) -> str:
     """The current value of a charted metric as the panels write it (``N/A`` when unknown)."""
-    if metric == "utilization_gpu_percent":
-        return fmt_percent(device.utilization_gpu_percent)
+    if metric.endswith("_percent"):
+        return fmt_percent(getattr(device, metric))
     if metric == "memory_used_bytes":
         return memory_pair(device.memory_used_bytes, device.memory_total_bytes)
     if metric == "power_watts":
@@ -93,7 +93,7 @@ def value_text(metric: str, device: DeviceSample) -> str:
 
 def scale_maximum(metric: str, device: DeviceSample, pcie_maximum: float) -> float | None:
     """Top of a metric's fixed chart scale (None when unknown, which draws the chart blank)."""
-    if metric == "utilization_gpu_percent":
+    if metric.endswith("_percent"):
         return 100.0
     if metric == "memory_used_bytes":
         return device.memory_total_bytes

@@ -34,6 +34,8 @@ from gpusight.ui.format import (
     short_gpu_name,
     throttle_badges,
 )
+from gpusight.ui.gpu_detail_sections import detail_sections
+from gpusight.ui.gpu_hardware import migs_of
 from gpusight.units import (
     NA,
     fmt_bytes,
@@ -157,6 +159,8 @@ class GpuDetailScreen(Screen[None]):
         self._fields = Static(Text("waiting for data"), id="detail-fields")
         self._charts: dict[str, LabelledChart] = {}
         self._last_fields: list[tuple[str, str]] | None = None
+        self.fields_text = ""
+        """The fields and sections shown, one ``label value`` a line (section titles alone), as plain text."""
 
     def compose(self) -> ComposeResult:
         """Fields on the left; on the right the five histories full width, then the extra charts."""
@@ -179,14 +183,23 @@ class GpuDetailScreen(Screen[None]):
             self._fields.update(Text(f"GPU {self.device_index} is not in the latest snapshot."))
             self._last_fields = None
             return
+        snapshot = frame.snapshot
         fields = device_fields(device)
-        if fields != self._last_fields:
-            self._last_fields = fields
+        sections = detail_sections(device, migs_of(snapshot.mig_devices, device.index), snapshot.processes,
+                                   snapshot.timestamp)
+        shown = fields + [row for title, rows in sections for row in [(title, ""), *rows]]
+        if shown != self._last_fields:
+            self._last_fields = shown
+            self.fields_text = "\n".join(f"{label} {value}".rstrip() for label, value in shown)
             table = Table.grid(padding=(0, 1))
             table.add_column(style="dim", no_wrap=True)
             table.add_column()
             for label, value in fields:
                 table.add_row(label, Text(value))
+            for title, rows in sections:
+                table.add_row(Text(title, style="bold"), "")
+                for label, value in rows:
+                    table.add_row(label, Text(value))
             self._fields.update(table)
         left = self.query_one("#detail-left")
         left.border_title = f"GPU {gpu_number(device)} · {short_gpu_name(device.name)}"

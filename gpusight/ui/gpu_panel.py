@@ -23,7 +23,8 @@ from textual.widgets import Static
 
 from gpusight.collect.frame import Frame
 from gpusight.collect.gpu_selection import gpu_number
-from gpusight.collect.model import DeviceSample, Snapshot
+from gpusight.collect.health import HealthLevel
+from gpusight.collect.model import DeviceSample, MigDeviceSample, Snapshot
 from gpusight.collect.timegrid import ChartView
 from gpusight.textsafe import safe_text
 from gpusight.ui.chart import StyleFor, chart_rows
@@ -40,6 +41,17 @@ from gpusight.ui.chart_choice import (
     value_text,
 )
 from gpusight.ui.format import CachedStyles, LineBuilder, fit, memory_pair, power_pair, short_gpu_name, throttle_badges
+from gpusight.ui.gpu_hardware import (
+    DECODER,
+    HealthBadge,
+    engine_busy,
+    engine_items,
+    health_badge,
+    mig_line,
+    mig_short,
+    mig_summary,
+    migs_of,
+)
 from gpusight.ui.line_diff import ChangedLinesRefresh
 from gpusight.units import fmt_celsius, fmt_mhz, fmt_percent, fmt_rate
 
@@ -115,6 +127,8 @@ class GpuPanel(ChangedLinesRefresh, CachedStyles, Widget, can_focus=True):
         "gpu-panel--dim",
         "gpu-panel--badge",
         "gpu-panel--badge-benign",
+        "gpu-panel--badge-warn",
+        "gpu-panel--dec",
         "gpu-panel--lost",
         "gpu-panel--util",
         "gpu-panel--mem",
@@ -147,15 +161,25 @@ class GpuPanel(ChangedLinesRefresh, CachedStyles, Widget, can_focus=True):
         self._inputs: tuple[object, ...] | None = None
         self._lines: list[Strip] | None = None
         self._lines_width = -1
+        self.migs: tuple[MigDeviceSample, ...] = ()
+        """The GPU's MIG devices (none on a whole GPU)."""
+        self.health: HealthBadge | None = None
+        """The health badge; None when nothing is wrong or health was not read."""
 
-    def show(self, device: DeviceSample, charts: ChartView, choice: ChartChoice) -> None:
-        """Display a new sample and chart view; rebuilds only when what it draws changed."""
-        self.device, self._charts, self.choice = device, charts, choice
+    def show(
+        self, device: DeviceSample, charts: ChartView, choice: ChartChoice,
+        migs: tuple[MigDeviceSample, ...] = (), now: float | None = None,
+    ) -> None:
+        """Display a new sample and chart view, with the GPU's MIG devices and its health judged at ``now`` (the
+        snapshot's time); rebuilds only when what it draws changed."""
+        self.device, self._charts, self.choice, self.migs = device, charts, choice, migs
+        self.health = None if now is None else health_badge(device, now)
         self._set_series(self._fetch_series(device))
         layout = (self.mode, self.chart_rows_count, self.size.width, self.has_focus, choice)
         # Everything the lines are built from: the sample (less the ever-growing energy counter,
         # which is not drawn), the layout and the chart windows.
-        inputs = (dataclasses.replace(device, energy_joules=None), layout, tuple(map(tuple, self._series.values())))
+        inputs = (dataclasses.replace(device, energy_joules=None), layout, tuple(map(tuple, self._series.values())),
+                  migs, self.health)
         if inputs == self._inputs and self._lines is not None:
             return
         self._inputs = inputs
@@ -177,12 +201,19 @@ class GpuPanel(ChangedLinesRefresh, CachedStyles, Widget, can_focus=True):
             metrics: tuple[str, ...] = PCIE_METRICS if metric in PCIE_METRICS else (metric,)
         else:
             count = chart_width(self.mode, width)
-            shown = HISTORIES if self.mode == MODE_STRIP or width >= FULL_SIX_CHARTS_MIN_WIDTH else HISTORIES[:4]
-            metrics = tuple(history.metric for history in shown)
+            metrics = tuple(history.metric for history in self._histories(device, width))
         level, paged = self.choice.level, self.choice.paged
         return {
             metric: charts.series(level, self.device_index, metric, count, paged=paged) for metric in metrics
         }
+
+    def _histories(self, device: DeviceSample, width: int) -> tuple[ChartedMetric, ...]:
+        """The charts of the full and strip layouts: four in a narrow full panel; a busy video decoder or encoder
+        takes the last place (the temperature moves to the title line of a narrow panel)."""
+        shown = HISTORIES if self.mode == MODE_STRIP or width >= FULL_SIX_CHARTS_MIN_WIDTH else HISTORIES[:4]
+        if engine_busy(device):
+            shown = (*shown[:-1], DECODER)
+        return shown
 
     @property
     def chart_columns(self) -> int:
@@ -281,19 +312,21 @@ class GpuPanel(ChangedLinesRefresh, CachedStyles, Widget, can_focus=True):
             items.append(("SM act ", fmt_percent(device.sm_active_percent)))
         if device.tensor_active_percent is not None:
             items.append(("tensor ", fmt_percent(device.tensor_active_percent)))
+        items += engine_items(device)
         if device.ecc_errors_uncorrected:
             items.append(("ECC ", str(device.ecc_errors_uncorrected)))
         if device.mig_mode:
-            items.append(("", "MIG"))
+            items.append(("", f"MIG {len(self.migs)}" if self.migs else "MIG"))
         return items
 
-    def _badge_texts(self, device: DeviceSample) -> list[tuple[str, Style]]:
-        """Throttle badges as (text, style), the costly ones first."""
+    def _badge_texts(self, device: DeviceSample, short: bool = False) -> list[tuple[str, Style]]:
+        """The health badge (its ``short`` form in the strip layout), then throttle badges as (text, style), the
+        costly ones first."""
         badges = sorted(throttle_badges(device.throttle_reasons), key=lambda badge: not badge[1])
-        return [
-            (f"[{label}]" if self.ascii_mode else f" {label} ", self._style("badge" if costly else "badge-benign"))
-            for label, costly in badges
-        ]
+        texts = [(label, "badge" if costly else "badge-benign") for label, costly in badges]
+        if self.health is not None:
+            texts.insert(0, (self.health.short if short else self.health.text, _LEVEL_PARTS[self.health.level]))
+        return [(f"[{label}]" if self.ascii_mode else f" {label} ", self._style(part)) for label, part in texts]
 
     def _add_badges(self, line: LineBuilder, device: DeviceSample) -> None:
         for text, style in self._badge_texts(device):
@@ -328,6 +361,8 @@ class GpuPanel(ChangedLinesRefresh, CachedStyles, Widget, can_focus=True):
     def _add_value(self, line: LineBuilder, history: ChartedMetric, device: DeviceSample, room: int) -> None:
         """``label value`` in at most ``room`` cells (the value alone, cut, when both do not fit)."""
         text = value_text(history.metric, device)
+        if history.metric == "utilization_gpu_percent" and device.mig_mode and device.utilization_gpu_percent is None:
+            text = "N/A on MIG"
         value = self._style("hot") if _is_hot(history, device) else self._style("value")
         if len(history.label) + 1 + len(text) <= room:
             line.add(f"{history.label} ", self._style("label"))
@@ -343,10 +378,11 @@ class GpuPanel(ChangedLinesRefresh, CachedStyles, Widget, can_focus=True):
         head.add_cut(f" {short_gpu_name(device.name)} ", title, self.ascii_mode)
         self._add_badges(head, device)
         details = self._detail_items(device)
-        histories = HISTORIES
+        histories = self._histories(device, width)
         if width < FULL_SIX_CHARTS_MIN_WIDTH:
-            histories = HISTORIES[:4]
             details = _pcie_items(device) + details
+            if DECODER in histories:
+                details.insert(0, ("temp ", fmt_celsius(device.temperature_celsius)))
         self._add_items(head, details)
         column_width = chart_width(MODE_FULL, width)
         labels = LineBuilder(width, self.base_style)
@@ -358,7 +394,38 @@ class GpuPanel(ChangedLinesRefresh, CachedStyles, Widget, can_focus=True):
             for builder, strip in zip(chart_lines, self._chart(device, history, column_width, rows), strict=True):
                 builder.pad_to(start)
                 builder.add_strip(strip)
+        if self.migs:
+            chart_lines = self._mig_lines(width, rows)
         return [head.strip(title), labels.strip()] + [b.strip() for b in chart_lines]
+
+    def _mig_lines(self, width: int, rows: int) -> list[LineBuilder]:
+        """A MIG-enabled GPU's chart rows give way to its MIG devices (its own utilization is N/A, so its charts
+        would say little): one a line with a memory bar while they fit, else packed several to a line in short
+        form (``g2 3g.40gb 31.6/39.4GiB SM 86%``), the last line counting any left over."""
+        lines = []
+        if len(self.migs) <= rows:
+            bar = 10 if width >= 70 else 0
+            for mig in self.migs:
+                line = LineBuilder(width, self.base_style)
+                line.add(" " + ("|-" if self.ascii_mode else "├") + " ", self._style("dim"))
+                for text, part in mig_line(mig, bar, self.ascii_mode):
+                    line.add_cut(text, self._style(part), self.ascii_mode)
+                lines.append(line)
+        else:
+            pending = list(self.migs)
+            while pending and len(lines) < rows:
+                line = LineBuilder(width, self.base_style)
+                line.add(" ")
+                while pending and line.add(mig_short(pending[0]) + "  ", self._style("value")):
+                    pending.pop(0)
+                if line.used == 1:  # not even one fits whole: cut it
+                    line.add_cut(mig_short(pending.pop(0)), self._style("value"), self.ascii_mode)
+                lines.append(line)
+            if pending:
+                lines[-1].add_cut(f"+{len(pending)} more (Enter: details)", self._style("dim"), self.ascii_mode)
+        while len(lines) < rows:
+            lines.append(LineBuilder(width, self.base_style))
+        return lines
 
     def _build_strip(self, device: DeviceSample, width: int) -> list[Strip]:
         """``0 H100 80GB  util 97%      mem 61/80GiB ...`` above ``P0 1980MHz  ▃▅▆█ ...``."""
@@ -366,7 +433,7 @@ class GpuPanel(ChangedLinesRefresh, CachedStyles, Widget, can_focus=True):
         title = self._title_style()
         top.add(fit(f" {gpu_number(device)} {short_gpu_name(device.name)}", STRIP_GUTTER - 1, self.ascii_mode).ljust(STRIP_GUTTER - 1),
                 title)
-        badges = self._badge_texts(device)
+        badges = self._badge_texts(device, short=True)
         if badges:
             text, style = badges[0]
             bottom.add(" ")
@@ -375,10 +442,15 @@ class GpuPanel(ChangedLinesRefresh, CachedStyles, Widget, can_focus=True):
             state = "" if device.pstate is None else f"P{device.pstate} "
             bottom.add(fit(f" {state}{fmt_mhz(device.clock_sm_mhz)}", STRIP_GUTTER - 1, self.ascii_mode), self._style("dim"))
         column_width = chart_width(MODE_STRIP, width)
-        charts = [self._chart(device, history, column_width, 1)[0] for history in HISTORIES]
-        for position, history in enumerate(HISTORIES):
+        histories = self._histories(device, width)
+        charts = [self._chart(device, history, column_width, 1)[0] for history in histories]
+        for position, history in enumerate(histories):
             top.pad_to(STRIP_GUTTER + position * (column_width + 1))
             self._add_value(top, history, device, column_width)
+        if self.migs:  # one line sums up the MIG devices in place of the charts
+            bottom.pad_to(STRIP_GUTTER)
+            bottom.add_cut(mig_summary(self.migs), self._style("value"), self.ascii_mode)
+            return [top.strip(), bottom.strip()]
         return [top.strip(), self._kept_line(bottom, charts, column_width)]
 
     def _kept_line(self, line: LineBuilder, charts: list[Strip], column_width: int) -> Strip:
@@ -454,6 +526,11 @@ class GpuPanel(ChangedLinesRefresh, CachedStyles, Widget, can_focus=True):
             line.add(text, value)
 
 
+_LEVEL_PARTS = {HealthLevel.DRAIN: "badge", HealthLevel.WARN: "badge-warn", HealthLevel.NOTICE: "badge-benign",
+                HealthLevel.OK: "badge-benign"}
+"""Style part of the health badge at each level."""
+
+
 def _is_hot(history: ChartedMetric, device: DeviceSample) -> bool:
     """True for the temperature of a hot GPU."""
     return history.metric == "temperature_celsius" and _hot(device)
@@ -527,8 +604,9 @@ class GpuArea(VerticalScroll, can_focus=False):
             return
         # Fewer panels than GPUs while the app tears the screen down (a snapshot can still arrive then).
         panels = self.panels
-        for panel, device in zip(panels, frame.snapshot.devices, strict=False):
-            panel.show(device, frame.charts, self.choice)
+        snapshot = frame.snapshot
+        for panel, device in zip(panels, snapshot.devices, strict=False):
+            panel.show(device, frame.charts, self.choice, migs_of(snapshot.mig_devices, device.index), snapshot.timestamp)
         columns = max((panel.chart_columns for panel in panels), default=0)
         title = self._title(frame, columns)
         if title != self.border_title:  # setting it, even unchanged, repaints the whole area

@@ -34,6 +34,7 @@ from gpusight.ui.chart import StackedChart
 from gpusight.ui.chart_choice import ChartChoice, duration_text
 from gpusight.ui.footer import FittingFooter
 from gpusight.ui.gpu_detail import LabelledChart, caption_text
+from gpusight.ui.gpu_hardware import process_instance
 from gpusight.units import NA, fmt_bytes, fmt_percent
 
 NO_SPEED = "no speed reported (instrument the loop with gpusight.torch)"
@@ -50,11 +51,15 @@ def process_summary(process: ProcessSample, jobs: Mapping[int, JobSample], ascii
     lines = [
         f"{safe_text(process.name, 60) or 'unknown'} (user {safe_text(process.user, 32) or 'unknown'})",
         (
-            f"GPU {process.device_index if process.device_index is not None else 'N/A'}, "
+            f"GPU {process.device_index if process.device_index is not None else 'N/A'}"
+            f"{'' if process.gpu_instance_id is None else f' MIG instance {process_instance(process)}'}, "
             f"GPU memory {fmt_bytes(process.gpu_memory_bytes)}, host memory {fmt_bytes(process.rss_bytes)}"
         ),
         safe_text(process.cmdline, 400) or "(no command line)",
     ]
+    engines = process_engines(process)
+    if engines:
+        lines.insert(2, engines)
     if process.cpu_percent is not None or process.cpu_wait_percent is not None:
         lines.insert(2, f"CPU {fmt_percent(process.cpu_percent)}, waiting for a CPU {fmt_percent(process.cpu_wait_percent)}")
     if process.note:
@@ -68,6 +73,13 @@ def process_summary(process: ProcessSample, jobs: Mapping[int, JobSample], ascii
             lines.append(f"across nodes: {safe_text(job.cluster_key, 80)}")
         lines.append(f"evidence: {safe_text(job.evidence, 200)}")
     return "\n".join(lines)
+
+
+def process_engines(process: ProcessSample) -> str | None:
+    """``video encoder 0%, decoder 93%`` where NVML gives the process's video engine use; None where it does not."""
+    if process.encoder_percent is None and process.decoder_percent is None:
+        return None
+    return f"video encoder {fmt_percent(process.encoder_percent)}, decoder {fmt_percent(process.decoder_percent)}"
 
 
 def per_second(value: float | None, unit: str) -> str:

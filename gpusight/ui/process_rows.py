@@ -26,6 +26,7 @@ from gpusight.speed_text import (
 )
 from gpusight.textsafe import safe_text
 from gpusight.ui.format import ASCII_ELLIPSIS
+from gpusight.ui.gpu_hardware import process_instance
 from gpusight.units import NA, fmt_bytes, fmt_duration, fmt_percent
 
 SORT_KEYS = ("gpu", "pid", "user", "container", "job", "memory", "sm", "cpu", "elapsed")
@@ -320,6 +321,9 @@ class RowBuilder:
     def _leader_cells(self, p: ProcessSample, workers: int) -> tuple[str, ...]:
         suffix = f" [{workers} worker{'s' if workers != 1 else ''}]" if workers else ""
         base = p.cmdline or p.name
+        instance = process_instance(p)
+        if instance is not None and base:  # the MIG instance it runs in leads: the GPU column holds only the GPU
+            base = f"[{instance}] {base}"
         speed = self._speed_note(p)
         own = safe_text(p.note, 120) if p.note else ""
         note = f" ({'; '.join(text for text in (own, speed) if text)})" if own or speed else ""
