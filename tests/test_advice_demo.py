@@ -120,9 +120,47 @@ def test_mixed_scenario_shows_each_of_its_stories():
 def test_every_demo_scenario_is_covered():
     covered = {
         "healthy", "input-bound", "small-batch", "throttling", "idle-holding", "imbalance", "mixed",
-        "serving", "stalls", "comm-bound",
+        "serving", "stalls", "comm-bound", "mig", "faulty", "video-decode",
     }
     assert set(SCENARIOS) <= covered
+
+
+@pytest.mark.parametrize("seed", [0, 7])
+def test_mig_scenario_scopes_advice_to_its_instances(seed):
+    advice, snap = advice_after("mig", 150, seed)
+    found = rules(advice)
+    parent = next(d for d in snap.devices if d.mig_mode)
+    assert parent.utilization_gpu_percent is None
+    busy = {p.gpu_instance_id for p in snap.processes if p.device_index == parent.index and p.gpu_memory_bytes}
+    holders = [m for m in snap.mig_devices if m.sm_active_percent == 0 and m.gpu_instance_id in busy]
+    free = [m for m in snap.mig_devices if m.gpu_instance_id not in busy]
+    assert [a.scope for a in found["mig_idle_holding"]] == [f"mig{parent.index}.{m.gpu_instance_id}" for m in holders]
+    assert [a.scope for a in found["mig_free"]] == [f"mig{parent.index}.{m.gpu_instance_id}" for m in free]
+    assert all(m.uuid in a.action for m, a in zip(free, found["mig_free"], strict=True))
+    assert f"gpu{parent.index}" not in {a.scope for a in advice}  # nothing judged on the parent's missing figures
+
+
+@pytest.mark.parametrize("seed", [0, 7])
+def test_faulty_scenario_drains_the_faulty_gpus_at_once(seed):
+    advice, snap = advice_after("faulty", 5, seed)
+    drains = {a.scope: a for a in rules(advice)["health"] if a.severity == "critical"}
+    remapping = [d.index for d in snap.devices if d.health and d.health.remap_pending]
+    narrow = [d.index for d in snap.devices
+              if d.health and (d.health.pcie_link_width or 0) < (d.health.pcie_link_width_max or 0)]
+    assert remapping and narrow
+    assert set(drains) == {f"gpu{i}" for i in remapping + narrow}
+    assert all(a.title.startswith(f"drain {a.scope} / reset needed") for a in drains.values())
+    assert "reset" in drains[f"gpu{remapping[0]}"].action
+    assert f"x{snap.devices[narrow[0]].health.pcie_link_width}" in drains[f"gpu{narrow[0]}"].evidence
+
+
+@pytest.mark.parametrize("seed", [0, 7])
+def test_video_decode_scenario_blames_the_decoder(seed):
+    advice, snap = advice_after("video-decode", 60, seed)
+    [decoder] = rules(advice)["decoder_bound"]
+    busiest = max(snap.devices, key=lambda d: d.decoder_percent or 0)
+    assert decoder.scope == f"gpu{busiest.index}" and "NVDEC" in decoder.title
+    assert "input_bound" not in {a.id.split(":")[0] for a in advice if a.scope == decoder.scope}
 
 
 TRAINER_RULES = {
