@@ -344,7 +344,7 @@ def test_fake_nvml_faults_end_to_end_exit_2_with_each_drain_advice(tmp_path, fak
     assert out.returncode == 2, out.stdout + out.stderr
     lines = out.stdout.splitlines()
     assert "CRITICAL gpu0: drain gpu0 / reset needed: row remap pending: reset needed" in lines
-    assert "CRITICAL gpu1: drain gpu1 / reset needed: PCIe link degraded to Gen3 under load (and 1 more)" in lines
+    assert "CRITICAL gpu1: drain gpu1 / reset needed: PCIe link degraded to x8 (and 1 more)" in lines
     gpu2 = "\n".join(lines[lines.index(next(line for line in lines if line.startswith("CRITICAL gpu2:"))):][:3])
     assert gpu2.startswith("CRITICAL gpu2: drain gpu2 / reset needed: Xid ") and "(and 1 more)" in gpu2, out.stdout
     assert "Xid 79 once" in gpu2 and "Xid 48 once" in gpu2 and "reboot" in gpu2

@@ -22,6 +22,10 @@ BUSY_PERCENT = 10.0
 GPUs drop their PCIe link to a low generation when idle and raise it under load; the width does not change."""
 
 
+SLOW_LINK_POINTS = 40
+"""Points a PCIe generation below the maximum under load costs: less than a narrow link, which is never power saving
+and is named first when both stand."""
+
 REBOOT_POINTS = 70
 """Points an Xid that needs the node rebooted costs (more than a reset's): listed first among drain findings."""
 
@@ -169,7 +173,8 @@ def _link_findings(device: DeviceSample, health: DeviceHealth) -> list[HealthFin
     if gen is not None and gen_max is not None and 0 < gen < gen_max and busy:
         findings.append(_finding("pcie_gen", HealthLevel.DRAIN, f"PCIe link degraded to Gen{gen} under load",
                                  f"{link}, while {device.utilization_gpu_percent:.0f}% busy",
-                                 "drain the GPU; reseat it or check its slot, riser and BIOS PCIe settings"))
+                                 "drain the GPU; reseat it or check its slot, riser and BIOS PCIe settings",
+                                 points=SLOW_LINK_POINTS))
     if health.pcie_replay_count:
         findings.append(_finding("pcie_replay", HealthLevel.NOTICE, "PCIe replays",
                                  f"{health.pcie_replay_count} PCIe replays since the driver loaded",
