@@ -171,8 +171,9 @@ def stragglers(ranks: Iterable[RankLoad], thresholds: FleetThresholds) -> list[A
 
 def _is_free(gpu: ClusterGpu, util: list[float] | None, memory: list[float] | None,
              thresholds: FleetThresholds) -> bool:
-    """Whether ``gpu`` (of an up node, with no process) is idle and empty now and over its window (MiB)."""
-    if gpu.lost or util is None or memory is None:
+    """Whether ``gpu`` (of an up node, with no process, not to be drained) is idle and empty now and over its
+    window (MiB)."""
+    if gpu.lost or util is None or memory is None or (gpu.health is not None and gpu.health.needs_drain):
         return False
     if gpu.utilization_percent is None or gpu.memory_used_bytes is None:
         return False

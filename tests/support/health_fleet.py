@@ -17,10 +17,12 @@ from pathlib import Path
 from gpusight.collect.model import (
     DeviceHealth,
     DeviceSample,
+    JobSample,
     MigDeviceSample,
     ProcessSample,
     Snapshot,
     SourceKind,
+    WorkloadKind,
     XidEvent,
 )
 from gpusight.recordings.opening import open_recorder
@@ -71,9 +73,11 @@ def fleet_snapshot(now: float) -> Snapshot:
                         utilization_note=None if gi == 1 else "NVML gives no utilization per MIG device before GPM")
         for place, (gi, profile) in enumerate(MIG_PROFILES.items()))
     processes = tuple(ProcessSample(pid, device_index=0, name=f"train{gi}", user="ana", gpu_memory_bytes=gi * GIB,
-                                    gpu_instance_id=gi, compute_instance_id=0)
-                      for gi, pid in MIG_PIDS.items())
-    return Snapshot(now, SourceKind.NVML, devices=devices, processes=processes, mig_devices=migs)
+                                    gpu_instance_id=gi, compute_instance_id=0, job=job)
+                      for job, (gi, pid) in enumerate(MIG_PIDS.items(), start=1))
+    jobs = tuple(JobSample(job, WorkloadKind.TRAINING, "hand-built", (pid,), (0,))
+                 for job, pid in enumerate(MIG_PIDS.values(), start=1))
+    return Snapshot(now, SourceKind.NVML, devices=devices, processes=processes, jobs=jobs, mig_devices=migs)
 
 
 def write_fleet_recording(path: Path, start: float, seconds: int = 600) -> Path:

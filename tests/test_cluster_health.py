@@ -1,0 +1,147 @@
+"""The cluster view's MIG instances, GPU health and drain advice, end to end: a real Prometheus scrapes a real
+``gpusight --serve --replay`` of hand-built snapshots (tests/support/health_fleet.py) and a dcgm-exporter node in
+its MIG shape (tests/data/cluster/dcgm-exporter-mig-health.txt); ``ClusterSource`` and ``gpusight --cluster
+--once/--json`` read both."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from gpusight.cluster.frame import ClusterFrame, ClusterNode
+from gpusight.cluster.source import DEVICE_QUERY, ClusterSource
+from support.exporter import serving
+from support.exposition import ExpositionServer
+from support.health_fleet import MIG_PIDS, write_fleet_recording
+from support.prometheus import PrometheusServer, Target, require_prometheus
+
+REPO = Path(__file__).resolve().parents[1]
+DCGM_MIG = REPO / "tests" / "data" / "cluster" / "dcgm-exporter-mig-health.txt"
+HISTORY = "20"
+
+
+@pytest.fixture(scope="module")
+def prometheus_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    require_prometheus()
+    recording = write_fleet_recording(tmp_path_factory.mktemp("fleet") / "node-07.jsonl", time.time(), 180)
+    sample = DCGM_MIG.read_bytes()
+    server = ExpositionServer({"/metrics": lambda: sample})
+    try:
+        with serving(["--replay", str(recording), "--loop", "--hostname", "node-07"]) as exporter, \
+                PrometheusServer([Target(exporter.url.split("://", 1)[1], instance="node-07:9401"),
+                                  Target(server.address, instance="10.0.0.7:9400")]) as prometheus:
+            yield prometheus.url
+    finally:
+        server.close()
+
+
+def _poll(url: str) -> ClusterFrame:
+    source = ClusterSource(url, history_seconds=float(HISTORY))
+    deadline = time.monotonic() + 30
+    frame = source.poll()
+    while time.monotonic() < deadline and not (len(frame.nodes) == 2 and frame.processes
+                                               and all(n.gpus and n.gpus[0].mig for n in frame.nodes)):
+        time.sleep(0.5)
+        frame = source.poll()
+    return frame
+
+
+@pytest.fixture(scope="module")
+def frame(prometheus_url: str) -> ClusterFrame:
+    return _poll(prometheus_url)
+
+
+def _node(frame: ClusterFrame, host: str) -> ClusterNode:
+    return next(node for node in frame.nodes if node.host == host)
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.run([sys.executable, "-m", "gpusight", *args], capture_output=True, text=True, env=env,
+                          timeout=60, check=False)
+
+
+def test_mig_instances_are_listed_under_their_gpu_from_both_exporters(frame) -> None:
+    ours = _node(frame, "node-07").gpus[0]
+    assert [(g.gpu_instance_id, g.profile) for g in ours.mig][:2] == [(1, "3g.40gb"), (2, "2g.20gb")]
+    assert [g.gpu_instance_id for g in ours.mig] == [1, 2, 5]
+    assert ours.mig[0].memory_used_bytes == 1 << 30 and ours.mig[0].memory_total_bytes == 10 << 30
+    assert ours.mig[0].sm_active_percent == pytest.approx(50.0)
+    assert ours.mig[1].sm_active_percent is None  # no GPM figure: N/A, never 0 and never the parent's
+    dcgm = _node(frame, "dgx-a100-07").gpus[0]
+    assert [(g.gpu_instance_id, g.profile) for g in dcgm.mig] == [(1, "3g.40gb"), (2, "2g.20gb"), (5, "1g.10gb")]
+    assert dcgm.mig[0].memory_used_bytes == 30120 << 20 and dcgm.mig[0].memory_total_bytes == (30120 + 10350) << 20
+    assert dcgm.mig[0].tensor_active_percent == pytest.approx(41.2)
+    assert dcgm.memory_used_bytes is None  # the instances' memory is never summed into, or taken for, the parent's
+
+
+def test_processes_are_placed_on_their_instance(frame) -> None:
+    placed = {p.name: (p.gpu, p.gpu_instance_id) for p in frame.processes}
+    assert placed == {f"train{gi}": (0, gi) for gi in MIG_PIDS}
+
+
+def test_health_per_gpu_from_both_exporters(frame) -> None:
+    ours = {g.index: g.health for g in _node(frame, "node-07").gpus}
+    assert {i: h is not None and h.needs_drain for i, h in ours.items()} == {0: False, 1: True, 2: True, 3: True,
+                                                                               4: False}
+    assert ours[4] is not None and ours[4].score == 100
+    assert ours[1].findings[0].key == "xid48"  # the last Xid, at the time gpusight --serve received it
+    assert _node(frame, "node-07").gpus[4].decoder_percent == 95.0
+    dcgm = {g.index: g.health for g in _node(frame, "dgx-a100-07").gpus}
+    assert dcgm[0] is not None and dcgm[0].score == 100
+    assert dcgm[1] is not None and dcgm[1].needs_drain and dcgm[1].findings[0].key == "xid79"
+
+
+def test_fleet_advice_names_the_node_and_the_gpu(frame) -> None:
+    drains = {a.id: a for a in frame.fleet_advice if a.id.startswith("fleet_drain:")}
+    assert sorted(drains) == ["fleet_drain:dgx-a100-07/gpu1", "fleet_drain:node-07/gpu1", "fleet_drain:node-07/gpu2",
+                              "fleet_drain:node-07/gpu3"]
+    assert all(a.severity == "critical" for a in drains.values())
+    assert drains["dgx-a100-07/gpu1".join(("fleet_drain:", ""))].title.startswith(
+        "drain gpu1 on dgx-a100-07: Xid 79: ")
+    assert drains["fleet_drain:node-07/gpu2"].title == "drain gpu2 on node-07: row remap pending: reset needed"
+    assert drains["fleet_drain:node-07/gpu3"].title.startswith("drain gpu3 on node-07: PCIe link degraded")
+    assert "Gen3 x8 (can run Gen5 x16)" in drains["fleet_drain:node-07/gpu3"].evidence
+    assert list(frame.fleet_advice[:4]) == list(drains.values())  # critical first
+    free = {(g.host, g.index) for n in frame.nodes for g in n.gpus if g.free}
+    assert not free & {("node-07", 1), ("node-07", 2), ("node-07", 3)}
+
+
+def test_cluster_once_shows_instances_badges_and_advice(prometheus_url: str, frame) -> None:
+    result = _cli("--cluster", prometheus_url, "--once", "--cluster-history", HISTORY)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "node-07  up  gpusight --serve  5 GPUs" in out and "3 GPUs to drain" in out
+    assert "1 GPU to drain" in out  # dgx-a100-07
+    lines = out.splitlines()
+    gpu0 = next(i for i, line in enumerate(lines) if line.startswith("    0 ") and "node-07" in "".join(lines[:i][-3:]))
+    assert lines[gpu0 + 1].lstrip().startswith("MIG 1 3g.40gb") and "train1" in lines[gpu0 + 1]
+    assert "SM 50%" in lines[gpu0 + 1]
+    assert lines[gpu0 + 3].lstrip().startswith('MIG 5 1g.10gb"?') and "\x1b" not in out
+    assert sum("DRAIN" in line.split() for line in lines) == 4
+    assert "DEC 95%" in out
+    assert "CRITICAL drain gpu1 on node-07: Xid 48: " in out
+
+
+def test_cluster_json_carries_instances_and_health(prometheus_url: str) -> None:
+    result = _cli("--cluster", prometheus_url, "--json", "--cluster-history", HISTORY)
+    assert result.returncode == 0, result.stderr
+    document = json.loads(result.stdout)
+    node = next(n for n in document["nodes"] if n["host"] == "node-07")
+    assert [m["gpu_instance_id"] for m in node["gpus"][0]["mig"]] == [1, 2, 5]
+    health = node["gpus"][2]["health"]
+    assert health["score"] == 50 and health["findings"][0]["level"] == "drain"
+
+
+def test_health_costs_no_query_of_its_own_and_healthy_gpus_little(prometheus_url: str) -> None:
+    assert DEVICE_QUERY.count("ROW_REMAP_PENDING") == 1  # in the one device query
+    source = ClusterSource(prometheus_url, history_seconds=float(HISTORY))
+    source.poll()
+    assert source.last_stats.requests <= 7
