@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from test_cluster_tui_pty import visible
 
 from gpusight.cluster.frame import ClusterFrame, ClusterNode
 from gpusight.cluster.source import DEVICE_QUERY, ClusterSource
@@ -21,6 +22,7 @@ from support.exporter import serving
 from support.exposition import ExpositionServer
 from support.health_fleet import MIG_PIDS, write_fleet_recording
 from support.prometheus import PrometheusServer, Target, require_prometheus
+from support.terminal import PtyTerminal, gpusight_argv
 
 REPO = Path(__file__).resolve().parents[1]
 DCGM_MIG = REPO / "tests" / "data" / "cluster" / "dcgm-exporter-mig-health.txt"
@@ -145,3 +147,19 @@ def test_health_costs_no_query_of_its_own_and_healthy_gpus_little(prometheus_url
     source = ClusterSource(prometheus_url, history_seconds=float(HISTORY))
     source.poll()
     assert source.last_stats.requests <= 7
+
+
+@pytest.mark.parametrize("size", [(160, 45), (80, 24)])
+def test_the_cluster_tui_lists_instances_and_drain_badges(prometheus_url: str, size: tuple[int, int]) -> None:
+    argv = gpusight_argv("--cluster", prometheus_url, "--interval", "1", "--cluster-history", HISTORY)
+    env = dict(os.environ, GPUSIGHT_PARTIAL_OUTPUT="0")  # whole changed lines keep the words whole in the bytes
+    with PtyTerminal(argv, size, env=env) as term:
+        screen = lambda: visible(bytes(term.output))  # noqa: E731 - read again on every check
+        term.wait_for(lambda: "3 GPUs to drain" in screen(), "node-07's drain count on its host row", 60)
+        term.wait_for(lambda: "1 GPU to drain" in screen(), "dgx-a100-07's drain count", 30)
+        term.wait_for(lambda: "MIG 1 3g.40gb" in screen(), "a MIG instance under its GPU", 30)
+        if size[0] >= 120:
+            term.wait_for(lambda: "DRAIN Xid 79" in screen(), "the drain badge naming the Xid", 30)
+            term.wait_for(lambda: "train1" in screen(), "the instance's process", 30)
+        assert "Traceback" not in screen()
+        assert term.quit() == 0
