@@ -3,8 +3,6 @@ snapshots (tests/support/health_fleet.py), under dcgm-exporter's names and label
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 import time
 from collections.abc import Iterator
 
@@ -15,7 +13,7 @@ from prometheus_client.samples import Sample
 from gpusight import metric_names as names
 from gpusight.collect.model import DeviceHealth, DeviceSample, XidEvent
 from gpusight.prometheus_exporter.health_families import UNKNOWN_XID, XidTally
-from support.exporter import serving
+from support.exporter import promtool_problems, serving
 from support.health_fleet import HOSTILE_PROFILE, MIG_PIDS, MIG_PROFILES, write_fleet_recording
 
 
@@ -113,16 +111,7 @@ def test_video_engines(families) -> None:
 
 
 def test_promtool_accepts_it_all(scrape: str) -> None:
-    promtool = shutil.which("promtool")
-    if promtool is None:
-        pytest.skip("promtool is not installed (Debian's prometheus package)")
-    result = subprocess.run([promtool, "check", "metrics"], input=scrape, capture_output=True, text=True, check=False)
-    problems = (result.stdout + result.stderr).splitlines()
-    assert result.returncode in (0, 3), problems
-    # dcgm-exporter's own spellings, kept for its dashboards: the camelCase label and a name holding "COUNTER"
-    allowed = ("label names should be written in 'snake_case' not 'camelCase'",
-               f"{names.PCIE_REPLAY.name} metric name should not include type 'counter'")
-    assert [p for p in problems if not (p.startswith("DCGM_FI_") and p.endswith(allowed))] == []
+    assert promtool_problems(scrape) == []
 
 
 def _device(total: int, *codes: int) -> DeviceSample:
