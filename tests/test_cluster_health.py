@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from test_cluster_tui_pty import visible
 
+from gpusight import metric_names as m
 from gpusight.cluster.frame import ClusterFrame, ClusterNode
 from gpusight.cluster.source import DEVICE_QUERY, ClusterSource
 from support.exporter import serving
@@ -142,11 +143,21 @@ def test_cluster_json_carries_instances_and_health(prometheus_url: str) -> None:
     assert health["score"] == 50 and health["findings"][0]["level"] == "drain"
 
 
-def test_health_costs_no_query_of_its_own_and_healthy_gpus_little(prometheus_url: str) -> None:
-    assert DEVICE_QUERY.count("ROW_REMAP_PENDING") == 1  # in the one device query
+def test_health_costs_no_query_of_its_own_and_a_healthy_gpu_one_series(prometheus_url: str) -> None:
     source = ClusterSource(prometheus_url, history_seconds=float(HISTORY))
     source.poll()
-    assert source.last_stats.requests <= 7
+    assert source.last_stats.requests == 6  # as before: MIG and health ride in the device query
+    answer = source.client.query(DEVICE_QUERY, at=time.time())
+    health = {metric.name for metric in (*m.HEALTH_METRICS, *m.VIDEO_METRICS, m.XID_LAST_TIME)}
+
+    def served(gpu: str) -> set[str]:
+        return {s.labels["__name__"] for s in answer if s.labels.get(m.LABEL_HOSTNAME) == "node-07"
+                and s.labels.get(m.LABEL_GPU) == gpu and s.labels["__name__"] in health}
+
+    assert served("0") == {m.XID_ERRORS.name, m.ECC_SBE_AGG.name}  # healthy: the rest are 0 and stay home
+    assert served("3") == {m.XID_ERRORS.name, m.ECC_SBE_AGG.name, m.PCIE_REPLAY.name, m.PCIE_LINK_GEN.name,
+                           m.PCIE_LINK_WIDTH.name, m.PCIE_MAX_LINK_GEN.name, m.PCIE_MAX_LINK_WIDTH.name}
+    assert served("4") == {m.XID_ERRORS.name, m.ECC_SBE_AGG.name, m.DEC_UTIL.name}
 
 
 @pytest.mark.parametrize("size", [(160, 45), (80, 24)])
