@@ -172,5 +172,15 @@ def test_the_cluster_tui_lists_instances_and_drain_badges(prometheus_url: str, s
         if size[0] >= 120:
             term.wait_for(lambda: "DRAIN Xid 79" in screen(), "the drain badge naming the Xid", 30)
             term.wait_for(lambda: "train1" in screen(), "the instance's process", 30)
+        mark = len(term.output)
+        for key in b"/node-07\r":  # typed, not pasted: the filter must get every key
+            term.send(bytes([key]))
+            time.sleep(0.15)
+        time.sleep(0.5)
+        term.send(b"\r")  # the cursor is on node-07's row: its screen
+        after = lambda: visible(bytes(term.output[mark:]))  # noqa: E731
+        # HEALTH heads the host screen's GPU table alone: its rows (the drain badges, the MIG rows) come after it
+        host_screen = lambda: after().split("HEALTH", 1)[-1] if "HEALTH" in after() else ""  # noqa: E731
+        term.wait_for(lambda: "DRAIN" in host_screen() and "MIG 5" in host_screen(), "the host screen's GPUs", 30)
         assert "Traceback" not in screen()
         assert term.quit() == 0
