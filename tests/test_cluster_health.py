@@ -50,7 +50,8 @@ def _poll(url: str) -> ClusterFrame:
     deadline = time.monotonic() + 30
     frame = source.poll()
     while time.monotonic() < deadline and not (len(frame.nodes) == 2 and frame.processes
-                                               and all(n.gpus and n.gpus[0].mig for n in frame.nodes)):
+                                               and all(n.gpus and n.gpus[0].mig for n in frame.nodes)
+                                               and any(g.lost for n in frame.nodes for g in n.gpus)):
         time.sleep(0.5)
         frame = source.poll()
     return frame
@@ -93,7 +94,8 @@ def test_processes_are_placed_on_their_instance(frame) -> None:
 def test_health_per_gpu_from_both_exporters(frame) -> None:
     ours = {g.index: g.health for g in _node(frame, "node-07").gpus}
     assert {i: h is not None and h.needs_drain for i, h in ours.items()} == {0: False, 1: True, 2: True, 3: True,
-                                                                               4: False}
+                                                                               4: False, 5: True}
+    assert _node(frame, "node-07").gpus[5].lost and ours[5] is not None and ours[5].findings[0].key == "xid79"
     assert ours[4] is not None and ours[4].score == 100
     assert ours[1].findings[0].key == "xid48"  # the last Xid, at the time gpusight --serve received it
     assert _node(frame, "node-07").gpus[4].decoder_percent == 95.0
@@ -105,14 +107,15 @@ def test_health_per_gpu_from_both_exporters(frame) -> None:
 def test_fleet_advice_names_the_node_and_the_gpu(frame) -> None:
     drains = {a.id: a for a in frame.fleet_advice if a.id.startswith("fleet_drain:")}
     assert sorted(drains) == ["fleet_drain:dgx-a100-07/gpu1", "fleet_drain:node-07/gpu1", "fleet_drain:node-07/gpu2",
-                              "fleet_drain:node-07/gpu3"]
+                              "fleet_drain:node-07/gpu3", "fleet_drain:node-07/gpu5"]
+    assert drains["fleet_drain:node-07/gpu5"].title == "drain gpu5 on node-07: Xid 79: GPU has fallen off the bus"
     assert all(a.severity == "critical" for a in drains.values())
     assert drains["dgx-a100-07/gpu1".join(("fleet_drain:", ""))].title.startswith(
         "drain gpu1 on dgx-a100-07: Xid 79: ")
     assert drains["fleet_drain:node-07/gpu2"].title == "drain gpu2 on node-07: row remap pending: reset needed"
     assert drains["fleet_drain:node-07/gpu3"].title.startswith("drain gpu3 on node-07: PCIe link degraded")
     assert "Gen3 x8 (can run Gen5 x16)" in drains["fleet_drain:node-07/gpu3"].evidence
-    assert list(frame.fleet_advice[:4]) == list(drains.values())  # critical first
+    assert list(frame.fleet_advice[:5]) == list(drains.values())  # critical first
     free = {(g.host, g.index) for n in frame.nodes for g in n.gpus if g.free}
     assert not free & {("node-07", 1), ("node-07", 2), ("node-07", 3)}
 
@@ -121,14 +124,14 @@ def test_cluster_once_shows_instances_badges_and_advice(prometheus_url: str, fra
     result = _cli("--cluster", prometheus_url, "--once", "--cluster-history", HISTORY)
     assert result.returncode == 0, result.stderr
     out = result.stdout
-    assert "node-07  up  gpusight --serve  5 GPUs" in out and "3 GPUs to drain" in out
+    assert "node-07  up  gpusight --serve  6 GPUs" in out and "4 GPUs to drain" in out
     assert "1 GPU to drain" in out  # dgx-a100-07
     lines = out.splitlines()
     gpu0 = next(i for i, line in enumerate(lines) if line.startswith("    0 ") and "node-07" in "".join(lines[:i][-3:]))
     assert lines[gpu0 + 1].lstrip().startswith("MIG 1 3g.40gb") and "train1" in lines[gpu0 + 1]
     assert "SM 50%" in lines[gpu0 + 1]
     assert lines[gpu0 + 3].lstrip().startswith('MIG 5 1g.10gb"?') and "\x1b" not in out
-    assert sum("DRAIN" in line.split() for line in lines) == 4
+    assert sum("DRAIN" in line.split() for line in lines) == 5
     assert "DEC 95%" in out
     assert "CRITICAL drain gpu1 on node-07: Xid 48: " in out
 
@@ -166,7 +169,7 @@ def test_the_cluster_tui_lists_instances_and_drain_badges(prometheus_url: str, s
     env = dict(os.environ, GPUSIGHT_PARTIAL_OUTPUT="0")  # whole changed lines keep the words whole in the bytes
     with PtyTerminal(argv, size, env=env) as term:
         screen = lambda: visible(bytes(term.output))  # noqa: E731 - read again on every check
-        term.wait_for(lambda: "3 GPUs to drain" in screen(), "node-07's drain count on its host row", 60)
+        term.wait_for(lambda: "4 GPUs to drain" in screen(), "node-07's drain count on its host row", 60)
         term.wait_for(lambda: "1 GPU to drain" in screen(), "dgx-a100-07's drain count", 30)
         term.wait_for(lambda: "MIG 1 3g.40gb" in screen(), "a MIG instance under its GPU", 30)
         if size[0] >= 120:

@@ -11,7 +11,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 
 from gpusight import metric_names as names
-from gpusight.collect.model import DeviceHealth, DeviceSample, XidEvent
+from gpusight.collect.model import DeviceHealth, DeviceSample, Snapshot, SourceKind, XidEvent
+from gpusight.prometheus_exporter.families import ExportOptions, SnapshotCollector
 from gpusight.prometheus_exporter.health_families import UNKNOWN_XID, XidTally
 from support.exporter import promtool_problems, serving
 from support.health_fleet import HOSTILE_PROFILE, MIG_PIDS, MIG_PROFILES, write_fleet_recording
@@ -21,7 +22,7 @@ from support.health_fleet import HOSTILE_PROFILE, MIG_PIDS, MIG_PROFILES, write_
 def scrape(tmp_path_factory: pytest.TempPathFactory) -> str:
     recording = write_fleet_recording(tmp_path_factory.mktemp("health") / "node.jsonl", time.time(), 120)
     with serving(["--replay", str(recording), "--loop", "--hostname", "node-07"]) as exporter:
-        return exporter.wait_for(names.DRAIN.name + "{")
+        return exporter.wait_for('gpu="5",hostname="node-07"} 79.0')  # GPU 5 fell off the bus
 
 
 @pytest.fixture(scope="module")
@@ -78,7 +79,7 @@ def test_a_hostile_profile_is_one_escaped_label_value(families) -> None:
 
 
 def test_health_under_dcgm_exporters_names(families) -> None:
-    assert _by_gpu(families[names.XID_ERRORS.name]) == {"0": 0.0, "1": 48.0, "2": 0.0, "3": 0.0, "4": 0.0}
+    assert _by_gpu(families[names.XID_ERRORS.name]) == {"0": 0.0, "1": 48.0, "2": 0.0, "3": 0.0, "4": 0.0, "5": 79.0}
     assert _by_gpu(families[names.ROW_REMAP_PENDING.name])["2"] == 1.0
     assert _by_gpu(families[names.UNCORRECTABLE_REMAPPED_ROWS.name])["2"] == 1.0
     assert _by_gpu(families[names.ECC_DBE_VOL.name])["1"] == 2.0
@@ -95,10 +96,13 @@ def test_health_under_dcgm_exporters_names(families) -> None:
 def test_gpusights_xid_counter_last_xid_and_drain_flags(families) -> None:
     counted = {(s.labels[names.LABEL_GPU], s.labels[names.LABEL_XID]): s.value
                for s in families[names.XID_COUNT.name] if s.name.endswith("_total")}
-    assert counted == {("1", "79"): 1.0, ("1", "48"): 1.0}
-    assert _by_gpu(families[names.XID_LAST.name]) == {"1": 48.0}
-    assert list(_by_gpu(families[names.XID_LAST_TIME.name])) == ["1"]
-    assert _by_gpu(families[names.DRAIN.name]) == {"0": 0.0, "1": 1.0, "2": 1.0, "3": 1.0, "4": 0.0}
+    assert counted == {("1", "79"): 1.0, ("1", "48"): 1.0, ("5", "79"): 1.0}
+    assert _by_gpu(families[names.XID_LAST.name]) == {"1": 48.0, "5": 79.0}
+    assert sorted(_by_gpu(families[names.XID_LAST_TIME.name])) == ["1", "5"]
+    assert _by_gpu(families[names.DRAIN.name]) == {"0": 0.0, "1": 1.0, "2": 1.0, "3": 1.0, "4": 0.0, "5": 1.0}
+    assert _by_gpu(families[names.GPU_LOST.name])["5"] == 1.0
+    lost = [s.labels for s in families[names.XID_ERRORS.name] if s.labels[names.LABEL_GPU] == "5"]
+    assert lost[0][names.LABEL_UUID].startswith("GPU-00000005")  # the labels it had before it was lost
     scores = _by_gpu(families[names.HEALTH_SCORE.name])
     assert scores["0"] == scores["4"] == 100.0 and scores["2"] == 50.0
 
@@ -138,3 +142,20 @@ def test_the_xid_counter_only_grows_and_counts_events_missed_between_scrapes() -
 def test_a_replay_starting_over_starts_the_counts_over() -> None:
     steps = list(_tallies(_device(2, 79, 48), _device(1, 79)))
     assert steps == [{"79": 1, "48": 1}, {"79": 1}]
+
+
+def test_a_gpu_fallen_off_the_bus_keeps_its_health_series_and_counts_under_its_labels() -> None:
+    now = 1_800_000_000.0
+    before = DeviceSample(0, name="NVIDIA H100 80GB HBM3", uuid="GPU-x", pci_bus_id="00000000:10:00.0", minor_number=0,
+                          utilization_gpu_percent=90.0, health=DeviceHealth(xid_total=0))
+    lost = DeviceSample(0, lost=True, health=DeviceHealth(xid_total=1, xid_recent=(XidEvent(79, now - 1),)))
+    snapshots = iter([Snapshot(now - 2, SourceKind.NVML, devices=(before,)), Snapshot(now, SourceKind.NVML, devices=(lost,))])
+    collector = SnapshotCollector(lambda: next(snapshots), ExportOptions(hostname="node-07"), clock=lambda: now)
+    first = {f.name: f.samples for f in collector.collect()}
+    second = {f.name: f.samples for f in collector.collect()}
+    [xid] = second[names.XID_ERRORS.name]
+    assert xid.value == 79.0 and xid.labels == first[names.XID_ERRORS.name][0].labels  # the same series as before
+    assert [(s.labels[names.LABEL_UUID], s.value) for s in second[names.DRAIN.name]] == [("GPU-x", 1.0)]
+    assert [(s.labels[names.LABEL_XID], s.value) for s in second[names.XID_COUNT.name]
+            if s.name.endswith("_total")] == [("79", 1.0)]
+    assert names.GPU_UTIL.name not in second  # the rest of a lost GPU is unknown: absent

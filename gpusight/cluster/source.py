@@ -441,7 +441,7 @@ class ClusterSource:
             sm_active_percent=percent(m.SM_ACTIVE), tensor_active_percent=percent(m.TENSOR_ACTIVE),
             pcie_tx_bytes_per_s=value(m.PCIE_TX), pcie_rx_bytes_per_s=value(m.PCIE_RX),
             encoder_percent=value(m.ENC_UTIL), decoder_percent=value(m.DEC_UTIL),
-            health=None if value(m.GPU_LOST) == 1 else _health(index, value(m.GPU_UTIL), value, now),
+            health=_health(index, value(m.GPU_UTIL), value, now),
             mig=mig, lost=value(m.GPU_LOST) == 1,
         )
 

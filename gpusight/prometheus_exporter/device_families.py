@@ -94,15 +94,21 @@ def mig_labels(mig: MigDeviceSample, parent: list[str]) -> dict[str, str]:
     return dict(zip(names.DEVICE_LABELS + names.MIG_LABELS, values, strict=True))
 
 
-def device_families(snapshot: Snapshot, hostname: str,
-                    tally: XidTally | None = None) -> Iterator[GaugeMetricFamily | CounterMetricFamily]:
-    """One family per device metric with a series for each GPU that knows it; lost GPUs have none.
+def device_families(snapshot: Snapshot, hostname: str, tally: XidTally | None = None,
+                    known: dict[int, list[str]] | None = None) -> Iterator[GaugeMetricFamily | CounterMetricFamily]:
+    """One family per device metric with a series for each GPU that knows it; lost GPUs have none but health.
 
     MIG instances add their own series (``GPU_I_ID``, ``GPU_I_PROFILE``) to the families of ``names.MIG_METRICS``.
-    Health and video families follow; ``tally`` counts Xid events across scrapes. A family no GPU knows is left
-    out altogether, as dcgm-exporter leaves out fields a GPU does not support.
+    Health and video families follow; ``tally`` counts Xid events across scrapes. A lost GPU whose health was read
+    (Xid 79: fallen off the bus) keeps its health series under the labels ``known`` (GPU index -> its
+    ``DEVICE_LABELS`` values, updated here from the GPUs present) remembers, or its index alone if never seen. A family no GPU knows is left out
+    altogether, as dcgm-exporter leaves out fields a GPU does not support.
     """
     present = [(d, device_labels(d, snapshot, hostname)) for d in snapshot.devices if not d.lost]
+    known = {} if known is None else known
+    known.update((d.index, labels) for d, labels in present)
+    ailing = [(d, known.get(d.index) or device_labels(d, snapshot, hostname)) for d in snapshot.devices
+              if d.lost and d.health is not None]
     parents = {d.index: labels for d, labels in present}
     migs = [(g, mig_labels(g, parents[g.device_index])) for g in snapshot.mig_devices
             if g.device_index in parents and g.gpu_instance_id is not None]
@@ -120,6 +126,6 @@ def device_families(snapshot: Snapshot, hostname: str,
                     family.add_sample(metric.name, mig_label_values, mig_value)
         if family.samples:
             yield family
-    for health_family in health_families(present, hostname, snapshot.timestamp, tally or XidTally()):
+    for health_family in health_families(present + ailing, hostname, snapshot.timestamp, tally or XidTally()):
         if health_family.samples:
             yield health_family

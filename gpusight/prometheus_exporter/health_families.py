@@ -11,7 +11,6 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from gpusight import metric_names as names
 from gpusight.collect.health import assess
 from gpusight.collect.model import DeviceHealth, DeviceSample
-from gpusight.prometheus_exporter.labels import label_value
 
 UNKNOWN_XID = "unknown"
 """The ``xid`` label of events counted in ``xid_total`` that came and went between two scrapes unseen."""
@@ -78,14 +77,14 @@ class XidTally:
     ``xid_recent``: the counts never fall while gpusight runs (a smaller ``xid_total``, a replay starting over,
     starts the GPU's counts again, which Prometheus reads as a counter reset)."""
 
-    totals: dict[tuple[int, str | None], int] = field(default_factory=dict)
-    """The ``xid_total`` last seen per (index, UUID)."""
-    counts: dict[tuple[int, str | None], dict[str, int]] = field(default_factory=dict)
-    """Events counted per (index, UUID) and ``xid`` label."""
+    totals: dict[int, int] = field(default_factory=dict)
+    """The ``xid_total`` last seen per GPU index (a lost GPU keeps its index, not its UUID)."""
+    counts: dict[int, dict[str, int]] = field(default_factory=dict)
+    """Events counted per GPU index and ``xid`` label."""
 
     def update(self, device: DeviceSample) -> dict[str, int]:
         """Count the events ``device`` received since its previous snapshot; returns its counts by Xid label."""
-        key = (device.index, device.uuid)
+        key = device.index
         health = device.health
         if health is None or health.xid_total is None:
             return self.counts.get(key, {})
@@ -106,14 +105,15 @@ class XidTally:
 
 def health_families(present: list[tuple[DeviceSample, list[str]]], hostname: str, now: float,
                     tally: XidTally) -> Iterator[GaugeMetricFamily | CounterMetricFamily]:
-    """The health and video families of the GPUs in ``present`` (each with its ``DEVICE_LABELS`` values), judged at
-    epoch seconds ``now``; families no GPU has a value for are left out."""
+    """The health and video families of the GPUs in ``present`` (each with its ``DEVICE_LABELS`` values, a lost
+    GPU's as remembered), judged at epoch seconds ``now``; families no GPU has a value for are left out."""
     for metric, read_device in _DEVICE:
         yield _family(metric, names.DEVICE_LABELS, ((labels, read_device(d)) for d, labels in present))
     with_health = [(d, d.health, labels) for d, labels in present if d.health is not None]
     for metric, read in _HEALTH:
         yield _family(metric, names.DEVICE_LABELS, ((labels, read(h)) for _, h, labels in with_health))
-    own = [(d, [hostname, hostname, str(d.index), label_value(d.uuid)]) for d, _ in present]
+    gpu, uuid = names.DEVICE_LABELS.index(names.LABEL_GPU), names.DEVICE_LABELS.index(names.LABEL_UUID)
+    own = [(d, [hostname, hostname, labels[gpu], labels[uuid]]) for d, labels in present]
     own_labels = names.HOST_LABELS + names.GPU_LABELS
     for metric, read_device in _OWN:
         yield _family(metric, own_labels, ((labels, read_device(d)) for d, labels in own))

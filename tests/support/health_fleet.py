@@ -7,7 +7,8 @@ One node's GPUs, by index:
 1. Xid 79 (fallen off the bus) then Xid 48 (double-bit ECC): drain;
 2. a pending row remap: drain;
 3. a PCIe link at Gen3 x8 on a Gen5 x16 card, 90 % busy: drain;
-4. a healthy GPU whose decoder is at 95 %.
+4. a healthy GPU whose decoder is at 95 %;
+5. a GPU that falls off the bus (Xid 79, lost) after ``LOST_AFTER`` snapshots.
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ MIG_PROFILES = {1: "3g.40gb", 2: "2g.20gb", 5: HOSTILE_PROFILE}
 """GPU instance id -> profile of GPU 0's MIG instances."""
 MIG_PIDS = {1: 4101, 2: 4102, 5: 4105}
 """GPU instance id -> the PID of the process running in it."""
+LOST_AFTER = 3
+"""Snapshots of a recording before GPU 5 falls off the bus."""
 
 
 def _healthy(**changes: object) -> DeviceHealth:
@@ -54,9 +57,13 @@ def _gpu(index: int, **changes: object) -> DeviceSample:
     return DeviceSample(index, **base)  # type: ignore[arg-type]
 
 
-def fleet_snapshot(now: float) -> Snapshot:
-    """The node's snapshot at epoch seconds ``now`` (its Xid events came 60 and 30 s before)."""
+def fleet_snapshot(now: float, lost: bool = True) -> Snapshot:
+    """The node's snapshot at epoch seconds ``now`` (GPU 1's Xid events came 60 and 30 s before), GPU 5 ``lost``
+    (its Xid 79 a second before) or not yet."""
     xids = (XidEvent(79, now - 60.0), XidEvent(48, now - 30.0))
+    gpu5 = (DeviceSample(5, lost=True, error="GPU is lost", health=DeviceHealth(xid_total=1,
+                                                                          xid_recent=(XidEvent(79, now - 1.0),)))
+            if lost else _gpu(5, utilization_gpu_percent=0.0, memory_used_bytes=0, health=_healthy()))
     devices = (
         _gpu(0, mig_mode=True, utilization_gpu_percent=None, health=_healthy()),
         _gpu(1, ecc_errors_uncorrected=2, health=_healthy(xid_total=2, xid_recent=xids)),
@@ -64,6 +71,7 @@ def fleet_snapshot(now: float) -> Snapshot:
         _gpu(3, health=_healthy(pcie_link_gen=3, pcie_link_width=8, pcie_replay_count=12)),
         _gpu(4, utilization_gpu_percent=20.0, decoder_percent=95.0, encoder_percent=0.0, jpeg_percent=40.0,
              health=_healthy()),
+        gpu5,
     )
     migs = tuple(
         MigDeviceSample(0, place, gpu_instance_id=gi, compute_instance_id=0, profile=profile,
@@ -84,6 +92,6 @@ def write_fleet_recording(path: Path, start: float, seconds: int = 600) -> Path:
     """A JSONL recording of the node, one snapshot a second from ``start``; returns ``path``."""
     recorder = open_recorder(path)
     for step in range(seconds):
-        recorder.write(fleet_snapshot(start + step))
+        recorder.write(fleet_snapshot(start + step, lost=step >= LOST_AFTER))
     recorder.close()
     return path
