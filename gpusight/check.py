@@ -18,13 +18,14 @@ import signal
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from gpusight.advice.config import Thresholds
 from gpusight.advice.engine import AdviceEngine
-from gpusight.collect.model import Severity, Snapshot
+from gpusight.collect.model import Severity, Snapshot, XidEvent
 from gpusight.collect.sampler import Sampler
+from gpusight.collect.xid_catalog import xid_info
 from gpusight.textsafe import safe_text
 
 if TYPE_CHECKING:
@@ -94,6 +95,9 @@ class CheckResult:
     """Name of the signal that ended the check early, or None."""
     cannot_check: str | None
     """Why nothing could be checked, or None."""
+    last_xids: dict[int, XidEvent] = field(default_factory=dict)
+    """The latest Xid event each GPU reported on any poll of the check, by index (a GPU lost to Xid 79 may report
+    it on the poll before it stopped answering)."""
 
 
 def fitted_names(thresholds: Thresholds) -> list[str]:
@@ -180,17 +184,21 @@ def sample_for_check(sampler: Sampler, duration_s: float | None, live: bool,
     """
     stop = StopFlag()
     lost: set[int] = set()
+    xids: dict[int, XidEvent] = {}
 
     def poll() -> Snapshot:
         snapshot = sampler.poll_once()
         lost.update(d.index for d in snapshot.devices if d.lost)
+        for device in snapshot.devices:
+            if device.health is not None and device.health.xid_recent:
+                xids[device.index] = device.health.xid_recent[-1]
         return snapshot
 
     with stop.catching():
         snapshot = poll()
         started, start_clock = snapshot.timestamp, time.monotonic()
         if live and not snapshot.devices:
-            return CheckResult(snapshot, 0.0, frozenset(lost), None, _why_no_gpus(snapshot))
+            return CheckResult(snapshot, 0.0, frozenset(lost), None, _why_no_gpus(snapshot), xids)
         if progress is not None and duration_s is not None:
             progress.begin(math.ceil(duration_s))
         if finished is not None:
@@ -208,7 +216,7 @@ def sample_for_check(sampler: Sampler, duration_s: float | None, live: bool,
                 if progress is not None:
                     progress.reached(int(time.monotonic() - start_clock))
             elapsed = time.monotonic() - start_clock
-    return CheckResult(snapshot, elapsed, frozenset(lost), stop.signal_name, None)
+    return CheckResult(snapshot, elapsed, frozenset(lost), stop.signal_name, None, xids)
 
 
 def _why_no_gpus(snapshot: Snapshot) -> str:
@@ -262,6 +270,14 @@ def _shortened(plan: CheckPlan) -> str:
     return f"rules shortened to fit {data}: " + "; ".join(parts)
 
 
+def _lost_xid(result: CheckResult, index: int) -> str:
+    """``"; its last Xid: 79 (GPU has fallen off the bus)"`` for a lost GPU that reported an Xid, else empty."""
+    event = result.last_xids.get(index)
+    if event is None:
+        return ""
+    return f"; its last Xid: {event.code} ({xid_info(event.code).meaning})"
+
+
 def render_check(plan: CheckPlan, result: CheckResult, interval_s: float) -> str:
     """The text report: headline, each standing advice, lost GPUs, notes, and the verdict with its exit status."""
     snapshot = result.snapshot
@@ -272,7 +288,8 @@ def render_check(plan: CheckPlan, result: CheckResult, interval_s: float) -> str
         lines.append(f"         action:   {safe_text(item.action)}")
     if not snapshot.advice:
         lines.append("no advice stands")
-    lines += [f"LOST     gpu{index}: the GPU stopped answering during the check" for index in sorted(result.lost_gpus)]
+    lines += [f"LOST     gpu{index}: the GPU stopped answering during the check{_lost_xid(result, index)}"
+              for index in sorted(result.lost_gpus)]
     lost_scopes = {f"gpu{index}" for index in result.lost_gpus}
     notes = [e for e in snapshot.errors if e.scope not in lost_scopes]
     if notes:

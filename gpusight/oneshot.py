@@ -10,7 +10,8 @@ import time
 
 from gpusight import __version__
 from gpusight.collect.gpu_selection import gpu_number
-from gpusight.collect.model import DeviceSample, JobSample, ProcessRole, ProcessSample, Snapshot
+from gpusight.collect.health import HealthLevel, assess
+from gpusight.collect.model import DeviceSample, JobSample, MigDeviceSample, ProcessRole, ProcessSample, Snapshot
 from gpusight.collect.speed import job_speed
 from gpusight.job_text import container_labels, job_facts, job_label, jobs_by_id, scope_label
 from gpusight.speed_text import job_speed_line, process_speed_line, reports_speed
@@ -42,7 +43,7 @@ def render_once(snapshot: Snapshot, width: int | None = 120, filters: str | None
     if filters:
         lines.append(f"filters: {safe_text(filters)}")
     lines.append("")
-    lines += _device_lines(snapshot.devices)
+    lines += _device_lines(snapshot)
     lines += ["", _host_line(snapshot)]
     jobs = jobs_by_id(snapshot)
     lines += ["", *_process_lines(snapshot.processes, jobs, width)]
@@ -113,7 +114,9 @@ def _title(snapshot: Snapshot) -> str:
     return " | ".join(parts)
 
 
-def _device_lines(devices: tuple[DeviceSample, ...]) -> list[str]:
+def _device_lines(snapshot: Snapshot) -> list[str]:
+    """The GPU table; under each GPU its health, its video engines and its MIG instances, where known."""
+    devices = snapshot.devices
     if not devices:
         return ["No GPUs."]
     numbers = {d.index: gpu_number(d) for d in devices}
@@ -124,6 +127,7 @@ def _device_lines(devices: tuple[DeviceSample, ...]) -> list[str]:
         name = safe_text(d.name, 23) or NA
         if d.lost:
             lines.append(f"{numbers[d.index]:<{gpu_width}}{name:<24}LOST: {safe_text(d.error) or 'GPU is lost'}")
+            lines += _details(snapshot, d, gpu_width)
             continue
         mem_pct = None
         if d.memory_used_bytes is not None and d.memory_total_bytes:
@@ -136,7 +140,74 @@ def _device_lines(devices: tuple[DeviceSample, ...]) -> list[str]:
             f"{used_total:<17}{power:<12}{fmt_celsius(d.temperature_celsius):>5}{fmt_percent(d.fan_percent):>5}  "
             f"{fmt_rate(d.pcie_rx_bytes_per_s):>9}{fmt_rate(d.pcie_tx_bytes_per_s):>9} {fmt_percent(d.sm_active_percent):>5}{fmt_percent(d.tensor_active_percent):>5}  {throttle}"
         )
+        lines += _details(snapshot, d, gpu_width)
     return lines
+
+
+def _details(snapshot: Snapshot, device: DeviceSample, indent: int) -> list[str]:
+    """Lines under a GPU's row: its health, its video engines where known, its MIG instances."""
+    pad = " " * indent
+    lines = []
+    health = _health_line(device, snapshot.timestamp)
+    if health:
+        lines.append(f"{pad}health {health}")
+    engines = _engines(device)
+    if engines:
+        lines.append(f"{pad}video {engines}")
+    processes = [p for p in snapshot.processes if p.role == ProcessRole.GPU and p.device_index == device.index]
+    for mig in snapshot.mig_devices:
+        if mig.device_index == device.index:
+            lines.append(f"{pad}{_mig_line(mig, processes)}")
+    return lines
+
+
+def _gpu_column(process: ProcessSample) -> str:
+    """A GPU process's GPU: ``"0"``, ``"0.3"`` on MIG GPU instance 3 of GPU 0, ``"-"`` when unknown."""
+    if process.device_index is None:
+        return "-"
+    instance = "" if process.gpu_instance_id is None else f".{process.gpu_instance_id}"
+    return f"{process.device_index}{instance}"
+
+
+def _health_line(device: DeviceSample, now: float) -> str:
+    """``"50/100 DRAIN: row remap pending: reset needed"``: the score and level, with the findings that drain it (or
+    the worst ones); empty when the GPU's health was not read."""
+    if device.health is None:
+        return ""
+    judged = assess(device, now)
+    score = NA if judged.score is None else f"{judged.score}/100"
+    if not judged.findings:
+        return f"{score} ok"
+    worst = [f.title for f in judged.findings if f.level is judged.level]
+    rest = len(judged.findings) - len(worst)
+    more = f" (and {rest} lesser finding{'s' if rest != 1 else ''})" if rest else ""
+    level = judged.level.name if judged.level is HealthLevel.DRAIN else judged.level.name.lower()
+    return f"{score} {level}: {'; '.join(worst)}{more}"
+
+
+def _engines(device: DeviceSample) -> str:
+    """``"ENC 12% DEC 97% JPG 4%"`` with the video engines whose utilization is known; empty when none is."""
+    engines = (("ENC", device.encoder_percent), ("DEC", device.decoder_percent), ("JPG", device.jpeg_percent),
+               ("OFA", device.ofa_percent))
+    return " ".join(f"{label} {fmt_percent(value)}" for label, value in engines if value is not None)
+
+
+def _mig_line(mig: MigDeviceSample, processes: list[ProcessSample]) -> str:
+    """``"MIG 0.1 3g.40gb GI 1 CI 0 mem 30GiB/40GiB SM 85% TC 10% DRAM 40% pids 100"``; activity N/A with its reason."""
+    gi = NA if mig.gpu_instance_id is None else str(mig.gpu_instance_id)
+    ci = NA if mig.compute_instance_id is None else str(mig.compute_instance_id)
+    parts = [f"MIG {mig.device_index}.{gi}", safe_text(mig.profile, 24) or NA, f"GI {gi} CI {ci}",
+             f"mem {fmt_bytes(mig.memory_used_bytes)}/{fmt_bytes(mig.memory_total_bytes)}"]
+    if mig.error:
+        parts.append(f"error: {safe_text(mig.error, 80)}")
+    activity = (("SM", mig.sm_active_percent), ("TC", mig.tensor_active_percent), ("DRAM", mig.dram_active_percent))
+    if all(value is None for _, value in activity):
+        parts.append(f"activity N/A ({safe_text(mig.utilization_note, 80) or 'not reported'})")
+    else:
+        parts += [f"{label} {fmt_percent(value)}" for label, value in activity]
+    pids = [str(p.pid) for p in processes if p.gpu_instance_id is not None and p.gpu_instance_id == mig.gpu_instance_id]
+    parts.append(f"pids {', '.join(pids)}" if pids else "no processes")
+    return " ".join(parts)
 
 
 def _host_line(snapshot: Snapshot) -> str:
@@ -171,7 +242,7 @@ def _process_lines(processes: tuple[ProcessSample, ...], jobs: dict[int, JobSamp
     lines = [fixed + "COMMAND"]
     for p in processes:
         worker = p.role == ProcessRole.DATALOADER_WORKER
-        gpu = "" if worker else ("-" if p.device_index is None else str(p.device_index))
+        gpu = "" if worker else _gpu_column(p)
         pid = f"└{p.pid}" if worker else str(p.pid)
         user = safe_text(p.user, 9) or NA
         if worker:
@@ -180,6 +251,10 @@ def _process_lines(processes: tuple[ProcessSample, ...], jobs: dict[int, JobSamp
             command = safe_text(p.cmdline) or safe_text(p.name) or NA
             if p.num_workers:
                 command = f"[{p.num_workers} workers] {command}"
+            codecs = " ".join(f"{label} {fmt_percent(value)}" for label, value in
+                              (("enc", p.encoder_percent), ("dec", p.decoder_percent)) if value is not None)
+            if codecs:
+                command = f"[{codecs}] {command}"
             if p.input_wait_percent is not None:
                 rate = "" if p.steps_per_second is None else f", {p.steps_per_second:.1f} steps/s"
                 command = f"[waits {p.input_wait_percent:.0f}% for data{rate}] {command}"

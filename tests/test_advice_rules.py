@@ -257,14 +257,18 @@ def test_rule(case: Case) -> None:
 
 
 def test_every_rule_has_a_firing_case_and_a_near_miss() -> None:
+    from test_advice_decoder import CASES as DECODER_CASES
+    from test_advice_health import CASES as HEALTH_CASES
     from test_advice_jobs import CASES as JOB_CASES
+    from test_advice_mig import CASES as MIG_CASES
     from test_advice_speed import CASES as SPEED_CASES
     from test_advice_workloads import CASES as WORKLOAD_CASES
 
     from gpusight.advice.rules import RULES
 
+    every = CASES + JOB_CASES + WORKLOAD_CASES + SPEED_CASES + HEALTH_CASES + MIG_CASES + DECODER_CASES
     for rule in RULES:
-        outcomes = {c.fires for c in CASES + JOB_CASES + WORKLOAD_CASES + SPEED_CASES if c.advice_id.startswith(rule.name + ":")}
+        outcomes = {c.fires for c in every if c.advice_id.startswith(rule.name + ":")}
         assert outcomes == {True, False}, rule.name
 
 

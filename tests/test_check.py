@@ -270,3 +270,99 @@ def test_only_the_windows_and_holds_that_do_not_fit_are_cut_and_nothing_else_cha
     longest = max(getattr(thresholds, name) for name in names)
     assert fit_thresholds(thresholds, 2 * longest + 1, 0.5)[0] == thresholds
     assert fit_thresholds(thresholds, None, 0.5)[0] == thresholds
+
+
+# ---- hardware health ----
+
+def write_health_recording(path: Path, count: int = 20) -> Path:
+    """A recording, half a second apart, of GPU 0 with a pending row remap, GPU 1 at Gen3 x8 on a Gen5 x16 card
+    under load, GPU 2 reporting Xid 79 and then lost, and GPU 3 in good health; no recorded advice."""
+    from gpusight.collect.model import DeviceHealth, DeviceSample, Snapshot, XidEvent
+
+    start = 1_750_000_000.0
+    lines = []
+    for step in range(count):
+        now = start + step * 0.5
+        fell_off = DeviceHealth(xid_total=1, xid_recent=(XidEvent(79, start + 0.2),))
+        third = (DeviceSample(index=2, lost=True, error="GPU is lost") if step >= 2 else
+                 DeviceSample(index=2, utilization_gpu_percent=90.0, health=fell_off if step == 1 else DeviceHealth()))
+        devices = (
+            DeviceSample(index=0, utilization_gpu_percent=95.0, health=DeviceHealth(remap_pending=True)),
+            DeviceSample(index=1, utilization_gpu_percent=95.0, health=DeviceHealth(
+                pcie_link_gen=3, pcie_link_gen_max=5, pcie_link_width=8, pcie_link_width_max=16)),
+            third,
+            DeviceSample(index=3, utilization_gpu_percent=0.0, health=DeviceHealth(
+                xid_total=0, remap_pending=False, pcie_link_gen=1, pcie_link_gen_max=5)),
+        )
+        lines.append(snapshot_to_json(Snapshot(timestamp=now, source="nvml", devices=devices)) + "\n")
+    path.write_text("".join(lines), encoding="utf-8")
+    return path
+
+
+def test_a_short_check_sees_every_drain_finding_and_names_the_xid_that_lost_a_gpu(tmp_path):
+    recording = write_health_recording(tmp_path / "faults.jsonl")
+
+    out = gpusight(None, "--check", "--replay", str(recording), "--duration", "2")
+
+    assert out.returncode == 2, out.stdout + out.stderr
+    lines = out.stdout.splitlines()
+    assert any(line.startswith("CRITICAL gpu0: drain gpu0 / reset needed: row remap pending") for line in lines), out.stdout
+    assert any(line.startswith("CRITICAL gpu1: drain gpu1 / reset needed: PCIe link degraded") for line in lines)
+    assert "link at Gen3 x8 (can run Gen5 x16)" in out.stdout
+    assert "CRITICAL gpu2: drain gpu2 / reset needed: Xid 79: GPU has fallen off the bus" in lines
+    assert "nvidia-smi -r" in out.stdout
+    assert ("LOST     gpu2: the GPU stopped answering during the check; its last Xid: 79 (GPU has fallen off the bus)"
+            in lines)
+    assert "gpu3:" not in out.stdout
+    assert lines[-1].endswith("exit 2")
+
+
+def test_json_check_carries_the_health_advice(tmp_path):
+    recording = write_health_recording(tmp_path / "faults.jsonl")
+
+    out = gpusight(None, "--check", "--json", "--replay", str(recording), "--duration", "2")
+
+    assert out.returncode == 2, out.stdout + out.stderr
+    snapshot = snapshot_from_dict(json.loads(out.stdout))
+    critical = {a.scope for a in snapshot.advice if a.severity == "critical" and a.id.startswith("health:")}
+    assert critical == {"gpu0", "gpu1", "gpu2"}  # gpu2's Xid 79 stands after the GPU went lost
+    assert snapshot.devices[0].health is not None and snapshot.devices[0].health.remap_pending
+
+
+def test_fake_nvml_faults_end_to_end_exit_2_with_each_drain_advice(tmp_path, fake_nvml_lib):
+    """From the NVML calls (fake library, real pynvml, the Xid side thread) to --check's report and exit status."""
+    from support.fake_nvml import FakeHealth
+
+    env = nvml_env(tmp_path, fake_nvml_lib,
+                   FakeGpu(util_gpu=90, health=FakeHealth(remap_uncorrected=1, remap_pending=1)),
+                   FakeGpu(util_gpu=90, health=FakeHealth(pcie_gen=3, pcie_gen_max=5, pcie_width=8, pcie_width_max=16)),
+                   FakeGpu(util_gpu=90, health=FakeHealth(xids=[(1, 79), (2, 48)])),
+                   FakeGpu(util_gpu=90))
+
+    out = gpusight(env, "--check", "--duration", "2", "--interval", "0.2")
+
+    assert out.returncode == 2, out.stdout + out.stderr
+    lines = out.stdout.splitlines()
+    assert "CRITICAL gpu0: drain gpu0 / reset needed: row remap pending: reset needed" in lines
+    assert "CRITICAL gpu1: drain gpu1 / reset needed: PCIe link degraded to Gen3 under load (and 1 more)" in lines
+    gpu2 = "\n".join(lines[lines.index(next(line for line in lines if line.startswith("CRITICAL gpu2:"))):][:3])
+    assert gpu2.startswith("CRITICAL gpu2: drain gpu2 / reset needed: Xid ") and "(and 1 more)" in gpu2, out.stdout
+    assert "Xid 79 once" in gpu2 and "Xid 48 once" in gpu2 and "reboot" in gpu2
+    assert "gpu3:" not in out.stdout
+
+
+def test_fake_nvml_gpu_lost_after_its_xid_79_is_named_by_the_xid(tmp_path, fake_nvml_lib):
+    from support.fake_nvml import FakeHealth
+
+    scenario = tmp_path / "scenario.txt"
+    FakeScenario(gpus=[FakeGpu(), FakeGpu()]).write(scenario)
+    env = fake_nvml_env(fake_nvml_lib, scenario)
+    child = subprocess.Popen([sys.executable, "-m", "gpusight", "--check", "--duration", "6", "--interval", "0.2"],
+                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(2.0)
+    FakeScenario(gpus=[FakeGpu(), FakeGpu(lost=True, health=FakeHealth(xids=[(1, 79)]))]).write(scenario)
+    stdout, stderr = child.communicate(timeout=60)
+
+    assert child.returncode == 2, stdout + stderr
+    assert ("LOST     gpu1: the GPU stopped answering during the check; its last Xid: 79 (GPU has fallen off the bus)"
+            in stdout.splitlines()), stdout

@@ -137,7 +137,7 @@ def test_cuda_visible_devices_in_cuda_order_with_cuda_numbers(value, expected):
         ("0,GPU-c0ffee", [(0, 0)], "'GPU-c0ffee' mixes UUIDs and indexes"),
         ("GPU-a7,GPU-5f3", [(2, 0)], "'GPU-5f3' matches several GPUs"),
         ("GPU-a7,GPU-zz,0", [(2, 0)], "'GPU-zz' matches no GPU"),
-        ("MIG-1234", [], "'MIG-1234' is not a GPU index"),
+        ("MIG-1234", [], "'MIG-1234' matches no MIG device"),
         ("0,,1", [(0, 0)], "'' is not a GPU index"),
     ],
 )

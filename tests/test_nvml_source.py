@@ -12,7 +12,7 @@ import time
 import psutil
 import pytest
 
-from gpusight.collect.model import DeviceSample, DriverInfo, ErrorNote, ProcessSample
+from gpusight.collect.model import DeviceHealth, DeviceSample, DriverInfo, ErrorNote, ProcessSample
 from gpusight.collect.nvml.device import ENERGY_PERIOD_S, decode_throttle_reasons
 from gpusight.collect.nvml.errors import LOST_MESSAGE
 from gpusight.collect.nvml.processes import UTILIZATION_PERIOD_S
@@ -27,6 +27,7 @@ from support.fake_nvml import (
     TIMEOUT,
     UNKNOWN,
     FakeGpu,
+    FakeHealth,
     FakeScenario,
     run_python_with_fake_nvml,
 )
@@ -76,7 +77,12 @@ def test_scenario_values_come_out_exactly_in_gpusight_units(nvml_scenario, make_
     gpu = FakeGpu(name="NVIDIA H100 80GB HBM3", uuid="GPU-abc", pci_bus_id="00000000:3B:00.0", minor=5, util_gpu=87, util_mem=31, mem_total=81559 * MIB,
                   mem_used=40000 * MIB, mem_reserved=555 * MIB, power_mw=312_345, power_limit_mw=700_000, temp=67,
                   fan=42, clock_sm=1755, clock_mem=2619, pstate=2, energy_mj=9_876_543, ecc_mode=1,
-                  ecc_uncorrected=3, mig_mode=1, compute_capability=(9, 0))
+                  ecc_uncorrected=3, mig_mode=0, compute_capability=(9, 0),
+                  health=FakeHealth(ecc_corrected=7, ecc_corrected_aggregate=70, ecc_uncorrected_aggregate=9,
+                                    remap_corrected=2, remap_uncorrected=1, remap_pending=0, remap_failed=0,
+                                    pcie_gen=4, pcie_gen_max=5, pcie_width=16, pcie_width_max=16, pcie_replay=6,
+                                    nvlink_crc_flit=11, nvlink_crc_data=12, nvlink_replay=13, nvlink_recovery=14,
+                                    enc_util=5, dec_util=61, jpg_util=17, ofa_util=2))
     nvml_scenario.write(FakeScenario(gpus=[gpu], driver_version="550.54.15", cuda_driver_version=12040,
                                      nvml_version="12.550.54.15"))
     source = make_nvml_source()
@@ -92,7 +98,14 @@ def test_scenario_values_come_out_exactly_in_gpusight_units(nvml_scenario, make_
         utilization_memory_percent=31.0, memory_used_bytes=40000 * MIB, memory_total_bytes=81559 * MIB,
         memory_reserved_bytes=555 * MIB, power_watts=312.345, power_limit_watts=700.0, temperature_celsius=67.0,
         fan_percent=42.0, clock_sm_mhz=1755, clock_memory_mhz=2619, pstate=2, energy_joules=9876.543,
-        throttle_reasons=(), ecc_errors_uncorrected=3, mig_mode=True, compute_capability=(9, 0)),)
+        throttle_reasons=(), ecc_errors_uncorrected=3, mig_mode=False, compute_capability=(9, 0),
+        encoder_percent=5.0, decoder_percent=61.0, jpeg_percent=17.0, ofa_percent=2.0,
+        health=DeviceHealth(
+            xid_total=0, ecc_volatile_corrected=7, ecc_aggregate_corrected=70, ecc_aggregate_uncorrected=9,
+            remapped_rows_correctable=2, remapped_rows_uncorrectable=1, remap_pending=False, remap_failed=False,
+            pcie_link_gen=4, pcie_link_gen_max=5, pcie_link_width=16, pcie_link_width_max=16, pcie_replay_count=6,
+            nvlink_crc_flit_errors=11, nvlink_crc_data_errors=12, nvlink_replay_errors=13,
+            nvlink_recovery_errors=14)),)
 
 
 def test_values_follow_the_scenario_between_polls(nvml_scenario, make_nvml_source):
@@ -564,7 +577,8 @@ def test_gpu_lost_mid_run_then_back(nvml_scenario, make_nvml_source, children):
     back = source.poll()
 
     assert before.devices[1].name == "NVIDIA H100 80GB HBM3" and [p.pid for p in before.processes] == [pid]
-    assert lost.devices[1] == DeviceSample(index=1, lost=True, error=LOST_MESSAGE)
+    # a lost GPU keeps the health last read, so the user still sees why it went
+    assert lost.devices[1] == DeviceSample(index=1, lost=True, error=LOST_MESSAGE, health=before.devices[1].health)
     assert lost.devices[0].utilization_gpu_percent == 20.0
     assert lost.processes == ()
     assert lost.errors == (ErrorNote("gpu1", LOST_MESSAGE),)

@@ -160,7 +160,10 @@ class Thresholds:
     free_memory_percent: float = 5.0
     """A GPU with no processes and at most this percent of its memory used is free."""
     free_hold_s: float = 30.0
-    """How long a GPU must stay free before it is offered."""
+    """How long a GPU (or a MIG instance) must stay free before it is offered."""
+    decoder_busy_percent: float = 85.0
+    """Video decoder (NVDEC) utilization at or above which the decoders are at their limit: NVML's figure is the
+    share of time any decoder worked, so past this a pipeline that decodes on the GPU queues for them."""
 
 
 _INT_FIELDS = frozenset({"few_workers", "idle_memory_bytes", "stall_min_count"})

@@ -15,6 +15,7 @@ from gpusight.collect.model import (
     Advice,
     DeviceSample,
     JobSample,
+    MigDeviceSample,
     ProcessRole,
     ProcessSample,
     Snapshot,
@@ -70,6 +71,18 @@ class Context:
                 self.gpu_processes.setdefault(process.device_index, []).append(process)
             elif process.role == ProcessRole.DATALOADER_WORKER and process.trainer_pid is not None:
                 self.workers.setdefault(process.trainer_pid, []).append(process)
+        self.mig: dict[tuple[int, int], MigDeviceSample] = {
+            (mig.device_index, mig.gpu_instance_id): mig
+            for mig in snapshot.mig_devices
+            if mig.gpu_instance_id is not None and mig.device_index in self.devices
+        }
+        """MIG devices of answering GPUs, by (parent GPU index, GPU instance id)."""
+        self.mig_processes: dict[tuple[int, int], list[ProcessSample]] = {}
+        """GPU processes running on a MIG device, by (parent GPU index, GPU instance id), in pid order."""
+        for index, processes in self.gpu_processes.items():
+            for process in processes:
+                if process.gpu_instance_id is not None:
+                    self.mig_processes.setdefault((index, process.gpu_instance_id), []).append(process)
         self.job_of: dict[int, JobSample] = {pid: job for job in snapshot.jobs for pid in job.pids}
         """The job of each GPU process, by pid (empty for recordings made before jobs existed)."""
         self.cores = len(snapshot.host.cpu_percent_per_core)
@@ -107,7 +120,11 @@ class Context:
         return self._stats[key]
 
     def util(self, index: int) -> float | None:
-        """Mean NVML GPU utilization of a device over the window."""
+        """Mean NVML GPU utilization of a device over the window; None on a GPU in MIG mode, whose figure (when
+        a driver gives one at all) is no one job's: its instances are advised on by the MIG rules."""
+        device = self.devices.get(index)
+        if device is not None and device.mig_mode:
+            return None
         stat = self.device_stat(index, "utilization_gpu_percent")
         return None if stat is None else stat.mean
 

@@ -11,6 +11,7 @@ from gpusight.advice.context import Finding
 BOTTLENECKS = (
     "stuck",
     "periodic_stall",
+    "decoder_bound",
     "storage_bound",
     "few_workers",
     "input_bound",
@@ -23,10 +24,11 @@ BOTTLENECKS = (
 )
 """Rules that name what limits a GPU, most specific first. A finding of a later rule is dropped when every
 GPU it concerns is covered by findings of earlier rules: a stuck job is not also launch-bound, a stalled or
-storage-bound GPU is not also "left waiting by the training code", and heavy PCIe copies are not also a code gap."""
+storage-bound GPU is not also "left waiting by the training code", a GPU waiting on its video decoder is not also
+waiting on its CPU workers, and heavy PCIe copies are not also a code gap."""
 
-WAITS_OUTSIDE = frozenset(BOTTLENECKS[:9])
-"""Bottlenecks outside the GPU's own work: the GPU waits on a dead or diverged rank, storage, the input pipeline,
+WAITS_OUTSIDE = frozenset(BOTTLENECKS[:BOTTLENECKS.index("launch_bound")])
+"""Bottlenecks outside the GPU's own work: the GPU waits on a dead or diverged rank, the video decoder, storage, the input pipeline,
 a straggling rank, a busier peer, communication or host copies (not launch-bound or code gaps, which tuning may
 help)."""
 

@@ -65,7 +65,7 @@ def gpu_ids_arg(value: str) -> tuple[str, ...]:
     """Argparse type for ``--gpus``: comma-separated GPU ids (checked against the GPUs once NVML runs)."""
     ids = tuple(part.strip() for part in value.split(","))
     if not any(ids):
-        raise argparse.ArgumentTypeError("must name at least one GPU, e.g. 0,3 or GPU-5f3a")
+        raise argparse.ArgumentTypeError("must name at least one GPU, e.g. 0,3, GPU-5f3a or MIG-1c2d")
     return ids
 
 
@@ -171,12 +171,14 @@ def build_parser() -> GpusightParser:
     gpus.add_argument(
         "--gpus", type=gpu_ids_arg, metavar="IDS",
         help="watch only these GPUs, in this order: NVML indexes or UUIDs (or unique prefixes such as GPU-5f3a), "
-        "comma-separated, e.g. 0,3; the others are not polled",
+        "comma-separated, e.g. 0,3; the others are not polled. A MIG device's UUID (MIG-...) watches its GPU and "
+        "keeps only that MIG device and its processes",
     )
     gpus.add_argument(
         "--cuda-visible", action="store_true",
         help="watch the GPUs CUDA_VISIBLE_DEVICES shows to CUDA programs, in its order, with CUDA's numbers "
-        "beside NVML's (integer entries are NVML indexes: CUDA's numbers with CUDA_DEVICE_ORDER=PCI_BUS_ID)",
+        "beside NVML's (integer entries are NVML indexes: CUDA's numbers with CUDA_DEVICE_ORDER=PCI_BUS_ID); "
+        "MIG-... entries keep only those MIG devices of their GPU, numbered as CUDA numbers them",
     )
     parser.add_argument(
         "--user", metavar="NAME",

@@ -1,5 +1,8 @@
 """Which GPUs to watch: ``--gpus`` ids and ``CUDA_VISIBLE_DEVICES`` resolved against the GPUs present.
 
+A MIG device is named by its UUID (``MIG-...``), as CUDA accepts it: its parent GPU is polled, and only
+the MIG devices named (and their processes) are kept.
+
 Selection happens at the source, so the other GPUs are never polled: the NVML source opens only the
 chosen GPUs (see :class:`gpusight.collect.nvml.source.NvmlSource`), and :class:`GpuSelectingSource` drops the
 others from demo and replay data before history and advice see them.
@@ -14,7 +17,7 @@ from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from gpusight.collect.jobs import trim_jobs
-from gpusight.collect.model import DeviceSample, ErrorNote, ScopeKind, Snapshot
+from gpusight.collect.model import DeviceSample, ErrorNote, MigDeviceSample, ProcessSample, ScopeKind, Snapshot
 from gpusight.collect.source import SnapshotSource
 from gpusight.collect.steering import Command, LeadIn, PlaybackState, SteerableSource
 
@@ -38,6 +41,7 @@ _SHOWN_VALUE = 200
 
 _LEADING_DIGITS = re.compile(r"[0-9]+")
 _UUID_PREFIX = "GPU-"
+_MIG_PREFIX = "MIG-"
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +54,8 @@ class GpuIdentity:
     """``GPU-...`` identifier."""
     name: str | None = None
     """Marketing name, for messages."""
+    mig_uuids: tuple[str, ...] = ()
+    """The ``MIG-...`` UUIDs of its MIG devices (none outside MIG mode)."""
 
 
 GpuLookup = Callable[[int], GpuIdentity]
@@ -106,6 +112,16 @@ GpuRequest = GpuIds | CudaVisible
 
 
 @dataclass(frozen=True, slots=True)
+class SelectedMig:
+    """A MIG device named by its UUID."""
+
+    uuid: str
+    """Its full ``MIG-...`` UUID."""
+    cuda_index: int | None = None
+    """Its number in CUDA programs under ``CUDA_VISIBLE_DEVICES``, or None when that is not in use."""
+
+
+@dataclass(frozen=True, slots=True)
 class SelectedGpu:
     """A GPU that is watched."""
 
@@ -113,6 +129,8 @@ class SelectedGpu:
     """NVML index."""
     cuda_index: int | None = None
     """Its number in CUDA programs under ``CUDA_VISIBLE_DEVICES``, or None when that is not in use."""
+    mig: tuple[SelectedMig, ...] | None = None
+    """Only these of its MIG devices are kept (the GPU was named through them); None keeps them all."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +143,12 @@ class GpuSelection:
     """What the user should know about the selection (shown with every snapshot)."""
     error: str | None = None
     """Why the request names GPUs that do not exist (then ``gpus`` is empty); one line listing the GPUs there are."""
+
+
+def names_mig(request: GpuRequest) -> bool:
+    """True when ``request`` names a MIG device (a ``MIG-`` id or entry), so the MIG devices' UUIDs must be read."""
+    values = request.ids if isinstance(request, GpuIds) else (request.value or "").split(",")
+    return any(value.strip()[: len(_MIG_PREFIX)].upper() == _MIG_PREFIX for value in values)
 
 
 def resolve_gpus(request: GpuRequest, indexes: Iterable[int], lookup: GpuLookup) -> GpuSelection:
@@ -153,29 +177,74 @@ class _Inventory:
         wanted = prefix.lower()
         return [gpu.index for gpu in self.all() if gpu.uuid is not None and gpu.uuid.lower().startswith(wanted)]
 
+    def by_mig_uuid(self, prefix: str) -> list[tuple[int, str]]:
+        """(parent index, full UUID) of the MIG devices whose UUID starts with ``prefix`` (case does not matter)."""
+        wanted = prefix.lower()
+        return [(gpu.index, uuid) for gpu in self.all() for uuid in gpu.mig_uuids if uuid.lower().startswith(wanted)]
+
     def listing(self) -> str:
-        """``GPUs here: 0 GPU-... (NVIDIA H100), 1 ...`` for an error message."""
+        """``GPUs here: 0 GPU-... (NVIDIA H100) with MIG devices MIG-..., MIG-...; 1 ...`` for an error message."""
         if not self._indexes:
             return "there are no GPUs here"
         parts = []
         for gpu in self.all():
             name = f" ({gpu.name})" if gpu.name else ""
-            parts.append(f"{gpu.index} {gpu.uuid or 'no UUID'}{name}")
-        return "GPUs here: " + ", ".join(parts)
+            migs = f" with MIG devices {', '.join(gpu.mig_uuids)}" if gpu.mig_uuids else ""
+            parts.append(f"{gpu.index} {gpu.uuid or 'no UUID'}{name}{migs}")
+        separator = "; " if any(gpu.mig_uuids for gpu in self.all()) else ", "
+        return "GPUs here: " + separator.join(parts)
+
+
+class _Chosen:
+    """GPUs in the order first named, each whole (None) or through some of its MIG devices."""
+
+    def __init__(self) -> None:
+        self.migs: dict[int, list[SelectedMig] | None] = {}
+        self.cuda: dict[int, int] = {}
+
+    def add(self, index: int, mig: SelectedMig | None = None, cuda_index: int | None = None) -> None:
+        if mig is None:
+            self.migs[index] = None
+            if cuda_index is not None:
+                self.cuda[index] = cuda_index
+            return
+        kept = self.migs.setdefault(index, [])
+        if kept is not None and all(m.uuid != mig.uuid for m in kept):
+            kept.append(mig)
+
+    def gpus(self) -> tuple[SelectedGpu, ...]:
+        return tuple(SelectedGpu(index, self.cuda.get(index), None if migs is None else tuple(migs))
+                     for index, migs in self.migs.items())
 
 
 def _resolve_ids(request: GpuIds, present: tuple[int, ...], inventory: _Inventory) -> GpuSelection:
-    chosen: list[int] = []
+    chosen = _Chosen()
     for token in request.ids:
-        index, problem = _index_of(token, present, inventory)
+        if token[: len(_MIG_PREFIX)].upper() == _MIG_PREFIX:
+            found, problem = _mig_of(token, inventory)
+            if found is not None:
+                chosen.add(found[0], SelectedMig(found[1]))
+        else:
+            index, problem = _index_of(token, present, inventory)
+            if index is not None:
+                chosen.add(index)
         if problem is not None:
             message = f"{request.origin}: {problem}; {inventory.listing()}"
             if request.lenient:
                 return GpuSelection(tuple(SelectedGpu(i) for i in present), notes=(message + "; showing all GPUs",))
             return GpuSelection((), error=message)
-        if index is not None and index not in chosen:
-            chosen.append(index)
-    return GpuSelection(tuple(SelectedGpu(i) for i in chosen))
+    return GpuSelection(chosen.gpus())
+
+
+def _mig_of(token: str, inventory: _Inventory) -> tuple[tuple[int, str] | None, str | None]:
+    """((parent index, full UUID), None) for a ``MIG-`` id, or (None, why it names no single MIG device)."""
+    shown = cut_text(token)
+    matches = inventory.by_mig_uuid(token)
+    if len(matches) == 1:
+        return matches[0], None
+    if not matches:
+        return None, f"no MIG device has a UUID starting with {shown!r}"
+    return None, f"{shown!r} matches {len(matches)} MIG devices; give more of the UUID"
 
 
 def _index_of(token: str, present: tuple[int, ...], inventory: _Inventory) -> tuple[int | None, str | None]:
@@ -194,7 +263,7 @@ def _index_of(token: str, present: tuple[int, ...], inventory: _Inventory) -> tu
         if not matches:
             return None, f"no GPU has a UUID starting with {shown!r}"
         return None, f"{shown!r} matches GPUs {', '.join(map(str, matches))}; give more of the UUID"
-    return None, f"{shown!r} is neither a GPU index nor a UUID (GPU-...)"
+    return None, f"{shown!r} is neither a GPU index nor a UUID (GPU-... or MIG-...)"
 
 
 def _resolve_cuda_visible(request: CudaVisible, present: tuple[int, ...], inventory: _Inventory) -> GpuSelection:
@@ -204,12 +273,13 @@ def _resolve_cuda_visible(request: CudaVisible, present: tuple[int, ...], invent
         return GpuSelection(tuple(SelectedGpu(i) for i in present))
     if not value.strip():
         return GpuSelection((), notes=(f"{CUDA_VISIBLE_DEVICES} is empty: CUDA programs see no GPU",))
-    visible: list[int] = []
+    visible: list[int | str] = []
+    chosen = _Chosen()
     notes: list[str] = []
     by_uuid: bool | None = None
     for raw in value.split(","):
         entry = raw.strip()
-        index, problem, uuid_entry = _cuda_entry(entry, present, inventory)
+        index, problem, uuid_entry, mig_uuid = _cuda_entry(entry, present, inventory)
         if problem is None and by_uuid is not None and uuid_entry != by_uuid:
             problem = "mixes UUIDs and indexes"
         if problem is not None:
@@ -218,36 +288,60 @@ def _resolve_cuda_visible(request: CudaVisible, present: tuple[int, ...], invent
                          f"entry after it; GPUs visible to CUDA: {seen}")
             break
         assert index is not None
-        if index in visible:
-            return GpuSelection((), notes=(f"{CUDA_VISIBLE_DEVICES} names GPU {index} twice: CUDA programs see no GPU",))
+        if (mig_uuid or index) in visible:
+            twice = f"MIG device {mig_uuid}" if mig_uuid else f"GPU {index}"
+            return GpuSelection((), notes=(f"{CUDA_VISIBLE_DEVICES} names {twice} twice: CUDA programs see no GPU",))
         by_uuid = uuid_entry
-        visible.append(index)
+        cuda = len(visible)
+        visible.append(mig_uuid or index)
+        chosen.add(index, None if mig_uuid is None else SelectedMig(mig_uuid, cuda), cuda)
     if by_uuid is False and request.device_order != PCI_BUS_ID and len({gpu.name for gpu in inventory.all()}) > 1:
         notes.append(f"{CUDA_DEVICE_ORDER} is not {PCI_BUS_ID} and the GPUs differ: CUDA may number them fastest "
                      f"first, so its GPU numbers can name other GPUs than shown; set {CUDA_DEVICE_ORDER}={PCI_BUS_ID}")
-    gpus = tuple(SelectedGpu(index, cuda) for cuda, index in enumerate(visible))
-    return GpuSelection(gpus, notes=tuple(notes))
+    return GpuSelection(chosen.gpus(), notes=tuple(notes))
 
 
-def _cuda_entry(entry: str, present: tuple[int, ...], inventory: _Inventory) -> tuple[int | None, str | None, bool]:
-    """(NVML index, None, is a UUID) for one CUDA_VISIBLE_DEVICES entry, or (None, why it is invalid, ...).
+def _cuda_entry(entry: str, present: tuple[int, ...],
+                inventory: _Inventory) -> tuple[int | None, str | None, bool, str | None]:
+    """(NVML index, None, is a UUID, the MIG device's full UUID or None) for one CUDA_VISIBLE_DEVICES entry, or
+    (None, why it is invalid, ...).
 
-    Like CUDA, an entry that starts with digits is read as the number they form.
+    Like CUDA, an entry that starts with digits is read as the number they form; a ``MIG-`` entry names the
+    MIG device (its parent GPU is the index).
     """
     digits = _LEADING_DIGITS.match(entry)
     if digits:
         index = int(digits.group())
-        return (index, None, False) if index in present else (None, "names no GPU", False)
+        return (index, None, False, None) if index in present else (None, "names no GPU", False, None)
+    if entry[: len(_MIG_PREFIX)].upper() == _MIG_PREFIX:
+        migs = inventory.by_mig_uuid(entry)
+        if len(migs) == 1:
+            return migs[0][0], None, True, migs[0][1]
+        return None, ("matches no MIG device" if not migs else "matches several MIG devices"), True, None
     if entry[: len(_UUID_PREFIX)].upper() == _UUID_PREFIX:
         matches = inventory.by_uuid(entry)
         if len(matches) == 1:
-            return matches[0], None, True
-        return None, ("matches no GPU" if not matches else "matches several GPUs"), True
-    return None, "is not a GPU index or a GPU- UUID", False
+            return matches[0], None, True, None
+        return None, ("matches no GPU" if not matches else "matches several GPUs"), True, None
+    return None, "is not a GPU index or a GPU- or MIG- UUID", False, None
+
+
+def keep_migs(selected: tuple[SelectedMig, ...], migs: Iterable[MigDeviceSample],
+              processes: Iterable[ProcessSample]) -> tuple[list[MigDeviceSample], list[ProcessSample]]:
+    """Of one GPU's MIG devices and processes, those of the ``selected`` MIG devices (CUDA numbers set).
+
+    A process stays when it runs in a kept instance (same GPU and compute instance ids).
+    """
+    cuda = {mig.uuid: mig.cuda_index for mig in selected}
+    kept = [dataclasses.replace(m, cuda_index=cuda[m.uuid]) for m in migs if m.uuid in cuda]
+    instances = {(m.gpu_instance_id, m.compute_instance_id) for m in kept}
+    return kept, [p for p in processes if (p.gpu_instance_id, p.compute_instance_id) in instances]
 
 
 def select_gpus(snapshot: Snapshot, selection: GpuSelection) -> Snapshot:
     """``snapshot`` with only the selected GPUs (in selection order, CUDA numbers set) and what belongs to them.
+
+    A GPU selected through some of its MIG devices keeps only those, their processes and what is scoped to them.
 
     Processes on other GPUs, and the advice and error notes scoped to other GPUs or to those
     processes, are dropped; jobs keep only their processes and GPUs that are shown (a job with none
@@ -260,15 +354,27 @@ def select_gpus(snapshot: Snapshot, selection: GpuSelection) -> Snapshot:
         for gpu in selection.gpus
         if gpu.index in by_index
     )
-    processes = tuple(p for p in snapshot.processes if p.device_index in wanted)
+    migs: list[MigDeviceSample] = []
+    kept_processes: list[ProcessSample] = []
+    for gpu in selection.gpus:
+        gpu_migs = [m for m in snapshot.mig_devices if m.device_index == gpu.index]
+        gpu_processes = [p for p in snapshot.processes if p.device_index == gpu.index]
+        if gpu.mig is not None:
+            gpu_migs, gpu_processes = keep_migs(gpu.mig, gpu_migs, gpu_processes)
+        migs += gpu_migs
+        kept_processes += gpu_processes
+    kept_ids = {id(p) for p in kept_processes}
+    processes = tuple(p for p in snapshot.processes if id(p) in kept_ids)
     pids = {p.pid for p in processes} | {p.ppid for p in processes if p.ppid is not None}
     jobs = trim_jobs(snapshot.jobs, processes)
     kept = {ScopeKind.GPU: wanted, ScopeKind.PID: pids, ScopeKind.JOB: {job.id for job in jobs}}
-    advice = tuple(a for a in snapshot.advice if scope_kept(a.scope, kept))
-    errors = tuple(e for e in snapshot.errors if scope_kept(e.scope, kept))
+    instances = {(m.device_index, m.gpu_instance_id) for m in migs}
+    advice = tuple(a for a in snapshot.advice if scope_kept(a.scope, kept) and _instance_kept(a.scope, instances))
+    errors = tuple(e for e in snapshot.errors if scope_kept(e.scope, kept) and _instance_kept(e.scope, instances))
     notes = tuple(ErrorNote(FILTER_SCOPE, note) for note in selection.notes)
     return dataclasses.replace(
-        snapshot, devices=devices, processes=processes, jobs=jobs, advice=advice, errors=errors + notes
+        snapshot, devices=devices, processes=processes, jobs=jobs, advice=advice, errors=errors + notes,
+        mig_devices=tuple(migs),
     )
 
 
@@ -278,6 +384,12 @@ def scope_kept(scope: str, kept: Mapping[ScopeKind, set[int]]) -> bool:
     if parsed is None or parsed[1] is None or parsed[0] not in kept:
         return True
     return parsed[1] in kept[parsed[0]]
+
+
+def _instance_kept(scope: str, instances: set[tuple[int, int | None]]) -> bool:
+    """Whether something scoped ``scope`` stays: a MIG scope only when its instance is kept."""
+    mig = ScopeKind.parse_mig(scope)
+    return mig is None or mig in instances
 
 
 @runtime_checkable
@@ -315,7 +427,9 @@ class GpuSelectingSource:
         """The wrapped source's snapshot with only the selected GPUs."""
         snapshot = self.source.poll()
         if self._selection is None:
-            identities = {d.index: GpuIdentity(d.index, d.uuid, d.name) for d in snapshot.devices}
+            identities = {d.index: GpuIdentity(d.index, d.uuid, d.name, tuple(
+                m.uuid for m in snapshot.mig_devices if m.device_index == d.index and m.uuid is not None))
+                for d in snapshot.devices}
             self._selection = resolve_gpus(self.request, identities, identities.__getitem__)
         return select_gpus(snapshot, self._selection)
 

@@ -7,11 +7,11 @@ Every point the score loses is one finding's ``points``: the score explains itse
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from enum import IntEnum
 
 from gpusight.collect.model import DeviceHealth, DeviceSample, XidEvent
-from gpusight.collect.xid_catalog import xid_info
+from gpusight.collect.xid_catalog import XidAction, xid_info
 
 XID_WINDOW_S = 24 * 3600.0
 """How long after it arrived an Xid still counts against the GPU."""
@@ -20,6 +20,10 @@ BUSY_PERCENT = 10.0
 """GPU utilization at or above which a PCIe generation below the maximum is a fault, not power saving.
 
 GPUs drop their PCIe link to a low generation when idle and raise it under load; the width does not change."""
+
+
+REBOOT_POINTS = 70
+"""Points an Xid that needs the node rebooted costs (more than a reset's): listed first among drain findings."""
 
 
 class HealthLevel(IntEnum):
@@ -84,8 +88,16 @@ def assess(device: DeviceSample, now: float) -> HealthAssessment:
         return HealthAssessment((), None)
     findings = [*_xid_findings(health.xid_recent, now), *_memory_findings(device, health),
                 *_link_findings(device, health)]
-    findings.sort(key=lambda f: (-f.level, f.key))
+    findings.sort(key=lambda f: (-f.level, -f.points, f.key))
+    if not findings and not _anything_read(device, health):
+        return HealthAssessment((), None)
     return HealthAssessment(tuple(findings), max(0, 100 - sum(f.points for f in findings)))
+
+
+def _anything_read(device: DeviceSample, health: DeviceHealth) -> bool:
+    """True when some health counter was read: a GPU whose counters all failed to read scores None, not 100."""
+    return device.ecc_errors_uncorrected is not None or any(
+        getattr(health, f.name) not in (None, ()) for f in fields(health))
 
 
 def _finding(key: str, level: HealthLevel, title: str, evidence: str, action: str,
@@ -108,8 +120,9 @@ def _xid_findings(events: tuple[XidEvent, ...], now: float) -> list[HealthFindin
         where = "" if event.gpu_instance_id is None else f" on MIG instance {event.gpu_instance_id}"
         times = "once" if counts[code] == 1 else f"{counts[code]} times"
         ago = _ago(now - event.timestamp)
+        points = REBOOT_POINTS if info.action is XidAction.REBOOT_NODE else None
         findings.append(_finding(f"xid{code}", level, f"Xid {code}: {info.meaning}",
-                                 f"Xid {code}{where} {times}, last {ago}", info.advice))
+                                 f"Xid {code}{where} {times}, last {ago}", info.advice, points))
     return findings
 
 

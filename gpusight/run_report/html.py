@@ -12,6 +12,7 @@ import json
 from importlib import resources
 from typing import Any
 
+from gpusight.run_report.health_html import health_cell, health_section, mig_table, xid_lanes
 from gpusight.run_report.markup import chart, chart_slot, esc, hours, percentile_text, when
 from gpusight.run_report.speed_html import speed_charts, speed_section
 from gpusight.run_report.summary import (
@@ -31,7 +32,7 @@ MAX_PROCESS_ROWS = 200
 MAX_EPISODE_ROWS = 500
 """Advice episodes listed in the table (the lanes show them all)."""
 
-SECTIONS = ("summary", "speed", "gpus", "host", "advice", "processes", "problems")
+SECTIONS = ("summary", "health", "speed", "gpus", "host", "advice", "processes", "problems")
 """The ids of the report's sections, in order."""
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"
@@ -47,7 +48,11 @@ _GPU_CHARTS: tuple[tuple[str, str, str, tuple[tuple[str, str, str], ...], float,
     ("temperature", "Temperature", "°C", (("temperature_celsius", "Temperature", "#dd6b20"),), 1.0, 1),
     ("pcie", "PCIe", "MB/s", (("pcie_rx_bytes_per_s", "RX (to GPU)", "#319795"),
                               ("pcie_tx_bytes_per_s", "TX (from GPU)", "#805ad5")), 1e6, 1),
+    ("video", "Video engines", "%", (("encoder_percent", "Encoder (NVENC)", "#d53f8c"),
+                                     ("decoder_percent", "Decoder (NVDEC)", "#2c7a7b")), 1.0, 1),
 )
+_OPTIONAL_CHARTS = frozenset({"video"})
+"""GPU charts drawn only for a GPU that reported one of their series (most GPUs never decode video)."""
 _HOST_CHARTS: tuple[tuple[str, str, str, tuple[tuple[str, str, str], ...], float, int], ...] = (
     ("cpu", "CPU (mean over cores) and iowait", "%", (("cpu_percent", "CPU", "#2b6cb0"),
                                                       ("iowait_percent", "iowait", "#c53030")), 1.0, 1),
@@ -71,7 +76,7 @@ def _chart_data(series: SeriesSet, origin: float) -> dict[str, Any]:
     """The charts as JSON: bucket offsets from ``origin`` and, per chart, its series' (min, mean, max) columns."""
     charts = []
     for index, metrics in series.devices.items():
-        for suffix, title, unit, lines, divisor, decimals in _GPU_CHARTS:
+        for suffix, title, unit, lines, divisor, decimals in _gpu_charts(metrics):
             charts.append(chart(f"gpu{index}-{suffix}", title, unit, lines, metrics, divisor, decimals))
     for suffix, title, unit, lines, divisor, decimals in _HOST_CHARTS:
         charts.append(chart(f"host-{suffix}", title, unit, lines, series.host, divisor, decimals))
@@ -83,8 +88,14 @@ def _chart_data(series: SeriesSet, origin: float) -> dict[str, Any]:
     }
 
 
+def _gpu_charts(metrics: dict[str, Any]) -> list[tuple[str, str, str, tuple[tuple[str, str, str], ...], float, int]]:
+    """The charts of a GPU with ``metrics`` reported: every chart but an optional one none of whose series it has."""
+    return [c for c in _GPU_CHARTS if c[0] not in _OPTIONAL_CHARTS or any(line[0] in metrics for line in c[3])]
+
+
 def _summary_section(summary: RunSummary) -> str:
-    rows = "".join(_gpu_row(gpu) for gpu in summary.gpus)
+    health = {gpu.index: gpu for gpu in summary.health.gpus}
+    rows = "".join(_gpu_row(gpu, health_cell(health.get(gpu.index))) for gpu in summary.gpus)
     host = summary.host
     findings = "".join(_finding(f) for f in summary.findings) or "<li>No advice was raised.</li>"
     return f"""<section id="summary"><h2>Summary</h2>
@@ -99,14 +110,15 @@ def _summary_section(summary: RunSummary) -> str:
 <h3>Top findings</h3><ol class="findings">{findings}</ol>
 <h3>Per GPU</h3>
 <table><thead><tr><th>GPU</th><th>Name</th><th>Mean util</th><th>p95 util</th><th>Idle GPU-h</th>
-<th>Reported h</th><th>SM active</th><th>Tensor active</th><th>Peak memory</th><th>Seen</th><th>Lost</th></tr></thead>
+<th>Reported h</th><th>SM active</th><th>Tensor active</th><th>Peak memory</th><th>Seen</th><th>Lost</th>
+<th>Health (worst)</th></tr></thead>
 <tbody>{rows}</tbody></table>
 <p class="note">Idle: utilization at or below {IDLE_UTIL_PERCENT:g} % in a sample (the advice rules' idle threshold).
 Means and percentiles are weighted by time; gaps in the recording count for nothing.</p>
 </section>"""
 
 
-def _gpu_row(gpu: GpuSummary) -> str:
+def _gpu_row(gpu: GpuSummary, health: str) -> str:
     not_reported = '<span class="na">not reported</span>'
     sm = not_reported if gpu.mean_sm_active is None else esc(fmt_percent(gpu.mean_sm_active))
     tensor = not_reported if gpu.mean_tensor_active is None else esc(fmt_percent(gpu.mean_tensor_active))
@@ -118,7 +130,7 @@ def _gpu_row(gpu: GpuSummary) -> str:
     return (f"<tr><td>{gpu.index}</td><td>{esc(gpu.name) or NA}</td><td>{esc(fmt_percent(gpu.mean_util))}</td>"
             f"<td>{esc(p95)}</td><td>{esc(hours(gpu.idle_hours))}</td><td>{esc(hours(gpu.reported_hours))}</td>"
             f"<td>{sm}</td><td>{tensor}</td><td>{esc(memory)}</td>"
-            f"<td>{esc(when(gpu.first_seen))} – {esc(when(gpu.last_seen))}</td><td>{esc(lost)}</td></tr>")
+            f"<td>{esc(when(gpu.first_seen))} – {esc(when(gpu.last_seen))}</td><td>{esc(lost)}</td><td>{health}</td></tr>")
 
 
 def _finding(finding: Finding) -> str:
@@ -131,9 +143,10 @@ def _finding(finding: Finding) -> str:
 def _gpus_section(summary: RunSummary) -> str:
     blocks = []
     for gpu in summary.gpus:
-        charts = "".join(chart_slot(f"gpu{gpu.index}-{c[0]}") for c in _GPU_CHARTS)
+        metrics = summary.series.devices.get(gpu.index, {})
+        charts = "".join(chart_slot(f"gpu{gpu.index}-{c[0]}") for c in _gpu_charts(metrics))
         blocks.append(f'<div class="gpu" id="gpu-{gpu.index}"><h3>GPU {gpu.index} {esc(gpu.name)}</h3>'
-                      f'<div class="charts">{charts}</div></div>')
+                      f'<div class="charts">{charts}</div>{mig_table(summary.health, gpu.index)}</div>')
     body = "".join(blocks) or "<p>No GPU in this recording.</p>"
     return f"""<section id="gpus"><h2>GPUs</h2>
 <p class="note">Each line is the mean of a time bucket; the shaded band spans the bucket's minimum to maximum, so a
@@ -160,6 +173,7 @@ def _advice_section(summary: RunSummary) -> str:
     table = (f"<table><thead><tr><th>Severity</th><th>Advice</th><th>Scope</th><th>Raised</th><th>Cleared</th>"
              f"<th>Stood</th></tr></thead><tbody>{rows}</tbody></table>{note}") if rows else "<p>No advice was raised.</p>"
     return f"""<section id="advice"><h2>Advice timeline</h2>
+<p class="note">One lane per piece of advice; lanes named <code>xid:gpuN</code> mark the Xid events of GPU N.</p>
 <div id="lanes" class="lanes"></div>
 {table}</section>"""
 
@@ -233,7 +247,7 @@ def render_html(summary: RunSummary, source: str, no_processes: str = "No GPU pr
     origin = summary.first_timestamp or 0.0
     data = _chart_data(summary.series, origin)
     data["charts"] += speed_charts(summary)
-    data["episodes"] = [
+    data["episodes"] = xid_lanes(summary.health, origin) + [
         {"id": e.advice_id, "severity": str(e.severity), "title": e.title, "start": round(e.raised - origin, 2),
          "end": round((e.cleared if e.cleared is not None else (summary.last_timestamp or origin)) - origin, 2)}
         for e in summary.episodes
@@ -254,6 +268,7 @@ every {esc(f"{summary.interval_seconds:.3g}" if summary.interval_seconds else NA
 {esc(f"{summary.series.bucket_seconds:g}")} s.</p></header>
 <pre id="js-errors" hidden></pre>
 {_summary_section(summary)}
+{health_section(summary.health)}
 {speed_section(summary)}
 {_gpus_section(summary)}
 {_host_section(summary)}

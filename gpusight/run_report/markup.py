@@ -9,6 +9,9 @@ from typing import Any
 
 from gpusight.units import NA
 
+TEXT_LENGTH = 300
+"""Command lines, titles, evidence and notes are cut to this many characters when taken in from a recording."""
+
 Columns = tuple[list[float | None], list[float | None], list[float | None]]
 """A series' (min, mean, max) per bucket."""
 

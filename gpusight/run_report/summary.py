@@ -22,6 +22,8 @@ from gpusight.advice.rules import HEALTHY, SUMMARIES
 from gpusight.collect.model import Advice, DeviceSample, JobSample, ProcessRole, ProcessSample, Severity, Snapshot
 from gpusight.collect.speed import job_speed
 from gpusight.recordings.formats import RecordingProblem
+from gpusight.run_report.health import HealthAccumulator, RunHealth
+from gpusight.run_report.markup import TEXT_LENGTH
 from gpusight.run_report.series import BucketGrid, BucketSeries
 from gpusight.run_report.training import (
     MAX_SPEED_JOBS,
@@ -62,9 +64,6 @@ MAX_GAPS = 500
 MAX_RANKS = 64
 """Distinct ranks kept per job."""
 
-TEXT_LENGTH = 300
-"""Command lines, titles and evidence are cut to this many characters when taken in."""
-
 ACTION_LENGTH = 1000
 """Advice actions (shown whole in the top findings) are cut to this many characters."""
 
@@ -77,6 +76,8 @@ DEVICE_SERIES = (
     "temperature_celsius",
     "pcie_rx_bytes_per_s",
     "pcie_tx_bytes_per_s",
+    "encoder_percent",
+    "decoder_percent",
 )
 """DeviceSample fields plotted per GPU."""
 
@@ -292,6 +293,8 @@ class RunSummary:
     """Snapshots skipped because they were not later than the one before (a clock stepped back)."""
     series: SeriesSet
     """The plotted series."""
+    health: RunHealth = RunHealth()
+    """Hardware health findings, Xid events and MIG instances over the run."""
     speed_jobs_omitted: int = 0
     """Jobs that reported speed after :data:`~gpusight.run_report.training.MAX_SPEED_JOBS` others did (not kept)."""
 
@@ -433,6 +436,7 @@ class RunAccumulator:
         self._out_of_order = 0
         self._speed_jobs = 0
         self._speed_jobs_omitted = 0
+        self._health = HealthAccumulator()
 
     def add(self, item: Snapshot | RecordingProblem) -> None:
         """Take the next snapshot (or a problem met while reading)."""
@@ -490,6 +494,7 @@ class RunAccumulator:
         self._host(snapshot, seconds, bucket)
         self._processes_and_jobs(snapshot, t, seconds, bucket)
         self._advice(snapshot.advice, t, seconds)
+        self._health.add(snapshot, seconds)
 
     def _device(self, device: DeviceSample, t: float, seconds: float, bucket: int) -> None:
         gpu = self._gpus.get(device.index)
@@ -677,6 +682,7 @@ class RunAccumulator:
             gaps_omitted=self._gaps_omitted,
             out_of_order=self._out_of_order,
             series=self._series(rows),
+            health=self._health.summary(),
             speed_jobs_omitted=self._speed_jobs_omitted,
         )
 

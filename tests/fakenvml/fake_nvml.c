@@ -75,6 +75,39 @@
  *   clocks_event_reasons; pcie_counters, nvlink_counters and energy_field are per-field returns inside
  *   field values.
  *
+ * Health and video engines (per-device keys; a key left out makes its call answer NOT_SUPPORTED):
+ *     ecc_corrected | ecc_corrected_aggregate | ecc_uncorrected_aggregate <count>
+ *                                                         nvmlDeviceGetTotalEccErrors for (corrected, volatile),
+ *                                                         (corrected, aggregate), (uncorrected, aggregate); with
+ *                                                         ECC on, a count left out reads 0
+ *     remap_corrected | remap_uncorrected <rows> | remap_pending | remap_failed <0|1>
+ *                                                         nvmlDeviceGetRemappedRows (remap_corrected gates it)
+ *     retired_sbe | retired_dbe <pages> | retired_pending <0|1>
+ *                                                         nvmlDeviceGetRetiredPages (per cause; page addresses
+ *                                                         are made up) and ...PendingStatus; leave them out on
+ *                                                         A100 and later, which remap rows instead
+ *     pcie_gen | pcie_gen_max | pcie_width | pcie_width_max <n>
+ *                                                         nvmlDeviceGetCurrPcieLinkGeneration, ...MaxPcieLink-
+ *                                                         Generation, ...CurrPcieLinkWidth, ...MaxPcieLinkWidth
+ *     pcie_replay <count>                                 nvmlDeviceGetPcieReplayCounter
+ *     nvlink_crc_flit | nvlink_crc_data | nvlink_replay | nvlink_recovery <count>
+ *                                                         field values 38 / 45 / 52 / 59 (the _TOTAL NVLink
+ *                                                         error counters, summed over the links)
+ *     enc_util | dec_util | jpg_util | ofa_util <percent>  nvmlDeviceGet{Encoder,Decoder,Jpg,Ofa}Utilization
+ *                                                         (sampling period answered: 167000 us)
+ *     proc_codec <pid> <enc> <dec>                        encUtil / decUtil of that pid's utilization samples
+ *     event_types <mask>                                  nvmlDeviceGetSupportedEventTypes (0x8 = Xid)
+ *     xid <seq> <code> [<gi> <ci>]                        an Xid event: each (device, seq) is delivered once to
+ *                                                         every event set the device is registered in, by
+ *                                                         nvmlEventSetWait_v2 (gi/ci default 0xFFFFFFFF); add one
+ *                                                         mid-run by rewriting the scenario with a new seq
+ *   Event sets: nvmlEventSetCreate / nvmlDeviceRegisterEvents (error call "register_events") /
+ *   nvmlEventSetWait_v2 / nvmlEventSetFree. The wait answers an undelivered Xid of a registered device,
+ *   else GPU_IS_LOST when a registered device is lost, else it polls every 10 ms with the lock released
+ *   (counted as in flight) and answers TIMEOUT after the timeout. Each wait logs
+ *   "nvmlEventSetWait_v2 -1 <tid>" as it starts. CALL NAMES for "error" added: ecc_counts remapped_rows
+ *   retired_pages pcie_link pcie_replay encoder decoder jpg ofa event_types register_events nvlink_errors.
+ *
  * Values that change with time: wherever a per-device key takes one number (every key of the list above
  *   that is a plain value, a "gpm" value, the <sm> of proc_util_live and the *_rate keys), the number may
  *   be replaced by a wave of the wall clock (CLOCK_REALTIME, so separate processes reading the same
@@ -85,6 +118,41 @@
  *   1700000000 s since the Unix epoch. Integer answers are rounded and never below 0. A rate's counter
  *   is its base value plus the rate integrated from that instant, so every process reads the same counter.
  *   A malformed wave leaves the key out (NOT_SUPPORTED).
+ *
+ * MIG (multi-instance GPU). "device <i> mig_mode 1" turns MIG on; its MIG devices are given by
+ *   "device <i> mig <k> <key> <value...>", k = the MIG device index 0..max_mig_devices-1 (a slot never
+ *   mentioned is empty: nvmlDeviceGetMigDeviceHandleByIndex answers NVML_ERROR_NOT_FOUND there):
+ *     device <i> max_mig_devices <n>     nvmlDeviceGetMaxMigDeviceCount (default 7 when mig_mode is given)
+ *     mig <k> gi <id> | ci <id>          nvmlDeviceGetGpuInstanceId / nvmlDeviceGetComputeInstanceId
+ *     mig <k> uuid <MIG-...>             nvmlDeviceGetUUID on the MIG handle
+ *     mig <k> name <text...>             nvmlDeviceGetName, as the driver writes it: "NVIDIA H100 80GB HBM3 MIG 3g.40gb"
+ *     mig <k> mem_total | mem_used <bytes>   nvmlDeviceGetMemoryInfo(_v2) on the MIG handle (reserved 0)
+ *     mig <k> sm_count <n>               nvmlDeviceGetAttributes_v2 multiprocessorCount
+ *     mig <k> slices <gi slices> <ci slices> <memory MB>   gpuInstanceSliceCount, computeInstanceSliceCount,
+ *                                        memorySizeMB of nvmlDeviceGetAttributes_v2 (absent: NOT_SUPPORTED)
+ *     mig <k> compute_proc <pid> <bytes|na>   nvmlDeviceGetComputeRunningProcesses on the MIG handle, with
+ *                                        gpuInstanceId/computeInstanceId set; the parent's list is the sum of
+ *                                        all of them (plus its own compute_proc lines), as for a privileged user
+ *     mig <k> gpm <metric id> <value>    what nvmlGpmMetricsGet reports between two nvmlGpmMigSampleGet samples
+ *                                        of this GPU instance (needs the parent's gpm_supported 1)
+ *     mig <k> error <call> <code>        that call on the MIG handle returns <code> (calls: name uuid memory
+ *                                        memory_v2 compute_procs gi ci attributes handle parent gpm_sample)
+ *   An unprivileged user is "device <i> error compute_procs 4": the parent's list answers NO_PERMISSION
+ *   while the MIG handles' lists still answer.
+ *   MIG handles are distinct pointers (one per parent and slot) that the fake maps back to both. What the
+ *   fake relies on, from nvml.h (12.x) and NVML's API reference:
+ *   - nvmlDeviceGetUtilizationRates: "On MIG-enabled GPUs, querying device utilization rates is not
+ *     currently supported": NOT_SUPPORTED on a MIG-enabled parent and on MIG handles. The same for
+ *     nvmlDeviceGetProcessUtilization (per-process samples are not kept in MIG mode).
+ *   - nvmlDeviceGetComputeRunningProcesses / nvmlDeviceGetMemoryInfo: "In MIG mode, if device handle is
+ *     provided, the API returns aggregate information, only if the caller has appropriate privileges.
+ *     Per-instance information can be queried by using specific MIG device handles."
+ *   - nvmlDeviceGetMigDeviceHandleByIndex: NOT_FOUND where no MIG device exists at the index;
+ *     nvmlDeviceGetGpuInstanceId / ComputeInstanceId: NOT_SUPPORTED on a handle that is not a MIG device.
+ *   - Temperature, power, clocks, fan, ECC, PCIe, fields and the other whole-GPU readings belong to the
+ *     parent: every other call on a MIG handle answers NOT_SUPPORTED.
+ *   - GPM per GPU instance: nvmlGpmMigSampleGet(parent, gpuInstanceId, sample) (Hopper and later); a
+ *     GPU instance id the parent does not have gets INVALID_ARGUMENT.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -191,7 +259,14 @@ enum key_id {
     K_FAN, K_CLOCK_SM, K_CLOCK_MEM, K_PSTATE, K_ENERGY, K_THROTTLE, K_PCIE_TX_BYTES, K_PCIE_RX_BYTES,
     K_PCIE_TIME, K_PCIE_TX_KBPS, K_PCIE_RX_KBPS, K_ECC_MODE, K_ECC_UNCORRECTED, K_MIG_MODE,
     K_GPM_SUPPORTED, K_LOST, K_PCIE_TX_RATE, K_PCIE_RX_RATE, K_NVLINK_TX_KIB, K_NVLINK_RX_KIB,
-    K_NVLINK_TX_RATE, K_NVLINK_RX_RATE, K_MINOR, K_COUNT
+    K_NVLINK_TX_RATE, K_NVLINK_RX_RATE, K_MINOR,
+    /* health and video engines */
+    K_ECC_CORR, K_ECC_CORR_AGG, K_ECC_UNC_AGG, K_REMAP_CORR, K_REMAP_UNC, K_REMAP_PENDING, K_REMAP_FAILED,
+    K_RETIRED_SBE, K_RETIRED_DBE, K_RETIRED_PENDING, K_PCIE_GEN, K_PCIE_GEN_MAX, K_PCIE_WIDTH, K_PCIE_WIDTH_MAX,
+    K_PCIE_REPLAY, K_NVLINK_CRC_FLIT, K_NVLINK_CRC_DATA, K_NVLINK_REPLAY, K_NVLINK_RECOVERY, K_ENC_UTIL,
+    K_DEC_UTIL, K_JPG_UTIL, K_OFA_UTIL, K_EVENT_TYPES,
+    K_MAX_MIG, /* MIG */
+    K_COUNT
 };
 static const char *const KEY_NAMES[K_COUNT] = {
     "util_gpu", "util_mem", "mem_total", "mem_used", "mem_reserved", "power_mw", "power_limit_mw", "temp",
@@ -199,6 +274,12 @@ static const char *const KEY_NAMES[K_COUNT] = {
     "pcie_counter_time_us", "pcie_tx_kbps", "pcie_rx_kbps", "ecc_mode", "ecc_uncorrected", "mig_mode",
     "gpm_supported", "lost", "pcie_tx_rate", "pcie_rx_rate", "nvlink_tx_kib", "nvlink_rx_kib",
     "nvlink_tx_rate", "nvlink_rx_rate", "minor",
+    /* health and video engines */
+    "ecc_corrected", "ecc_corrected_aggregate", "ecc_uncorrected_aggregate", "remap_corrected", "remap_uncorrected",
+    "remap_pending", "remap_failed", "retired_sbe", "retired_dbe", "retired_pending", "pcie_gen", "pcie_gen_max",
+    "pcie_width", "pcie_width_max", "pcie_replay", "nvlink_crc_flit", "nvlink_crc_data", "nvlink_replay",
+    "nvlink_recovery", "enc_util", "dec_util", "jpg_util", "ofa_util", "event_types",
+    "max_mig_devices", /* MIG */
 };
 
 /* A value that may change with the wall clock (see "Values that change with time" above). */
@@ -214,6 +295,27 @@ typedef struct {
 typedef struct { unsigned int pid; unsigned long long mem; } fake_proc;
 typedef struct { unsigned int pid, mem; fake_wave sm; } fake_live_util;
 typedef struct { char call[32]; int code; } fake_error;
+/* health: an injected Xid event, and a process's encoder/decoder percent */
+#define MAX_XIDS 64
+typedef struct { unsigned long long seq, code; unsigned int gi, ci; } fake_xid;
+typedef struct { unsigned int pid, enc, dec; } fake_codec;
+
+/* ---- MIG: one MIG device (a compute instance in a GPU instance) of a parent GPU ---- */
+#define MAX_MIG 8
+#define MAX_MIG_PROCS 32
+#define MAX_MIG_GPM 16
+typedef struct {
+    int present;
+    char name[TEXT_LEN], uuid[TEXT_LEN];
+    int has_name, has_uuid, has_gi, has_ci, has_sm_count, has_slices, has_mem;
+    unsigned int gi, ci, sm_count, gi_slices, ci_slices;
+    unsigned long long memory_mb, mem_total, mem_used;
+    int n_compute, n_gpm, n_errors;
+    fake_proc compute[MAX_MIG_PROCS];
+    unsigned int gpm_ids[MAX_MIG_GPM];
+    fake_wave gpm_values[MAX_MIG_GPM];
+    fake_error errors[MAX_ERRORS];
+} fake_mig;
 
 typedef struct {
     char name[TEXT_LEN], uuid[TEXT_LEN], pci_bus_id[TEXT_LEN];
@@ -229,6 +331,11 @@ typedef struct {
     fake_live_util live[MAX_PROCS];
     unsigned int gpm_ids[MAX_GPM];
     fake_wave gpm_values[MAX_GPM];
+    /* health */
+    int n_xids, n_codecs;
+    fake_xid xids[MAX_XIDS];
+    fake_codec codecs[MAX_PROCS];
+    fake_mig mig[MAX_MIG]; /* MIG devices by MIG index */
 } fake_device;
 
 typedef struct {
@@ -246,6 +353,7 @@ typedef struct {
 struct fake_gpm_sample {
     unsigned int magic;
     int device;
+    long gpu_instance; /* -1: the whole GPU (nvmlGpmSampleGet); else the GPU instance id (nvmlGpmMigSampleGet) */
     struct timespec taken;
     int n;
     unsigned int ids[MAX_GPM];
@@ -260,6 +368,7 @@ static struct stat current_stat;
 static int init_count;
 static int in_flight; /* calls sleeping outside the lock right now */
 static char handles[MAX_DEVICES]; /* a device handle is the address of handles[index] */
+static char mig_handles[MAX_DEVICES][MAX_MIG]; /* a MIG handle is the address of mig_handles[parent][mig index] */
 
 /* ---- helpers ---- */
 static void log_call_arg(const char *symbol, int device, unsigned long long arg, int with_arg) {
@@ -362,6 +471,59 @@ static unsigned long long counter_value(const fake_device *d, int base_key, int 
     return added <= 0 ? base : base + (unsigned long long)added;
 }
 
+static int parse_health_line(fake_device *d, const char *key, char **words, int n);
+/* "mig <k> <key> <value...>" of a device line, split into n words (words[0] = k). */
+static void parse_mig_line(fake_device *d, char **words, int n) {
+    long slot = strtol(words[0], NULL, 10);
+    if (slot < 0 || slot >= MAX_MIG) return;
+    fake_mig *m = &d->mig[slot];
+    const char *key = words[1];
+    char *a = n > 2 ? words[2] : NULL, *b = n > 3 ? words[3] : NULL, *c = n > 4 ? words[4] : NULL;
+    m->present = 1;
+    if (a == NULL) return;
+    if (strcmp(key, "name") == 0) { /* the name's words joined by single blanks */
+        m->name[0] = '\0';
+        for (int i = 2; i < n; i++) {
+            size_t used = strlen(m->name);
+            snprintf(m->name + used, TEXT_LEN - used, "%s%s", i > 2 ? " " : "", words[i]);
+        }
+        m->has_name = 1;
+    } else if (strcmp(key, "uuid") == 0) {
+        copy_text(m->uuid, a);
+        m->has_uuid = 1;
+    } else if (strcmp(key, "gi") == 0) {
+        m->gi = (unsigned int)strtoul(a, NULL, 10);
+        m->has_gi = 1;
+    } else if (strcmp(key, "ci") == 0) {
+        m->ci = (unsigned int)strtoul(a, NULL, 10);
+        m->has_ci = 1;
+    } else if (strcmp(key, "sm_count") == 0) {
+        m->sm_count = (unsigned int)strtoul(a, NULL, 10);
+        m->has_sm_count = 1;
+    } else if (strcmp(key, "slices") == 0 && c) {
+        m->gi_slices = (unsigned int)strtoul(a, NULL, 10);
+        m->ci_slices = (unsigned int)strtoul(b, NULL, 10);
+        m->memory_mb = strtoull(c, NULL, 0);
+        m->has_slices = 1;
+    } else if (strcmp(key, "mem_total") == 0) {
+        m->mem_total = strtoull(a, NULL, 0);
+        m->has_mem = 1;
+    } else if (strcmp(key, "mem_used") == 0) {
+        m->mem_used = strtoull(a, NULL, 0);
+    } else if (strcmp(key, "compute_proc") == 0 && b && m->n_compute < MAX_MIG_PROCS) {
+        m->compute[m->n_compute].pid = (unsigned int)strtoul(a, NULL, 10);
+        m->compute[m->n_compute].mem = strcmp(b, "na") == 0 ? NA_VALUE : strtoull(b, NULL, 0);
+        m->n_compute++;
+    } else if (strcmp(key, "gpm") == 0 && b && m->n_gpm < MAX_MIG_GPM) {
+        m->gpm_ids[m->n_gpm] = (unsigned int)strtoul(a, NULL, 10);
+        if (parse_wave(words + 3, n - 3, &m->gpm_values[m->n_gpm])) m->n_gpm++;
+    } else if (strcmp(key, "error") == 0 && b && m->n_errors < MAX_ERRORS) {
+        snprintf(m->errors[m->n_errors].call, sizeof m->errors[0].call, "%s", a);
+        m->errors[m->n_errors].code = atoi(b);
+        m->n_errors++;
+    }
+}
+
 static void parse_device_line(fake_scenario *s, long index, const char *key, char *rest, int *max_index) {
     fake_device *d = device_at(s, index);
     if (d == NULL || key == NULL) return;
@@ -413,9 +575,13 @@ static void parse_device_line(fake_scenario *s, long index, const char *key, cha
         p->pid = (unsigned int)strtoul(a, NULL, 10);
         p->mem = (unsigned int)strtoul(b, NULL, 10);
         if (parse_wave(words + 2, n - 2, &p->sm)) d->n_live++;
+    } else if (strcmp(key, "mig") == 0 && b) {
+        parse_mig_line(d, words, n);
     } else if (strcmp(key, "gpm") == 0 && b && d->n_gpm < MAX_GPM) {
         d->gpm_ids[d->n_gpm] = (unsigned int)strtoul(a, NULL, 10);
         if (parse_wave(words + 1, n - 1, &d->gpm_values[d->n_gpm])) d->n_gpm++;
+    } else if (parse_health_line(d, key, words, n)) {
+        return;
     } else {
         for (int k = 0; k < K_COUNT; k++)
             if (strcmp(key, KEY_NAMES[k]) == 0) d->has[k] = parse_wave(words, n, &d->wave[k]);
@@ -508,6 +674,13 @@ static int error_for(const fake_device *d, const char *call) {
     return 0;
 }
 
+static int error_for_mig(const fake_mig *m, const char *call) {
+    if (call == NULL) return 0;
+    for (int i = 0; i < m->n_errors; i++)
+        if (strcmp(m->errors[i].call, call) == 0) return m->errors[i].code;
+    return 0;
+}
+
 /* Block for delay_ms with the lock released, counted in in_flight. Called and returns with the lock held. */
 static void block_unlocked(const char *symbol, int device, int delay_ms) {
     if (delay_ms <= 0) return;
@@ -551,8 +724,27 @@ static int handle_index(nvmlDevice_t device) {
     return (int)(p - handles);
 }
 
+static nvmlReturn_t finish(nvmlReturn_t r);
+
+/* 1 when device is a MIG handle, with its parent's index and its MIG index. */
+static int mig_handle_of(nvmlDevice_t device, int *parent, int *slot) {
+    char *p = (char *)device, *first = &mig_handles[0][0];
+    if (p < first || p >= first + MAX_DEVICES * MAX_MIG) return 0;
+    long offset = p - first;
+    *parent = (int)(offset / MAX_MIG);
+    *slot = (int)(offset % MAX_MIG);
+    return 1;
+}
+
+static int mig_enabled(const fake_device *d) { return d->has[K_MIG_MODE] && VAL(d, K_MIG_MODE) == 1; }
+
 static nvmlReturn_t begin(nvmlDevice_t device, const char *symbol, const char *call, const char *also,
                           fake_device **out) {
+    int parent, slot;
+    if (mig_handle_of(device, &parent, &slot)) { /* whole-GPU calls do not answer on a MIG handle */
+        nvmlReturn_t r = begin_index(parent, symbol, NULL, NULL, out);
+        return r ? r : finish(NVML_ERROR_NOT_SUPPORTED);
+    }
     return begin_index(handle_index(device), symbol, call, also, out);
 }
 
@@ -670,9 +862,214 @@ nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t *dev
     return finish(NVML_SUCCESS);
 }
 
+/* ---- MIG: MIG device handles and what answers on them (see "MIG" in the header) ---- */
+/* pynvml's c_nvmlDeviceAttributes has no version member: multiprocessorCount comes first */
+typedef struct { unsigned int multiprocessorCount, sharedCopyEngineCount, sharedDecoderCount,
+                 sharedEncoderCount, sharedJpegCount, sharedOfaCount, gpuInstanceSliceCount,
+                 computeInstanceSliceCount; unsigned long memorySizeMB; } nvmlDeviceAttributes_t;
+
+static unsigned int max_mig_devices(const fake_device *d) {
+    if (d->has[K_MAX_MIG]) { unsigned long long n = VAL(d, K_MAX_MIG); return n > MAX_MIG ? MAX_MIG : (unsigned int)n; }
+    return d->has[K_MIG_MODE] ? 7 : 0;
+}
+
+/* Start a call on a MIG handle: on NVML_SUCCESS the lock is held, *out is the MIG device and *parent_out its parent.
+ * A handle whose slot is empty now (instances reconfigured) answers INVALID_ARGUMENT. */
+static nvmlReturn_t begin_mig(nvmlDevice_t device, const char *symbol, const char *call, fake_mig **out,
+                              fake_device **parent_out) {
+    int parent, slot;
+    if (!mig_handle_of(device, &parent, &slot)) {
+        pthread_mutex_lock(&lock);
+        log_call(symbol, handle_index(device));
+        pthread_mutex_unlock(&lock);
+        return NVML_ERROR_INVALID_ARGUMENT;
+    }
+    fake_device *d;
+    nvmlReturn_t r = begin_index(parent, symbol, NULL, NULL, &d);
+    if (r) return r;
+    fake_mig *m = &d->mig[slot];
+    if (!mig_enabled(d) || !m->present || (unsigned int)slot >= max_mig_devices(d))
+        return finish(NVML_ERROR_INVALID_ARGUMENT);
+    if ((r = error_for_mig(m, call)) != 0) return finish(r);
+    *out = m;
+    if (parent_out) *parent_out = d;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t device, unsigned int *count) {
+    fake_device *d;
+    nvmlReturn_t r = begin(device, "nvmlDeviceGetMaxMigDeviceCount", "mig_mode", NULL, &d);
+    if (r) return r;
+    if (!d->has[K_MIG_MODE] && !d->has[K_MAX_MIG]) return finish(NVML_ERROR_NOT_SUPPORTED);
+    *count = max_mig_devices(d);
+    return finish(NVML_SUCCESS);
+}
+
+nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t device, unsigned int index, nvmlDevice_t *mig) {
+    fake_device *d;
+    nvmlReturn_t r = begin(device, "nvmlDeviceGetMigDeviceHandleByIndex", "mig_mode", NULL, &d);
+    if (r) return r;
+    if (!mig_enabled(d)) return finish(NVML_ERROR_NOT_SUPPORTED);
+    if (index >= max_mig_devices(d) || mig == NULL) return finish(NVML_ERROR_INVALID_ARGUMENT);
+    fake_mig *m = &d->mig[index];
+    if (!m->present) return finish(NVML_ERROR_NOT_FOUND);
+    if ((r = error_for_mig(m, "handle")) != 0) return finish(r);
+    *mig = &mig_handles[handle_index(device)][index];
+    return finish(NVML_SUCCESS);
+}
+
+nvmlReturn_t nvmlDeviceIsMigDeviceHandle(nvmlDevice_t device, unsigned int *is_mig) {
+    int parent, slot;
+    int mig = mig_handle_of(device, &parent, &slot);
+    pthread_mutex_lock(&lock);
+    log_call("nvmlDeviceIsMigDeviceHandle", mig ? parent : handle_index(device));
+    pthread_mutex_unlock(&lock);
+    if (!mig && handle_index(device) < 0) return NVML_ERROR_INVALID_ARGUMENT;
+    *is_mig = (unsigned int)mig;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetDeviceHandleFromMigDeviceHandle(nvmlDevice_t device, nvmlDevice_t *parent) {
+    fake_mig *m;
+    fake_device *d;
+    nvmlReturn_t r = begin_mig(device, "nvmlDeviceGetDeviceHandleFromMigDeviceHandle", "parent", &m, &d);
+    if (r) return r;
+    *parent = &handles[d - current.devices];
+    return finish(NVML_SUCCESS);
+}
+
+static nvmlReturn_t mig_id(nvmlDevice_t device, const char *symbol, int compute, unsigned int *id) {
+    int parent, slot;
+    if (!mig_handle_of(device, &parent, &slot)) { /* a whole GPU is no MIG device */
+        fake_device *d;
+        nvmlReturn_t r = begin(device, symbol, NULL, NULL, &d);
+        return r ? r : finish(NVML_ERROR_NOT_SUPPORTED);
+    }
+    fake_mig *m;
+    nvmlReturn_t r = begin_mig(device, symbol, compute ? "ci" : "gi", &m, NULL);
+    if (r) return r;
+    if (!(compute ? m->has_ci : m->has_gi)) return finish(NVML_ERROR_NOT_SUPPORTED);
+    *id = compute ? m->ci : m->gi;
+    return finish(NVML_SUCCESS);
+}
+
+nvmlReturn_t nvmlDeviceGetGpuInstanceId(nvmlDevice_t device, unsigned int *id) {
+    return mig_id(device, "nvmlDeviceGetGpuInstanceId", 0, id);
+}
+
+nvmlReturn_t nvmlDeviceGetComputeInstanceId(nvmlDevice_t device, unsigned int *id) {
+    return mig_id(device, "nvmlDeviceGetComputeInstanceId", 1, id);
+}
+
+/* Attributes answer on MIG handles only in the fake (a whole GPU's are not modelled). */
+nvmlReturn_t nvmlDeviceGetAttributes_v2(nvmlDevice_t device, nvmlDeviceAttributes_t *attributes) {
+    int parent, slot;
+    if (!mig_handle_of(device, &parent, &slot)) {
+        fake_device *d;
+        nvmlReturn_t r = begin(device, "nvmlDeviceGetAttributes_v2", NULL, NULL, &d);
+        return r ? r : finish(NVML_ERROR_NOT_SUPPORTED);
+    }
+    fake_mig *m;
+    nvmlReturn_t r = begin_mig(device, "nvmlDeviceGetAttributes_v2", "attributes", &m, NULL);
+    if (r) return r;
+    if (!m->has_sm_count && !m->has_slices) return finish(NVML_ERROR_NOT_SUPPORTED);
+    memset(attributes, 0, sizeof *attributes);
+    attributes->multiprocessorCount = m->sm_count;
+    attributes->gpuInstanceSliceCount = m->gi_slices;
+    attributes->computeInstanceSliceCount = m->ci_slices;
+    attributes->memorySizeMB = (unsigned long)m->memory_mb;
+    return finish(NVML_SUCCESS);
+}
+
+/* MIG-handle forms of name, UUID, memory and compute processes (called from those entry points). */
+static nvmlReturn_t mig_text(nvmlDevice_t device, const char *symbol, int uuid, char *out, unsigned int length) {
+    fake_mig *m;
+    nvmlReturn_t r = begin_mig(device, symbol, uuid ? "uuid" : "name", &m, NULL);
+    if (r) return r;
+    if (!(uuid ? m->has_uuid : m->has_name)) return finish(NVML_ERROR_NOT_SUPPORTED);
+    return finish(copy_string(out, length, uuid ? m->uuid : m->name));
+}
+
+static nvmlReturn_t mig_memory(nvmlDevice_t device, const char *symbol, const char *call,
+                               unsigned long long *total, unsigned long long *used) {
+    fake_mig *m;
+    nvmlReturn_t r = begin_mig(device, symbol, call, &m, NULL);
+    if (r) return r;
+    if (strcmp(call, "memory_v2") == 0 && (r = error_for_mig(m, "memory")) != 0) return finish(r);
+    if (!m->has_mem) return finish(NVML_ERROR_NOT_SUPPORTED);
+    *total = m->mem_total;
+    *used = m->mem_used;
+    return NVML_SUCCESS; /* lock still held: the caller fills its struct, then finishes */
+}
+
+static int mig_proc_count(const fake_device *d) {
+    int n = 0;
+    if (!mig_enabled(d)) return 0;
+    for (unsigned int k = 0; k < max_mig_devices(d); k++) if (d->mig[k].present) n += d->mig[k].n_compute;
+    return n;
+}
+
+/* Write the compute processes of MIG device m (or, m NULL, of every MIG device of d) from infos[0]. */
+static int mig_fill_procs(const fake_device *d, const fake_mig *m, nvmlProcessInfo_t *infos) {
+    int k = 0;
+    for (unsigned int slot = 0; slot < max_mig_devices(d); slot++) {
+        const fake_mig *g = &d->mig[slot];
+        if (!g->present || (m != NULL && g != m)) continue;
+        for (int i = 0; i < g->n_compute; i++, k++) {
+            infos[k].pid = g->compute[i].pid;
+            infos[k].usedGpuMemory = g->compute[i].mem;
+            infos[k].gpuInstanceId = g->has_gi ? g->gi : 0xFFFFFFFFu;
+            infos[k].computeInstanceId = g->has_ci ? g->ci : 0xFFFFFFFFu;
+        }
+    }
+    return k;
+}
+
+static nvmlReturn_t mig_running(nvmlDevice_t device, const char *symbol, int compute, unsigned int *count,
+                                nvmlProcessInfo_t *infos) {
+    fake_mig *m;
+    fake_device *d;
+    nvmlReturn_t r = begin_mig(device, symbol, "compute_procs", &m, &d);
+    if (r) return r;
+    if (!compute) return finish(NVML_ERROR_NOT_SUPPORTED); /* no graphics contexts on MIG */
+    if (count == NULL) return finish(NVML_ERROR_INVALID_ARGUMENT);
+    if (infos == NULL || *count < (unsigned int)m->n_compute) {
+        *count = (unsigned int)m->n_compute;
+        return finish(m->n_compute == 0 ? NVML_SUCCESS : NVML_ERROR_INSUFFICIENT_SIZE);
+    }
+    *count = (unsigned int)mig_fill_procs(d, m, infos);
+    return finish(NVML_SUCCESS);
+}
+
+nvmlReturn_t nvmlGpmMigSampleGet(nvmlDevice_t device, unsigned int gpu_instance, fake_gpm_sample *sample) {
+    fake_device *d;
+    nvmlReturn_t r = begin(device, "nvmlGpmMigSampleGet", "gpm_sample", NULL, &d);
+    if (r) return r;
+    if (sample == NULL || sample->magic != GPM_MAGIC) return finish(NVML_ERROR_INVALID_ARGUMENT);
+    if (!d->has[K_GPM_SUPPORTED] || !VAL(d, K_GPM_SUPPORTED)) return finish(NVML_ERROR_NOT_SUPPORTED);
+    if (!mig_enabled(d)) return finish(NVML_ERROR_NOT_SUPPORTED);
+    const fake_mig *m = NULL;
+    for (unsigned int k = 0; k < max_mig_devices(d); k++)
+        if (d->mig[k].present && d->mig[k].has_gi && d->mig[k].gi == gpu_instance) m = &d->mig[k];
+    if (m == NULL) return finish(NVML_ERROR_INVALID_ARGUMENT);
+    if ((r = error_for_mig(m, "gpm_sample")) != 0) return finish(r);
+    sample->device = handle_index(device);
+    sample->gpu_instance = (long)gpu_instance;
+    clock_gettime(CLOCK_MONOTONIC, &sample->taken);
+    sample->n = m->n_gpm;
+    double t = now_ms();
+    for (int k = 0; k < m->n_gpm; k++) {
+        sample->ids[k] = m->gpm_ids[k];
+        sample->values[k] = wave_at(&m->gpm_values[k], t);
+    }
+    return finish(NVML_SUCCESS);
+}
+
 /* ---- static device information ---- */
 nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char *name, unsigned int length) {
     fake_device *d;
+    int parent, slot;
+    if (mig_handle_of(device, &parent, &slot)) return mig_text(device, "nvmlDeviceGetName", 0, name, length);
     nvmlReturn_t r = begin(device, "nvmlDeviceGetName", "name", NULL, &d);
     if (r) return r;
     if (!d->has_name) return finish(NVML_ERROR_NOT_SUPPORTED);
@@ -681,6 +1078,8 @@ nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char *name, unsigned int len
 
 nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char *uuid, unsigned int length) {
     fake_device *d;
+    int parent, slot;
+    if (mig_handle_of(device, &parent, &slot)) return mig_text(device, "nvmlDeviceGetUUID", 1, uuid, length);
     nvmlReturn_t r = begin(device, "nvmlDeviceGetUUID", "uuid", NULL, &d);
     if (r) return r;
     if (!d->has_uuid) return finish(NVML_ERROR_NOT_SUPPORTED);
@@ -747,11 +1146,13 @@ nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int *current_mod
     return finish(NVML_SUCCESS);
 }
 
+
 /* ---- dynamic device readings ---- */
 nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtilization_t *util) {
     fake_device *d;
     nvmlReturn_t r = begin(device, "nvmlDeviceGetUtilizationRates", "utilization", NULL, &d);
     if (r) return r;
+    if (mig_enabled(d)) return finish(NVML_ERROR_NOT_SUPPORTED); /* MIG */
     NEED(d, K_UTIL_GPU);
     util->gpu = (unsigned int)VAL(d, K_UTIL_GPU);
     util->memory = (unsigned int)VAL(d, K_UTIL_MEM);
@@ -760,6 +1161,13 @@ nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtilization_
 
 nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *memory) {
     fake_device *d;
+    int parent, slot;
+    if (mig_handle_of(device, &parent, &slot)) {
+        nvmlReturn_t r = mig_memory(device, "nvmlDeviceGetMemoryInfo", "memory", &memory->total, &memory->used);
+        if (r) return r;
+        memory->free = memory->total - memory->used;
+        return finish(NVML_SUCCESS);
+    }
     nvmlReturn_t r = begin(device, "nvmlDeviceGetMemoryInfo", "memory", NULL, &d);
     if (r) return r;
     NEED(d, K_MEM_TOTAL);
@@ -771,6 +1179,15 @@ nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *memory) 
 
 nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t *memory) {
     fake_device *d;
+    int parent, slot;
+    if (mig_handle_of(device, &parent, &slot)) {
+        if (memory->version != NVML_MEMORY_V2) return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+        nvmlReturn_t r = mig_memory(device, "nvmlDeviceGetMemoryInfo_v2", "memory_v2", &memory->total, &memory->used);
+        if (r) return r;
+        memory->reserved = 0;
+        memory->free = memory->total - memory->used;
+        return finish(NVML_SUCCESS);
+    }
     nvmlReturn_t r = begin(device, "nvmlDeviceGetMemoryInfo_v2", "memory_v2", "memory", &d);
     if (r) return r;
     if (memory->version != NVML_MEMORY_V2) return finish(NVML_ERROR_ARGUMENT_VERSION_MISMATCH);
@@ -873,8 +1290,12 @@ nvmlReturn_t nvmlDeviceGetTotalEccErrors(nvmlDevice_t device, int error_type, in
     nvmlReturn_t r = begin(device, "nvmlDeviceGetTotalEccErrors", "ecc_errors", NULL, &d);
     if (r) return r;
     if (!d->has[K_ECC_MODE] || VAL(d, K_ECC_MODE) != 1) return finish(NVML_ERROR_NOT_SUPPORTED);
-    (void)counter_type;
-    *count = error_type == 1 ? VAL(d, K_ECC_UNCORRECTED) : 0;
+    int r2 = error_for(d, "ecc_counts");
+    if (r2) return finish(r2);
+    int key = error_type == 1 ? (counter_type == 1 ? K_ECC_UNC_AGG : K_ECC_UNCORRECTED)
+                              : (counter_type == 1 ? K_ECC_CORR_AGG : K_ECC_CORR);
+    if (error_type == 1 && counter_type == 1 && !d->has[key]) key = K_ECC_UNCORRECTED; /* as before */
+    *count = d->has[key] ? VAL(d, key) : 0;
     return finish(NVML_SUCCESS);
 }
 
@@ -899,6 +1320,8 @@ static long long now_us(void) {
     return (long long)ts.tv_sec * 1000000LL + ts.tv_nsec / 1000;
 }
 
+static int nvlink_error_key(unsigned int field_id);
+
 nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t device, int count, nvmlFieldValue_t *values) {
     fake_device *d;
     nvmlReturn_t r = begin(device, "nvmlDeviceGetFieldValues", "field_values", NULL, &d);
@@ -915,6 +1338,7 @@ nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t device, int count, nvmlFieldV
         else if (v->fieldId == FI_NVLINK_TX_KIB) { key = K_NVLINK_TX_KIB; rate = K_NVLINK_TX_RATE; call = "nvlink_counters"; }
         else if (v->fieldId == FI_NVLINK_RX_KIB) { key = K_NVLINK_RX_KIB; rate = K_NVLINK_RX_RATE; call = "nvlink_counters"; }
         else if (v->fieldId == FI_TOTAL_ENERGY) { key = K_ENERGY; call = "energy_field"; }
+        else if ((key = nvlink_error_key(v->fieldId)) >= 0) call = "nvlink_errors";
         if (rate == K_NVLINK_TX_RATE || rate == K_NVLINK_RX_RATE) per_unit = 1024.0L;
         v->latencyUsec = 0;
         v->valueType = NVML_VALUE_TYPE_UNSIGNED_LONG_LONG;
@@ -931,26 +1355,32 @@ nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t device, int count, nvmlFieldV
     return finish(NVML_SUCCESS);
 }
 
+static void fill_codecs(const fake_device *d, nvmlProcessUtilizationSample_t *samples, unsigned int n);
+
 /* ---- processes ---- */
 static nvmlReturn_t running(nvmlDevice_t device, const char *symbol, int compute, unsigned int *count,
                             nvmlProcessInfo_t *infos) {
     fake_device *d;
+    int parent, slot;
+    if (mig_handle_of(device, &parent, &slot)) return mig_running(device, symbol, compute, count, infos);
     nvmlReturn_t r = begin(device, symbol, compute ? "compute_procs" : "graphics_procs", NULL, &d);
     if (r) return r;
     int n = compute ? d->n_compute : d->n_graphics;
+    int in_mig = compute ? mig_proc_count(d) : 0; /* MIG: the parent's list sums its instances' */
     const fake_proc *list = compute ? d->compute : d->graphics;
     if (count == NULL) return finish(NVML_ERROR_INVALID_ARGUMENT);
-    if (infos == NULL || *count < (unsigned int)n) {
-        *count = (unsigned int)n;
-        return finish(n == 0 ? NVML_SUCCESS : NVML_ERROR_INSUFFICIENT_SIZE);
+    if (infos == NULL || *count < (unsigned int)(n + in_mig)) {
+        *count = (unsigned int)(n + in_mig);
+        return finish(n + in_mig == 0 ? NVML_SUCCESS : NVML_ERROR_INSUFFICIENT_SIZE);
     }
+    if (in_mig) mig_fill_procs(d, NULL, infos + n);
     for (int i = 0; i < n; i++) {
         infos[i].pid = list[i].pid;
         infos[i].usedGpuMemory = list[i].mem;
         infos[i].gpuInstanceId = 0xFFFFFFFFu;
         infos[i].computeInstanceId = 0xFFFFFFFFu;
     }
-    *count = (unsigned int)n;
+    *count = (unsigned int)(n + in_mig);
     return finish(NVML_SUCCESS);
 }
 
@@ -973,6 +1403,7 @@ nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t device, nvmlProcessUti
     log_call_arg("nvmlDeviceGetProcessUtilization.lastSeen", handle_index(device), last_seen, 1);
     nvmlReturn_t r = begin(device, "nvmlDeviceGetProcessUtilization", "process_utilization", NULL, &d);
     if (r) return r;
+    if (mig_enabled(d)) return finish(NVML_ERROR_NOT_SUPPORTED); /* MIG */
     if (count == NULL) return finish(NVML_ERROR_INVALID_ARGUMENT);
     unsigned long long now = (unsigned long long)now_us();
     int live = now > last_seen ? d->n_live : 0; /* live processes have one sample, taken now */
@@ -995,6 +1426,7 @@ nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t device, nvmlProcessUti
         p->smUtil = (unsigned int)wave_value(&d->live[i].sm);
         p->memUtil = d->live[i].mem;
     }
+    fill_codecs(d, samples, k);
     *count = n;
     return finish(NVML_SUCCESS);
 }
@@ -1016,6 +1448,7 @@ nvmlReturn_t nvmlGpmSampleAlloc(fake_gpm_sample **sample) {
     if (s == NULL) return finish(NVML_ERROR_UNKNOWN);
     s->magic = GPM_MAGIC;
     s->device = -1;
+    s->gpu_instance = -1;
     *sample = s;
     return finish(NVML_SUCCESS);
 }
@@ -1040,6 +1473,7 @@ nvmlReturn_t nvmlGpmSampleGet(nvmlDevice_t device, fake_gpm_sample *sample) {
     if (sample == NULL || sample->magic != GPM_MAGIC) return finish(NVML_ERROR_INVALID_ARGUMENT);
     if (!d->has[K_GPM_SUPPORTED] || !VAL(d, K_GPM_SUPPORTED)) return finish(NVML_ERROR_NOT_SUPPORTED);
     sample->device = handle_index(device);
+    sample->gpu_instance = -1;
     clock_gettime(CLOCK_MONOTONIC, &sample->taken);
     sample->n = d->n_gpm;
     memcpy(sample->ids, d->gpm_ids, sizeof sample->ids);
@@ -1059,7 +1493,7 @@ nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t *request) {
     nvmlReturn_t r = begin_index(index, "nvmlGpmMetricsGet", "gpm_metrics", NULL, &d);
     if (r) return r;
     if (request->version != 1) return finish(NVML_ERROR_ARGUMENT_VERSION_MISMATCH);
-    if (s1 == NULL || s1->magic != GPM_MAGIC || s1->device != s2->device || !later(&s2->taken, &s1->taken) ||
+    if (s1 == NULL || s1->magic != GPM_MAGIC || s1->device != s2->device || s1->gpu_instance != s2->gpu_instance || !later(&s2->taken, &s1->taken) ||
         request->numMetrics > NVML_GPM_METRIC_MAX)
         return finish(NVML_ERROR_INVALID_ARGUMENT);
     for (unsigned int i = 0; i < request->numMetrics; i++) {
@@ -1075,4 +1509,245 @@ nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t *request) {
         }
     }
     return finish(NVML_SUCCESS);
+}
+
+/* ==== health: ECC, remapped rows, retired pages, PCIe link, NVLink errors, video engines, Xid events ==== */
+#define FI_NVLINK_CRC_FLIT_TOTAL 38 /* NVML_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL */
+#define FI_NVLINK_CRC_DATA_TOTAL 45 /* NVML_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL */
+#define FI_NVLINK_REPLAY_TOTAL 52   /* NVML_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL */
+#define FI_NVLINK_RECOVERY_TOTAL 59 /* NVML_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL */
+#define EVENT_XID 0x8ULL            /* nvmlEventTypeXidCriticalError */
+#define NVML_ERROR_TIMEOUT_CODE 10
+#define ENGINE_PERIOD_US 167000u
+#define MAX_EVENT_SETS 16
+#define MAX_DELIVERED 1024
+#define NO_INSTANCE 0xFFFFFFFFu
+
+/* nvmlEventData_t as pynvml 13 lays it out (c_nvmlEventData_t) */
+typedef struct {
+    nvmlDevice_t device;
+    unsigned long long eventType, eventData;
+    unsigned int gpuInstanceId, computeInstanceId;
+} nvmlEventData_t;
+
+typedef struct {
+    unsigned int magic;
+    char registered[MAX_DEVICES];
+    int n_delivered;
+    struct { int device; unsigned long long seq; } delivered[MAX_DELIVERED];
+} fake_event_set;
+#define EVENT_SET_MAGIC 0x5e7e7e7u
+
+static int parse_health_line(fake_device *d, const char *key, char **words, int n) {
+    if (strcmp(key, "xid") == 0 && n >= 2 && d->n_xids < MAX_XIDS) {
+        fake_xid *x = &d->xids[d->n_xids++];
+        x->seq = strtoull(words[0], NULL, 0);
+        x->code = strtoull(words[1], NULL, 0);
+        x->gi = n >= 4 ? (unsigned int)strtoul(words[2], NULL, 0) : NO_INSTANCE;
+        x->ci = n >= 4 ? (unsigned int)strtoul(words[3], NULL, 0) : NO_INSTANCE;
+        return 1;
+    }
+    if (strcmp(key, "proc_codec") == 0 && n >= 3 && d->n_codecs < MAX_PROCS) {
+        fake_codec *c = &d->codecs[d->n_codecs++];
+        c->pid = (unsigned int)strtoul(words[0], NULL, 10);
+        c->enc = (unsigned int)strtoul(words[1], NULL, 10);
+        c->dec = (unsigned int)strtoul(words[2], NULL, 10);
+        return 1;
+    }
+    return 0;
+}
+
+static void fill_codecs(const fake_device *d, nvmlProcessUtilizationSample_t *samples, unsigned int n) {
+    for (unsigned int i = 0; i < n; i++)
+        for (int c = 0; c < d->n_codecs; c++)
+            if (d->codecs[c].pid == samples[i].pid) {
+                samples[i].encUtil = d->codecs[c].enc;
+                samples[i].decUtil = d->codecs[c].dec;
+            }
+}
+
+static int nvlink_error_key(unsigned int field_id) {
+    switch (field_id) {
+    case FI_NVLINK_CRC_FLIT_TOTAL: return K_NVLINK_CRC_FLIT;
+    case FI_NVLINK_CRC_DATA_TOTAL: return K_NVLINK_CRC_DATA;
+    case FI_NVLINK_REPLAY_TOTAL: return K_NVLINK_REPLAY;
+    case FI_NVLINK_RECOVERY_TOTAL: return K_NVLINK_RECOVERY;
+    default: return -1;
+    }
+}
+
+nvmlReturn_t nvmlDeviceGetRemappedRows(nvmlDevice_t device, unsigned int *corr, unsigned int *unc,
+                                       unsigned int *pending, unsigned int *failure) {
+    fake_device *d;
+    nvmlReturn_t r = begin(device, "nvmlDeviceGetRemappedRows", "remapped_rows", NULL, &d);
+    if (r) return r;
+    NEED(d, K_REMAP_CORR);
+    *corr = (unsigned int)VAL(d, K_REMAP_CORR);
+    *unc = (unsigned int)VAL(d, K_REMAP_UNC);
+    *pending = (unsigned int)VAL(d, K_REMAP_PENDING);
+    *failure = (unsigned int)VAL(d, K_REMAP_FAILED);
+    return finish(NVML_SUCCESS);
+}
+
+nvmlReturn_t nvmlDeviceGetRetiredPages(nvmlDevice_t device, int cause, unsigned int *count,
+                                       unsigned long long *addresses) {
+    fake_device *d;
+    nvmlReturn_t r = begin(device, "nvmlDeviceGetRetiredPages", "retired_pages", NULL, &d);
+    if (r) return r;
+    int key = cause == 0 ? K_RETIRED_SBE : cause == 1 ? K_RETIRED_DBE : -1;
+    if (key < 0 || count == NULL) return finish(NVML_ERROR_INVALID_ARGUMENT);
+    NEED(d, key);
+    unsigned int pages = (unsigned int)VAL(d, key);
+    if (addresses == NULL || *count < pages) {
+        *count = pages;
+        return finish(pages == 0 ? NVML_SUCCESS : NVML_ERROR_INSUFFICIENT_SIZE);
+    }
+    for (unsigned int i = 0; i < pages; i++) addresses[i] = 0x100000ULL * (i + 1) + (unsigned long long)cause;
+    *count = pages;
+    return finish(NVML_SUCCESS);
+}
+
+nvmlReturn_t nvmlDeviceGetRetiredPagesPendingStatus(nvmlDevice_t device, int *pending) { /* an enable state */
+    return read_uint(device, "nvmlDeviceGetRetiredPagesPendingStatus", "retired_pages", K_RETIRED_PENDING,
+                     (unsigned int *)pending);
+}
+
+nvmlReturn_t nvmlDeviceGetCurrPcieLinkGeneration(nvmlDevice_t device, unsigned int *out) {
+    return read_uint(device, "nvmlDeviceGetCurrPcieLinkGeneration", "pcie_link", K_PCIE_GEN, out);
+}
+nvmlReturn_t nvmlDeviceGetMaxPcieLinkGeneration(nvmlDevice_t device, unsigned int *out) {
+    return read_uint(device, "nvmlDeviceGetMaxPcieLinkGeneration", "pcie_link", K_PCIE_GEN_MAX, out);
+}
+nvmlReturn_t nvmlDeviceGetCurrPcieLinkWidth(nvmlDevice_t device, unsigned int *out) {
+    return read_uint(device, "nvmlDeviceGetCurrPcieLinkWidth", "pcie_link", K_PCIE_WIDTH, out);
+}
+nvmlReturn_t nvmlDeviceGetMaxPcieLinkWidth(nvmlDevice_t device, unsigned int *out) {
+    return read_uint(device, "nvmlDeviceGetMaxPcieLinkWidth", "pcie_link", K_PCIE_WIDTH_MAX, out);
+}
+nvmlReturn_t nvmlDeviceGetPcieReplayCounter(nvmlDevice_t device, unsigned int *out) {
+    return read_uint(device, "nvmlDeviceGetPcieReplayCounter", "pcie_replay", K_PCIE_REPLAY, out);
+}
+
+static nvmlReturn_t engine(nvmlDevice_t device, const char *symbol, const char *call, int key,
+                           unsigned int *util, unsigned int *period_us) {
+    nvmlReturn_t r = read_uint(device, symbol, call, key, util);
+    if (r == NVML_SUCCESS) *period_us = ENGINE_PERIOD_US;
+    return r;
+}
+nvmlReturn_t nvmlDeviceGetEncoderUtilization(nvmlDevice_t device, unsigned int *util, unsigned int *period) {
+    return engine(device, "nvmlDeviceGetEncoderUtilization", "encoder", K_ENC_UTIL, util, period);
+}
+nvmlReturn_t nvmlDeviceGetDecoderUtilization(nvmlDevice_t device, unsigned int *util, unsigned int *period) {
+    return engine(device, "nvmlDeviceGetDecoderUtilization", "decoder", K_DEC_UTIL, util, period);
+}
+nvmlReturn_t nvmlDeviceGetJpgUtilization(nvmlDevice_t device, unsigned int *util, unsigned int *period) {
+    return engine(device, "nvmlDeviceGetJpgUtilization", "jpg", K_JPG_UTIL, util, period);
+}
+nvmlReturn_t nvmlDeviceGetOfaUtilization(nvmlDevice_t device, unsigned int *util, unsigned int *period) {
+    return engine(device, "nvmlDeviceGetOfaUtilization", "ofa", K_OFA_UTIL, util, period);
+}
+
+nvmlReturn_t nvmlDeviceGetSupportedEventTypes(nvmlDevice_t device, unsigned long long *types) {
+    fake_device *d;
+    nvmlReturn_t r = begin(device, "nvmlDeviceGetSupportedEventTypes", "event_types", NULL, &d);
+    if (r) return r;
+    NEED(d, K_EVENT_TYPES);
+    *types = VAL(d, K_EVENT_TYPES);
+    return finish(NVML_SUCCESS);
+}
+
+static fake_event_set *event_sets[MAX_EVENT_SETS];
+
+static int valid_set(const fake_event_set *set) {
+    for (int i = 0; i < MAX_EVENT_SETS; i++)
+        if (set != NULL && event_sets[i] == set && set->magic == EVENT_SET_MAGIC) return 1;
+    return 0;
+}
+
+nvmlReturn_t nvmlEventSetCreate(fake_event_set **out) {
+    nvmlReturn_t r = begin_system("nvmlEventSetCreate");
+    if (r) return r;
+    for (int i = 0; i < MAX_EVENT_SETS; i++) {
+        if (event_sets[i] != NULL) continue;
+        fake_event_set *set = calloc(1, sizeof *set);
+        if (set == NULL) return finish(NVML_ERROR_UNKNOWN);
+        set->magic = EVENT_SET_MAGIC;
+        event_sets[i] = set;
+        *out = set;
+        return finish(NVML_SUCCESS);
+    }
+    return finish(NVML_ERROR_UNKNOWN);
+}
+
+nvmlReturn_t nvmlDeviceRegisterEvents(nvmlDevice_t device, unsigned long long types, fake_event_set *set) {
+    fake_device *d;
+    nvmlReturn_t r = begin(device, "nvmlDeviceRegisterEvents", "register_events", NULL, &d);
+    if (r) return r;
+    if (!valid_set(set)) return finish(NVML_ERROR_INVALID_ARGUMENT);
+    if (!d->has[K_EVENT_TYPES] || (types & ~VAL(d, K_EVENT_TYPES)) != 0) return finish(NVML_ERROR_NOT_SUPPORTED);
+    set->registered[handle_index(device)] = 1;
+    return finish(NVML_SUCCESS);
+}
+
+static int delivered(const fake_event_set *set, int device, unsigned long long seq) {
+    for (int i = 0; i < set->n_delivered; i++)
+        if (set->delivered[i].device == device && set->delivered[i].seq == seq) return 1;
+    return 0;
+}
+
+/* With the lock held: deliver one undelivered Xid, or report a lost device; -1 when there is nothing yet. */
+static int next_event(fake_event_set *set, nvmlEventData_t *data) {
+    int lost = 0;
+    for (int i = 0; i < current.device_count; i++) {
+        if (!set->registered[i]) continue;
+        fake_device *d = &current.devices[i];
+        for (int x = 0; x < d->n_xids; x++) {
+            if (delivered(set, i, d->xids[x].seq) || set->n_delivered >= MAX_DELIVERED) continue;
+            set->delivered[set->n_delivered].device = i;
+            set->delivered[set->n_delivered++].seq = d->xids[x].seq;
+            data->device = &handles[i];
+            data->eventType = EVENT_XID;
+            data->eventData = d->xids[x].code;
+            data->gpuInstanceId = d->xids[x].gi;
+            data->computeInstanceId = d->xids[x].ci;
+            return NVML_SUCCESS;
+        }
+        if (VAL(d, K_LOST)) lost = 1;
+    }
+    return lost ? NVML_ERROR_GPU_IS_LOST : -1;
+}
+
+nvmlReturn_t nvmlEventSetWait_v2(fake_event_set *set, nvmlEventData_t *data, unsigned int timeout_ms) {
+    nvmlReturn_t r = begin_system("nvmlEventSetWait_v2");
+    if (r) return r;
+    if (!valid_set(set) || data == NULL) return finish(NVML_ERROR_INVALID_ARGUMENT);
+    double deadline = now_ms() + timeout_ms;
+    for (;;) {
+        refresh_scenario();
+        if (init_count == 0 || current.loaded != 1) return finish(NVML_ERROR_UNINITIALIZED);
+        int found = next_event(set, data);
+        if (found >= 0) return finish(found);
+        if (now_ms() >= deadline) return finish(NVML_ERROR_TIMEOUT_CODE);
+        in_flight++;
+        pthread_mutex_unlock(&lock);
+        struct timespec pause = {0, 10000000L};
+        nanosleep(&pause, NULL);
+        pthread_mutex_lock(&lock);
+        in_flight--;
+    }
+}
+
+nvmlReturn_t nvmlEventSetFree(fake_event_set *set) {
+    pthread_mutex_lock(&lock);
+    log_call("nvmlEventSetFree", -1);
+    nvmlReturn_t r = NVML_ERROR_INVALID_ARGUMENT;
+    for (int i = 0; i < MAX_EVENT_SETS; i++) {
+        if (set == NULL || event_sets[i] != set) continue;
+        set->magic = 0;
+        free(set);
+        event_sets[i] = NULL;
+        r = NVML_SUCCESS;
+    }
+    pthread_mutex_unlock(&lock);
+    return r;
 }

@@ -27,6 +27,26 @@ Scenario format (the C file's header is the reference), one statement per line::
     device 0 gpm 1 sine 50 40 10000   # 50 +- 40 with a 10 s period
     device 0 nvlink_tx_rate 2e10      # bytes/s integrated into the cumulative NVLink KiB counter
     device 0 proc_util_live 1234 20 square 95 5 2000 2000 500    # pid mem% sm%, sampled at each call
+    device 0 remap_corrected 0        # health: nvmlDeviceGetRemappedRows (with remap_pending 1 ...)
+    device 0 pcie_gen 3               # PCIe link, replays, NVLink error fields, ECC counts, video engines
+    device 0 dec_util 97              # nvmlDeviceGetDecoderUtilization
+    device 0 proc_codec 1234 0 88     # pid enc% dec% in that pid's utilization samples
+    device 0 event_types 8            # nvmlDeviceGetSupportedEventTypes (8 = Xid)
+    device 0 xid 1 79                 # an Xid event (seq code [gi ci]), delivered once per event set
+
+MIG (``FakeGpu.mig_devices`` of ``FakeMig``; the C header's "MIG" paragraph is the reference)::
+
+    device 0 mig_mode 1
+    device 0 mig 0 gi 2               # MIG device 0: GPU instance 2, compute instance 0
+    device 0 mig 0 ci 0
+    device 0 mig 0 uuid MIG-2c1e5a70-8d3b-5f0e-9a41-0c7d2b6e4f02
+    device 0 mig 0 name NVIDIA H100 80GB HBM3 MIG 3g.40gb
+    device 0 mig 0 mem_total 42144366592
+    device 0 mig 0 compute_proc 4101 12884901888
+    device 0 mig 0 gpm 2 71.5         # per GPU instance, through nvmlGpmMigSampleGet
+    device 0 error compute_procs 4    # an unprivileged user: the MIG parent's list is refused
+
+``tests/support/mig.py`` builds a three-instance H100 from these.
 
 ``Square`` and ``Sine`` write those waves; every process reading the scenario sees the same value at
 the same moment (the C header has the details).
@@ -168,6 +188,52 @@ def scenario_value(value: float | Wave) -> str:
 
 
 @dataclass
+class FakeMig:
+    """One MIG device of a fake GPU (the C header's "MIG" paragraph); ``None`` leaves a key out (NOT_SUPPORTED)."""
+
+    gpu_instance_id: int
+    """GPU instance id (nvmlDeviceGetGpuInstanceId)."""
+    compute_instance_id: int = 0
+    """Compute instance id within the GPU instance."""
+    uuid: str | None = None
+    """``MIG-...``; None derives one from the parent's index and the MIG index."""
+    name: str | None = None
+    """The driver's name for it, e.g. ``NVIDIA H100 80GB HBM3 MIG 3g.40gb``."""
+    mem_total: int | None = None
+    """The instance's memory, bytes."""
+    mem_used: int | None = 0
+    """Memory used in the instance, bytes."""
+    sm_count: int | None = None
+    """Multiprocessors (nvmlDeviceGetAttributes_v2)."""
+    slices: tuple[int, int, int] | None = None
+    """(GPU instance slices, compute instance slices, memory MB) of nvmlDeviceGetAttributes_v2."""
+    compute_processes: list[tuple[int, int | None]] = field(default_factory=list)
+    """(pid, used bytes or None for NOT_AVAILABLE) running in this instance."""
+    gpm: dict[int, float | Wave] = field(default_factory=dict)
+    """GPM metric id -> value between two nvmlGpmMigSampleGet samples of this GPU instance."""
+    errors: dict[str, int] = field(default_factory=dict)
+    """Call name on the MIG handle -> NVML return code."""
+
+    def lines(self, prefix: str, mig_index: int) -> list[str]:
+        """The scenario lines of this MIG device at ``mig_index`` of the device written ``prefix``."""
+        head = f"{prefix} mig {mig_index}"
+        parent = int(prefix.split()[1])
+        uuid = self.uuid or f"MIG-00000000-0000-0000-{parent:04d}-{mig_index:012d}"
+        out = [f"{head} gi {self.gpu_instance_id}", f"{head} ci {self.compute_instance_id}", f"{head} uuid {uuid}"]
+        if self.name is not None:
+            out.append(f"{head} name {self.name}")
+        for key in ("mem_total", "mem_used", "sm_count"):
+            if getattr(self, key) is not None:
+                out.append(f"{head} {key} {getattr(self, key)}")
+        if self.slices is not None:
+            out.append(f"{head} slices {' '.join(map(str, self.slices))}")
+        out += [f"{head} compute_proc {pid} {'na' if used is None else used}" for pid, used in self.compute_processes]
+        out += [f"{head} gpm {metric} {scenario_value(value)}" for metric, value in self.gpm.items()]
+        out += [f"{head} error {call} {code}" for call, code in self.errors.items()]
+        return out
+
+
+@dataclass
 class FakeGpu:
     """One fake GPU. ``None`` leaves the key out, so the matching NVML call answers NOT_SUPPORTED.
 
@@ -259,6 +325,12 @@ class FakeGpu:
     """(pid, sm %, mem %, timestamp us) for nvmlDeviceGetProcessUtilization."""
     live_process_samples: list[tuple[int, int, int | Wave]] = field(default_factory=list)
     """(pid, mem %, sm %): one sample per nvmlDeviceGetProcessUtilization call, stamped with the call's time."""
+    health: FakeHealth = field(default_factory=lambda: FakeHealth())
+    """ECC counts, remapped rows, retired pages, PCIe link, NVLink errors, video engines and Xid events."""
+    mig_devices: dict[int, FakeMig] = field(default_factory=dict)
+    """MIG index -> MIG device (set ``mig_mode=1`` too); slots left out are empty."""
+    max_mig_devices: int | None = None
+    """nvmlDeviceGetMaxMigDeviceCount; None = 7 when ``mig_mode`` is given."""
 
     _SCALARS = ("util_gpu", "util_mem", "mem_total", "mem_used", "mem_reserved", "power_mw", "power_limit_mw",
                 "temp", "fan", "clock_sm", "clock_mem", "pstate", "energy_mj", "throttle", "pcie_tx_bytes",
@@ -286,7 +358,94 @@ class FakeGpu:
             out += [f"{prefix} {kind} {pid} {'na' if used is None else used}" for pid, used in processes]
         out += [f"{prefix} proc_util {pid} {sm} {mem} {ts}" for pid, sm, mem, ts in self.process_samples]
         out += [f"{prefix} proc_util_live {pid} {mem} {scenario_value(sm)}" for pid, mem, sm in self.live_process_samples]
+        out += self.health.lines(prefix)
+        if self.max_mig_devices is not None:
+            out.append(f"{prefix} max_mig_devices {self.max_mig_devices}")
+        for mig_index, mig in self.mig_devices.items():
+            out += mig.lines(prefix, mig_index)
         return out
+
+
+@dataclass
+class FakeHealth:
+    """A fake GPU's health counters, video engines and Xid events; ``None`` leaves a key out (NOT_SUPPORTED).
+
+    Defaults: an A100-or-later GPU that remaps rows (no retired pages), at its full PCIe link, without
+    NVLink, whose video engines are unsupported, and that delivers Xid events (none yet).
+    """
+
+    ecc_corrected: int | Wave | None = None
+    """Corrected ECC errors, volatile (with ECC on, left out reads 0)."""
+    ecc_corrected_aggregate: int | Wave | None = None
+    """Corrected ECC errors, aggregate."""
+    ecc_uncorrected_aggregate: int | Wave | None = None
+    """Uncorrected ECC errors, aggregate (left out: the volatile count)."""
+    remap_corrected: int | None = 0
+    """Rows remapped after correctable errors; None makes nvmlDeviceGetRemappedRows unsupported."""
+    remap_uncorrected: int | None = 0
+    """Rows remapped after uncorrectable errors."""
+    remap_pending: int | None = 0
+    """1 while a remap waits for a GPU reset."""
+    remap_failed: int | None = 0
+    """1 when a remap failed."""
+    retired_sbe: int | None = None
+    """Pages retired after multiple single-bit errors (older GPUs only)."""
+    retired_dbe: int | None = None
+    """Pages retired after a double-bit error."""
+    retired_pending: int | None = None
+    """1 while a retirement waits for a reset."""
+    pcie_gen: int | Wave | None = 5
+    """Current PCIe generation."""
+    pcie_gen_max: int | None = 5
+    """Highest PCIe generation of GPU and slot."""
+    pcie_width: int | Wave | None = 16
+    """Current PCIe width."""
+    pcie_width_max: int | None = 16
+    """Widest PCIe link of GPU and slot."""
+    pcie_replay: int | Wave | None = 0
+    """PCIe replay counter."""
+    nvlink_crc_flit: int | None = None
+    """NVLink flow-control CRC errors (field 38); None = no NVLink."""
+    nvlink_crc_data: int | None = None
+    """NVLink data CRC errors (field 45)."""
+    nvlink_replay: int | None = None
+    """NVLink replays (field 52)."""
+    nvlink_recovery: int | None = None
+    """NVLink recoveries (field 59)."""
+    enc_util: int | Wave | None = None
+    """Encoder utilization percent."""
+    dec_util: int | Wave | None = None
+    """Decoder utilization percent."""
+    jpg_util: int | Wave | None = None
+    """JPEG decoder utilization percent."""
+    ofa_util: int | Wave | None = None
+    """Optical flow accelerator utilization percent."""
+    event_types: int | None = 0x8
+    """Supported event mask (0x8 = Xid); None makes event registration unsupported."""
+    xids: list[tuple[int, int] | tuple[int, int, int, int]] = field(default_factory=list)
+    """Xid events as (seq, code) or (seq, code, gpu instance, compute instance); each seq is delivered once."""
+    process_codecs: list[tuple[int, int, int]] = field(default_factory=list)
+    """(pid, encoder %, decoder %) in that pid's process utilization samples."""
+
+    _SCALARS = ("ecc_corrected", "ecc_corrected_aggregate", "ecc_uncorrected_aggregate", "remap_corrected",
+                "remap_uncorrected", "remap_pending", "remap_failed", "retired_sbe", "retired_dbe", "retired_pending",
+                "pcie_gen", "pcie_gen_max", "pcie_width", "pcie_width_max", "pcie_replay", "nvlink_crc_flit",
+                "nvlink_crc_data", "nvlink_replay", "nvlink_recovery", "enc_util", "dec_util", "jpg_util",
+                "ofa_util", "event_types")
+
+    def lines(self, prefix: str) -> list[str]:
+        """The scenario lines of these keys for the device written ``prefix`` (``"device N"``)."""
+        out = [f"{prefix} {key} {scenario_value(getattr(self, key))}"
+               for key in self._SCALARS if getattr(self, key) is not None]
+        out += [f"{prefix} xid {' '.join(str(v) for v in xid)}" for xid in self.xids]
+        out += [f"{prefix} proc_codec {pid} {enc} {dec}" for pid, enc, dec in self.process_codecs]
+        return out
+
+
+UNSUPPORTED_HEALTH = FakeHealth(remap_corrected=None, remap_uncorrected=None, remap_pending=None, remap_failed=None,
+                                pcie_gen=None, pcie_gen_max=None, pcie_width=None, pcie_width_max=None,
+                                pcie_replay=None, event_types=None)
+"""A GPU that answers NOT_SUPPORTED to every health and video engine call (pair it with ``ecc_mode=None``)."""
 
 
 @dataclass

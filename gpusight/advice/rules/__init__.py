@@ -5,15 +5,19 @@ from __future__ import annotations
 from gpusight.advice.rules import (
     batch_headroom,
     comm_bound,
+    decoder_bound,
     few_workers,
     free_capacity,
     gpu_underused,
+    health,
     healthy,
     idle_holding,
     imbalance,
     input_bound,
     launch_bound,
     low_mfu,
+    mig_free,
+    mig_idle,
     mixed_precision,
     oom_risk,
     pcie_h2d,
@@ -28,6 +32,8 @@ from gpusight.advice.rules import (
 from gpusight.advice.rules.base import Rule
 
 RULES: tuple[Rule, ...] = (
+    health.RULE,
+    decoder_bound.RULE,
     input_bound.RULE,
     few_workers.RULE,
     storage_bound.RULE,
@@ -39,6 +45,7 @@ RULES: tuple[Rule, ...] = (
     pcie_h2d.RULE,
     throttling.RULE,
     idle_holding.RULE,
+    mig_idle.RULE,
     imbalance.RULE,
     straggler.RULE,
     periodic_stall.RULE,
@@ -48,6 +55,7 @@ RULES: tuple[Rule, ...] = (
     serving_idle.RULE,
     serving_batching.RULE,
     free_capacity.RULE,
+    mig_free.RULE,
     healthy.RULE,
 )
 """Every rule, in evaluation order."""

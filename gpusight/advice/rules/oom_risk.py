@@ -1,4 +1,5 @@
-"""Out-of-memory risk: GPU memory use near the total on a GPU with a trainer (inference servers hold memory by design)."""
+"""Out-of-memory risk: GPU memory use near the total on a GPU with a trainer (inference servers hold memory by design;
+a GPU in MIG mode is partitioned, so its total is no process's limit)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ def _evaluate(ctx: Context) -> list[Finding]:
     findings = []
     for index, device in sorted(ctx.devices.items()):
         now, total = device.memory_used_bytes, device.memory_total_bytes
+        if device.mig_mode:
+            continue  # the parent's memory is its instances' partitions, full by design; no process sees it all
         if now is None or not total or 100.0 * now / total < thresholds.oom_memory_percent or not ctx.feeds_on(index):
             continue
         used = ctx.device_stat(index, "memory_used_bytes")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import pynvml
 
@@ -118,3 +118,13 @@ def raw_text_call(fn: Callable[..., object]) -> Callable[..., str]:
         return value.decode("utf-8", errors="replace") if isinstance(value, bytes) else str(value)
 
     return call
+
+
+_VALUE_MEMBERS = {0: "dVal", 1: "uiVal", 2: "ulVal", 3: "ullVal", 4: "sllVal", 5: "siVal", 6: "usVal"}
+
+
+def field_value(field: Any) -> tuple[float | int, int]:
+    """(value, width in bits) of an ``nvmlFieldValue_t``."""
+    member = _VALUE_MEMBERS.get(field.valueType, "ullVal")
+    width = 32 if member in ("uiVal", "siVal") else 16 if member == "usVal" else 64
+    return getattr(field.value, member), width

@@ -8,10 +8,13 @@ from typing import Any
 
 import pynvml
 
-from gpusight.collect.model import DeviceSample, ErrorNote, ProcessSample
-from gpusight.collect.nvml.calls import CallGuard, raw_text_call
+from gpusight.collect.model import DeviceSample, ErrorNote, MigDeviceSample, ProcessSample
+from gpusight.collect.nvml.calls import CallGuard, field_value, raw_text_call
+from gpusight.collect.nvml.engines import read_engines
 from gpusight.collect.nvml.errors import UNSUPPORTED_CODES
 from gpusight.collect.nvml.gpm import GpmMetrics, GpmReader
+from gpusight.collect.nvml.health import NVLINK_ERROR_FIELD_IDS, HealthReader
+from gpusight.collect.nvml.mig import MigReader, merge_processes
 from gpusight.collect.nvml.pcie import KIB, CounterRate, PcieThroughputPoller
 from gpusight.collect.nvml.processes import DeviceProcessLister
 
@@ -55,19 +58,11 @@ _Field = tuple[float | int, int, float]
 
 _device_name = raw_text_call(pynvml.nvmlDeviceGetName)
 _device_uuid = raw_text_call(pynvml.nvmlDeviceGetUUID)
-_VALUE_MEMBERS = {0: "dVal", 1: "uiVal", 2: "ulVal", 3: "ullVal", 4: "sllVal", 5: "siVal", 6: "usVal"}
 
 
 def decode_throttle_reasons(mask: int) -> tuple[str, ...]:
     """Names of the reason bits set in ``mask``, in bit order; unknown bits are ignored."""
     return tuple(name for bit, name in THROTTLE_REASONS if mask & bit)
-
-
-def _field_value(field: Any) -> tuple[float | int, int]:
-    """(value, width in bits) of an ``nvmlFieldValue_t``."""
-    member = _VALUE_MEMBERS.get(field.valueType, "ullVal")
-    width = 32 if member in ("uiVal", "siVal") else 16 if member == "usVal" else 64
-    return getattr(field.value, member), width
 
 
 class DeviceReader:
@@ -82,10 +77,15 @@ class DeviceReader:
         self._guard = CallGuard(index, lambda: pynvml.nvmlDeviceGetMemoryInfo(handle))
         self._poller = pcie_poller
         self._static: dict[str, Any] = {}
-        self._fields = [FIELD_PCIE_TX, FIELD_PCIE_RX, FIELD_NVLINK_TX, FIELD_NVLINK_RX, FIELD_ENERGY]
+        self._fields = [FIELD_PCIE_TX, FIELD_PCIE_RX, FIELD_NVLINK_TX, FIELD_NVLINK_RX, FIELD_ENERGY,
+                        *NVLINK_ERROR_FIELD_IDS]
         self._rates = {field_id: CounterRate() for pair in _FIELD_PAIRS for field_id in pair}
         self._gpm = GpmReader(handle, self._guard)
         self._processes = DeviceProcessLister(index, handle, self._guard)
+        self._health = HealthReader(handle, self._guard)
+        self._mig = MigReader(index, handle, self._guard)
+        self.mig_devices: tuple[MigDeviceSample, ...] = ()
+        """The GPU's MIG devices at the last ``read`` (none outside MIG mode)."""
         self._watched = False
         self._clock = clock
         self._energy_mj: float | None = None
@@ -99,13 +99,16 @@ class DeviceReader:
         used, total, reserved = self._memory()
         power = g.call("power", pynvml.nvmlDeviceGetPowerUsage, h)
         energy_due = now >= self._energy_due
-        fields = self._read_fields(with_energy=energy_due)
+        health_due = self._health.due(now)
+        fields = self._read_fields(with_energy=energy_due, with_health=health_due)
         if energy_due:
             self._read_energy(fields, now)
         energy = self._energy_mj
         gpm = self._gpm.read(now)
         tx, rx = self._pcie(fields, gpm)
         nvlink_tx, nvlink_rx = self._counter_rates(fields, FIELD_NVLINK_TX, FIELD_NVLINK_RX, KIB)
+        engines = read_engines(g, h)
+        ecc_uncorrected = self._ecc_errors()
         sample = DeviceSample(
             index=self.index,
             name=self._once("name", _device_name, h),
@@ -130,20 +133,32 @@ class DeviceReader:
             pcie_rx_bytes_per_s=rx,
             nvlink_tx_bytes_per_s=nvlink_tx,
             nvlink_rx_bytes_per_s=nvlink_rx,
-            ecc_errors_uncorrected=self._ecc_errors(),
+            ecc_errors_uncorrected=ecc_uncorrected,
             mig_mode=self._mig_mode(),
             compute_capability=self._compute_capability(),
             sm_active_percent=None if gpm is None else gpm.sm_active_percent,
             sm_occupancy_percent=None if gpm is None else gpm.sm_occupancy_percent,
             tensor_active_percent=None if gpm is None else gpm.tensor_active_percent,
             dram_active_percent=None if gpm is None else gpm.dram_active_percent,
+            encoder_percent=engines.encoder,
+            decoder_percent=engines.decoder,
+            jpeg_percent=engines.jpeg,
+            ofa_percent=engines.ofa,
+            health=self._health.read(now, self._ecc_enabled(), fields),
         )
-        processes = self._processes.read(now)
+        processes = self._processes.read(now, mig=bool(sample.mig_mode))
+        if sample.mig_mode:
+            migs, per_instance = self._mig.read(now, with_processes=self._processes.denied)
+            processes = merge_processes(processes, per_instance)
+            self.mig_devices = tuple(migs)
+        else:
+            self.mig_devices = ()
         return sample, processes, g.take_notes()
 
     def close(self) -> None:
         """Release GPM buffers and stop background PCIe polling of this device."""
         self._gpm.close()
+        self._mig.close()
         self._poller.forget(self.index)
 
     def _once(self, key: str, fn: Any, *args: object) -> Any:
@@ -192,9 +207,12 @@ class DeviceReader:
             mask = g.call("throttle_reasons", pynvml.nvmlDeviceGetCurrentClocksThrottleReasons, self.handle)
         return () if mask is None else decode_throttle_reasons(int(mask))
 
-    def _ecc_errors(self) -> int | None:
+    def _ecc_enabled(self) -> bool:
         mode = self._once("ecc_mode", pynvml.nvmlDeviceGetEccMode, self.handle)
-        if mode is None or mode[0] != pynvml.NVML_FEATURE_ENABLED:
+        return mode is not None and mode[0] == pynvml.NVML_FEATURE_ENABLED
+
+    def _ecc_errors(self) -> int | None:
+        if not self._ecc_enabled():
             return None
         return self._guard.call("ecc_errors", pynvml.nvmlDeviceGetTotalEccErrors, self.handle,
                                 pynvml.NVML_MEMORY_ERROR_TYPE_UNCORRECTED, pynvml.NVML_VOLATILE_ECC)
@@ -216,12 +234,14 @@ class DeviceReader:
         if value is not None:
             self._energy_due = now + ENERGY_PERIOD_S
 
-    def _read_fields(self, with_energy: bool) -> dict[int, _Field]:
-        """One nvmlDeviceGetFieldValues call for the wanted fields (energy only when ``with_energy``).
+    def _read_fields(self, with_energy: bool, with_health: bool) -> dict[int, _Field]:
+        """One nvmlDeviceGetFieldValues call for the wanted fields (energy only when ``with_energy``, the NVLink
+        error totals only when ``with_health``).
 
         Returns field id -> (value, width bits, seconds).
         """
-        wanted = [f for f in self._fields if with_energy or f != FIELD_ENERGY]
+        wanted = [f for f in self._fields
+                  if (with_energy or f != FIELD_ENERGY) and (with_health or f not in NVLINK_ERROR_FIELD_IDS)]
         if not wanted:
             return {}
         request = [(f, _FIELD_SCOPES.get(f, 0)) for f in wanted]
@@ -236,7 +256,7 @@ class DeviceReader:
             field_id = int(entry.fieldId)
             code = int(entry.nvmlReturn)
             if code == pynvml.NVML_SUCCESS:
-                value, width = _field_value(entry)
+                value, width = field_value(entry)
                 stamp = entry.timestamp / 1e6 if entry.timestamp > 0 else now
                 result[field_id] = (value, width, stamp)
                 self._guard.succeeded(f"field {field_id}")

@@ -2,7 +2,8 @@
 
 GPM counts between two samples taken at least 100 ms apart. Each device keeps two sample buffers
 and alternates between them, one sample per poll, so every poll after the first can compute
-metrics between the previous sample and the new one.
+metrics between the previous sample and the new one. A MIG GPU instance is sampled the same way
+through ``nvmlGpmMigSampleGet(parent, gpu instance id, sample)``.
 """
 
 from __future__ import annotations
@@ -55,11 +56,14 @@ class GpmMetrics:
 
 
 class GpmReader:
-    """GPM for one device; ``read`` takes one sample per call and returns the latest metrics."""
+    """GPM for one device, or for its GPU instance ``gpu_instance_id`` (MIG); ``read`` takes one sample per call
+    and returns the latest metrics. ``handle`` is the whole GPU's handle in both cases."""
 
-    def __init__(self, handle: object, guard: CallGuard) -> None:
+    def __init__(self, handle: object, guard: CallGuard, gpu_instance_id: int | None = None) -> None:
         self._handle = handle
         self._guard = guard
+        self._instance = gpu_instance_id
+        self._key = "gpm" if gpu_instance_id is None else "gpm_mig"  # a MIG failure must not stop the GPU's GPM
         self._supported: bool | None = None
         self._samples: list[object] = []
         self._previous: int | None = None
@@ -80,13 +84,20 @@ class GpmReader:
         if self._previous is not None and now - self._previous_time < MIN_INTERVAL_S:
             return self._metrics
         current = 0 if self._previous is None else 1 - self._previous
-        if self._guard.call("gpm_sample", pynvml.nvmlGpmSampleGet, self._handle, self._samples[current]) is None:
-            self._supported = self._guard.supported("gpm_sample")
+        if self._take(self._samples[current]) is None:
+            self._supported = self._guard.supported(f"{self._key}_sample")
             return self._metrics
         if self._previous is not None:
             self._metrics = self._compute(self._samples[self._previous], self._samples[current])
         self._previous, self._previous_time = current, now
         return self._metrics
+
+    def _take(self, sample: object) -> object | None:
+        """One GPM sample into ``sample``; None when the call failed."""
+        key = f"{self._key}_sample"
+        if self._instance is None:
+            return self._guard.call(key, pynvml.nvmlGpmSampleGet, self._handle, sample)
+        return self._guard.call(key, getattr(pynvml, "nvmlGpmMigSampleGet", None), self._handle, self._instance, sample)
 
     def close(self) -> None:
         """Free the sample buffers."""
@@ -125,8 +136,8 @@ class GpmReader:
         request.sample2 = second
         for slot, metric in enumerate(METRIC_IDS):
             request.metrics[slot].metricId = metric
-        if self._guard.call("gpm_metrics", pynvml.nvmlGpmMetricsGet, request) is None:
-            self._supported = self._guard.supported("gpm_metrics")
+        if self._guard.call(f"{self._key}_metrics", pynvml.nvmlGpmMetricsGet, request) is None:
+            self._supported = self._guard.supported(f"{self._key}_metrics")
             return None
         values: dict[int, float | None] = {}
         for slot, metric in enumerate(METRIC_IDS):

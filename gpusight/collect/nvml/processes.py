@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pynvml
 
 from gpusight.collect.model import GpuProcessType, ProcessRole, ProcessSample
 from gpusight.collect.nvml.calls import CallGuard
+from gpusight.collect.nvml.mig import instance_id
 
 UTILIZATION_PERIOD_S = 1.0
 """Least time between two nvmlDeviceGetProcessUtilization calls on one device.
@@ -15,6 +17,10 @@ UTILIZATION_PERIOD_S = 1.0
 One call costs about 2.4 ms (H100, driver 580.159.04), more than all other calls of a poll together
 apart from the energy counter; the process table shows SM % once a second.
 """
+
+_Utilization = tuple[float | None, float | None, float | None, float | None, int]
+"""A process's latest sample: SM, memory, encoder and decoder percent, and its timestamp."""
+_NO_SAMPLE: _Utilization = (None, None, None, None, 0)
 
 _LISTS = (
     ("compute", (("compute_procs", "nvmlDeviceGetComputeRunningProcesses_v3"),
@@ -29,7 +35,7 @@ class DeviceProcessLister:
 
     The driver keeps one sample per process (about every 200 ms on an H100) and returns, per process,
     the latest one newer than the timestamp asked for, and none for a process it saw no activity of
-    since then. So a process's SM % and memory % are those of its sample in the latest call, and None
+    since then. So a process's SM, memory, encoder and decoder % are those of its sample in the latest call, and None
     when that call had none for it, as ``nvidia-smi pmon`` shows ``-``; an older sample is not kept.
     """
 
@@ -39,15 +45,31 @@ class DeviceProcessLister:
         self._guard = guard
         self._last_seen = 0
         self._utilization_due = 0.0
-        self._utilization: dict[int, tuple[float, float, int]] = {}
+        self._utilization: dict[int, _Utilization] = {}
+        self._denied: set[str] = set()
 
-    def read(self, now: float) -> list[ProcessSample]:
-        """The device's GPU processes (NVML fields only), compute ones first; ``now`` is a monotonic time."""
+    @property
+    def denied(self) -> bool:
+        """True once the GPU, in MIG mode, refused its compute process list (NO_PERMISSION: NVML gives a MIG-enabled
+        GPU's list only to privileged users); a refused list is not asked again and the MIG devices' own lists
+        stand in."""
+        return "compute" in self._denied
+
+    def read(self, now: float, mig: bool = False) -> list[ProcessSample]:
+        """The device's GPU processes (NVML fields only), compute ones first; ``now`` is a monotonic time.
+
+        With ``mig`` (the GPU is in MIG mode) a process carries the GPU and compute instance NVML gives it,
+        and a refused list sets ``denied`` instead of making a note.
+        """
         found: dict[int, tuple[set[str], int | None]] = {}
+        instances: dict[int, tuple[int | None, int | None]] = {}
         for kind, variants in _LISTS:
-            for info in self._list(variants):
+            for info in self._list(kind, variants, mig):
                 kinds, memory = found.setdefault(info.pid, (set(), None))
                 kinds.add(kind)
+                if instances.get(info.pid, (None, None))[0] is None:
+                    instances[info.pid] = (instance_id(getattr(info, "gpuInstanceId", None)),
+                                           instance_id(getattr(info, "computeInstanceId", None)))
                 used = info.usedGpuMemory
                 if used is not None and (memory is None or used > memory):
                     found[info.pid] = (kinds, int(used))
@@ -57,30 +79,54 @@ class DeviceProcessLister:
         self._utilization = {pid: u for pid, u in self._utilization.items() if pid in found}
         samples = []
         for pid, (kinds, memory) in found.items():
-            sm, mem, _ = self._utilization.get(pid, (None, None, 0))
+            sm, mem, enc, dec, _ = self._utilization.get(pid, _NO_SAMPLE)
+            gpu_instance, compute_instance = instances.get(pid, (None, None))
             samples.append(ProcessSample(
                 pid=pid, role=ProcessRole.GPU, device_index=self._index, gpu_memory_bytes=memory,
                 sm_percent=sm, gpu_memory_percent=mem, gpu_process_type=GpuProcessType("+".join(sorted(kinds))),
+                encoder_percent=enc, decoder_percent=dec,
+                gpu_instance_id=gpu_instance, compute_instance_id=compute_instance,
             ))
         return samples
 
-    def _list(self, variants: tuple[tuple[str, str], ...]) -> list[Any]:
+    def _list(self, kind: str, variants: tuple[tuple[str, str], ...], mig: bool) -> list[Any]:
         """pynvml's process-info structs from the first of ``variants`` (guard key, function name) the driver supports."""
+        if mig and kind in self._denied:
+            return []
         for key, name in variants:
             if self._guard.supported(key):
-                result = self._guard.call(key, getattr(pynvml, name, None), self._handle)
+                function = getattr(pynvml, name, None)
+                result = self._guard.call(key, self._permitted(kind, function) if mig and function else function,
+                                          self._handle)
+                if kind in self._denied:
+                    return []
                 if result is not None or self._guard.supported(key):
                     return result or []
         return []
+
+    def _permitted(self, kind: str, function: Callable[[object], Any]) -> Callable[[object], Any]:
+        """``function`` with NO_PERMISSION turned into a refused ``kind`` of list and no result (a MIG GPU's list for a
+        plain user)."""
+        def call(handle: object) -> Any:
+            try:
+                return function(handle)
+            except pynvml.NVMLError as error:
+                if error.value != pynvml.NVML_ERROR_NO_PERMISSION:
+                    raise
+                self._denied.add(kind)
+                return None
+
+        return call
 
     def _update_utilization(self) -> None:
         """Replace the samples with those newer than the last seen; none (NOT_FOUND) means no activity."""
         samples = self._guard.call("process_utilization", pynvml.nvmlDeviceGetProcessUtilization,
                                    self._handle, self._last_seen)
-        latest: dict[int, tuple[float, float, int]] = {}
+        latest: dict[int, _Utilization] = {}
         for sample in samples or ():
             stamp = int(sample.timeStamp)
             self._last_seen = max(self._last_seen, stamp)
-            if sample.pid not in latest or stamp >= latest[sample.pid][2]:
-                latest[sample.pid] = (float(sample.smUtil), float(sample.memUtil), stamp)
+            if sample.pid not in latest or stamp >= latest[sample.pid][4]:
+                latest[sample.pid] = (float(sample.smUtil), float(sample.memUtil), float(sample.encUtil),
+                                      float(sample.decUtil), stamp)
         self._utilization = latest

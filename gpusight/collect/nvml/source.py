@@ -1,8 +1,8 @@
 """The NVML source: GPUs, their processes and the driver versions, read through pynvml.
 
 Called from one sampler thread. ``poll`` never raises: a missing driver, a lost GPU or an
-unsupported call becomes ``None`` fields and ``ErrorNote``s. The only other thread is the PCIe
-throughput poller, used on GPUs without PCIe byte counters or GPM.
+unsupported call becomes ``None`` fields and ``ErrorNote``s. The other threads are the PCIe
+throughput poller, used on GPUs without PCIe byte counters or GPM, and the Xid event listener.
 """
 
 from __future__ import annotations
@@ -17,18 +17,31 @@ from typing import Any
 
 import pynvml
 
-from gpusight.collect.gpu_selection import FILTER_SCOPE, GpuIdentity, GpuRequest, resolve_gpus
+from gpusight.collect.gpu_selection import (
+    FILTER_SCOPE,
+    GpuIdentity,
+    GpuRequest,
+    SelectedMig,
+    keep_migs,
+    names_mig,
+    resolve_gpus,
+)
 from gpusight.collect.model import (
+    DeviceHealth,
     DeviceSample,
     DriverInfo,
     ErrorNote,
     GpuReading,
+    MigDeviceSample,
     ProcessSample,
 )
 from gpusight.collect.nvml.calls import GpuLost, raw_text_call
 from gpusight.collect.nvml.device import DeviceReader
 from gpusight.collect.nvml.errors import LOST_MESSAGE, describe, init_failure_reason
+from gpusight.collect.nvml.health import with_xids
+from gpusight.collect.nvml.mig import mig_uuids
 from gpusight.collect.nvml.pcie import PcieThroughputPoller
+from gpusight.collect.nvml.xid import XidListener
 
 INIT_RETRY_S = 10.0
 """Least time between two attempts to start NVML after a failure."""
@@ -56,10 +69,14 @@ class _Slot:
 
     index: int
     cuda_index: int | None = None
+    mig: tuple[SelectedMig, ...] | None = None
+    """Only these MIG devices are kept (the GPU was asked for through them); None keeps all."""
     reader: DeviceReader | None = None
     lost: bool = False
     error: str | None = None
     retry_at: float = 0.0
+    health: DeviceHealth | None = None
+    """The health last read, kept so that a lost GPU still shows why it went (its Xid, a pending remap)."""
 
 
 class NvmlSource:
@@ -92,6 +109,8 @@ class NvmlSource:
         self._selection_notes: tuple[ErrorNote, ...] = ()
         self._selection_error: str | None = None
         self._poller = PcieThroughputPoller()
+        self._xids = XidListener()
+        self._notes: list[ErrorNote] = []
 
     @property
     def available(self) -> bool:
@@ -111,6 +130,11 @@ class NvmlSource:
         """True while the background PCIe throughput thread runs."""
         return self._poller.running
 
+    @property
+    def xid_listener_running(self) -> bool:
+        """True while the background Xid event thread runs."""
+        return self._xids.running
+
     def poll(self) -> GpuReading:
         """Read every GPU once; never raises."""
         if self._closed:
@@ -122,21 +146,22 @@ class NvmlSource:
                               errors=(ErrorNote("nvml", f"unexpected {type(error).__name__}: {error}"),))
 
     def close(self) -> None:
-        """Stop the PCIe thread, free GPM buffers and shut NVML down. Safe to call twice.
+        """Stop the PCIe and Xid threads, free GPM buffers and the event set, and shut NVML down. Safe to call twice.
 
-        Call it from the thread that polls, never during a poll. NVML is shut down only once the PCIe
-        thread has stopped: while one of its calls still blocks, NVML is left running (the process
+        Call it from the thread that polls, never during a poll. NVML is shut down only once both
+        threads have stopped: while one of their calls still blocks, NVML is left running (the process
         is on its way out), since shutting it down under a call in flight is undefined behaviour.
         """
         if self._closed:
             return
         self._closed = True
         self._poller.close()
+        self._xids.close()
         for slot in self._slots:
             if slot.reader is not None:
                 slot.reader.close()
         self._slots = []
-        if self._initialized and not self._poller.running:
+        if self._initialized and not self._poller.running and not self._xids.running:
             self._initialized = False
             try:
                 pynvml.nvmlShutdown()
@@ -150,13 +175,26 @@ class NvmlSource:
         devices: list[DeviceSample] = []
         processes: list[ProcessSample] = []
         errors: list[ErrorNote] = []
+        migs: list[MigDeviceSample] = []
+        self._xids.collect()
         for slot in self._slots:
-            device = self._read_slot(slot, processes, errors)
+            found: list[ProcessSample] = []
+            device = self._read_slot(slot, found, errors)
+            health = with_xids(device.health, *self._xids.state(slot.index))
+            if health is not device.health:
+                device = dataclasses.replace(device, health=health)
             if slot.cuda_index is not None:
                 device = dataclasses.replace(device, cuda_index=slot.cuda_index)
             devices.append(device)
+            slot_migs = list(slot.reader.mig_devices) if slot.reader is not None and not device.lost else []
+            if slot.mig is not None:
+                slot_migs, found = keep_migs(slot.mig, slot_migs, found)
+            migs.extend(slot_migs)
+            processes.extend(found)
+        errors.extend(self._notes)
+        self._notes.clear()
         return GpuReading(driver=self._driver, devices=tuple(devices), processes=tuple(processes),
-                          errors=tuple(errors) + self._selection_notes)
+                          errors=tuple(errors) + self._selection_notes, mig_devices=tuple(migs))
 
     def _read_slot(self, slot: _Slot, processes: list[ProcessSample], errors: list[ErrorNote]) -> DeviceSample:
         index = slot.index
@@ -170,12 +208,13 @@ class NvmlSource:
                 self._mark_lost(slot, now)
             else:
                 slot.lost = False
+                slot.health = sample.health
                 processes.extend(found)
                 errors.extend(notes)
                 return sample
         if slot.lost:
             errors.append(ErrorNote(f"gpu{index}", LOST_MESSAGE))
-            return DeviceSample(index=index, lost=True, error=LOST_MESSAGE)
+            return DeviceSample(index=index, lost=True, error=LOST_MESSAGE, health=slot.health)
         errors.append(ErrorNote(f"gpu{index}", slot.error or "GPU unavailable"))
         return DeviceSample(index=index, error=slot.error)
 
@@ -192,6 +231,9 @@ class NvmlSource:
             return
         slot.reader = DeviceReader(index, handle, self._poller)
         slot.error = None
+        note = self._xids.register(index, handle)
+        if note is not None:
+            self._notes.append(note)
 
     def _mark_lost(self, slot: _Slot, now: float) -> None:
         if slot.reader is not None:
@@ -228,11 +270,12 @@ class NvmlSource:
         if self.gpus is None:
             self._slots = [_Slot(index) for index in range(count)]
             return True
-        selection = resolve_gpus(self.gpus, range(count), self._identify)
+        lookup = self._identify_with_mig if names_mig(self.gpus) else self._identify
+        selection = resolve_gpus(self.gpus, range(count), lookup)
         if selection.error is not None:
             self._refuse_selection(selection.error)
             return False
-        self._slots = [_Slot(gpu.index, gpu.cuda_index) for gpu in selection.gpus]
+        self._slots = [_Slot(gpu.index, gpu.cuda_index, gpu.mig) for gpu in selection.gpus]
         self._selection_notes = tuple(ErrorNote(FILTER_SCOPE, note) for note in selection.notes)
         return True
 
@@ -245,6 +288,16 @@ class NvmlSource:
             pynvml.nvmlShutdown()
         except pynvml.NVMLError:
             pass
+
+    @classmethod
+    def _identify_with_mig(cls, index: int) -> GpuIdentity:
+        """``_identify`` with the UUIDs of the GPU's MIG devices (read only when ``gpus`` names a MIG device)."""
+        identity = cls._identify(index)
+        try:
+            handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+        except pynvml.NVMLError:
+            return identity
+        return dataclasses.replace(identity, mig_uuids=mig_uuids(handle))
 
     @staticmethod
     def _identify(index: int) -> GpuIdentity:
