@@ -177,6 +177,12 @@ HEALTH_METRICS = (XID_ERRORS, ECC_SBE_VOL, ECC_DBE_VOL, ECC_SBE_AGG, ECC_DBE_AGG
                   PCIE_MAX_LINK_WIDTH, NVLINK_CRC_FLIT, NVLINK_CRC_DATA, NVLINK_REPLAY, NVLINK_RECOVERY)
 """dcgm-exporter's hardware health metrics, each series labelled with ``DEVICE_LABELS``."""
 
+COUNTERS_AS_GAUGES = (ENERGY, ECC_SBE_VOL, ECC_DBE_VOL, ECC_SBE_AGG, ECC_DBE_AGG, RETIRED_SBE, RETIRED_DBE,
+                      RETIRED_PENDING, CORRECTABLE_REMAPPED_ROWS, UNCORRECTABLE_REMAPPED_ROWS, PCIE_REPLAY,
+                      NVLINK_CRC_FLIT, NVLINK_CRC_DATA, NVLINK_REPLAY, NVLINK_RECOVERY)
+"""dcgm-exporter's metrics it types ``counter`` without ``_total``, which gpusight serves as gauges of the same names
+(prometheus_client would append ``_total`` to a counter, renaming the series)."""
+
 MIG_METRICS = (FB_USED, FB_FREE, SM_ACTIVE, SM_OCCUPANCY, TENSOR_ACTIVE, DRAM_ACTIVE)
 """The device metrics a MIG instance has series of, labelled ``DEVICE_LABELS`` (its parent's) and ``MIG_LABELS``."""
 
