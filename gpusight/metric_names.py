@@ -42,12 +42,22 @@ LABEL_HOSTNAME_NEW = "hostname"
 """The node's name as dcgm-exporter writes it since May 2026 (its PR #655); gpusight writes both, reads either."""
 LABEL_DRIVER = "DCGM_FI_DRIVER_VERSION"
 """The driver version."""
+LABEL_GPU_I_ID = "GPU_I_ID"
+"""A MIG GPU instance id, as dcgm-exporter labels every series of a MIG instance; absent on whole GPUs."""
+LABEL_GPU_I_PROFILE = "GPU_I_PROFILE"
+"""A MIG instance's profile, e.g. ``3g.40gb`` (dcgm-exporter's label); absent on whole GPUs."""
+MIG_LABELS = (LABEL_GPU_I_ID, LABEL_GPU_I_PROFILE)
+"""The labels a MIG instance's series carry after its parent GPU's ``DEVICE_LABELS``."""
+LABEL_XID = "xid"
+"""An Xid number, e.g. ``79``."""
 
 DEVICE_LABELS = (LABEL_GPU, LABEL_UUID, LABEL_PCI_BUS_ID, LABEL_DEVICE, LABEL_MODEL, LABEL_HOSTNAME,
                  LABEL_HOSTNAME_NEW, LABEL_DRIVER)
 """The labels of every device series, in this order."""
 HOST_LABELS = (LABEL_HOSTNAME, LABEL_HOSTNAME_NEW)
 """The labels of every gpusight host, job, process and advice series."""
+GPU_LABELS = (LABEL_GPU, LABEL_UUID)
+"""The labels naming a GPU on gpusight's own per-GPU series, after ``HOST_LABELS``."""
 
 LABEL_JOB = "gpusight_job"
 """gpusight's job number on its node (``JobSample.id``); not Prometheus's own ``job`` label."""
@@ -125,15 +135,90 @@ NVLINK_TX = MetricName("DCGM_FI_PROF_NVLINK_TX_BYTES", "gauge",
 NVLINK_RX = MetricName("DCGM_FI_PROF_NVLINK_RX_BYTES", "gauge",
                        "The rate of data received over NVLink, all links (in bytes per second).")
 
+ENC_UTIL = MetricName("DCGM_FI_DEV_ENC_UTIL", "gauge", "Encoder utilization (in %).")
+DEC_UTIL = MetricName("DCGM_FI_DEV_DEC_UTIL", "gauge", "Decoder utilization (in %).")
+VIDEO_METRICS = (ENC_UTIL, DEC_UTIL)
+"""dcgm-exporter's video engine metrics, each series labelled with ``DEVICE_LABELS``."""
+
+# Health. dcgm-exporter types the error and retirement counts ``counter`` without ``_total``; like ENERGY they are
+# served as gauges of the same names (prometheus_client would append ``_total``). docs/exporter.md says so.
+XID_ERRORS = MetricName("DCGM_FI_DEV_XID_ERRORS", "gauge",
+                        "Value of the last XID error encountered (0: none since gpusight started listening).")
+ECC_SBE_VOL = MetricName("DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", "gauge", "Total number of single-bit volatile ECC errors.")
+ECC_DBE_VOL = MetricName("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "gauge", "Total number of double-bit volatile ECC errors.")
+ECC_SBE_AGG = MetricName("DCGM_FI_DEV_ECC_SBE_AGG_TOTAL", "gauge", "Total number of single-bit persistent ECC errors.")
+ECC_DBE_AGG = MetricName("DCGM_FI_DEV_ECC_DBE_AGG_TOTAL", "gauge", "Total number of double-bit persistent ECC errors.")
+RETIRED_SBE = MetricName("DCGM_FI_DEV_RETIRED_SBE", "gauge", "Total number of retired pages due to single-bit errors.")
+RETIRED_DBE = MetricName("DCGM_FI_DEV_RETIRED_DBE", "gauge", "Total number of retired pages due to double-bit errors.")
+RETIRED_PENDING = MetricName("DCGM_FI_DEV_RETIRED_PENDING", "gauge",
+                             "1 while a page retirement waits for a GPU reset or driver reload, else 0.")
+ROW_REMAP_FAILURE = MetricName("DCGM_FI_DEV_ROW_REMAP_FAILURE", "gauge", "Whether remapping of rows has failed.")
+ROW_REMAP_PENDING = MetricName("DCGM_FI_DEV_ROW_REMAP_PENDING", "gauge", "Whether remapping of rows is pending.")
+CORRECTABLE_REMAPPED_ROWS = MetricName("DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", "gauge",
+                                       "Number of remapped rows for correctable errors.")
+UNCORRECTABLE_REMAPPED_ROWS = MetricName("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", "gauge",
+                                         "Number of remapped rows for uncorrectable errors.")
+PCIE_REPLAY = MetricName("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "gauge", "Total number of PCIe retries.")
+PCIE_LINK_GEN = MetricName("DCGM_FI_DEV_PCIE_LINK_GEN", "gauge", "PCIe current link generation.")
+PCIE_LINK_WIDTH = MetricName("DCGM_FI_DEV_PCIE_LINK_WIDTH", "gauge", "PCIe current link width.")
+PCIE_MAX_LINK_GEN = MetricName("DCGM_FI_DEV_PCIE_MAX_LINK_GEN", "gauge", "PCIe max link generation.")
+PCIE_MAX_LINK_WIDTH = MetricName("DCGM_FI_DEV_PCIE_MAX_LINK_WIDTH", "gauge", "PCIe max link width.")
+NVLINK_CRC_FLIT = MetricName("DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL", "gauge",
+                             "Total number of NVLink flow-control CRC errors.")
+NVLINK_CRC_DATA = MetricName("DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL", "gauge",
+                             "Total number of NVLink data CRC errors.")
+NVLINK_REPLAY = MetricName("DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL", "gauge", "Total number of NVLink retries.")
+NVLINK_RECOVERY = MetricName("DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL", "gauge",
+                             "Total number of NVLink recovery errors.")
+
+HEALTH_METRICS = (XID_ERRORS, ECC_SBE_VOL, ECC_DBE_VOL, ECC_SBE_AGG, ECC_DBE_AGG, RETIRED_SBE, RETIRED_DBE,
+                  RETIRED_PENDING, ROW_REMAP_FAILURE, ROW_REMAP_PENDING, CORRECTABLE_REMAPPED_ROWS,
+                  UNCORRECTABLE_REMAPPED_ROWS, PCIE_REPLAY, PCIE_LINK_GEN, PCIE_LINK_WIDTH, PCIE_MAX_LINK_GEN,
+                  PCIE_MAX_LINK_WIDTH, NVLINK_CRC_FLIT, NVLINK_CRC_DATA, NVLINK_REPLAY, NVLINK_RECOVERY)
+"""dcgm-exporter's hardware health metrics, each series labelled with ``DEVICE_LABELS``."""
+
+COUNTERS_AS_GAUGES = (ENERGY, ECC_SBE_VOL, ECC_DBE_VOL, ECC_SBE_AGG, ECC_DBE_AGG, RETIRED_SBE, RETIRED_DBE,
+                      RETIRED_PENDING, CORRECTABLE_REMAPPED_ROWS, UNCORRECTABLE_REMAPPED_ROWS, PCIE_REPLAY,
+                      NVLINK_CRC_FLIT, NVLINK_CRC_DATA, NVLINK_REPLAY, NVLINK_RECOVERY)
+"""dcgm-exporter's metrics it types ``counter`` without ``_total``, which gpusight serves as gauges of the same names
+(prometheus_client would append ``_total`` to a counter, renaming the series)."""
+
+MIG_METRICS = (FB_USED, FB_FREE, SM_ACTIVE, SM_OCCUPANCY, TENSOR_ACTIVE, DRAM_ACTIVE)
+"""The device metrics a MIG instance has series of, labelled ``DEVICE_LABELS`` (its parent's) and ``MIG_LABELS``."""
+
 DEVICE_METRICS = (GPU_UTIL, MEM_COPY_UTIL, FB_USED, FB_FREE, FB_RESERVED, POWER_USAGE, ENERGY, GPU_TEMP, SM_CLOCK,
                   MEM_CLOCK, CLOCK_EVENTS, SM_ACTIVE, SM_OCCUPANCY, TENSOR_ACTIVE, DRAM_ACTIVE, PCIE_TX, PCIE_RX,
                   NVLINK_TX, NVLINK_RX)
-"""Every device metric gpusight serves under dcgm-exporter's names, each series labelled with ``DEVICE_LABELS``."""
+"""The core device metrics gpusight serves under dcgm-exporter's names, each series labelled with ``DEVICE_LABELS``
+(``VIDEO_METRICS`` and ``HEALTH_METRICS`` are served the same way, where NVML gives them)."""
+
+# -- gpusight's own per-GPU metrics (labelled with HOST_LABELS, GPU_LABELS and their own) ---------------------------
+
+JPEG_UTIL = MetricName("gpusight_jpeg_utilization_percent", "gauge", "JPEG decoder (NVJPG) utilization (in %).")
+OFA_UTIL = MetricName("gpusight_ofa_utilization_percent", "gauge", "Optical flow accelerator (OFA) utilization (in %).")
+XID_COUNT = MetricName("gpusight_xid_errors", "counter",
+                       "Xid errors received since gpusight started listening, by Xid number: only grows (\"unknown\" "
+                       "counts events that came and went between scrapes). Meanings: NVIDIA's Xid catalog, "
+                       "https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html", (LABEL_XID,))
+"""Served as ``gpusight_xid_errors_total``."""
+XID_LAST = MetricName("gpusight_xid_last", "gauge",
+                      "The last Xid number received (absent before any); its time is gpusight_xid_last_timestamp_seconds.")
+XID_LAST_TIME = MetricName("gpusight_xid_last_timestamp_seconds", "gauge",
+                           "When the last Xid was received (Unix time).")
+HEALTH_SCORE = MetricName("gpusight_gpu_health_score", "gauge",
+                          "Hardware health 0-100: 100 less the points of each finding (gpusight.collect.health).")
+DRAIN = MetricName("gpusight_gpu_drain", "gauge",
+                   "1 when the GPU must be drained (a reset or reboot is needed: Xid 79/48/94/95, pending or failed "
+                   "row remap, degraded PCIe link), else 0.")
+
+GPUSIGHT_DEVICE_METRICS = (JPEG_UTIL, OFA_UTIL, XID_COUNT, XID_LAST, XID_LAST_TIME, HEALTH_SCORE, DRAIN)
+"""gpusight's own per-GPU metrics, each series labelled with ``HOST_LABELS``, ``GPU_LABELS`` and then its own labels
+(as ``gpusight_gpu_lost``; no camelCase ``modelName``, which promtool's lint flags)."""
 
 # -- gpusight's own metrics ------------------------------------------------------------------------------------------
 
 GPU_LOST = MetricName("gpusight_gpu_lost", "gauge", "1 while the GPU has fallen off the bus or stopped answering.",
-                      (LABEL_GPU, LABEL_UUID))
+                      GPU_LABELS)
 ADVICE = MetricName("gpusight_advice", "gauge", "1 for each piece of advice standing now.",
                     (LABEL_ADVICE_ID, LABEL_RULE, LABEL_SEVERITY, LABEL_SCOPE, LABEL_SUMMARY))
 JOB_INFO = MetricName("gpusight_job_info", "gauge", "1 for each job running now, with what identifies it.",

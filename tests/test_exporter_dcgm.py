@@ -24,9 +24,10 @@ EXAMPLE = Path(__file__).parent / "data" / "dcgm-exporter" / "metrics.txt"
 DCGM_MIRROR = Path("/work/.mirror/NVIDIA+dcgm-exporter/repo")
 """A local mirror of dcgm-exporter's repository, where there is one (for the default counters file)."""
 
-TYPE_EXCEPTIONS = {names.ENERGY.name: "gauge"}
-"""dcgm-exporter types the energy counter ``counter`` without ``_total``; prometheus_client can only write a
-counter with ``_total`` appended, which would rename the series, so gpusight serves it as a gauge of the same name."""
+TYPE_EXCEPTIONS = {metric.name: "gauge" for metric in names.COUNTERS_AS_GAUGES}
+"""dcgm-exporter types the energy counter and the error counts ``counter`` without ``_total``; prometheus_client can
+only write a counter with ``_total`` appended, which would rename the series, so gpusight serves them as gauges of
+the same names."""
 
 FIELDS_OUTSIDE_THE_CSV = {names.CLOCK_EVENTS.name, names.NVLINK_TX.name, names.NVLINK_RX.name}
 """DCGM fields gpusight serves that dcgm-exporter's shipped counter files do not list (it serves them when a custom

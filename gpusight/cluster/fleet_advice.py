@@ -10,12 +10,13 @@ Rules and their thresholds (:class:`FleetThresholds`, documented in docs/cluster
   process's SM % where every rank has it (``gpusight_process_sm_percent``), else its GPU's utilization.
 - ``fleet_free_gpus`` (info): the GPUs :func:`judge_free` marks free; one line counting them per node.
 - ``fleet_nodes_down`` (warn): nodes whose targets are down or whose samples stopped; one line naming them.
+- ``fleet_drain:HOST/gpuN`` (critical): :func:`gpusight.cluster.health.drain_gpus`, from each GPU's health.
 
 A window counts only when at least ``min_coverage`` of its points have samples.
 
 A GPU is *free* (:func:`judge_free`, the one definition the cluster view's header, host rows and advice all count)
-when its node is up, it answers, no process is reported on it (on nodes without ``gpusight --serve``, where
-processes are unknown, this part is skipped), and its utilization is at most ``idle_util_percent`` and its memory
+when its node is up, it answers, its health does not say drain, no process is reported on it (on nodes without
+``gpusight --serve``, where processes are unknown, this part is skipped), and its utilization is at most ``idle_util_percent`` and its memory
 at most ``free_memory_mib``, both now and at every sample of the window; an unknown value or a window with too few
 samples never counts as free.
 """
@@ -171,8 +172,9 @@ def stragglers(ranks: Iterable[RankLoad], thresholds: FleetThresholds) -> list[A
 
 def _is_free(gpu: ClusterGpu, util: list[float] | None, memory: list[float] | None,
              thresholds: FleetThresholds) -> bool:
-    """Whether ``gpu`` (of an up node, with no process) is idle and empty now and over its window (MiB)."""
-    if gpu.lost or util is None or memory is None:
+    """Whether ``gpu`` (of an up node, with no process, not to be drained) is idle and empty now and over its
+    window (MiB)."""
+    if gpu.lost or util is None or memory is None or (gpu.health is not None and gpu.health.needs_drain):
         return False
     if gpu.utilization_percent is None or gpu.memory_used_bytes is None:
         return False

@@ -7,7 +7,26 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from gpusight.collect.health import HealthAssessment
 from gpusight.collect.model import Advice, WorkloadKind
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterMig:
+    """One MIG instance of a GPU, from the series carrying ``GPU_I_ID`` (dcgm-exporter or ``gpusight --serve``)."""
+
+    gpu_instance_id: int
+    """The ``GPU_I_ID`` label."""
+    profile: str | None = None
+    """The ``GPU_I_PROFILE`` label, e.g. ``3g.40gb`` (untrusted: escape before display)."""
+    memory_used_bytes: int | None = None
+    """The instance's ``DCGM_FI_DEV_FB_USED`` (MiB) in bytes."""
+    memory_total_bytes: int | None = None
+    """Its used + free framebuffer, in bytes; None unless both are known."""
+    sm_active_percent: float | None = None
+    """Its ``DCGM_FI_PROF_SM_ACTIVE`` as a percent (GPM on Hopper and later); None where not served."""
+    tensor_active_percent: float | None = None
+    """Its ``DCGM_FI_PROF_PIPE_TENSOR_ACTIVE`` as a percent."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +59,14 @@ class ClusterGpu:
     """``DCGM_FI_PROF_PCIE_TX_BYTES``."""
     pcie_rx_bytes_per_s: float | None = None
     """``DCGM_FI_PROF_PCIE_RX_BYTES``."""
+    encoder_percent: float | None = None
+    """``DCGM_FI_DEV_ENC_UTIL``."""
+    decoder_percent: float | None = None
+    """``DCGM_FI_DEV_DEC_UTIL``."""
+    health: HealthAssessment | None = None
+    """Its hardware health judged from its health series (:mod:`gpusight.cluster.health`); None when it serves none."""
+    mig: tuple[ClusterMig, ...] = ()
+    """Its MIG instances by ``GPU_I_ID``."""
     lost: bool = False
     """``gpusight_gpu_lost`` is 1: the GPU stopped answering on its node."""
     free: bool = False
@@ -59,6 +86,8 @@ class ClusterProcess:
     """The ``rank`` label."""
     gpu: int | None
     """The GPU it uses (``gpu`` label); None when not a number."""
+    gpu_instance_id: int | None = None
+    """The MIG instance it runs in (``GPU_I_ID`` label); None on a whole GPU."""
     name: str | None = None
     """Process name (untrusted: escape before display)."""
     user: str | None = None
@@ -169,6 +198,11 @@ class ClusterNode:
     """``gpusight_host_cpu_percent`` (only nodes running ``gpusight --serve``)."""
     iowait_percent: float | None = None
     """``gpusight_host_iowait_percent`` (only nodes running ``gpusight --serve``)."""
+
+    @property
+    def drain_gpus(self) -> int:
+        """How many of its GPUs must be drained (their health says so)."""
+        return sum(1 for gpu in self.gpus if gpu.health is not None and gpu.health.needs_drain)
 
     @property
     def free_gpus(self) -> int:

@@ -9,7 +9,7 @@ import time
 from collections import defaultdict
 
 from gpusight.cluster.counts import FleetCounts, counted, node_gpus
-from gpusight.cluster.frame import ClusterFrame, ClusterGpu, ClusterJob, ClusterNode, ClusterProcess
+from gpusight.cluster.frame import ClusterFrame, ClusterGpu, ClusterJob, ClusterMig, ClusterNode, ClusterProcess
 from gpusight.cluster.job_speed_text import cluster_speed_line
 from gpusight.collect.model import Advice
 from gpusight.textsafe import safe_text
@@ -71,28 +71,58 @@ def _node_lines(node: ClusterNode, by_gpu: dict[tuple[str, int | None], list[Clu
         head += f"  CPU {fmt_percent(node.cpu_percent)} iowait {fmt_percent(node.iowait_percent)}"
     if node.note:
         head += f"  ({safe_text(node.note)}{'; last values' if not node.up and node.gpus else ''})"
-    lines = [head, f"  {'GPU':>3}  {'UTIL':>5}  {'MEMORY':<17} {'POWER':>6} {'TEMP':>5}  PROCESSES"]
+    if node.drain_gpus:
+        head += f"  {counted(node.drain_gpus, 'GPU')} to drain"
+    lines = [head, f"  {'GPU':>3}  {'UTIL':>5}  {'MEMORY':<17} {'POWER':>6} {'TEMP':>5} {'HEALTH':>6}  PROCESSES"]
     for gpu in node.gpus:
-        lines.append(_gpu_line(gpu, by_gpu.get((node.host, gpu.index), []), jobs))
+        here = by_gpu.get((node.host, gpu.index), [])
+        instances = {mig.gpu_instance_id for mig in gpu.mig}
+        lines.append(_gpu_line(gpu, [p for p in here if p.gpu_instance_id not in instances], jobs))
+        lines.extend(_mig_line(mig, [p for p in here if p.gpu_instance_id == mig.gpu_instance_id], jobs)
+                     for mig in gpu.mig)
     return lines
 
 
-def _gpu_line(gpu: ClusterGpu, processes: list[ClusterProcess], jobs: dict[tuple[str, int], ClusterJob]) -> str:
-    if gpu.memory_used_bytes is None:
-        memory = NA
-    elif gpu.memory_total_bytes is None:
-        memory = fmt_bytes(gpu.memory_used_bytes)
-    else:
-        memory = f"{fmt_bytes(gpu.memory_used_bytes)}/{fmt_bytes(gpu.memory_total_bytes)}"
-    util = "LOST" if gpu.lost else fmt_percent(gpu.utilization_percent)
+def _memory(used: int | None, total: int | None) -> str:
+    if used is None:
+        return NA
+    return fmt_bytes(used) if total is None else f"{fmt_bytes(used)}/{fmt_bytes(total)}"
+
+
+def health_badge(gpu: ClusterGpu) -> str:
+    """``DRAIN``, the health score when below 100, ``OK``, or N/A when the GPU serves no health series."""
+    if gpu.health is None or gpu.health.score is None:
+        return NA
+    if gpu.health.needs_drain:
+        return "DRAIN"
+    return "OK" if gpu.health.score == 100 else str(gpu.health.score)
+
+
+def _who(processes: list[ClusterProcess], jobs: dict[tuple[str, int], ClusterJob]) -> str:
     who = []
     for process in processes:
         job = jobs.get((process.host, process.job))
         where = job.cluster_job if job is not None and job.cluster_job else f"job {process.job}"
         sm = f" SM {fmt_percent(process.sm_percent)}" if process.sm_percent is not None else ""
         who.append(f"{safe_text(process.name) or '?'} r{safe_text(process.rank)} {safe_text(where)}{sm}")
-    return (f"  {gpu.index:>3}  {util:>5}  {memory:<17} {fmt_watts(gpu.power_watts):>6} "
-            f"{fmt_celsius(gpu.temperature_celsius):>5}  {safe_text('; '.join(who), PROCESS_COLUMN)}").rstrip()
+    return safe_text("; ".join(who), PROCESS_COLUMN)
+
+
+def _gpu_line(gpu: ClusterGpu, processes: list[ClusterProcess], jobs: dict[tuple[str, int], ClusterJob]) -> str:
+    util = "LOST" if gpu.lost else fmt_percent(gpu.utilization_percent)
+    engines = "".join(f"{name} {fmt_percent(value)}  " for name, value in (("ENC", gpu.encoder_percent),
+                                                                             ("DEC", gpu.decoder_percent)) if value)
+    return (f"  {gpu.index:>3}  {util:>5}  {_memory(gpu.memory_used_bytes, gpu.memory_total_bytes):<17} "
+            f"{fmt_watts(gpu.power_watts):>6} {fmt_celsius(gpu.temperature_celsius):>5} {health_badge(gpu):>6}  "
+            f"{engines}{_who(processes, jobs)}").rstrip()
+
+
+def _mig_line(mig: ClusterMig, processes: list[ClusterProcess], jobs: dict[tuple[str, int], ClusterJob]) -> str:
+    """A MIG instance under its GPU: id and profile, memory, SM activity where served, and its processes."""
+    name = f"MIG {mig.gpu_instance_id} {safe_text(mig.profile, 12) if mig.profile else ''}".rstrip()
+    activity = f"SM {fmt_percent(mig.sm_active_percent)}  " if mig.sm_active_percent is not None else ""
+    return (f"     {name:<20} {_memory(mig.memory_used_bytes, mig.memory_total_bytes):<17} "
+            f"{activity}{_who(processes, jobs)}").rstrip()
 
 
 def _advice_lines(advice: Advice) -> list[str]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from enum import Enum
 from typing import Any
 
 from gpusight.cluster.frame import ClusterFrame, ClusterHistory
@@ -26,6 +27,8 @@ def _plain(item: Any) -> Any:
         return [_plain(value) for value in item]
     if isinstance(item, str):
         return str(item)
+    if isinstance(item, Enum):
+        return item.name.lower()  # a health finding's level: "drain", "warn", "notice", "ok"
     return item
 
 

@@ -44,14 +44,17 @@ from gpusight.cluster.frame import (
     ClusterHistory,
     ClusterJob,
     ClusterJobSpeed,
+    ClusterMig,
     ClusterNode,
     ClusterProcess,
 )
+from gpusight.cluster.health import LINK, NONZERO, drain_gpus, judge
 from gpusight.cluster.job_speed import SPEED_METRICS, job_speeds, read_speeds
 from gpusight.cluster.prom import PrometheusClient, PrometheusError, Series
 from gpusight.cluster.range_cache import RangeCache
 from gpusight.cluster.settings import DEFAULT_HISTORY_SECONDS, DEFAULT_TIMEOUT_SECONDS, MAX_POINTS
 from gpusight.cluster.speed_advice import input_bound_jobs
+from gpusight.collect.health import HealthAssessment
 from gpusight.collect.model import Advice, Severity, WorkloadKind
 
 QUERIES_PER_POLL = 7
@@ -70,8 +73,12 @@ UP = "up"
 """Prometheus's own series: 1 when a target's last scrape succeeded."""
 
 DEVICE_NOW = (m.GPU_UTIL, m.FB_USED, m.FB_FREE, m.FB_RESERVED, m.POWER_USAGE, m.GPU_TEMP, m.SM_ACTIVE,
-              m.TENSOR_ACTIVE, m.PCIE_TX, m.PCIE_RX, m.GPU_LOST, m.SNAPSHOT_AGE, m.HOST_CPU, m.HOST_IOWAIT)
-"""The metrics of the instant device query."""
+              m.TENSOR_ACTIVE, m.PCIE_TX, m.PCIE_RX, m.GPU_LOST, m.SNAPSHOT_AGE, m.HOST_CPU, m.HOST_IOWAIT,
+              m.XID_ERRORS)
+"""The metrics of the instant device query (whole GPUs: series without ``GPU_I_ID``)."""
+
+MIG_NOW = (m.FB_USED, m.FB_FREE, m.SM_ACTIVE, m.TENSOR_ACTIVE)
+"""The metrics of MIG instances the instant device query asks for (series with ``GPU_I_ID``)."""
 
 GPUSIGHT_NOW = (m.BUILD_INFO, m.JOB_INFO, m.JOB_WORLD_SIZE, m.JOB_MEMORY, m.PROCESS_INFO, m.PROCESS_MEMORY, m.PROCESS_SM,
               m.PROCESS_CPU, m.WORKERS, m.WORKERS_CPU, m.INPUT_WAIT, m.ADVICE, *SPEED_METRICS)
@@ -90,24 +97,59 @@ SENTINEL_LIMIT = 1e15
 """dcgm-exporter writes DCGM's 'blank' sentinels (about 9.2e18) for unknown values; anything above is unknown."""
 
 
-def names_regex(metrics: Iterable[m.MetricName], *others: str) -> str:
-    """A selector matching every one of ``metrics`` (and the ``others`` names) by name."""
-    return '{__name__=~"' + "|".join([*others, *(metric.name for metric in metrics)]) + '"}'
+def names_regex(metrics: Iterable[m.MetricName], *others: str, matchers: str = "") -> str:
+    """A selector matching every one of ``metrics`` (and the ``others`` names) by name, and ``matchers``."""
+    return '{__name__=~"' + "|".join([*others, *(metric.name for metric in metrics)]) + '"' + matchers + "}"
+
+
+WHOLE_GPU = f',{m.LABEL_GPU_I_ID}=""'
+"""Matcher of the series of whole GPUs: a MIG instance's carry ``GPU_I_ID`` (dcgm-exporter and gpusight alike)."""
+MIG_INSTANCE = f',{m.LABEL_GPU_I_ID}!=""'
+"""Matcher of the series of MIG instances."""
 
 
 PLACE = f"{m.LABEL_HOSTNAME}, {m.LABEL_HOSTNAME_NEW}, {INSTANCE}, {m.LABEL_GPU}"
 """The labels that place a GPU's series: its node and its index."""
 
-DEVICE_QUERY = (f"max by (__name__, {PLACE}, {m.LABEL_UUID}, {m.LABEL_MODEL}) ({m.GPU_UTIL.name}) or "
-                f"max by (__name__, {PLACE}) ({names_regex(DEVICE_NOW[1:], UP)})")
+
+
+def _below(current: m.MetricName, most: m.MetricName) -> str:
+    """Whole GPUs whose ``current`` is below ``most`` (PromQL), by the labels that place them."""
+    return f"max by ({PLACE}) ({current.name}{{{WHOLE_GPU[1:]}}}) < max by ({PLACE}) ({most.name}{{{WHOLE_GPU[1:]}}})"
+
+
+def _part(expr: str, name: str) -> str:
+    """``expr`` with a ``part`` label of ``name``: ``or`` matches series by their labels without the metric name, so
+    each part of one query needs labels of its own, or a GPU's series in one part would hide its others."""
+    return f'label_replace({expr}, "{PART}", "{name}", "", "")'
+
+
+PART = "part"
+"""The label telling the parts of the device query apart (ignored when reading the answer)."""
+
+NONZERO_NOW = _part(f"max by (__name__, {PLACE}) ({names_regex(NONZERO, matchers=WHOLE_GPU)} != 0)", "nonzero")
+"""The health and video series of whole GPUs that are not 0."""
+
+DEGRADED_LINK = _part(f"max by (__name__, {PLACE}) ({names_regex(LINK, matchers=WHOLE_GPU)}) and on ({PLACE}) "
+                      f"({_below(m.PCIE_LINK_WIDTH, m.PCIE_MAX_LINK_WIDTH)} or "
+                      f"{_below(m.PCIE_LINK_GEN, m.PCIE_MAX_LINK_GEN)})", "link")
+"""The four PCIe link series of the GPUs whose link runs below its maximum generation or width."""
+
+DEVICE_QUERY = (f"max by (__name__, {PLACE}, {m.LABEL_UUID}, {m.LABEL_MODEL}) "
+                f"({m.GPU_UTIL.name}{{{WHOLE_GPU[1:]}}}) or "
+                f"max by (__name__, {PLACE}) ({names_regex(DEVICE_NOW[1:], UP, matchers=WHOLE_GPU)}) or "
+                f"{NONZERO_NOW} or {DEGRADED_LINK} or "
+                f"max by (__name__, {PLACE}, {', '.join(m.MIG_LABELS)}) ({names_regex(MIG_NOW, matchers=MIG_INSTANCE)})")
 """The instant device query: one series per GPU and metric with only the labels that place it (a quarter of the
 bytes of the raw series; Kubernetes' per-pod copies of a GPU's series collapse into one); the utilization
-series also carry the GPU's UUID and model."""
+series also carry the GPU's UUID and model. Health and video series come only where they tell something
+(``NONZERO``, ``DEGRADED_LINK``); MIG instances' series keep ``GPU_I_ID`` and ``GPU_I_PROFILE`` and never mix with
+their parent's. MIG, health and video engines cost no query of their own."""
 
 
 def placed(metric: m.MetricName) -> str:
-    """``metric`` for every GPU, with only the labels that place each series (for range queries)."""
-    return f"max by ({PLACE}) ({metric.name})"
+    """``metric`` for every whole GPU, with only the labels that place each series (for range queries)."""
+    return f"max by ({PLACE}) ({metric.name}{{{WHOLE_GPU[1:]}}})"
 
 
 def promql_string(value: str) -> str:
@@ -291,13 +333,17 @@ class ClusterSource:
         up_now = {s.labels.get(INSTANCE, ""): s.value for s in device if s.labels.get("__name__") == UP}
         fresh: dict[str, dict[int, dict[str, float]]] = defaultdict(lambda: defaultdict(dict))
         host_values: dict[str, dict[str, float]] = defaultdict(dict)
+        migs: dict[tuple[str, int], dict[tuple[int, str], dict[str, float]]] = defaultdict(lambda: defaultdict(dict))
         for series in device:
             host = host_label(series.labels)[1]
             name = series.labels.get("__name__", "")
             index = gpu_index(series.labels)
+            instance = number(series.labels.get(m.LABEL_GPU_I_ID, ""))
             if name == UP:
                 continue
-            if name in (m.HOST_CPU.name, m.HOST_IOWAIT.name, m.SNAPSHOT_AGE.name):
+            if instance is not None and index is not None:
+                migs[(host, index)][(instance, series.labels.get(m.LABEL_GPU_I_PROFILE, ""))][name] = series.value
+            elif name in (m.HOST_CPU.name, m.HOST_IOWAIT.name, m.SNAPSHOT_AGE.name):
                 host_values[host][name] = series.value
             elif index is not None:
                 fresh[host][index][name] = series.value
@@ -310,7 +356,8 @@ class ClusterSource:
         for host in hosts:
             instances = tuple(sorted(self._instances.get(host, ())))
             if host in fresh:
-                gpus = tuple(self._gpu(host, index, fresh[host][index], identity.get((host, index), {}))
+                gpus = tuple(self._gpu(host, index, fresh[host][index], identity.get((host, index), {}), now,
+                                       _instances(migs.get((host, index), {})))
                              for index in sorted(fresh[host]))
                 self._last_gpus[host] = gpus
                 for metric in CORE_METRICS:
@@ -375,8 +422,9 @@ class ClusterSource:
         )
 
     @staticmethod
-    def _gpu(host: str, index: int, values: dict[str, float], labels: dict[str, str]) -> ClusterGpu:
-        """One GPU from its instant values (metric name -> value) and its full labels."""
+    def _gpu(host: str, index: int, values: dict[str, float], labels: dict[str, str], now: float,
+             mig: tuple[ClusterMig, ...]) -> ClusterGpu:
+        """One GPU from its instant values (metric name -> value) and its full labels, its health judged at ``now``."""
         def value(metric: m.MetricName) -> float | None:
             return known(values.get(metric.name))
 
@@ -392,7 +440,9 @@ class ClusterSource:
             memory_total_bytes=total, power_watts=value(m.POWER_USAGE), temperature_celsius=value(m.GPU_TEMP),
             sm_active_percent=percent(m.SM_ACTIVE), tensor_active_percent=percent(m.TENSOR_ACTIVE),
             pcie_tx_bytes_per_s=value(m.PCIE_TX), pcie_rx_bytes_per_s=value(m.PCIE_RX),
-            lost=value(m.GPU_LOST) == 1,
+            encoder_percent=value(m.ENC_UTIL), decoder_percent=value(m.DEC_UTIL),
+            health=_health(index, value(m.GPU_UTIL), value, now),
+            mig=mig, lost=value(m.GPU_LOST) == 1,
         )
 
     @staticmethod
@@ -490,6 +540,7 @@ class ClusterSource:
             memory, workers = figures[m.PROCESS_MEMORY.name].get(key), figures[m.WORKERS.name].get(key)
             processes.append(ClusterProcess(
                 host=host, job=job, rank=key[2], gpu=gpu_index(labels),
+                gpu_instance_id=number(labels.get(m.LABEL_GPU_I_ID, "")),
                 name=labels.get(m.LABEL_PROCESS) or None, user=labels.get(m.LABEL_USER) or None,
                 container=labels.get(m.LABEL_CONTAINER) or None, pod=labels.get(m.LABEL_POD) or None,
                 namespace=labels.get(m.LABEL_NAMESPACE) or None, slurm_job_id=labels.get(m.LABEL_SLURM_JOB) or None,
@@ -535,7 +586,8 @@ class ClusterSource:
                       up_hosts: set[str], speeds: tuple[ClusterJobSpeed, ...]) -> tuple[Advice, ...]:
         th = self.thresholds
         ranks = list(self._rank_loads(jobs, processes, sm, util, up_hosts))
-        advice = (nodes_down(nodes) + stragglers(ranks, th) + input_bound_jobs(jobs, speeds)
+        drains = drain_gpus([(gpu.host, gpu.index, gpu.health) for node in nodes if node.up for gpu in node.gpus])
+        advice = (drains + nodes_down(nodes) + stragglers(ranks, th) + input_bound_jobs(jobs, speeds)
                   + idle_holding(util, memory, up_hosts, processes, th) + free_gpus(nodes, th))
         order = {severity: rank for rank, severity in enumerate(Severity)}
         return tuple(sorted(advice, key=lambda a: order[a.severity]))
@@ -570,6 +622,31 @@ class ClusterSource:
                 if values:
                     yield RankLoad(cluster_job, process.host, process.gpu, process.rank,
                                    sum(values) / len(values), "GPU util")
+
+
+def _health(index: int, utilization: float | None, value: Callable[[m.MetricName], float | None],
+            now: float) -> HealthAssessment | None:
+    """The GPU's health judged from its series; None when it serves none."""
+    assessment = judge(index, utilization, value, now)
+    return None if assessment.score is None else assessment
+
+
+def _instances(values: dict[tuple[int, str], dict[str, float]]) -> tuple[ClusterMig, ...]:
+    """A GPU's MIG instances from their series' values, by ``(GPU_I_ID, GPU_I_PROFILE)``, in instance order."""
+    instances = []
+    for (instance, profile), figures in sorted(values.items()):
+        def value(metric: m.MetricName, figures: dict[str, float] = figures) -> float | None:
+            return known(figures.get(metric.name))
+
+        used, free = value(m.FB_USED), value(m.FB_FREE)
+        active, tensor = value(m.SM_ACTIVE), value(m.TENSOR_ACTIVE)
+        instances.append(ClusterMig(
+            gpu_instance_id=instance, profile=profile or None,
+            memory_used_bytes=None if used is None else int(used * MIB),
+            memory_total_bytes=None if used is None or free is None else int((used + free) * MIB),
+            sm_active_percent=None if active is None else active * 100,
+            tensor_active_percent=None if tensor is None else tensor * 100))
+    return tuple(instances)
 
 
 def _down_since(series: Series) -> float | None:

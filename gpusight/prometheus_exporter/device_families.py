@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 from gpusight import metric_names as names
-from gpusight.collect.model import DeviceSample, Snapshot
+from gpusight.collect.model import DeviceSample, MigDeviceSample, Snapshot
 from gpusight.collect.nvml.device import THROTTLE_REASONS
+from gpusight.prometheus_exporter.health_families import XidTally, health_families
 from gpusight.prometheus_exporter.labels import label_value
 
 MIB = 1 << 20
@@ -62,6 +63,23 @@ _VALUES: tuple[tuple[names.MetricName, Callable[[DeviceSample], float | None]], 
 """Each dcgm-exporter metric and how it is read from a DeviceSample, in its unit (docs/exporter.md's table)."""
 
 
+def _mig_free(mig: MigDeviceSample) -> int | None:
+    if mig.memory_total_bytes is None or mig.memory_used_bytes is None:
+        return None
+    return max(0, mig.memory_total_bytes - mig.memory_used_bytes)
+
+
+_MIG_VALUES: dict[str, Callable[[MigDeviceSample], float | None]] = {
+    names.FB_USED.name: lambda g: _mib(g.memory_used_bytes),
+    names.FB_FREE.name: lambda g: _mib(_mig_free(g)),
+    names.SM_ACTIVE.name: lambda g: _ratio(g.sm_active_percent),
+    names.SM_OCCUPANCY.name: lambda g: _ratio(g.sm_occupancy_percent),
+    names.TENSOR_ACTIVE.name: lambda g: _ratio(g.tensor_active_percent),
+    names.DRAM_ACTIVE.name: lambda g: _ratio(g.dram_active_percent),
+}
+"""How each of ``names.MIG_METRICS`` is read from a MIG instance: its own memory and GPM activity, never the parent's."""
+
+
 def device_labels(device: DeviceSample, snapshot: Snapshot, hostname: str) -> list[str]:
     """The values of ``DEVICE_LABELS`` for ``device``: "" where unknown."""
     driver = snapshot.driver.driver_version if snapshot.driver is not None else None
@@ -70,17 +88,44 @@ def device_labels(device: DeviceSample, snapshot: Snapshot, hostname: str) -> li
             hostname, hostname, label_value(driver)]
 
 
-def device_families(snapshot: Snapshot, hostname: str) -> Iterator[GaugeMetricFamily]:
-    """One family per device metric with a series for each GPU that knows it; lost GPUs have none.
+def mig_labels(mig: MigDeviceSample, parent: list[str]) -> dict[str, str]:
+    """A MIG instance's labels: its parent GPU's ``DEVICE_LABELS`` values, ``GPU_I_ID`` and ``GPU_I_PROFILE``."""
+    values = [*parent, str(mig.gpu_instance_id), label_value(mig.profile)]
+    return dict(zip(names.DEVICE_LABELS + names.MIG_LABELS, values, strict=True))
 
-    A family no GPU knows is left out altogether, as dcgm-exporter leaves out fields a GPU does not support.
+
+def device_families(snapshot: Snapshot, hostname: str, tally: XidTally | None = None,
+                    known: dict[int, list[str]] | None = None) -> Iterator[GaugeMetricFamily | CounterMetricFamily]:
+    """One family per device metric with a series for each GPU that knows it; lost GPUs have none but health.
+
+    MIG instances add their own series (``GPU_I_ID``, ``GPU_I_PROFILE``) to the families of ``names.MIG_METRICS``.
+    Health and video families follow; ``tally`` counts Xid events across scrapes. A lost GPU whose health was read
+    (Xid 79: fallen off the bus) keeps its health series under the labels ``known`` (GPU index -> its
+    ``DEVICE_LABELS`` values, updated here from the GPUs present) remembers, or its index alone if never seen. A family no GPU knows is left out
+    altogether, as dcgm-exporter leaves out fields a GPU does not support.
     """
     present = [(d, device_labels(d, snapshot, hostname)) for d in snapshot.devices if not d.lost]
+    known = {} if known is None else known
+    known.update((d.index, labels) for d, labels in present)
+    ailing = [(d, known.get(d.index) or device_labels(d, snapshot, hostname)) for d in snapshot.devices
+              if d.lost and d.health is not None]
+    parents = {d.index: labels for d, labels in present}
+    migs = [(g, mig_labels(g, parents[g.device_index])) for g in snapshot.mig_devices
+            if g.device_index in parents and g.gpu_instance_id is not None]
     for metric, read in _VALUES:
         family = GaugeMetricFamily(metric.name, metric.help, labels=names.DEVICE_LABELS)
         for device, labels in present:
             value = read(device)
             if value is not None:
                 family.add_metric(labels, value)
+        read_mig = _MIG_VALUES.get(metric.name)
+        if read_mig is not None:
+            for mig, mig_label_values in migs:
+                mig_value = read_mig(mig)
+                if mig_value is not None:
+                    family.add_sample(metric.name, mig_label_values, mig_value)
         if family.samples:
             yield family
+    for health_family in health_families(present + ailing, hostname, snapshot.timestamp, tally or XidTally()):
+        if health_family.samples:
+            yield health_family

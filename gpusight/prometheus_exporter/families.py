@@ -6,7 +6,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from gpusight import __version__
@@ -14,8 +14,15 @@ from gpusight import metric_names as names
 from gpusight.advice.rules import SUMMARIES
 from gpusight.collect.model import Snapshot
 from gpusight.prometheus_exporter.device_families import device_families
+from gpusight.prometheus_exporter.health_families import XidTally
 from gpusight.prometheus_exporter.labels import label_value
-from gpusight.prometheus_exporter.process_families import MAX_PROCESS_SERIES, job_families, process_families, process_rows
+from gpusight.prometheus_exporter.process_families import (
+    MAX_PROCESS_SERIES,
+    job_families,
+    mig_profiles,
+    process_families,
+    process_rows,
+)
 from gpusight.prometheus_exporter.speed_families import speed_families
 
 
@@ -71,9 +78,11 @@ def advice_families(snapshot: Snapshot, host: list[str], uuids: Mapping[int, str
 
 
 def scrape_families(snapshot: Snapshot | None, now: float, options: ExportOptions,
-                    uuids: Mapping[int, str] | None = None) -> Iterable[GaugeMetricFamily]:
+                    uuids: Mapping[int, str] | None = None, tally: XidTally | None = None,
+                    known: dict[int, list[str]] | None = None) -> Iterable[Metric]:
     """The families of a scrape at wall time ``now`` serving ``snapshot`` (None before the first poll); ``uuids``
-    names GPUs by index as earlier snapshots did."""
+    names GPUs by index as earlier snapshots did; ``tally`` counts Xid events from scrape to scrape; ``known``
+    remembers each GPU's labels for its health series once it is lost."""
     host = [options.hostname, options.hostname]
     source = "" if snapshot is None else str(snapshot.source)
     yield _gauge(names.BUILD_INFO, host + [__version__, source], 1.0)
@@ -81,12 +90,12 @@ def scrape_families(snapshot: Snapshot | None, now: float, options: ExportOption
         return
     yield _gauge(names.SNAPSHOT_TIME, host, snapshot.timestamp)
     yield _gauge(names.SNAPSHOT_AGE, host, max(0.0, now - snapshot.timestamp))
-    yield from device_families(snapshot, options.hostname)
+    yield from device_families(snapshot, options.hostname, tally, known)
     yield from advice_families(snapshot, host, uuids or {})
     yield from job_families(snapshot, host)
     rows, dropped = process_rows(snapshot, options.max_process_series)
     yield from speed_families(snapshot, rows, host)
-    yield from process_families(rows, host, options.cmdline)
+    yield from process_families(rows, host, options.cmdline, mig_profiles(snapshot))
     yield _gauge(names.SERIES_DROPPED, host, float(dropped))
     yield from host_families(snapshot, host)
 
@@ -103,10 +112,13 @@ class SnapshotCollector(Collector):
         self._options = options
         self._clock = clock
         self._uuids: dict[int, str] = {}
+        self._tally = XidTally()
+        self._known: dict[int, list[str]] = {}
 
-    def collect(self) -> Iterable[GaugeMetricFamily]:
+    def collect(self) -> Iterable[Metric]:
         """The families of one scrape that have a series (an unknown value is absent, never 0)."""
         snapshot = self._latest()
         if snapshot is not None:
             self._uuids.update((d.index, d.uuid) for d in snapshot.devices if d.uuid is not None)
-        return [f for f in scrape_families(snapshot, self._clock(), self._options, self._uuids) if f.samples]
+        families = scrape_families(snapshot, self._clock(), self._options, self._uuids, self._tally, self._known)
+        return [f for f in families if f.samples]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from prometheus_client.core import GaugeMetricFamily
@@ -80,17 +80,37 @@ def _family(metric: names.MetricName, host: list[str], extra: tuple[str, ...] = 
     return GaugeMetricFamily(metric.name, metric.help, labels=names.HOST_LABELS + metric.labels + extra)
 
 
-def process_families(rows: list[ProcessRow], host: list[str], cmdline: bool) -> Iterator[GaugeMetricFamily]:
-    """gpusight_process_* and the DataLoader/input-wait families, one series per row where the value is known."""
+def mig_profiles(snapshot: Snapshot) -> dict[tuple[int, int], str | None]:
+    """(parent GPU index, GPU instance id) -> the MIG instance's profile, for every instance of ``snapshot``."""
+    return {(g.device_index, g.gpu_instance_id): g.profile for g in snapshot.mig_devices
+            if g.gpu_instance_id is not None}
+
+
+def _mig_labels(process: ProcessSample, profiles: Mapping[tuple[int, int], str | None]) -> list[str]:
+    """``GPU_I_ID`` and ``GPU_I_PROFILE`` of the MIG instance ``process`` runs in; "" (no label) on a whole GPU."""
+    instance = process.gpu_instance_id
+    if instance is None:
+        return ["", ""]
+    profile = None if process.device_index is None else profiles.get((process.device_index, instance))
+    return [str(instance), label_value(profile)]
+
+
+def process_families(rows: list[ProcessRow], host: list[str], cmdline: bool,
+                     profiles: Mapping[tuple[int, int], str | None] | None = None) -> Iterator[GaugeMetricFamily]:
+    """gpusight_process_* and the DataLoader/input-wait families, one series per row where the value is known.
+
+    A process in a MIG instance carries its ``GPU_I_ID`` and ``GPU_I_PROFILE`` (``profiles``: ``mig_profiles``)."""
     extra = (names.LABEL_COMMAND,) if cmdline else ()
-    info = _family(names.PROCESS_INFO, host, extra)
+    info = _family(names.PROCESS_INFO, host, names.MIG_LABELS + extra)
     memory, sm, cpu, workers, workers_cpu, wait = values = [
-        _family(m, host) for m in (names.PROCESS_MEMORY, names.PROCESS_SM, names.PROCESS_CPU, names.WORKERS,
-                                   names.WORKERS_CPU, names.INPUT_WAIT)]
+        _family(m, host, names.MIG_LABELS) for m in (names.PROCESS_MEMORY, names.PROCESS_SM, names.PROCESS_CPU,
+                                                     names.WORKERS, names.WORKERS_CPU, names.INPUT_WAIT)]
     for row in rows:
         p = row.process
-        labels = host + row.key
-        info_labels = labels + [label_value(p.name), label_value(p.user)] + _container_labels(p.container)
+        mig = _mig_labels(p, profiles or {})
+        labels = host + row.key + mig
+        info_labels = (host + row.key + [label_value(p.name), label_value(p.user)] + _container_labels(p.container)
+                       + mig)
         if cmdline:
             info_labels.append(label_value(p.cmdline, COMMAND_LABEL_MAX))
         info.add_metric(info_labels, 1.0)

@@ -27,6 +27,7 @@ from gpusight.cluster.fleet_advice import on_host
 from gpusight.cluster.frame import ClusterFrame, ClusterGpu, ClusterNode
 from gpusight.cluster.job_speed import job_key
 from gpusight.cluster.job_speed_text import job_utilization, steps_text
+from gpusight.cluster.render import health_badge
 from gpusight.speed_text import throughput_text
 from gpusight.textsafe import safe_text
 from gpusight.ui.chart import chart_rows
@@ -201,10 +202,13 @@ def _add_row(table: Table, kept: list[int], cells: Sequence[str | Text]) -> None
 
 
 def gpu_table(node: ClusterNode, width: int) -> Table:
-    """Every GPU of ``node`` with the fields the frame knows (fewer columns below WIDE_COLUMNS)."""
-    labels = ("GPU", "MODEL", "UTIL", "MEMORY", "POWER", "TEMP", "SM", "TENSOR", "PCIe RX", "PCIe TX", "UUID")
+    """Every GPU of ``node`` with the fields the frame knows (fewer columns below WIDE_COLUMNS), its health, and a
+    row per MIG instance under it."""
+    labels = ("GPU", "MODEL", "UTIL", "MEMORY", "POWER", "TEMP", "HEALTH", "SM", "TENSOR", "PCIe RX", "PCIe TX",
+              "UUID")
     table, kept = _table(labels, width, ("TENSOR", "PCIe RX", "PCIe TX", "UUID"), ("MODEL", "UUID"))
     for gpu in node.gpus:
+        badge = health_badge(gpu)
         _add_row(table, kept, (
             str(gpu.index),
             short_gpu_name(gpu.model),
@@ -212,12 +216,19 @@ def gpu_table(node: ClusterNode, width: int) -> Table:
             memory_pair(gpu.memory_used_bytes, gpu.memory_total_bytes),
             fmt_watts(gpu.power_watts),
             fmt_celsius(gpu.temperature_celsius),
+            Text(badge, style="bold red") if badge == "DRAIN" else badge,
             fmt_percent(gpu.sm_active_percent),
             fmt_percent(gpu.tensor_active_percent),
             fmt_rate(gpu.pcie_rx_bytes_per_s),
             fmt_rate(gpu.pcie_tx_bytes_per_s),
             safe_text(gpu.uuid, 40) or NA,
         ))
+        for mig in gpu.mig:
+            _add_row(table, kept, (
+                f"MIG {mig.gpu_instance_id}", safe_text(mig.profile, 16) or NA, "",
+                memory_pair(mig.memory_used_bytes, mig.memory_total_bytes), "", "", "",
+                fmt_percent(mig.sm_active_percent), fmt_percent(mig.tensor_active_percent), "", "", "",
+            ))
     return table
 
 

@@ -20,7 +20,7 @@ from textual.geometry import Size
 from textual.strip import Strip
 
 from gpusight.cluster.counts import counted, node_gpus
-from gpusight.cluster.frame import ClusterFrame, ClusterGpu, ClusterNode
+from gpusight.cluster.frame import ClusterFrame, ClusterGpu, ClusterMig, ClusterNode
 from gpusight.cluster.job_speed import job_key
 from gpusight.cluster.job_speed_text import job_utilization
 from gpusight.textsafe import safe_text
@@ -38,7 +38,7 @@ from gpusight.ui.cluster_text import (
 from gpusight.ui.format import LineBuilder, fit, fit_cell, memory_pair, short_gpu_name
 from gpusight.ui.line_diff import line_regions, refresh_regions
 from gpusight.ui.row_cursor import RowCursorView
-from gpusight.units import NA, fmt_celsius, fmt_percent, fmt_watts
+from gpusight.units import NA, fmt_bytes, fmt_celsius, fmt_percent, fmt_watts
 
 SORT_KEYS = ("name", "util", "memory", "free")
 """Host orders :meth:`ClusterTable.sort_by` accepts."""
@@ -59,7 +59,15 @@ HOST_ROW = -1
 """GPU index of a host's header row in a row key."""
 
 RowKey = tuple[str, int]
-"""(host, GPU index), or (host, HOST_ROW) for the host's header row."""
+"""(host, GPU index), or (host, HOST_ROW) for the host's header row, or (host, :func:`mig_row`) for a MIG instance."""
+
+MIG_ROWS = 1 << 16
+"""MIG instance ids per GPU in a MIG row's number (GPU_I_ID is at most 14 today)."""
+
+
+def mig_row(gpu: int, gpu_instance_id: int) -> int:
+    """The second part of the row key of MIG instance ``gpu_instance_id`` of GPU ``gpu``: below ``HOST_ROW``."""
+    return HOST_ROW - 1 - gpu * MIG_ROWS - gpu_instance_id
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +105,10 @@ class _Row:
     @property
     def is_host(self) -> bool:
         return self.key[1] == HOST_ROW
+
+    @property
+    def is_mig(self) -> bool:
+        return self.key[1] < HOST_ROW
 
 
 def _layout(width: int) -> tuple[tuple[int, ...], int, int]:
@@ -318,6 +330,11 @@ class ClusterTable(RowCursorView[RowKey], can_focus=True):
             speed = speeds.get(job_key(job))
             if speed is not None and speed.utilization_name is not None:
                 mfu.setdefault(job.host, []).append(job_utilization(speed))
+        by_instance: dict[tuple[str, int | None, int | None], list[str]] = {}
+        for process in frame.processes:
+            if process.gpu_instance_id is not None:
+                by_instance.setdefault((process.host, process.gpu, process.gpu_instance_id), []).append(
+                    f"{safe_text(process.name) or '?'} r{safe_text(process.rank)}")
         advice: dict[str, list[object]] = {}
         for host, item in frame.node_advice:
             advice.setdefault(host, []).append(item.severity)
@@ -333,6 +350,9 @@ class ClusterTable(RowCursorView[RowKey], can_focus=True):
                 util = series_of(histories, UTIL.metric, node.host, gpu.index)[-SPARK_MAX:]
                 memory = series_of(histories, MEMORY.metric, node.host, gpu.index)[-SPARK_MAX:]
                 rows.append(_Row((node.host, gpu.index), _gpu_cells(gpu, util, memory), not node.up))
+                rows.extend(_Row((node.host, mig_row(gpu.index, mig.gpu_instance_id)),
+                                 _mig_cells(mig, by_instance.get((node.host, gpu.index, mig.gpu_instance_id), [])),
+                                 not node.up) for mig in gpu.mig)
         return rows
 
     def _host_cells(
@@ -356,7 +376,8 @@ class ClusterTable(RowCursorView[RowKey], can_focus=True):
         advice_text = ("advice " + " ".join(f"{n} {s.value.upper()}" for s, n in counts)) if counts else ""
         state = "up" if node.up else "DOWN"
         note = safe_text(node.note, 120)
-        return (arrow, host_text(node.host), state, exporter, gpus, job_text, util_text, advice_text, note)
+        drain = f"{counted(node.drain_gpus, 'GPU')} to drain" if node.drain_gpus else ""
+        return (arrow, host_text(node.host), state, exporter, gpus, job_text, util_text, advice_text, note, drain)
 
     def _cursor_fallback(self, key: RowKey) -> RowKey:
         """A GPU row that is gone (its host collapsed or filtered) leaves the cursor on its host's row."""
@@ -428,12 +449,15 @@ class ClusterTable(RowCursorView[RowKey], can_focus=True):
         if cached is not None and cached[0] == row.cells:
             return cached[1]
         self.rows_rendered += 1
-        strip = self._host_strip(row) if row.is_host else self._gpu_strip(row)
+        if row.is_host:
+            strip = self._host_strip(row)
+        else:
+            strip = self._mig_strip(row) if row.is_mig else self._gpu_strip(row)
         self._strips[row.key] = (row.cells, strip)
         return strip
 
     def _host_strip(self, row: _Row) -> Strip:
-        arrow, name, state, exporter, gpus, jobs, util, advice, note = (str(cell) for cell in row.cells)
+        arrow, name, state, exporter, gpus, jobs, util, advice, note, drain = (str(cell) for cell in row.cells)
         host = self._style("cluster-table--host")
         line = LineBuilder(self._line_width, host)
         line.add(f"{arrow} ")
@@ -444,16 +468,24 @@ class ClusterTable(RowCursorView[RowKey], can_focus=True):
         if note:  # what is wrong comes before the counts, which a narrow terminal drops
             line.add("  ")
             line.add_cut(note, self._style("cluster-table--host", "cluster-table--note"), self.ascii_mode)
-        for part, style in ((exporter, ""), (gpus, ""), (advice, "cluster-table--warn"), (jobs, ""), (util, "")):
+        for part, style in ((drain, "cluster-table--warn"), (exporter, ""), (gpus, ""), (advice, "cluster-table--warn"),
+                            (jobs, ""), (util, "")):
             if part and not line.add("  " + part, self._style("cluster-table--host", style)):
                 break
+        return line.strip()
+
+    def _mig_strip(self, row: _Row) -> Strip:
+        """A MIG instance under its GPU: its id and profile, memory, SM activity where served, its processes."""
+        base = self._style("cluster-table--dim" if row.down else "")
+        line = LineBuilder(self._line_width, base)
+        line.add(("  '- " if self.ascii_mode else "  └ ") + " ".join(str(cell) for cell in row.cells if cell))
         return line.strip()
 
     def _gpu_strip(self, row: _Row) -> Strip:
         texts, util, memory, memory_scale = row.cells[:7], row.cells[7], row.cells[8], row.cells[9]
         base = self._style("cluster-table--dim" if row.down else "")
         text = "".join(fit_cell(str(texts[i]), _COLUMNS[i].width, _COLUMNS[i].right) + " " for i in self._columns)
-        segments = [Segment(text, base)]
+        segments = [Segment(text, base if row.down or not row.cells[10] else self._style("cluster-table--warn"))]
         width = len(text)
         for values, spark, maximum, style in (
             (util, self._spark_util, 100.0, "cluster-table--util"),
@@ -493,9 +525,13 @@ class ClusterTable(RowCursorView[RowKey], can_focus=True):
 def _gpu_cells(gpu: ClusterGpu, util: tuple[float | None, ...], memory: tuple[float | None, ...]) -> tuple[object, ...]:
     """A GPU row's values: the column texts, the two histories and the memory scale (MiB)."""
     state = "LOST" if gpu.lost else None
+    drain = gpu.health is not None and gpu.health.needs_drain
+    model = short_gpu_name(gpu.model)
+    if drain and gpu.health is not None:  # the worst finding's name, e.g. "DRAIN Xid 79"
+        model = "DRAIN " + gpu.health.findings[0].title.split(":")[0]
     return (
         str(gpu.index),
-        fit(short_gpu_name(gpu.model), _COLUMNS[1].width),
+        fit(model, _COLUMNS[1].width),
         state or fmt_percent(gpu.utilization_percent),
         memory_pair(gpu.memory_used_bytes, gpu.memory_total_bytes) if gpu.memory_used_bytes is not None else NA,
         fmt_watts(gpu.power_watts),
@@ -504,4 +540,14 @@ def _gpu_cells(gpu: ClusterGpu, util: tuple[float | None, ...], memory: tuple[fl
         util,
         memory,
         None if gpu.memory_total_bytes is None else gpu.memory_total_bytes / MIB,
+        drain,
     )
+
+
+def _mig_cells(mig: ClusterMig, processes: list[str]) -> tuple[object, ...]:
+    """A MIG row's texts: instance id and profile, memory, SM activity (only where served), processes."""
+    memory = (NA if mig.memory_used_bytes is None
+              else memory_pair(mig.memory_used_bytes, mig.memory_total_bytes) if mig.memory_total_bytes is not None
+              else fmt_bytes(mig.memory_used_bytes))
+    activity = f"SM {fmt_percent(mig.sm_active_percent)}" if mig.sm_active_percent is not None else ""
+    return (f"MIG {mig.gpu_instance_id}", safe_text(mig.profile, 16), memory, activity, safe_text("; ".join(processes), 80))

@@ -108,3 +108,27 @@ def serving(extra: Sequence[str] = (), env: Mapping[str, str] | None = None,
         terminate(proc)
         if proc.stderr is not None:
             proc.stderr.close()
+
+
+DCGM_LINT = ("label names should be written in 'snake_case' not 'camelCase'",
+             "DCGM_FI_DEV_PCIE_REPLAY_COUNTER metric name should not include type 'counter'")
+"""What promtool's lint (exit 3) says of dcgm-exporter's own spellings, which gpusight keeps for its dashboards: the
+camelCase label ``modelName`` on every device series, and a counter's name holding "COUNTER"."""
+
+
+def promtool_problems(exposition: str) -> list[str]:
+    """What ``promtool check metrics`` finds in ``exposition`` beyond dcgm-exporter's own spellings (``DCGM_LINT``)
+    on ``DCGM_FI_`` series; skips the test where promtool is not installed."""
+    import shutil
+
+    import pytest
+
+    promtool = shutil.which("promtool")
+    if promtool is None:
+        pytest.skip("promtool is not installed (Debian's prometheus package; see README's test command)")
+    result = subprocess.run([promtool, "check", "metrics"], input=exposition, capture_output=True, text=True,
+                            check=False)
+    problems = (result.stdout + result.stderr).splitlines()
+    if result.returncode not in (0, 3):
+        return problems
+    return [p for p in problems if not (p.startswith("DCGM_FI_") and p.endswith(DCGM_LINT))]
