@@ -44,8 +44,10 @@ class Trainer:
 
 def record_fields(steps_per_second: float, achieved_tflops: float | None = None, peak_tflops: float | None = None,
                   samples_per_step: int = 32, tokens_per_step: int | None = 65536, flops_source: str = "6N",
-                  breakdown: Mapping[str, float] | None = None) -> dict[str, object]:
-    """The rate, ``speed`` and ``breakdown`` keys of a record for a trainer running at ``steps_per_second``."""
+                  breakdown: Mapping[str, float] | None = None,
+                  input_wait_fraction: float | None = None) -> dict[str, object]:
+    """The rate, ``speed`` and ``breakdown`` keys of a record for a trainer running at ``steps_per_second`` (and the
+    measured input wait, when given)."""
     speed: dict[str, object] = {"samples_per_second": samples_per_step * steps_per_second,
                                 "batch_size_source": "batch", "flops_source": flops_source, "math_mode": "bf16"}
     if tokens_per_step is not None:
@@ -62,6 +64,8 @@ def record_fields(steps_per_second: float, achieved_tflops: float | None = None,
                                  "speed": speed}
     if breakdown is not None:
         fields["breakdown"] = {**breakdown, "source": "host"}
+    if input_wait_fraction is not None:
+        fields["input_wait_fraction"] = input_wait_fraction
     return fields
 
 
