@@ -162,8 +162,11 @@ def test_appending_after_a_cut_keeps_old_and_new_snapshots(small, tmp_path):
     path, data = small
     whole = path.read_bytes()
     cut = tmp_path / "appended.gtr"
-    cut.write_bytes(whole[: len(whole) * 2 // 3])
+    first_block = next(size for size in range(len(COMPACT_MAGIC), len(whole), 64)
+                       if cut.write_bytes(whole[:size]) and split(read_recording(cut))[0])
+    cut.write_bytes(whole[: (first_block + len(whole)) // 2])  # a cut in the middle of the snapshots, past the header
     before, _ = split(read_recording(cut))
+    assert 0 < len(before) < len(data)
     later = snapshots(20, start=START + 1000)
     write(cut, later)
     got, problems = split(read_recording(cut))

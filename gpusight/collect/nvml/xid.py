@@ -23,8 +23,12 @@ from gpusight.collect.nvml.errors import UNSUPPORTED_CODES, describe
 XID_EVENT_TYPE: int = pynvml.nvmlEventTypeXidCriticalError
 """The event type whose data is an Xid number."""
 
-WAIT_MS = 250
-"""How long one ``nvmlEventSetWait_v2`` blocks at most: the thread notices ``close`` within this time."""
+WAIT_MS = 50
+"""How long one ``nvmlEventSetWait_v2`` blocks at most: the thread notices ``close`` within this time.
+
+Short, because a quit gives the sampler's release (this thread's end, then ``nvmlShutdown``) about 0.1 s
+(``Sampler.stop``) before the process exits; a wait that times out costs the driver one idle poll of its
+event file, 20 a second."""
 
 RETRY_PAUSE_S = 1.0
 """Pause after a wait that failed (a lost GPU answers GPU_IS_LOST at once), so the thread never spins."""
