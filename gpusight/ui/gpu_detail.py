@@ -157,17 +157,19 @@ class GpuDetailScreen(Screen[None]):
         self.ascii_mode = ascii_mode
         """Draw charts with ASCII only."""
         self._fields = Static(Text("waiting for data"), id="detail-fields")
-        self._charts: dict[str, LabelledChart] = {}
+        self._charts = {
+            name: LabelledChart(title, ascii_mode=ascii_mode, id=f"chart-{name}")
+            for name, title in {**HISTORY_TITLES, **EXTRA_TITLES}.items()
+        }
+        self._left = VerticalScroll(id="detail-left")
         self._last_fields: list[tuple[str, str]] | None = None
         self.fields_text = ""
         """The fields and sections shown, one ``label value`` a line (section titles alone), as plain text."""
 
     def compose(self) -> ComposeResult:
         """Fields on the left; on the right the five histories full width, then the extra charts."""
-        for name, title in {**HISTORY_TITLES, **EXTRA_TITLES}.items():
-            self._charts[name] = LabelledChart(title, ascii_mode=self.ascii_mode, id=f"chart-{name}")
-        with VerticalScroll(id="detail-left") as left:
-            left.border_title = f"GPU {self.device_index}"
+        with self._left:
+            self._left.border_title = f"GPU {self.device_index}"
             yield self._fields
         with VerticalScroll(id="detail-right"):
             with Vertical(id="detail-histories"):
@@ -201,8 +203,7 @@ class GpuDetailScreen(Screen[None]):
                 for label, value in rows:
                     table.add_row(label, Text(value))
             self._fields.update(table)
-        left = self.query_one("#detail-left")
-        left.border_title = f"GPU {gpu_number(device)} · {short_gpu_name(device.name)}"
+        self._left.border_title = f"GPU {gpu_number(device)} · {short_gpu_name(device.name)}"
         self._show_charts(device, frame.charts, choice)
 
     def _show_charts(self, device: DeviceSample, charts: ChartView, choice: ChartChoice) -> None:

@@ -163,6 +163,7 @@ class ProcessDetailScreen(Screen[None]):
         self._breakdown = StackedChart(ascii_mode=ascii_mode, classes="detail-chart")
         self._utilization = LabelledChart("MFU", ascii_mode=ascii_mode, id="chart-utilization")
         self._throughput = LabelledChart("throughput", ascii_mode=ascii_mode, id="chart-throughput")
+        self._left = VerticalScroll(id="detail-left")
         self.identity_text = ""
         """The identity lines shown (plain text, escaped)."""
         self.status_text = ""
@@ -172,8 +173,8 @@ class ProcessDetailScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         """Identity and figures on the left; the breakdown, MFU and throughput charts on the right."""
-        with VerticalScroll(id="detail-left") as left:
-            left.border_title = f"PID {self.pid}"
+        with self._left:
+            self._left.border_title = f"PID {self.pid}"
             yield self._status
             yield self._fields
             yield self._identity
@@ -203,9 +204,8 @@ class ProcessDetailScreen(Screen[None]):
         self.identity_text = process_summary(process, jobs_by_id(frame.snapshot), self.ascii_mode)
         self._identity.update(Text(self.identity_text))
         self._show_fields(process, frame)
-        left = self.query_one("#detail-left")
         separator = "-" if self.ascii_mode else "·"
-        left.border_title = f"PID {self.pid} {separator} {safe_text(process.name, 40) or 'unknown'}"
+        self._left.border_title = f"PID {self.pid} {separator} {safe_text(process.name, 40) or 'unknown'}"
         self._show_charts(process, frame.speeds, choice)
 
     def _show_fields(self, process: ProcessSample, frame: Frame) -> None:
