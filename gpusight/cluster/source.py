@@ -56,6 +56,7 @@ from gpusight.cluster.settings import DEFAULT_HISTORY_SECONDS, DEFAULT_TIMEOUT_S
 from gpusight.cluster.speed_advice import input_bound_jobs
 from gpusight.collect.health import HealthAssessment
 from gpusight.collect.model import Advice, Severity, WorkloadKind
+from gpusight.metric_ranges import plausible
 
 QUERIES_PER_POLL = 7
 """The most queries one poll sends, whatever the number of nodes (six without a focus host)."""
@@ -92,10 +93,6 @@ CORE_METRICS = (m.GPU_UTIL, m.FB_USED, m.POWER_USAGE, m.GPU_TEMP)
 
 MIB = 1 << 20
 """Bytes in a MiB."""
-
-SENTINEL_LIMIT = 1e15
-"""dcgm-exporter writes DCGM's 'blank' sentinels (about 9.2e18) for unknown values; anything above is unknown."""
-
 
 def names_regex(metrics: Iterable[m.MetricName], *others: str, matchers: str = "") -> str:
     """A selector matching every one of ``metrics`` (and the ``others`` names) by name, and ``matchers``."""
@@ -163,13 +160,6 @@ def host_label(labels: dict[str, str]) -> tuple[str, str]:
         if labels.get(name):
             return name, labels[name]
     return INSTANCE, "?"
-
-
-def known(value: float | None) -> float | None:
-    """``value`` unless it is NaN, infinite or one of DCGM's blank sentinels."""
-    if value is None or not math.isfinite(value) or abs(value) >= SENTINEL_LIMIT:
-        return None
-    return value
 
 
 def number(text: str) -> int | None:
@@ -367,14 +357,15 @@ class ClusterSource:
                 gpus = self._last_gpus.get(host) or self._gpus_from_history(host, util, memory)
             up, note = self._liveness(host, instances, up_now, ups, host in fresh, now)
             extra = host_values.get(host, {})
-            age = extra.get(m.SNAPSHOT_AGE.name)
+            age = plausible(m.SNAPSHOT_AGE.name, extra.get(m.SNAPSHOT_AGE.name))
             if up and age is not None and age > STALE_SNAPSHOT_SECONDS:
                 note = f"data {age:.0f} s old: gpusight --serve gets no answer from NVML there"
                 problems.append(f"{host}: {note}")
             nodes.append(ClusterNode(
                 host=host, instances=instances, up=up, exporter="gpusight" if host in self._gpusight_hosts else "dcgm",
                 gpus=gpus, last_seen=self._last_seen.get(host), note=note,
-                cpu_percent=known(extra.get(m.HOST_CPU.name)), iowait_percent=known(extra.get(m.HOST_IOWAIT.name)),
+                cpu_percent=plausible(m.HOST_CPU.name, extra.get(m.HOST_CPU.name)),
+                iowait_percent=plausible(m.HOST_IOWAIT.name, extra.get(m.HOST_IOWAIT.name)),
             ))
         for name, where in sorted(missing.items()):
             problems.append(f"no {name} from {listed(where)}: shown as N/A")
@@ -426,7 +417,7 @@ class ClusterSource:
              mig: tuple[ClusterMig, ...]) -> ClusterGpu:
         """One GPU from its instant values (metric name -> value) and its full labels, its health judged at ``now``."""
         def value(metric: m.MetricName) -> float | None:
-            return known(values.get(metric.name))
+            return plausible(metric.name, values.get(metric.name))
 
         def percent(metric: m.MetricName) -> float | None:
             ratio = value(metric)
@@ -474,7 +465,7 @@ class ClusterSource:
             for t, v in item.points:
                 slot = int(round((t - start) / self.step))
                 if 0 <= slot < count:
-                    values[slot] = known(v)
+                    values[slot] = plausible(metric, v)
             series[(host_label(item.labels)[1], index)] = tuple(values)
         return ClusterHistory(metric=metric, start=start, step=self.step, series=series)
 
@@ -505,8 +496,9 @@ class ClusterSource:
             by_name[series.labels.get("__name__", "")].append(series)
 
         def keyed(metric: m.MetricName, *labels: str) -> dict[tuple[str, ...], float]:
-            return {(host_label(s.labels)[1], *(s.labels.get(label, "") for label in labels)): s.value
-                    for s in by_name[metric.name] if known(s.value) is not None}
+            values = ((s, plausible(metric.name, s.value)) for s in by_name[metric.name])
+            return {(host_label(s.labels)[1], *(s.labels.get(label, "") for label in labels)): value
+                    for s, value in values if value is not None}
 
         world = keyed(m.JOB_WORLD_SIZE, m.LABEL_JOB)
         job_memory = keyed(m.JOB_MEMORY, m.LABEL_JOB)
@@ -601,7 +593,7 @@ class ClusterSource:
         needed = self.thresholds.min_coverage * self.thresholds.window_seconds / self.step
         sm_means: dict[tuple[str, str, str, str], float] = {}
         for series in sm:
-            recent = [v for t, v in series.points if t > cutoff and known(v) is not None]
+            recent = [v for t, v in series.points if t > cutoff and plausible(m.PROCESS_SM.name, v) is not None]
             if recent and len(recent) >= needed:
                 labels = series.labels
                 sm_means[(host_label(labels)[1], labels.get(m.LABEL_JOB, ""), labels.get(m.LABEL_RANK, ""),
@@ -636,7 +628,7 @@ def _instances(values: dict[tuple[int, str], dict[str, float]]) -> tuple[Cluster
     instances = []
     for (instance, profile), figures in sorted(values.items()):
         def value(metric: m.MetricName, figures: dict[str, float] = figures) -> float | None:
-            return known(figures.get(metric.name))
+            return plausible(metric.name, figures.get(metric.name))
 
         used, free = value(m.FB_USED), value(m.FB_FREE)
         active, tensor = value(m.SM_ACTIVE), value(m.TENSOR_ACTIVE)
