@@ -36,7 +36,7 @@ OSC8 = "\x1b]8;;http://evil.example/\x1b\\osc\x1b]8;;\x1b\\"
 
 def hostile(tag: str) -> str:
     """A label value carrying every attack, starting with ``tag`` so it can be found on screen."""
-    return f"{tag}{LINK}[b]B[/b][/]{OSC8}\x1b[31mred\x07bel\x9b2Jc1\u202eltr"
+    return f"{tag}{LINK}[b]B[/b][/]{OSC8}\x1b[31mred\x07bel\x9b2Jc1\u202eltr\U0001f600"  # beyond U+FFFF too
 
 
 HOST = hostile("evilhost")
@@ -179,3 +179,16 @@ def test_tui_writes_no_hyperlink_bel_or_bidi_from_labels_on_the_fleet_or_host_sc
         assert b"\x07bel" not in output and "\u202e".encode() not in output and b"\xc2\x9b" not in output
         assert "Traceback" not in text()
         assert term.quit() == 0
+
+
+def test_the_focus_hosts_charts_are_queried_by_a_name_beyond_the_basic_plane(prometheus) -> None:
+    """The host screen's power, temperature and PCIe charts come from one query naming the host; a name with a
+    character beyond U+FFFF (the emoji in HOST) must reach Prometheus as UTF-8, not as a surrogate pair it refuses."""
+    from gpusight.cluster.source import ClusterSource
+
+    source = ClusterSource(prometheus.url, history_seconds=20)
+    source.poll()
+    frame = source.poll(focus_host=HOST)
+    assert not [p for p in frame.problems if "refused a query" in p], frame.problems
+    power = next(h for h in frame.history if h.metric == m.POWER_USAGE.name)
+    assert any(host == HOST for host, _ in power.series), power.series.keys()

@@ -150,8 +150,13 @@ def placed(metric: m.MetricName) -> str:
 
 
 def promql_string(value: str) -> str:
-    """``value`` as a PromQL string literal."""
-    return json.dumps(value)
+    """``value`` as a PromQL string literal: characters beyond U+FFFF as UTF-8, never as the JSON surrogate pairs
+    that PromQL's Go unquoting refuses (a lone surrogate, which UTF-8 cannot carry, stays escaped and fails there)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(value)
+    return json.dumps(value, ensure_ascii=False)
 
 
 def host_label(labels: dict[str, str]) -> tuple[str, str]:
