@@ -3,8 +3,9 @@
 Unlike ``prometheus_client.start_http_server`` (socketserver's listen backlog of 5, no idle timeout), it
 keeps a long listen backlog, serves each connection on a daemon thread with a read timeout, does the TLS
 handshake on that thread (a slow client never holds up the accept loop) and drops broken clients quietly.
-Connection threads are kept a while after their connection ends and reused: starting a thread for every scrape
-cost 0.2-0.3 ms CPU a scrape, about half as much again as the HTTP handling.
+A few connection threads are kept a while after their connection ends and reused: starting a thread for every
+scrape cost 0.2-0.3 ms CPU a scrape, about half as much again as the HTTP handling. The handshake, request line and
+headers have one deadline together, so a client that trickles bytes (slowloris) cannot hold a thread for long.
 """
 
 from __future__ import annotations
@@ -13,12 +14,14 @@ import base64
 import binascii
 import gzip
 import hmac
+import io
 import os
 import queue
 import socket
 import ssl
 import stat
 import threading
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +40,10 @@ LISTEN_BACKLOG = 1024
 READ_TIMEOUT_S = 10.0
 """A connection that sends nothing (or stalls mid-request or mid-handshake) this long is closed."""
 
+HEADER_DEADLINE_S = 10.0
+"""The TLS handshake, request line and headers must all arrive within this long of the connection's thread taking
+it (at once, on accept): a client trickling a byte a second is cut off, although each byte restarts the read timeout."""
+
 DEFAULT_HOST = "127.0.0.1"
 """Where ``--serve PORT`` listens: this machine only, unless an address is given."""
 
@@ -45,7 +52,12 @@ LANDING_PAGE = (b"<!doctype html><html><head><title>gpusight exporter</title></h
 """What ``/`` answers."""
 
 THREAD_IDLE_S = 300.0
-"""How long a connection thread waits for the next connection before it ends (Prometheus scrapes every 15 s to 1 min)."""
+"""How long a spare connection thread waits for the next connection before it ends (Prometheus scrapes every 15 s to
+1 min)."""
+
+SPARE_THREADS = 8
+"""Idle connection threads kept for reuse; any more end as soon as their connection does, so a burst of connections
+(or an attack) leaves no threads behind."""
 
 GZIP_LEVEL = 1
 """Compression level of a gzip-encoded scrape: prometheus_client's own (9) costs ten times the CPU
@@ -171,17 +183,52 @@ def exporter_app(collector: Collector, credentials: list[tuple[bytes, bytes]] | 
     return app
 
 
+class _DeadlineReader(io.RawIOBase):
+    """A socket's reads, each waiting at most ``READ_TIMEOUT_S``, and none past ``deadline`` while it is set."""
+
+    def __init__(self, sock: socket.socket, deadline: float | None) -> None:
+        super().__init__()
+        self._sock = sock
+        self.deadline = deadline
+        """``time.monotonic()`` by which the reads must be done; None once the headers are in."""
+
+    def readable(self) -> bool:
+        """It reads."""
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        """Receive into ``buffer``; TimeoutError when nothing comes in time or the deadline has passed."""
+        wait = READ_TIMEOUT_S
+        if self.deadline is not None:
+            wait = min(wait, self.deadline - time.monotonic())
+            if wait <= 0:
+                raise TimeoutError("the request headers did not arrive in time")
+        self._sock.settimeout(wait)
+        return self._sock.recv_into(buffer)
+
+
 class _QuietHandler(WSGIRequestHandler):
-    """A request handler with a read timeout, the TLS handshake on its own thread, and no access log."""
+    """A request handler with a read timeout, one deadline for the handshake and headers, the TLS handshake on its
+    own thread, and no access log."""
 
     timeout = READ_TIMEOUT_S
 
     def setup(self) -> None:
+        deadline = time.monotonic() + HEADER_DEADLINE_S
         self.connection = self.request
-        self.connection.settimeout(self.timeout)
         if isinstance(self.connection, ssl.SSLSocket):
+            self.connection.settimeout(HEADER_DEADLINE_S)  # one deadline for the whole handshake (CPython's _ssl)
             self.connection.do_handshake()
         super().setup()
+        self.rfile.close()
+        self._reader = _DeadlineReader(self.connection, deadline)
+        self.rfile = io.BufferedReader(self._reader)
+
+    def parse_request(self) -> bool:
+        """Parse the request line and headers, then lift the deadline (reads go on with the read timeout)."""
+        parsed = super().parse_request()
+        self._reader.deadline = None
+        return parsed
 
     def log_message(self, format: str, *args: Any) -> None:
         """Requests are not logged: a scrape a second would fill the journal."""
@@ -189,7 +236,8 @@ class _QuietHandler(WSGIRequestHandler):
 
 class _Workers:
     """Daemon threads that serve one connection at a time: an idle one takes the next connection, else a new one
-    starts, so a connection never waits for another; a thread idle for ``THREAD_IDLE_S`` ends."""
+    starts, so a connection never waits for another. At most ``SPARE_THREADS`` stay idle, each for ``THREAD_IDLE_S``;
+a thread whose connection ends when that many are idle ends too."""
 
     def __init__(self, serve: Callable[[Any, Any], None]) -> None:
         self._serve = serve
@@ -219,6 +267,8 @@ class _Workers:
                 continue
             self._serve(request, client_address)
             with self._lock:
+                if self._idle >= SPARE_THREADS:
+                    return
                 self._idle += 1
 
 
