@@ -10,21 +10,15 @@ headers have one deadline together, so a client that trickles bytes (slowloris) 
 
 from __future__ import annotations
 
-import base64
-import binascii
 import gzip
-import hmac
 import io
-import os
 import queue
 import socket
 import ssl
-import stat
 import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from pathlib import Path
 from socketserver import TCPServer, ThreadingMixIn
 from typing import Any, cast
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer
@@ -32,6 +26,7 @@ from wsgiref.simple_server import WSGIRequestHandler, WSGIServer
 from prometheus_client.exposition import gzip_accepted
 from prometheus_client.registry import Collector
 
+from gpusight.prometheus_exporter.basic_auth import BcryptUsers, Verdict
 from gpusight.prometheus_exporter.exposition import CONTENT_TYPE, Exposition
 
 LISTEN_BACKLOG = 1024
@@ -103,82 +98,35 @@ def parse_listen(text: str) -> ListenAddress:
     return ListenAddress(host, int(port))
 
 
-def tls_context(cert: Path, key: Path) -> ssl.SSLContext:
-    """A server TLS context (TLS 1.2 or later) with ``cert`` and ``key``; ServeError when they cannot be loaded."""
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.minimum_version = ssl.TLSVersion.TLSv1_2
-    try:
-        context.load_cert_chain(certfile=cert, keyfile=key)
-    except OSError as exc:  # ssl.SSLError included
-        reason = exc.strerror or getattr(exc, "reason", None) or exc
-        raise ServeError(f"cannot load the TLS certificate {cert} with key {key}: {reason}") from None
-    return context
-
-
-def read_credentials(path: Path) -> list[tuple[bytes, bytes]]:
-    """The ``user:password`` lines of ``path`` (blank and ``#`` lines skipped).
-
-    ServeError when the file is missing, readable or writable by group or others, or holds no credentials.
-    """
-    try:
-        mode = os.stat(path).st_mode
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ServeError(f"cannot read the basic auth file {path}: {getattr(exc, 'strerror', None) or exc}") from None
-    if mode & (stat.S_IRWXG | stat.S_IRWXO):
-        raise ServeError(f"the basic auth file {path} is open to group or others (mode {stat.S_IMODE(mode):04o}); "
-                         f"run: chmod 600 {path}")
-    pairs = []
-    for line in text.splitlines():
-        if line.strip() and not line.lstrip().startswith("#"):
-            user, sep, password = line.partition(":")
-            if not sep or not user:
-                raise ServeError(f"the basic auth file {path} has a line that is not user:password")
-            pairs.append((user.encode(), password.encode()))
-    if not pairs:
-        raise ServeError(f"the basic auth file {path} holds no user:password line")
-    return pairs
-
-
-def authorized(header: str | None, credentials: list[tuple[bytes, bytes]]) -> bool:
-    """True when an ``Authorization: Basic`` header names one of ``credentials``; every pair compared in constant
-    time, so the answer's timing tells neither a user name nor a password prefix."""
-    if not header or not header.startswith("Basic "):
-        return False
-    try:
-        user, sep, password = base64.b64decode(header[6:].strip(), validate=True).partition(b":")
-    except (binascii.Error, ValueError):
-        return False
-    match = False
-    for known_user, known_password in credentials:
-        same = hmac.compare_digest(user, known_user) & hmac.compare_digest(password, known_password)
-        match |= bool(sep) and same
-    return match
-
-
-def exporter_app(collector: Collector, credentials: list[tuple[bytes, bytes]] | None) -> WsgiApp:
+def exporter_app(collector: Collector, users: BcryptUsers | None = None,
+                 headers: tuple[tuple[str, str], ...] = ()) -> WsgiApp:
     """``/metrics`` (``collector``'s families in the Prometheus text format, gzip at ``GZIP_LEVEL`` when accepted),
-    ``/`` a landing page, 404 otherwise; 401 everywhere without valid credentials when ``credentials`` are given."""
+    ``/`` a landing page, 404 otherwise; 401 everywhere without valid credentials when ``users`` are given, and
+    ``headers`` on every answer."""
     exposition = Exposition(collector)
 
     def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
-        if credentials is not None and not authorized(environ.get("HTTP_AUTHORIZATION"), credentials):
-            start_response("401 Unauthorized", [("WWW-Authenticate", 'Basic realm="gpusight"'),
-                                                 ("Content-Type", "text/plain")])
-            return [b"401 Unauthorized\n"]
+        status, extra, body = _answer(environ)
+        start_response(status, [*extra, *headers])
+        return [body]
+
+    def _answer(environ: dict[str, Any]) -> tuple[str, list[tuple[str, str]], bytes]:
+        verdict = Verdict.ALLOWED if users is None else users.check(environ.get("HTTP_AUTHORIZATION"))
+        if verdict is Verdict.BUSY:
+            return "503 Service Unavailable", [("Retry-After", "5"), ("Content-Type", "text/plain")], b"503 Busy\n"
+        if verdict is Verdict.DENIED:
+            return ("401 Unauthorized", [("WWW-Authenticate", 'Basic realm="gpusight"'),
+                                         ("Content-Type", "text/plain")], b"401 Unauthorized\n")
         path = environ.get("PATH_INFO", "")
         if path == "/metrics":
-            body, headers = exposition.render(), [("Content-Type", CONTENT_TYPE)]
+            body, extra = exposition.render(), [("Content-Type", CONTENT_TYPE)]
             if gzip_accepted(environ.get("HTTP_ACCEPT_ENCODING", "")):
                 body = gzip.compress(body, compresslevel=GZIP_LEVEL)
-                headers.append(("Content-Encoding", "gzip"))
-            start_response("200 OK", headers)
-            return [body]
+                extra.append(("Content-Encoding", "gzip"))
+            return "200 OK", extra, body
         if path == "/":
-            start_response("200 OK", [("Content-Type", "text/html; charset=utf-8")])
-            return [LANDING_PAGE]
-        start_response("404 Not Found", [("Content-Type", "text/plain")])
-        return [b"404 Not Found: metrics are at /metrics\n"]
+            return "200 OK", [("Content-Type", "text/html; charset=utf-8")], LANDING_PAGE
+        return "404 Not Found", [("Content-Type", "text/plain")], b"404 Not Found: metrics are at /metrics\n"
 
     return app
 
