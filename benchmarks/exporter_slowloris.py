@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import select
 import socket
 import statistics
 import subprocess
@@ -32,9 +31,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))
 from support.exporter import read_announcement, terminate  # noqa: E402
-
-REQUEST = b"GET /metrics HTTP/1.1\r\nHost: gpu-node\r\nX-Slow: " + b"a" * 10000
-"""What a trickling client sends, a byte a second: its headers never end."""
+from support.slowloris import thread_count, trickle  # noqa: E402
 
 
 @dataclass
@@ -61,13 +58,6 @@ class Result:
     """Of the concurrent scrapes, how many got a 200."""
 
 
-def _threads(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("Threads:"):
-            return int(line.split()[1])
-    raise RuntimeError("no Threads: line")
-
-
 def _scrape_ms(url: str) -> float | None:
     start = time.perf_counter()
     try:
@@ -77,29 +67,6 @@ def _scrape_ms(url: str) -> float | None:
     except OSError:
         ok = False
     return (time.perf_counter() - start) * 1000 if ok else None
-
-
-def _trickle(sockets: list[socket.socket], seconds: float, closed: list[float]) -> None:
-    """Send a byte a second on each socket for ``seconds``; note when the server closes one."""
-    sent = {sock: 0 for sock in sockets}
-    start = time.monotonic()
-    while sent and time.monotonic() - start < seconds:
-        for sock in list(sent):
-            try:
-                sock.send(REQUEST[sent[sock]:sent[sock] + 1])
-                sent[sock] += 1
-            except OSError:
-                del sent[sock]
-                closed.append(time.monotonic() - start)
-        readable, _, _ = select.select(list(sent), [], [], 1.0)
-        for sock in readable:
-            try:
-                data = sock.recv(4096)
-            except OSError:
-                data = b""
-            if not data:
-                del sent[sock]
-                closed.append(time.monotonic() - start)
 
 
 def run(label: str, tree: Path, args: argparse.Namespace) -> Result:
@@ -113,13 +80,14 @@ def run(label: str, tree: Path, args: argparse.Namespace) -> Result:
         host, port = url[len("http://"):].rsplit(":", 1)
         rest = [ms for ms in (_scrape_ms(url) for _ in range(20)) if ms is not None]
         result.rest_ms = statistics.median(rest)
-        result.baseline_threads = _threads(proc.pid)
+        result.baseline_threads = thread_count(proc.pid)
         idle = [socket.create_connection((host, int(port))) for _ in range(args.idle)]
         trickling = [socket.create_connection((host, int(port))) for _ in range(args.trickling)]
-        trickler = threading.Thread(target=_trickle, args=(trickling, args.attack, result.trickling_closed))
+        trickler = threading.Thread(target=lambda: result.trickling_closed.extend(
+            trickle(trickling, args.attack, lambda elapsed: None)[1]))
         trickler.start()
         while trickler.is_alive():
-            result.peak_threads = max(result.peak_threads, _threads(proc.pid))
+            result.peak_threads = max(result.peak_threads, thread_count(proc.pid))
             ms = _scrape_ms(url)
             if ms is None:
                 result.failed_scrapes += 1
@@ -131,7 +99,7 @@ def run(label: str, tree: Path, args: argparse.Namespace) -> Result:
         closed_at = time.monotonic()
         for after in (1.0, 5.0, 15.0):
             time.sleep(max(0.0, closed_at + after - time.monotonic()))
-            result.after_threads[after] = _threads(proc.pid)
+            result.after_threads[after] = thread_count(proc.pid)
         result.concurrent_answered = _concurrent(url, args.concurrent)
     finally:
         terminate(proc)

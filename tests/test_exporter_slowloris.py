@@ -7,14 +7,16 @@ once the clients are gone.
 
 from __future__ import annotations
 
-import select
 import socket
+import ssl
 import time
 from pathlib import Path
 
 from gpusight import metric_names as names
 from gpusight.prometheus_exporter.server import HEADER_DEADLINE_S, SPARE_THREADS
 from support.exporter import RunningExporter, serving
+from support.pki import make_pki
+from support.slowloris import thread_count, trickle
 
 IDLE = 100
 """Connections that send nothing."""
@@ -28,17 +30,6 @@ SLACK_S = 5.0
 THREAD_SLACK = 3
 """Threads beyond the baseline and the spare pool allowed once the clients are gone (a scrape still finishing)."""
 
-REQUEST = b"GET /metrics HTTP/1.1\r\nHost: gpu-node\r\nX-Slow: " + b"a" * 1000
-"""What a trickling client sends, a byte at a time: its headers never end."""
-
-
-def _threads(pid: int) -> int:
-    """The process's thread count, from ``/proc/PID/status``."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("Threads:"):
-            return int(line.split()[1])
-    raise AssertionError("no Threads: line")
-
 
 def _connect(running: RunningExporter, count: int) -> list[socket.socket]:
     host, port = running.url[len("http://"):].rsplit(":", 1)
@@ -48,47 +39,31 @@ def _connect(running: RunningExporter, count: int) -> list[socket.socket]:
 def _threads_settle(pid: int, ceiling: int, within_s: float) -> int:
     """Wait until the thread count is at most ``ceiling``; returns the last count seen."""
     deadline = time.monotonic() + within_s
-    count = _threads(pid)
+    count = thread_count(pid)
     while count > ceiling and time.monotonic() < deadline:
         time.sleep(0.25)
-        count = _threads(pid)
+        count = thread_count(pid)
     return count
 
 
 def test_trickling_connections_are_cut_at_the_deadline_while_scrapes_answer() -> None:
     with serving(["--demo"]) as running:
         running.wait_for(names.GPU_UTIL.name)
-        baseline = _threads(running.proc.pid)
+        baseline = thread_count(running.proc.pid)
         idle = _connect(running, IDLE)
         trickling = _connect(running, TRICKLING)
-        start = time.monotonic()
-        open_since = {sock: 0 for sock in trickling}  # bytes sent so far
-        closed_after: list[float] = []
-        scraped_during = False
+        scraped_during: list[bool] = []
+
+        def scrape_once(elapsed: float) -> None:
+            if not scraped_during and elapsed > 2:
+                assert names.GPU_UTIL.name in running.scrape()  # the attack does not stop scrapes
+                scraped_during.append(True)
+
         try:
-            while open_since and time.monotonic() - start < HEADER_DEADLINE_S + SLACK_S:
-                for sock in list(open_since):
-                    try:
-                        sock.send(REQUEST[open_since[sock]:open_since[sock] + 1])
-                        open_since[sock] += 1
-                    except OSError:  # reset or broken pipe: the server closed it
-                        del open_since[sock]
-                        closed_after.append(time.monotonic() - start)
-                readable, _, _ = select.select(list(open_since), [], [], 1.0)
-                for sock in readable:
-                    try:
-                        data = sock.recv(4096)
-                    except OSError:
-                        data = b""
-                    if not data:
-                        del open_since[sock]
-                        closed_after.append(time.monotonic() - start)
-                if not scraped_during and time.monotonic() - start > 2:
-                    assert names.GPU_UTIL.name in running.scrape()  # the attack does not stop scrapes
-                    scraped_during = True
+            still_open, closed_after = trickle(trickling, HEADER_DEADLINE_S + SLACK_S, scrape_once)
             assert scraped_during
-            assert not open_since, (f"{len(open_since)} of {TRICKLING} trickling connections still open "
-                                    f"{HEADER_DEADLINE_S + SLACK_S:g} s after they connected")
+            assert still_open == 0, (f"{still_open} of {TRICKLING} trickling connections still open "
+                                     f"{HEADER_DEADLINE_S + SLACK_S:g} s after they connected")
             assert max(closed_after) <= HEADER_DEADLINE_S + SLACK_S
         finally:
             for sock in idle + trickling:
@@ -98,16 +73,33 @@ def test_trickling_connections_are_cut_at_the_deadline_while_scrapes_answer() ->
         assert names.GPU_UTIL.name in running.scrape()
 
 
+def test_trickling_over_tls_is_cut_at_the_same_deadline(tmp_path: Path) -> None:
+    pki = make_pki(tmp_path)
+    trust = ssl.create_default_context(cafile=str(pki.ca))
+    with serving(["--demo", "--serve-tls-cert", str(pki.server_cert), "--serve-tls-key", str(pki.server_key)]) as running:
+        host, port = running.url[len("https://"):].rsplit(":", 1)
+        trickling = [trust.wrap_socket(socket.create_connection((host, int(port)), timeout=10), server_hostname=host)
+                     for _ in range(5)]  # handshakes done at once; then the headers come a byte a second
+        try:
+            still_open, closed_after = trickle(trickling, HEADER_DEADLINE_S + SLACK_S, lambda elapsed: None)
+            assert still_open == 0, f"{still_open} of 5 trickling TLS connections still open"
+            assert max(closed_after) <= HEADER_DEADLINE_S + SLACK_S
+        finally:
+            for sock in trickling:
+                sock.close()
+        assert names.BUILD_INFO.name in running.scrape(context=trust)
+
+
 def test_threads_a_burst_of_connections_started_end_when_the_clients_go() -> None:
     with serving(["--demo"]) as running:
         running.wait_for(names.GPU_UTIL.name)
-        baseline = _threads(running.proc.pid)
+        baseline = thread_count(running.proc.pid)
         burst = _connect(running, IDLE + TRICKLING)
         try:
             deadline = time.monotonic() + 10
-            while _threads(running.proc.pid) < baseline + IDLE and time.monotonic() < deadline:
+            while thread_count(running.proc.pid) < baseline + IDLE and time.monotonic() < deadline:
                 time.sleep(0.1)
-            assert _threads(running.proc.pid) >= baseline + IDLE  # a thread serves each connection
+            assert thread_count(running.proc.pid) >= baseline + IDLE  # a thread serves each connection
             assert names.GPU_UTIL.name in running.scrape()
         finally:
             for sock in burst:

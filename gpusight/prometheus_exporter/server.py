@@ -176,6 +176,7 @@ class _QuietHandler(WSGIRequestHandler):
         """Parse the request line and headers, then lift the deadline (reads go on with the read timeout)."""
         parsed = super().parse_request()
         self._reader.deadline = None
+        self.connection.settimeout(READ_TIMEOUT_S)  # the answer's writes get the whole timeout, not the deadline's rest
         return parsed
 
     def log_message(self, format: str, *args: Any) -> None:
