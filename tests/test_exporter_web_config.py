@@ -9,6 +9,7 @@ import shutil
 import ssl
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.parse
@@ -96,6 +97,29 @@ def test_bcrypt_users_over_verified_tls_with_headers(env, tmp_path: Path, pki: P
         assert running.get(headers=_auth("prometheus", PASSWORD + "x"), context=trust)[0] == 401
         with pytest.raises(urllib.error.URLError, match="CERTIFICATE_VERIFY_FAILED"):  # trusting the system CAs only
             urllib.request.urlopen(running.url + "/metrics", timeout=10, context=ssl.create_default_context())
+
+
+def test_a_flood_of_wrong_passwords_waits_its_turn_while_a_remembered_scraper_is_served(env, tmp_path: Path) -> None:
+    hashed = bcrypt.hashpw(PASSWORD.encode(), bcrypt.gensalt(rounds=12)).decode()  # about 0.3 s a check
+    config = _web_config(tmp_path, f"basic_auth_users:\n  prometheus: {hashed}\n")
+    with serving(["--serve-web-config", str(config)], env) as running:
+        running.scrape(headers=_auth("prometheus", PASSWORD))  # checked once, then remembered
+        statuses: list[int] = []
+
+        def guess(number: int) -> None:
+            statuses.append(running.get(headers=_auth("prometheus", f"guess-{number}"), timeout=60)[0])
+
+        flood = [threading.Thread(target=guess, args=(n,)) for n in range(40)]
+        for thread in flood:
+            thread.start()
+        try:
+            time.sleep(1)
+            for _ in range(3):  # while the flood waits for its bcrypt turns
+                assert names.BUILD_INFO.name in running.scrape(headers=_auth("prometheus", PASSWORD))
+        finally:
+            for thread in flood:
+                thread.join()
+    assert set(statuses) == {401, 503}, sorted(statuses)  # checked one at a time: the latecomers are turned away
 
 
 def test_a_hash_made_by_htpasswd(env, tmp_path: Path) -> None:

@@ -3,7 +3,7 @@
 A bcrypt check costs about 80 ms of CPU at cost 10 and Prometheus scrapes every 15 s, so a successful check is
 remembered under a SHA-256 of the user, the hash and the password (never the password itself). A failed one is not,
 so a wrong password cannot fill the cache; at most ``BCRYPT_SLOTS`` checks run at a time, so a flood of wrong
-passwords costs at most that many CPUs, and a request that waits ``BCRYPT_WAIT_S`` for a slot gets 503.
+passwords keeps at most that many CPUs busy, and a request that waits ``BCRYPT_WAIT_S`` for a slot gets 503.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from enum import Enum
 
 import bcrypt
 
-BCRYPT_SLOTS = 2
-"""bcrypt checks running at once; the rest wait."""
+BCRYPT_SLOTS = 1
+"""bcrypt checks running at once; the rest wait (a scraper needs one check, then is remembered)."""
 
 BCRYPT_WAIT_S = 5.0
 """How long a request waits for a bcrypt slot before it is answered 503."""
