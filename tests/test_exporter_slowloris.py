@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import socket
 import ssl
+import threading
 import time
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from gpusight import metric_names as names
 from gpusight.prometheus_exporter.server import HEADER_DEADLINE_S, SPARE_THREADS
 from support.exporter import RunningExporter, serving
 from support.pki import make_pki
-from support.slowloris import thread_count, trickle
+from support.slowloris import HANDSHAKE, thread_count, trickle
 
 IDLE = 100
 """Connections that send nothing."""
@@ -78,14 +79,23 @@ def test_trickling_over_tls_is_cut_at_the_same_deadline(tmp_path: Path) -> None:
     trust = ssl.create_default_context(cafile=str(pki.ca))
     with serving(["--demo", "--serve-tls-cert", str(pki.server_cert), "--serve-tls-key", str(pki.server_key)]) as running:
         host, port = running.url[len("https://"):].rsplit(":", 1)
-        trickling = [trust.wrap_socket(socket.create_connection((host, int(port)), timeout=10), server_hostname=host)
-                     for _ in range(5)]  # handshakes done at once; then the headers come a byte a second
+        headers = [trust.wrap_socket(socket.create_connection((host, int(port)), timeout=10), server_hostname=host)
+                   for _ in range(5)]  # handshakes done at once; then the headers come a byte a second
+        handshakes = [socket.create_connection((host, int(port)), timeout=10) for _ in range(5)]
+        slow_handshakes: list[tuple[int, list[float]]] = []
+        shaker = threading.Thread(target=lambda: slow_handshakes.append(
+            trickle(handshakes, HEADER_DEADLINE_S + SLACK_S, lambda elapsed: None, HANDSHAKE)))
+        shaker.start()
         try:
-            still_open, closed_after = trickle(trickling, HEADER_DEADLINE_S + SLACK_S, lambda elapsed: None)
-            assert still_open == 0, f"{still_open} of 5 trickling TLS connections still open"
+            still_open, closed_after = trickle(headers, HEADER_DEADLINE_S + SLACK_S, lambda elapsed: None)
+            shaker.join()
+            assert still_open == 0, f"{still_open} of 5 TLS connections trickling headers still open"
             assert max(closed_after) <= HEADER_DEADLINE_S + SLACK_S
+            assert slow_handshakes[0][0] == 0, f"{slow_handshakes[0][0]} of 5 trickled handshakes still open"
+            assert max(slow_handshakes[0][1]) <= HEADER_DEADLINE_S + SLACK_S
         finally:
-            for sock in trickling:
+            shaker.join()
+            for sock in headers + handshakes:
                 sock.close()
         assert names.BUILD_INFO.name in running.scrape(context=trust)
 

@@ -13,6 +13,9 @@ from pathlib import Path
 REQUEST = b"GET /metrics HTTP/1.1\r\nHost: gpu-node\r\nX-Slow: " + b"a" * 1000
 """What a trickling client sends, a byte at a time: its headers never end."""
 
+HANDSHAKE = b"\x16\x03\x01\x40\x00" + b"\x01" * 1000
+"""A TLS handshake record that announces 16 KiB and then trickles: the server's handshake never completes."""
+
 _NOT_NOW = (BlockingIOError, ssl.SSLWantReadError, ssl.SSLWantWriteError)
 """What a non-blocking socket raises when it has nothing to give, or no room, yet: not a closed connection."""
 
@@ -25,8 +28,9 @@ def thread_count(pid: int) -> int:
     raise AssertionError("no Threads: line")
 
 
-def trickle(sockets: list[socket.socket], limit_s: float, tick: Callable[[float], None]) -> tuple[int, list[float]]:
-    """Send each socket a header byte a second until the server closes it or ``limit_s`` passes, calling ``tick``
+def trickle(sockets: list[socket.socket], limit_s: float, tick: Callable[[float], None],
+            payload: bytes = REQUEST) -> tuple[int, list[float]]:
+    """Send each socket a byte of ``payload`` a second until the server closes it or ``limit_s`` passes, calling ``tick``
     with the seconds elapsed after each round: (how many are still open, seconds after which each was closed)."""
     sent = {sock: 0 for sock in sockets}
     closed_after: list[float] = []
@@ -36,7 +40,7 @@ def trickle(sockets: list[socket.socket], limit_s: float, tick: Callable[[float]
     while sent and time.monotonic() - start < limit_s:
         for sock in list(sent):
             try:
-                sock.send(REQUEST[sent[sock]:sent[sock] + 1])
+                sock.send(payload[sent[sock]:sent[sock] + 1])
                 sent[sock] += 1
             except _NOT_NOW:
                 pass
