@@ -68,6 +68,8 @@ class PrometheusServer:
     """Keep the targets' own ``instance``/``job`` labels on conflict."""
     scrape_timeout: str = "1s"
     """How long one scrape may take."""
+    scrape_settings: dict[str, object] = field(default_factory=dict)
+    """More settings of the scrape job, e.g. ``scheme``, ``tls_config`` and ``basic_auth``."""
     port: int = 0
     """Its HTTP port (chosen on start)."""
     directory: Path | None = None
@@ -91,7 +93,8 @@ class PrometheusServer:
         return json.dumps({
             "global": {"scrape_interval": self.scrape_interval, "evaluation_interval": self.scrape_interval,
                        "scrape_timeout": self.scrape_timeout},
-            "scrape_configs": [{"job_name": "gpu", "honor_labels": self.honor_labels, "static_configs": static}],
+            "scrape_configs": [{"job_name": "gpu", "honor_labels": self.honor_labels, "static_configs": static,
+                                **self.scrape_settings}],
         }, indent=1)
 
     def start(self, timeout: float = 30.0) -> PrometheusServer:
