@@ -7,6 +7,7 @@ shows that a kept-alive connection the server dropped is replaced silently.
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import os
@@ -16,11 +17,12 @@ import subprocess
 import sys
 import threading
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from gpusight.cluster.prom import PrometheusClient
+from gpusight.cluster.prom import PrometheusClient, PrometheusError
 from gpusight.cluster.source import ClusterSource
 from support.exposition import ExpositionServer
 from support.prometheus import PrometheusServer, Target, require_prometheus
@@ -87,14 +89,18 @@ def test_polls_keep_their_connection_and_read_gzip(proxied):
     assert len(requests_seen(proxied)) >= 5
 
 
-def test_a_kept_alive_connection_the_server_closed_is_replaced_silently():
-    """Each answer says HTTP/1.1 with a length (so the client keeps the connection) and then the server hangs
-    up, as a server closing idle connections does: every query still succeeds, each on a new connection."""
-    answer = json.dumps({"status": "success", "data": {"resultType": "vector", "result": [
-        {"metric": {"__name__": "up"}, "value": [1.0, "1"]}]}}).encode()
-    body = gzip.compress(answer)
-    accepted: list[int] = []
+VECTOR_UP = json.dumps({"status": "success", "data": {"resultType": "vector", "result": [
+    {"metric": {"__name__": "up"}, "value": [1.0, "1"]}]}}).encode()
+
+
+@contextlib.contextmanager
+def one_answer_per_connection(hold_first: bool = False) -> Iterator[tuple[str, list[socket.socket]]]:
+    """A raw HTTP server answering one query per connection (HTTP/1.1, a length, gzip: a client would keep the
+    connection) and then hanging up; with ``hold_first`` the first connection is accepted and never answered.
+    Yields its URL and the connections accepted."""
+    body = gzip.compress(VECTOR_UP)
     listener = socket.create_server(("127.0.0.1", 0))
+    accepted: list[socket.socket] = []
 
     def serve() -> None:
         while True:
@@ -102,22 +108,41 @@ def test_a_kept_alive_connection_the_server_closed_is_replaced_silently():
                 connection, _ = listener.accept()
             except OSError:
                 return
-            accepted.append(1)
+            accepted.append(connection)
+            if hold_first and len(accepted) == 1:
+                continue
             with connection:
                 request = b""
-                while b"\r\n\r\n" not in request:
-                    chunk = connection.recv(65536)
-                    if not chunk:
-                        break
+                while b"\r\n\r\n" not in request and (chunk := connection.recv(65536)):
                     request += chunk
                 connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\n"
                                    + f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
 
     threading.Thread(target=serve, daemon=True).start()
     try:
-        client = PrometheusClient(f"http://127.0.0.1:{listener.getsockname()[1]}", timeout=5)
-        for _ in range(3):
-            assert [s.labels for s in client.query("up")] == [{"__name__": "up"}]
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}", accepted
     finally:
         listener.close()
-    assert len(accepted) == 3
+        for connection in accepted:
+            connection.close()
+
+
+def test_a_kept_alive_connection_the_server_closed_is_replaced_silently():
+    """The server hangs up after each answer, as a server closing idle connections does: every query still
+    succeeds, each on a new connection."""
+    with one_answer_per_connection() as (url, accepted):
+        client = PrometheusClient(url, timeout=5)
+        for _ in range(3):
+            assert [s.labels for s in client.query("up")] == [{"__name__": "up"}]
+        assert len(accepted) == 3
+
+
+def test_after_a_query_too_slow_the_next_one_gets_a_fresh_connection():
+    """The first connection is never answered (the query is too slow); the client must not send the next query
+    down that connection, still waiting for its first answer."""
+    with one_answer_per_connection(hold_first=True) as (url, accepted):
+        client = PrometheusClient(url, timeout=1)
+        with pytest.raises(PrometheusError, match="too slow"):
+            client.query("up")
+        assert [s.labels for s in client.query("up")] == [{"__name__": "up"}]
+        assert len(accepted) == 2

@@ -18,6 +18,7 @@ import pytest
 
 from gpusight.cluster.prom import PrometheusClient, PrometheusError
 from gpusight.cluster.source import ClusterSource
+from support.auth_proxy import AuthProxy
 from support.exposition import ExpositionServer
 from support.prometheus import PrometheusServer, free_port, require_prometheus
 
@@ -199,32 +200,6 @@ def test_basic_auth_in_the_url(prometheus):
                                                     "(HTTP 401): the credentials given were not accepted"]
     assert anonymous == f"gpusight: Prometheus at http://{proxy.address} refused access (HTTP 401): " \
                         "give credentials with --cluster-config FILE (see docs/cluster.md)"
-
-
-class AuthProxy:
-    """An HTTP server calling ``forward(path, Authorization header)`` for every GET."""
-
-    def __init__(self, forward) -> None:
-        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802
-                status, body = forward(self.path, self.headers.get("Authorization"))
-                self.send_response(status)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, format: str, *args: object) -> None:
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.address = f"127.0.0.1:{self.httpd.server_address[1]}"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
 
 
 @pytest.mark.parametrize("flag", [["--demo"], ["--replay", "x.jsonl"], ["--record", "x.jsonl"], ["--gpus", "0"],

@@ -21,9 +21,9 @@ from pathlib import Path
 import bcrypt
 import pytest
 
+from support.auth_proxy import AuthProxy
 from support.exposition import ExpositionServer
 from support.prometheus import PrometheusServer, Target, require_prometheus
-from test_cluster_errors import AuthProxy
 
 REPO = Path(__file__).resolve().parents[1]
 DCGM_SAMPLE = REPO / "tests" / "data" / "cluster" / "dcgm-exporter-3.3.txt"

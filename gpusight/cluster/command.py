@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 import urllib.parse
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gpusight.cluster.settings import DEFAULT_HISTORY_SECONDS, DEFAULT_TIMEOUT_SECONDS
@@ -43,7 +44,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "dcgm-exporter or gpusight --serve; with --once a table, with --json the cluster frame. See docs/cluster.md",
     )
     parser.add_argument(
-        "--cluster-config", metavar="FILE",
+        "--cluster-config", type=Path, metavar="FILE",
         help="with --cluster: credentials and TLS for Prometheus, in the YAML shape of Prometheus's http_config "
         "(basic_auth, authorization, tls_config); see docs/cluster.md",
     )
@@ -72,7 +73,7 @@ def check_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -
         from gpusight.cluster.http_config import HttpConfigError, load_http_config
 
         try:
-            args.cluster_http = load_http_config(args.cluster_config)
+            args.cluster_http = load_http_config(str(args.cluster_config))
         except HttpConfigError as exc:
             parser.exit(EXIT_BAD_CONFIG, f"gpusight: {exc}\n")
         if in_url and args.cluster_http.authorization is not None:

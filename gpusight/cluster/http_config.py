@@ -4,7 +4,7 @@ The file is YAML holding the HTTP client settings of a Prometheus scrape config 
 the older ``bearer_token``/``bearer_token_file``, ``tls_config``), so a block copied from a working
 ``prometheus.yml`` works here. Paths are relative to the file's folder, as in Prometheus. Unknown keys are an
 error naming the key. Every problem is a :class:`HttpConfigError` whose message is one line naming the file and
-the key, never a secret. Password and token files are read again for every new header, so a rotated token is
+the key, never a secret. Password and token files are read again for every request, so a rotated token is
 picked up without a restart.
 """
 

@@ -224,15 +224,15 @@ class PrometheusClient:
         """
         reused = self._connection is not None
         try:
-            response, sock = self._send(target, deadline)
-        except STALE_CONNECTION:
-            self.close()
-            if not reused:
-                raise
-            response, sock = self._send(target, deadline)
-        try:
+            try:
+                response, sock = self._send(target, deadline)
+            except STALE_CONNECTION:
+                if not reused:
+                    raise
+                self.close()
+                response, sock = self._send(target, deadline)
             body, wire = self._read_answer(response, sock, deadline)
-        except BaseException:
+        except BaseException:  # a connection left mid-answer cannot carry the next request
             self.close()
             raise
         if response.will_close:
