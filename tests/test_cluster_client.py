@@ -16,6 +16,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -146,3 +147,35 @@ def test_after_a_query_too_slow_the_next_one_gets_a_fresh_connection():
             client.query("up")
         assert [s.labels for s in client.query("up")] == [{"__name__": "up"}]
         assert len(accepted) == 2
+
+
+def test_a_gzipped_answer_that_trickles_in_hits_the_whole_request_deadline():
+    """A gzipped answer sent a byte at a time for up to a minute: each read gets a byte well within the timeout,
+    but the answer as a whole takes longer, so the query is 'too slow' (a hang guard, not a timing target)."""
+    body = gzip.compress(b" " * (1 << 22))
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def trickle() -> None:
+        connection, _ = listener.accept()
+        with connection:
+            connection.recv(65536)
+            connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\n"
+                               + f"Content-Length: {len(body)}\r\n\r\n".encode())
+            stop = time.monotonic() + 60
+            for byte in body:
+                if time.monotonic() > stop:
+                    return
+                try:
+                    connection.sendall(bytes([byte]))
+                except OSError:
+                    return
+                time.sleep(0.05)
+
+    threading.Thread(target=trickle, daemon=True).start()
+    started = time.monotonic()
+    try:
+        with pytest.raises(PrometheusError, match=r"too slow: a query took > 1 s"):
+            PrometheusClient(f"http://127.0.0.1:{listener.getsockname()[1]}", timeout=1).query("up")
+    finally:
+        listener.close()
+    assert time.monotonic() - started < 30
