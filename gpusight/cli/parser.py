@@ -222,6 +222,8 @@ def check_usage(parser: GpusightParser, args: argparse.Namespace) -> None:
         parser.error("--verbose needs --version")
     if args.loop and args.replay is None:
         parser.error("--loop needs --replay")
+    if args.cluster_config is not None and args.cluster is None:
+        parser.error("--cluster-config needs --cluster URL")
     start_at.check_arguments(parser, args)
     if args.check:
         _check_check_args(parser, args)

@@ -49,6 +49,7 @@ from gpusight.cluster.frame import (
     ClusterProcess,
 )
 from gpusight.cluster.health import LINK, NONZERO, drain_gpus, judge
+from gpusight.cluster.http_config import HttpConfig
 from gpusight.cluster.job_speed import SPEED_METRICS, job_speeds, read_speeds
 from gpusight.cluster.prom import PrometheusClient, PrometheusError, Series
 from gpusight.cluster.range_cache import RangeCache
@@ -195,8 +196,9 @@ class ClusterSource:
 
     def __init__(self, url: str, timeout: float = DEFAULT_TIMEOUT_SECONDS,
                  history_seconds: float = DEFAULT_HISTORY_SECONDS, thresholds: FleetThresholds | None = None,
-                 clock: Callable[[], float] = time.time, server_stats: bool = False) -> None:
-        self.client = PrometheusClient(url, timeout, server_stats=server_stats)
+                 clock: Callable[[], float] = time.time, server_stats: bool = False,
+                 http_config: HttpConfig | None = None) -> None:
+        self.client = PrometheusClient(url, timeout, server_stats=server_stats, http_config=http_config)
         """The HTTP API client (its ``stats`` hold the last poll's cost)."""
         self.history_seconds = history_seconds
         """How far back range queries reach."""
