@@ -23,6 +23,7 @@ import pytest
 
 from support.auth_proxy import AuthProxy
 from support.exposition import ExpositionServer
+from support.pki import make_pki
 from support.prometheus import PrometheusServer, Target, require_prometheus
 
 REPO = Path(__file__).resolve().parents[1]
@@ -37,34 +38,12 @@ def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
                           env=env, timeout=60, check=False)
 
 
-def openssl(*args: str, cwd: Path) -> None:
-    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True, timeout=60)
-
-
-def make_ca(folder: Path, name: str) -> None:
-    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", f"/CN={name}",
-            "-keyout", f"{name}.key", "-out", f"{name}.pem", cwd=folder)
-
-
-def make_leaf(folder: Path, name: str, ca: str, extensions: str) -> None:
-    (folder / f"{name}.ext").write_text(extensions)
-    openssl("req", "-new", "-newkey", "rsa:2048", "-nodes", "-subj", f"/CN={name}", "-keyout", f"{name}.key",
-            "-out", f"{name}.csr", cwd=folder)
-    openssl("x509", "-req", "-in", f"{name}.csr", "-CA", f"{ca}.pem", "-CAkey", f"{ca}.key", "-CAcreateserial",
-            "-days", "2", "-out", f"{name}.pem", "-extfile", f"{name}.ext", cwd=folder)
-
-
 @pytest.fixture(scope="module")
 def pki(tmp_path_factory) -> Path:
-    """A test CA, a server certificate for 127.0.0.1 and prometheus.test, a client certificate, another CA."""
-    if shutil.which("openssl") is None:
-        pytest.skip("the openssl command is not installed")
+    """A test CA (ca.pem), a server certificate for 127.0.0.1 and prometheus.test (server.pem), a client certificate
+    (client.pem) and a self-signed one no server trusts (rogue.pem), with the password and token files."""
     folder = tmp_path_factory.mktemp("pki")
-    make_ca(folder, "ca")
-    make_ca(folder, "other-ca")
-    make_leaf(folder, "server", "ca", "subjectAltName=IP:127.0.0.1,DNS:prometheus.test\n"
-                                      "extendedKeyUsage=serverAuth\n")
-    make_leaf(folder, "client", "ca", "extendedKeyUsage=clientAuth\n")
+    make_pki(folder)
     (folder / "password").write_text(PASSWORD + "\n")
     (folder / "token").write_text(TOKEN + "\n")
     return folder
@@ -157,7 +136,7 @@ def test_the_certificate_checked_against_server_name(basic, pki, tmp_path):
 
 def test_a_server_signed_by_another_ca_is_refused(basic, pki, tmp_path):
     path = config(tmp_path, f"basic_auth: {{username: gpusight, password_file: {pki / 'password'}}}\n"
-                            f"tls_config: {{ca_file: {pki / 'other-ca.pem'}}}\n")
+                            f"tls_config: {{ca_file: {pki / 'rogue.pem'}}}\n")
     line = one_line(run_cli(basic.url, "--cluster-config", path, "--once"))
     assert line == f"gpusight: cannot reach Prometheus at {basic.url}: TLS failed (CERTIFICATE_VERIFY_FAILED)"
 

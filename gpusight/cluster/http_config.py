@@ -11,14 +11,13 @@ picked up without a restart.
 from __future__ import annotations
 
 import base64
-import importlib
 import ssl
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-yaml = importlib.import_module("yaml")  # PyYAML ships no type hints; a module object keeps mypy from asking for them
+import yaml
 
 TOP_KEYS = ("basic_auth", "authorization", "bearer_token", "bearer_token_file", "tls_config")
 """The keys of Prometheus's http_config that gpusight reads (follow_redirects, oauth2, proxies are not read)."""

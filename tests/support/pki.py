@@ -16,7 +16,7 @@ class Pki:
     ca: Path
     """The CA certificate that signed the server and ``client`` certificates."""
     server_cert: Path
-    """For ``127.0.0.1`` (subjectAltName IP:127.0.0.1)."""
+    """For ``127.0.0.1`` and ``prometheus.test`` (subjectAltName IP:127.0.0.1, DNS:prometheus.test)."""
     server_key: Path
     """Its private key."""
     client_cert: Path
@@ -51,7 +51,7 @@ def make_pki(folder: Path) -> Pki:
     ca, ca_key = folder / "ca.pem", folder / "ca.key"
     _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=gpusight test CA",
              "-keyout", str(ca_key), "-out", str(ca))
-    server = _signed(folder, "server", "/CN=127.0.0.1", ca, ca_key, "subjectAltName=IP:127.0.0.1")
+    server = _signed(folder, "server", "/CN=127.0.0.1", ca, ca_key, "subjectAltName=IP:127.0.0.1,DNS:prometheus.test")
     client = _signed(folder, "client", "/CN=prometheus", ca, ca_key, "extendedKeyUsage=clientAuth")
     rogue_cert, rogue_key = folder / "rogue.pem", folder / "rogue.key"
     _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=prometheus",
