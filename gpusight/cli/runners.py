@@ -79,9 +79,13 @@ def _collect(sampler: Sampler, duration: float | None, settle: bool = True) -> S
     return snapshot
 
 
-def run_once(sampler: Sampler, args: argparse.Namespace) -> int:
+def run_once(sampler: Sampler, args: argparse.Namespace, plan: CheckPlan | None = None) -> int:
     """``--once``/``--json``: sample (see ``_collect``), print one snapshot as a table or JSON, export and return the
-    exit status."""
+    exit status; with a ``plan`` (a ``--duration``) stderr first says how the advice judged the window."""
+    if plan is not None and plan.rules_run:
+        from gpusight.check import judging_text
+
+        print(f"gpusight: advice over {args.duration:g} s of {plan.what}: {judging_text(plan)}", file=sys.stderr)
     snapshot = _collect(sampler, args.duration, settle=args.at is None)  # a replay at a time shows that time
     if args.json:
         text = snapshot_to_json(snapshot, indent=2) + "\n"
