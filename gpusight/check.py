@@ -4,7 +4,7 @@ For cron jobs, Slurm prologs/epilogs and CI smoke tests (docs/check.md). Exit st
 warn or critical advice stands, ``EXIT_WARN``, ``EXIT_CRITICAL`` (also when a GPU was lost during the
 check) and ``EXIT_CANNOT_CHECK``.
 
-A check judges the window it sampled as a whole, at its end (:mod:`gpusight.advice.window`): the live screen's
+A check judges the window it sampled as a whole, at its end (``Hysteresis(whole_window=True)``, :mod:`gpusight.advice.hysteresis`): the live screen's
 hold times (thresholds ending in ``hold_s``) are not applied, and each averaging window (ending in ``window_s``)
 longer than the check is cut to the check's time (``fit_thresholds``), so the rules' last evaluation spans it. The
 report's first line says in plain words what was shortened, which live holds were not applied, and the longest

@@ -8,7 +8,6 @@ from gpusight.advice.hysteresis import Hysteresis
 from gpusight.advice.rules import HEALTHY, RULES
 from gpusight.advice.rules.healthy import is_all_clear
 from gpusight.advice.verdict import consistent
-from gpusight.advice.window import WindowJudge
 from gpusight.collect.history import History
 from gpusight.collect.model import Advice, ScopeKind, Severity, Snapshot
 
@@ -30,12 +29,12 @@ class AdviceEngine:
     def __init__(self, thresholds: Thresholds | None = None) -> None:
         self.thresholds = thresholds if thresholds is not None else Thresholds()
         """Thresholds in force."""
-        self._hysteresis: Hysteresis | WindowJudge = Hysteresis()
+        self._hysteresis = Hysteresis()
 
     def judge_window(self) -> None:
-        """Judge the window sampled as a whole at its end (:class:`~gpusight.advice.window.WindowJudge`) instead of
-        holding each condition as a live screen does: for one-shot runs, before their first poll."""
-        self._hysteresis = WindowJudge()
+        """Judge the window sampled as a whole at its end instead of holding each condition as a live screen does
+        (see :class:`~gpusight.advice.hysteresis.Hysteresis`): for one-shot runs, before their first poll."""
+        self._hysteresis = Hysteresis(whole_window=True)
 
     def __call__(self, snapshot: Snapshot, history: History) -> tuple[Advice, ...]:
         """Advice for ``snapshot``: critical, then warn, then info; within a severity by scope.

@@ -31,9 +31,17 @@ class Hysteresis:
     condition has held for ``hold`` seconds and is true now; it then stays (showing the latest
     evidence) until the condition has been false for ``clear`` seconds in a row. Brief dips
     around a threshold therefore neither delay nor clear it.
+
+    The hold keeps a live screen from flickering. A one-shot run (``--once``/``--json``/``--check`` with
+    ``--duration``) shows one verdict, at the end of the window it sampled, so it judges that window as a whole:
+    with ``whole_window`` a pending condition (one that holds over the period since it started, by the share rule
+    above) shows too, without waiting out a hold that may be longer than the run. The rules average over windows
+    that span the run's data (``gpusight.check.fit_thresholds``), so their last evaluation judges all of it.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, whole_window: bool = False) -> None:
+        self.whole_window = whole_window
+        """True: judge a one-shot run's window as a whole (pending conditions show without their hold)."""
         self._tracks: dict[str, _Track] = {}
         self._last_time: float | None = None
 
@@ -70,6 +78,6 @@ class Hysteresis:
                 if rare or now - track.last_true >= clear:
                     del self._tracks[advice_id]
                     continue
-            if track.active:
+            if track.active or self.whole_window:
                 shown.append(track.finding)
         return shown
