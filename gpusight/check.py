@@ -140,7 +140,8 @@ def fit_thresholds(thresholds: Thresholds, available_s: float | None, interval_s
                 if getattr(thresholds, name) > window_cap)
     holds = tuple((name, getattr(thresholds, name)) for name in hold_names(thresholds)
                   if getattr(thresholds, name) > window_cap)
-    fitted = dataclasses.replace(thresholds, **{name: window_cap for name, _ in cut})
+    changes: dict[str, Any] = {name: window_cap for name, _ in cut}
+    fitted = dataclasses.replace(thresholds, **changes)
     longest = longest_stall_period(fitted, available_s)
     return fitted, Fitting(available_s, window_cap, cut, holds, longest, fitted.stall_min_s)
 
