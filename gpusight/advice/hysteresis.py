@@ -22,6 +22,11 @@ class _Track:
     active: bool = False
 
 
+def _common(track: _Track) -> bool:
+    """True when the condition held on at least ``MIN_TRUE_FRACTION`` of the evaluations since it started."""
+    return track.true_count >= MIN_TRUE_FRACTION * track.count
+
+
 class Hysteresis:
     """Per advice id: when its condition started holding, when it last held, and whether it is shown.
 
@@ -34,9 +39,11 @@ class Hysteresis:
 
     The hold keeps a live screen from flickering. A one-shot run (``--once``/``--json``/``--check`` with
     ``--duration``) shows one verdict, at the end of the window it sampled, so it judges that window as a whole:
-    with ``whole_window`` a pending condition (one that holds over the period since it started, by the share rule
-    above) shows too, without waiting out a hold that may be longer than the run. The rules average over windows
-    that span the run's data (``gpusight.check.fit_thresholds``), so their last evaluation judges all of it.
+    with ``whole_window`` a pending condition shows too, without waiting out a hold that may be longer than the run,
+    when it holds over the period since it first held in the window: it was true on at least half of the evaluations
+    since then (it never starts over, so a condition that comes and goes keeps its low share) and has not been false
+    for ``clear`` seconds in a row. The rules average over windows that span the run's data
+    (``gpusight.check.fit_thresholds``), so their last evaluation judges all of it.
     """
 
     def __init__(self, whole_window: bool = False) -> None:
@@ -67,17 +74,20 @@ class Hysteresis:
                 track.finding = finding
                 track.true_count += 1
                 track.count += 1
-            if not track.active and now - track.since >= hold:
+            if not track.active and now - track.since >= hold and _common(track):
                 track.active = True
         shown = []
         for advice_id in list(self._tracks):
             track = self._tracks[advice_id]
             if advice_id not in holding:
                 track.count += 1
-                rare = not track.active and track.true_count < MIN_TRUE_FRACTION * track.count
-                if rare or now - track.last_true >= clear:
+                gone = now - track.last_true >= clear
+                if self.whole_window and not track.active:
+                    if gone:
+                        continue  # kept, not shown: its share counts every poll of the window since it first held
+                elif gone or (not track.active and not _common(track)):
                     del self._tracks[advice_id]
                     continue
-            if track.active or self.whole_window:
+            if track.active or (self.whole_window and _common(track)):
                 shown.append(track.finding)
         return shown
