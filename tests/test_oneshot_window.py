@@ -14,6 +14,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from gpusight.advice.context import Finding
+from gpusight.advice.hysteresis import Hysteresis
+from gpusight.collect.model import Advice, Severity
 from gpusight.collect.serialize import snapshot_to_json
 from gpusight.demo.source import DemoSource
 from support.fake_nvml import FakeGpu, FakeScenario, Square, fake_nvml_env
@@ -108,3 +111,22 @@ def test_every_demo_story_stands_after_20_s_in_check_and_once_json_alike(tmp_pat
         if mode == "check" and "advice judged on the window as a whole at its end" not in err:
             problems.append(f"{scenario} check: {err[:300]}")
     assert not problems, "\n".join(problems)
+
+
+def _shown_at_end(pattern: str, whole_window: bool, hold: float = 15.0) -> bool:
+    """Whether a condition true on the polls marked ``x`` of ``pattern`` (one poll each half second) shows at its end."""
+    gate, finding = Hysteresis(whole_window=whole_window), Finding(Advice("rule:gpu0", Severity.WARN, "gpu0", "t", "", ""))
+    shown: list[Finding] = []
+    for poll, mark in enumerate(pattern):
+        shown = gate.update(poll * 0.5, {"rule:gpu0": (finding, hold)} if mark == "x" else {}, clear=10.0)
+    return finding in shown
+
+
+def test_a_window_judges_a_late_steady_condition_but_not_one_that_comes_and_goes():
+    late = "." * 22 + "x" * 22  # from the middle of a 22 s window on: the periodic-stall rule after its third stall
+    flicker = ("xxxx" + "." * 10) * 3 + "xx"  # a reading true in each stall only, and on the window's last polls
+    assert _shown_at_end(late, whole_window=True) and not _shown_at_end(late, whole_window=False)
+    assert not _shown_at_end(flicker, whole_window=True) and not _shown_at_end(flicker, whole_window=False)
+    # what the live screen shows stays shown in a window: a finding with no hold, then gone with its GPU
+    assert _shown_at_end("xx" + "." * 10, whole_window=True, hold=0.0)
+    assert not _shown_at_end("xx" + "." * 30, whole_window=True, hold=0.0)  # gone for clear_s
