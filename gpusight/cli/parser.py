@@ -141,7 +141,7 @@ def build_parser() -> GpusightParser:
         "rules, print the advice that stands and exit 0 (nothing at warn or above), 1 (warn), 2 (critical, or a "
         "GPU lost) or 3 (could not check, usage error); with --json the final snapshot as JSON. The advice judges the "
         "window as a whole at its end, without the live screen's holds; regular stalls need 3 periods and a second "
-        "(13 s for every 4 s), other rules two polls. See docs/check.md and docs/advice.md",
+        "(13 s for every 4 s), other rules a few polls. See docs/check.md and docs/advice.md",
     )
     parser.add_argument("--json", action="store_true", help="print the snapshot as JSON instead of a table (implies --once)")
     parser.add_argument(
