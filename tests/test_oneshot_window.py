@@ -7,6 +7,7 @@ must name the stalls all the same, and say how the run's shortness shaped what t
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import re
@@ -130,3 +131,39 @@ def test_a_window_judges_a_late_steady_condition_but_not_one_that_comes_and_goes
     # what the live screen shows stays shown in a window: a finding with no hold, then gone with its GPU
     assert _shown_at_end("xx" + "." * 10, whole_window=True, hold=0.0)
     assert not _shown_at_end("xx" + "." * 30, whole_window=True, hold=0.0)  # gone for clear_s
+
+
+
+def _mig_idle_at_end(idle_from: float, seconds: float = 20.0) -> bool:
+    """Whether a window-judging engine names MIG instance 0.5 (a notebook holding 8 GiB) as idle after ``seconds``
+    of an instance busy (a moving 40-80 % SM activity) until ``idle_from`` seconds in, then idle (0 %)."""
+    from support.advice_frames import HZ, gpu, snapshot, trainer, wave
+
+    from gpusight.advice.engine import AdviceEngine
+    from gpusight.collect.history import History
+    from gpusight.collect.model import MigDeviceSample
+
+    notebook = dataclasses.replace(trainer(pid=200, mem=8.0, workers=0, cpu=0.5), gpu_instance_id=5,
+                                   compute_instance_id=0)
+    history, engine = History(), AdviceEngine()
+    engine.judge_window()
+    advice: tuple[Advice, ...] = ()
+    for step in range(int(seconds * HZ) + 1):
+        t = step / HZ
+        active = 0.0 if t >= idle_from else wave(t, 40.0, 80.0, 7.0)
+        mig = MigDeviceSample(0, 0, 5, 0, "2g.20gb", "MIG-aaaa-5", None, None, 8 * GIB, 20 * GIB,
+                              sm_active_percent=active)
+        snap = dataclasses.replace(snapshot(t, [gpu(0, util=None, used=8.0, mig_mode=True)], [notebook]),
+                                   mig_devices=(mig,))
+        history.append(snap)
+        advice = engine(snap, history)
+    return any(a.id == "mig_idle_holding:mig0.5" for a in advice)
+
+
+def test_an_instant_rule_needs_part_of_the_window_not_its_last_poll():
+    """mig_idle_holding reads the newest SM activity only: an instance idle on the window's last poll is a blip, not
+    the run's verdict; idle over half the window or more (shorter than the rule's 120 s live hold) is."""
+    assert not _mig_idle_at_end(idle_from=20.0)  # the last poll only
+    assert not _mig_idle_at_end(idle_from=17.0)  # 3 s of 20
+    assert _mig_idle_at_end(idle_from=9.0)  # 11 s of 20
+    assert _mig_idle_at_end(idle_from=0.0)  # the whole window

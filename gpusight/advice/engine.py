@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from gpusight.advice.config import Thresholds
 from gpusight.advice.context import Context, Finding
-from gpusight.advice.hysteresis import Hysteresis
+from gpusight.advice.hysteresis import MIN_TRUE_FRACTION, Hysteresis
 from gpusight.advice.rules import HEALTHY, RULES
 from gpusight.advice.rules.healthy import is_all_clear
 from gpusight.advice.verdict import consistent
@@ -30,11 +30,18 @@ class AdviceEngine:
         self.thresholds = thresholds if thresholds is not None else Thresholds()
         """Thresholds in force."""
         self._hysteresis = Hysteresis()
+        self._window_start: float | None = None
 
     def judge_window(self) -> None:
         """Judge the window sampled as a whole at its end instead of holding each condition as a live screen does
-        (see :class:`~gpusight.advice.hysteresis.Hysteresis`): for one-shot runs, before their first poll."""
+        (see :class:`~gpusight.advice.hysteresis.Hysteresis`): for one-shot runs, before their first poll.
+
+        A rule that reads a window of history judges the run by its last evaluation. An instant rule (one that reads
+        the newest snapshot only, such as an idle GPU holding memory) must have held over ``MIN_TRUE_FRACTION`` of
+        the window sampled so far, or its own hold if that is shorter: a GPU idle on the last poll alone is a blip,
+        not the run's verdict."""
         self._hysteresis = Hysteresis(whole_window=True)
+        self._window_start = None
 
     def __call__(self, snapshot: Snapshot, history: History) -> tuple[Advice, ...]:
         """Advice for ``snapshot``: critical, then warn, then info; within a severity by scope.
@@ -44,13 +51,19 @@ class AdviceEngine:
         shown, since advice that stays up through a brief dip could otherwise meet a newer contradiction.
         """
         ctx = Context(snapshot, history, self.thresholds, self._hysteresis.held_for)
-        found: list[tuple[Finding, float]] = []
+        if self._window_start is None or snapshot.timestamp < self._window_start:
+            self._window_start = snapshot.timestamp
+        sampled = snapshot.timestamp - self._window_start
+        found: list[tuple[Finding, float, float]] = []
         for rule in RULES:
             hold = rule.hold(self.thresholds)
-            found.extend((finding, hold) for finding in rule.evaluate(ctx))
-        kept = {id(finding) for finding in consistent([finding for finding, _ in found])}
-        holding = {finding.advice.id: (finding, hold) for finding, hold in found if id(finding) in kept}
-        shown = consistent(self._hysteresis.update(snapshot.timestamp, holding, self.thresholds.clear_s))
+            least = min(hold, MIN_TRUE_FRACTION * sampled) if rule.instant else 0.0
+            found.extend((finding, hold, least) for finding in rule.evaluate(ctx))
+        kept = {id(finding) for finding in consistent([finding for finding, _, _ in found])}
+        holding = {finding.advice.id: (finding, hold) for finding, hold, _ in found if id(finding) in kept}
+        held_at_least = {finding.advice.id: seconds for finding, _, seconds in found if seconds}
+        shown = consistent(self._hysteresis.update(snapshot.timestamp, holding, self.thresholds.clear_s,
+                                                   held_at_least))
         concerned: set[int] = set()
         for finding in shown:
             if not finding.advice.id.startswith(HEALTHY + ":"):

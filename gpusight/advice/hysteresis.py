@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from gpusight.advice.context import Finding
@@ -57,8 +58,12 @@ class Hysteresis:
         track = self._tracks.get(advice_id)
         return 0.0 if track is None or self._last_time is None else self._last_time - track.since
 
-    def update(self, now: float, holding: dict[str, tuple[Finding, float]], clear: float) -> list[Finding]:
+    def update(self, now: float, holding: dict[str, tuple[Finding, float]], clear: float,
+               least: Mapping[str, float] | None = None) -> list[Finding]:
         """Record which conditions hold at ``now`` (id -> (finding, hold seconds)); return what to show.
+
+        With ``whole_window``, ``least`` gives per id the seconds a pending condition must have held before it
+        shows (none: it may show at once).
 
         Time going backwards (a replay seeking back) forgets everything.
         """
@@ -88,6 +93,7 @@ class Hysteresis:
                 elif gone or (not track.active and not _common(track)):
                     del self._tracks[advice_id]
                     continue
-            if track.active or (self.whole_window and _common(track)):
+            if track.active or (self.whole_window and _common(track)
+                                and now - track.since >= (least or {}).get(advice_id, 0.0)):
                 shown.append(track.finding)
         return shown

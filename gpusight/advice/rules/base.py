@@ -29,6 +29,10 @@ class Rule:
     """Findings for every scope where the condition holds now."""
     hold: Callable[[Thresholds], float] = _default_hold
     """Seconds the condition must hold before its advice appears."""
+    instant: bool = False
+    """True when the condition reads the newest snapshot only, not a window of history: its last evaluation alone
+    cannot judge a one-shot run's window, so there it must have held over part of it (see
+    :meth:`~gpusight.advice.engine.AdviceEngine.judge_window`)."""
 
     def finding(
         self,

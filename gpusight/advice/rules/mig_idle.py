@@ -51,5 +51,5 @@ def _evaluate(ctx: Context) -> list[Finding]:
 
 
 RULE = Rule("mig_idle_holding", "memory held on an idle MIG instance", _evaluate,
-            hold=lambda thresholds: thresholds.idle_hold_s)
+            hold=lambda thresholds: thresholds.idle_hold_s, instant=True)
 """Memory held on an idle MIG instance for ``idle_hold_s``."""
