@@ -69,12 +69,15 @@ def run_once(args: argparse.Namespace) -> int:
     """Poll once and print the table (or, with ``--json``, the frame); 1 with one line on stderr when unreachable."""
     from gpusight.cluster.render import render_cluster
     from gpusight.cluster.serialize import frame_to_json
+    from gpusight.textsafe import safe_text
 
     source = source_from_args(args)
     frame = source.poll()
     stats = source.last_stats
     if not source.reachable:
         print(f"gpusight: {frame.problems[0] if frame.problems else 'Prometheus did not answer'}", file=sys.stderr)
+    elif source.cut_note is not None:
+        print(f"gpusight: {safe_text(source.cut_note)}", file=sys.stderr)
     if args.json:
         text = frame_to_json(frame) + "\n"
     elif source.reachable:

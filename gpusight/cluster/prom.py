@@ -20,7 +20,9 @@ import urllib.request
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpusight.cluster.settings import DEFAULT_TIMEOUT_SECONDS
+from gpusight.cluster.answer import AnswerReader, AnswerTooLarge, MalformedAnswer, NodeCut
+from gpusight.cluster.answer import Series as Series  # its home before answers were read a series at a time
+from gpusight.cluster.settings import DEFAULT_TIMEOUT_SECONDS, MAX_WHOLE_ANSWER_BYTES
 
 READ_CHUNK = 256 * 1024
 """Bytes read at a time, so the deadline is checked while a large answer trickles in."""
@@ -33,21 +35,6 @@ class PrometheusError(Exception):
         super().__init__(message)
         self.fatal = fatal
         """True when further requests in the same poll would fail the same way (unreachable, slow, not Prometheus)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Series:
-    """One series of a query's answer: its labels and its (unix time, value) points."""
-
-    labels: dict[str, str]
-    """Every label, ``__name__`` included where Prometheus kept it."""
-    points: tuple[tuple[float, float], ...]
-    """One point for an instant query; one per step with a sample for a range query."""
-
-    @property
-    def value(self) -> float:
-        """The last point's value."""
-        return self.points[-1][1]
 
 
 @dataclass(slots=True)
@@ -118,25 +105,27 @@ class PrometheusClient:
         if self._url_error is not None:
             raise PrometheusError(self._url_error, fatal=True)
 
-    def query(self, expr: str, at: float | None = None) -> list[Series]:
-        """Evaluate ``expr`` at ``at`` (default: the server's now) and return its series."""
+    def query(self, expr: str, at: float | None = None, cut: NodeCut | None = None) -> list[Series]:
+        """Evaluate ``expr`` at ``at`` (default: the server's now) and return its series (those ``cut`` keeps)."""
         params = {"query": expr}
         if at is not None:
             params["time"] = f"{at:.3f}"
-        return self._series(self._get("/api/v1/query", params, expr))
+        return self._series("/api/v1/query", params, expr, cut or NodeCut())
 
-    def query_range(self, expr: str, start: float, end: float, step: float) -> list[Series]:
-        """Evaluate ``expr`` every ``step`` seconds from ``start`` to ``end`` and return its series."""
+    def query_range(self, expr: str, start: float, end: float, step: float,
+                    cut: NodeCut | None = None) -> list[Series]:
+        """Evaluate ``expr`` every ``step`` seconds from ``start`` to ``end`` and return its series (those ``cut``
+        keeps)."""
         params = {"query": expr, "start": f"{start:.3f}", "end": f"{end:.3f}", "step": f"{step:g}"}
-        return self._series(self._get("/api/v1/query_range", params, expr))
+        return self._series("/api/v1/query_range", params, expr, cut or NodeCut())
 
     def reset_stats(self) -> RequestStats:
         """Return the stats so far and start counting again."""
         stats, self.stats = self.stats, RequestStats()
         return stats
 
-    def _get(self, path: str, params: dict[str, str], expr: str) -> dict[str, Any]:
-        """GET ``path`` with ``params`` and return the ``data`` of a successful answer."""
+    def _get(self, path: str, params: dict[str, str], expr: str, cut: NodeCut) -> dict[str, Any]:
+        """GET ``path`` with ``params``, pass its series to ``cut`` and return the ``data`` of a successful answer."""
         self.check_url()
         if self.server_stats:
             params = {**params, "stats": "all"}
@@ -145,9 +134,11 @@ class PrometheusClient:
         if self._auth is not None:
             request.add_header("Authorization", self._auth)
         started = time.monotonic()
-        body = b""
+        reader = AnswerReader(cut)
+        document: dict[str, Any] | None = None
         try:
-            body = self._fetch(request, started + self.timeout)
+            self._fetch(request, started + self.timeout, reader)
+            document = reader.finish()
         except urllib.error.HTTPError as exc:
             body = self._error_body(exc)
             document = self._json(body)
@@ -156,6 +147,12 @@ class PrometheusClient:
             raise self._http_error(exc.code, path) from None
         except PrometheusError:
             raise
+        except MalformedAnswer:
+            raise PrometheusError(f"{self.url} does not answer like a Prometheus server (malformed result)",
+                                  fatal=True) from None
+        except AnswerTooLarge as exc:
+            raise PrometheusError(f"Prometheus at {self.url} answered more than {MAX_WHOLE_ANSWER_BYTES >> 20} MiB "
+                                  f"({exc}) in a shape read only whole: refused, for {expr[:80]}", fatal=False) from None
         except TimeoutError:
             raise self._slow() from None
         except urllib.error.URLError as exc:
@@ -168,10 +165,9 @@ class PrometheusClient:
         finally:
             elapsed = time.monotonic() - started
             self.stats.requests += 1
-            self.stats.bytes += len(body)
+            self.stats.bytes += reader.bytes
             self.stats.seconds += elapsed
-            self.stats.per_query.append((expr, elapsed, len(body)))
-        document = self._json(body)
+            self.stats.per_query.append((expr, elapsed, reader.bytes))
         if document is None or "status" not in document:
             raise PrometheusError(f"{self.url} does not answer like a Prometheus server (no API JSON at {path})",
                                   fatal=True)
@@ -185,19 +181,19 @@ class PrometheusClient:
         self.stats.server_seconds += float(timings.get("evalTotalTime", 0.0))
         return data
 
-    def _fetch(self, request: urllib.request.Request, deadline: float) -> bytes:
-        """Read the whole answer to ``request``; raise the 'slow' error once ``deadline`` passes."""
+    def _fetch(self, request: urllib.request.Request, deadline: float, reader: AnswerReader) -> None:
+        """Feed the answer to ``request`` to ``reader`` as it arrives; raise the 'slow' error once ``deadline``
+        passes."""
         context = ssl.create_default_context() if request.full_url.startswith("https:") else None
         remaining = deadline - time.monotonic()
         with urllib.request.urlopen(request, timeout=max(remaining, 0.001), context=context) as answer:
-            chunks: list[bytes] = []
             while True:
                 if time.monotonic() > deadline:
                     raise self._slow()
                 chunk = answer.read(READ_CHUNK)
                 if not chunk:
-                    return b"".join(chunks)
-                chunks.append(chunk)
+                    return
+                reader.feed(chunk)
 
     @staticmethod
     def _error_body(exc: urllib.error.HTTPError) -> bytes:
@@ -247,20 +243,10 @@ class PrometheusClient:
             return self._slow()
         return PrometheusError(f"Prometheus refused a query ({kind}: {message}): {expr[:80]}", fatal=False)
 
-    def _series(self, data: dict[str, Any]) -> list[Series]:
-        """The series of a vector or matrix answer."""
+    def _series(self, path: str, params: dict[str, str], expr: str, cut: NodeCut) -> list[Series]:
+        """The series of a vector or matrix answer that ``cut`` keeps."""
+        data = self._get(path, params, expr, cut)
         kind, result = data.get("resultType"), data.get("result")
         if kind not in ("vector", "matrix") or not isinstance(result, list):
             raise PrometheusError(f"{self.url} gave an answer of type {kind!r}, not a vector or matrix", fatal=False)
-        series = []
-        try:
-            for item in result:
-                labels = {str(k): str(v) for k, v in item["metric"].items()}
-                raw = [item["value"]] if kind == "vector" else item["values"]
-                points = tuple((float(t), float(v)) for t, v in raw)
-                if points:
-                    series.append(Series(labels, points))
-        except (KeyError, TypeError, ValueError, AttributeError):
-            raise PrometheusError(f"{self.url} does not answer like a Prometheus server (malformed result)",
-                                  fatal=True) from None
-        return series
+        return cut.series()

@@ -1,0 +1,131 @@
+"""Peak memory of ``gpusight --cluster`` when Prometheus answers far more than expected.
+
+A fake Prometheus (tests/support/fake_prometheus.py) serves a fleet of 6,250 nodes x 8 GPUs: 50,000 series per
+device metric, each with dcgm-exporter's raw labels (about 30 MB for ``DCGM_FI_DEV_GPU_UTIL`` alone). The real
+binary runs as a child process; psutil reads its resident memory every 20 ms and the peak is reported for
+``--once``, ``--json`` and the TUI (in a real pty, for three polls). ``--tree`` runs another checkout (a
+``git worktree`` of main for the "before" figures); ``--results`` appends the table to
+benchmarks/RESULTS-cluster.md.
+
+    python benchmarks/cluster_huge.py --tree /tmp/main-tree --label before
+    python benchmarks/cluster_huge.py --label after --results
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import psutil
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests"))
+
+from support.fake_prometheus import FakePrometheus  # noqa: E402
+from support.terminal import PtyTerminal  # noqa: E402
+
+DCGM_LABELS = {
+    "DCGM_FI_DRIVER_VERSION": "550.54.15", "device": "nvidia0", "pci_bus_id": "00000000:18:00.0",
+    "container": "pytorch-trainer-main", "namespace": "ml-training-production-europe-west4",
+    "pod": "llm-pretrain-70b-run-2026-11-26-worker-0123-7f9c8d6b5-abcde", "job": "dcgm-exporter",
+    "endpoint": "gpu-metrics", "service": "nvidia-dcgm-exporter", "err_code": "0", "err_msg": "",
+    "cluster": "gke-europe-west4-a3-highgpu-8g-pool-0", "Hostname_ip": "10.164.0.123",
+}
+"""Labels a Kubernetes dcgm-exporter series carries beside the ones that place it (about 450 bytes)."""
+
+POLLS = 3
+"""Polls the TUI runs before it is stopped."""
+
+
+class PeakRss:
+    """Polls a process tree's resident memory every 20 ms and keeps the peak (MiB)."""
+
+    def __init__(self, pid: int) -> None:
+        self.peak = 0.0
+        self._process = psutil.Process(pid)
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._done.is_set():
+            try:
+                rss = sum(p.memory_info().rss for p in [self._process, *self._process.children(recursive=True)])
+            except psutil.Error:
+                return
+            self.peak = max(self.peak, rss / (1 << 20))
+            time.sleep(0.02)
+
+    def stop(self) -> float:
+        """Stop polling; the peak in MiB."""
+        self._done.set()
+        self._thread.join()
+        return self.peak
+
+
+def one_shot(tree: Path, url: str, flag: str) -> tuple[float, str, int]:
+    """(peak MiB, last line of stderr, bytes of stdout) of ``--cluster URL --once`` or ``--json``."""
+    proc = subprocess.Popen([sys.executable, "-m", "gpusight", "--cluster", url, flag, "--cluster-timeout", "120"],
+                            cwd=tree, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(tree))
+    peak = PeakRss(proc.pid)
+    out, err = proc.communicate(timeout=600)
+    lines = [line for line in (out + err).decode(errors="replace").splitlines() if "of" in line and "nodes" in line]
+    return peak.stop(), (lines[0] if lines else err.decode(errors="replace").strip()[-200:]), len(out)
+
+
+def tui(tree: Path, fake: FakePrometheus) -> float:
+    """Peak MiB of the TUI over ``POLLS`` polls."""
+    argv = [sys.executable, "-m", "gpusight", "--cluster", fake.url, "--interval", "2", "--cluster-timeout", "120"]
+    before = len(fake.queries)
+    with PtyTerminal(argv, (160, 45), env=_env(tree), cwd=tree, keep_output=False) as term:
+        peak = PeakRss(term.proc.pid)
+        deadline = time.monotonic() + 600
+        while len(fake.queries) - before < 6 * POLLS + 1 and time.monotonic() < deadline and term.proc.poll() is None:
+            time.sleep(0.2)
+        time.sleep(2)
+        result = peak.stop()
+        term.quit()
+    return result
+
+
+def _env(tree: Path) -> dict[str, str]:
+    return dict(os.environ, PYTHONPATH=str(tree))
+
+
+def main() -> None:
+    """Measure and print (or write) the figures."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tree", type=Path, default=REPO, help="the checkout whose gpusight runs (default: this one)")
+    parser.add_argument("--label", default="this tree", help="what the tree is, for the table")
+    parser.add_argument("--hosts", type=int, default=6250)
+    parser.add_argument("--results", action="store_true", help="append the table to benchmarks/RESULTS-cluster.md")
+    args = parser.parse_args()
+    rows = []
+    with FakePrometheus(hosts=args.hosts, extra_labels=DCGM_LABELS) as fake:
+        for flag in ("--once", "--json"):
+            sent = fake.bytes_sent
+            peak, line, size = one_shot(args.tree, fake.url, flag)
+            rows.append(f"| {args.label} | `{flag}` | {peak:.0f} | {(fake.bytes_sent - sent) / 1e6:.1f} | {line} |")
+            print(rows[-1], flush=True)
+        sent = fake.bytes_sent
+        peak = tui(args.tree, fake)
+        rows.append(f"| {args.label} | TUI, {POLLS} polls | {peak:.0f} | {(fake.bytes_sent - sent) / 1e6:.1f} | |")
+        print(rows[-1], flush=True)
+    if args.results:
+        stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+        text = (f"\nWritten by `python benchmarks/cluster_huge.py --label {args.label}` on {stamp} ({platform.machine()}, "
+                f"{os.cpu_count()} logical CPUs, {args.hosts} nodes x 8 GPUs).\n\n"
+                "| tree | mode | peak RSS MiB | MB received | the line it printed |\n|---|---|---|---|---|\n"
+                + "\n".join(rows) + "\n")
+        with open(REPO / "benchmarks" / "RESULTS-cluster.md", "a") as results:
+            results.write(text)
+
+
+if __name__ == "__main__":
+    main()
