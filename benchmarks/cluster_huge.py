@@ -2,7 +2,7 @@
 
 A fake Prometheus (tests/support/fake_prometheus.py) serves a fleet of 6,250 nodes x 8 GPUs: 50,000 series per
 device metric, each with dcgm-exporter's raw labels (about 30 MB for ``DCGM_FI_DEV_GPU_UTIL`` alone). The real
-binary runs as a child process; psutil reads its resident memory every 20 ms and the peak is reported for
+binary runs as a child process; psutil reads its resident memory every 20 ms (tests/support/peak_rss.py) and the peak is reported for
 ``--once``, ``--json`` and the TUI (in a real pty, for three polls). ``--tree`` runs another checkout (a
 ``git worktree`` of main for the "before" figures); ``--results`` appends the table to
 benchmarks/RESULTS-cluster.md.
@@ -18,55 +18,18 @@ import os
 import platform
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
-
-import psutil
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 
-from support.fake_prometheus import FakePrometheus  # noqa: E402
+from support.fake_prometheus import DCGM_RAW_LABELS, FakePrometheus  # noqa: E402
+from support.peak_rss import PeakRss  # noqa: E402
 from support.terminal import PtyTerminal  # noqa: E402
-
-DCGM_LABELS = {
-    "DCGM_FI_DRIVER_VERSION": "550.54.15", "device": "nvidia0", "pci_bus_id": "00000000:18:00.0",
-    "container": "pytorch-trainer-main", "namespace": "ml-training-production-europe-west4",
-    "pod": "llm-pretrain-70b-run-2026-11-26-worker-0123-7f9c8d6b5-abcde", "job": "dcgm-exporter",
-    "endpoint": "gpu-metrics", "service": "nvidia-dcgm-exporter", "err_code": "0", "err_msg": "",
-    "cluster": "gke-europe-west4-a3-highgpu-8g-pool-0", "Hostname_ip": "10.164.0.123",
-}
-"""Labels a Kubernetes dcgm-exporter series carries beside the ones that place it (about 450 bytes)."""
 
 POLLS = 3
 """Polls the TUI runs before it is stopped."""
-
-
-class PeakRss:
-    """Polls a process tree's resident memory every 20 ms and keeps the peak (MiB)."""
-
-    def __init__(self, pid: int) -> None:
-        self.peak = 0.0
-        self._process = psutil.Process(pid)
-        self._done = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        while not self._done.is_set():
-            try:
-                rss = sum(p.memory_info().rss for p in [self._process, *self._process.children(recursive=True)])
-            except psutil.Error:
-                return
-            self.peak = max(self.peak, rss / (1 << 20))
-            time.sleep(0.02)
-
-    def stop(self) -> float:
-        """Stop polling; the peak in MiB."""
-        self._done.set()
-        self._thread.join()
-        return self.peak
 
 
 def one_shot(tree: Path, url: str, flag: str) -> tuple[float, str, int]:
@@ -107,7 +70,7 @@ def main() -> None:
     parser.add_argument("--results", action="store_true", help="append the table to benchmarks/RESULTS-cluster.md")
     args = parser.parse_args()
     rows = []
-    with FakePrometheus(hosts=args.hosts, extra_labels=DCGM_LABELS) as fake:
+    with FakePrometheus(hosts=args.hosts, extra_labels=DCGM_RAW_LABELS) as fake:
         for flag in ("--once", "--json"):
             sent = fake.bytes_sent
             peak, line, size = one_shot(args.tree, fake.url, flag)

@@ -30,6 +30,15 @@ from gpusight import metric_names as m
 DEFAULT_METRICS = (m.GPU_UTIL, m.FB_USED, m.FB_FREE, m.POWER_USAGE, m.GPU_TEMP)
 """The device metrics served by default: enough for every column of the cluster table."""
 
+DCGM_RAW_LABELS = {
+    "DCGM_FI_DRIVER_VERSION": "550.54.15", "device": "nvidia0", "pci_bus_id": "00000000:18:00.0",
+    "container": "pytorch-trainer-main", "namespace": "ml-training-production-europe-west4",
+    "pod": "llm-pretrain-70b-run-2026-11-26-worker-0123-7f9c8d6b5-abcde",
+    "endpoint": "gpu-metrics", "service": "nvidia-dcgm-exporter", "err_code": "0", "err_msg": "",
+    "cluster": "gke-europe-west4-a3-highgpu-8g-pool-0", "Hostname_ip": "10.164.0.123",
+}
+"""Labels a Kubernetes dcgm-exporter series carries beside the ones that place it (about 450 bytes)."""
+
 Value = Callable[[str, int, m.MetricName], str]
 """A sample's value as Prometheus writes it, for (host, GPU index, metric)."""
 
