@@ -1,11 +1,11 @@
 """Peak memory of ``gpusight --cluster`` when Prometheus answers far more than expected.
 
 A fake Prometheus (tests/support/fake_prometheus.py) serves a fleet of 6,250 nodes x 8 GPUs: 50,000 series per
-device metric, each with dcgm-exporter's raw labels (about 30 MB for ``DCGM_FI_DEV_GPU_UTIL`` alone). The real
-binary runs as a child process; psutil reads its resident memory every 20 ms (tests/support/peak_rss.py) and the peak is reported for
-``--once``, ``--json`` and the TUI (in a real pty, for three polls). ``--tree`` runs another checkout (a
-``git worktree`` of main for the "before" figures); ``--results`` appends the table to
-benchmarks/RESULTS-cluster.md.
+device metric, with a Kubernetes dcgm-exporter's raw labels wherever a query does not aggregate them away (about
+30 MB for ``DCGM_FI_DEV_GPU_UTIL``'s raw series alone). The real binary runs as a child process; psutil reads its
+resident memory every 20 ms (tests/support/peak_rss.py) and the peak is reported for ``--once``, ``--json`` and the TUI (in a real pty, for three polls). ``--tree`` runs another checkout (a
+``git worktree`` of main for the "before" figures); ``--results`` appends the table to the section
+"Cluster view: a huge answer" of benchmarks/RESULTS-cluster.md.
 
     python benchmarks/cluster_huge.py --tree /tmp/main-tree --label before
     python benchmarks/cluster_huge.py --label after --results
@@ -27,6 +27,9 @@ sys.path.insert(0, str(REPO / "tests"))
 from support.fake_prometheus import DCGM_RAW_LABELS, FakePrometheus  # noqa: E402
 from support.peak_rss import PeakRss  # noqa: E402
 from support.terminal import PtyTerminal  # noqa: E402
+
+SECTION = "## Cluster view: a huge answer"
+"""The section of benchmarks/RESULTS-cluster.md the runs are appended to (it is the file's last)."""
 
 POLLS = 3
 """Polls the TUI runs before it is stopped."""
@@ -82,11 +85,13 @@ def main() -> None:
         print(rows[-1], flush=True)
     if args.results:
         stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-        text = (f"\nWritten by `python benchmarks/cluster_huge.py --label {args.label}` on {stamp} ({platform.machine()}, "
+        path = REPO / "benchmarks" / "RESULTS-cluster.md"
+        header = "" if SECTION in path.read_text() else f"\n{SECTION}\n"
+        text = header + (f"\nWritten by `python benchmarks/cluster_huge.py --label {args.label}` on {stamp} ({platform.machine()}, "
                 f"{os.cpu_count()} logical CPUs, {args.hosts} nodes x 8 GPUs).\n\n"
                 "| tree | mode | peak RSS MiB | MB received | the line it printed |\n|---|---|---|---|---|\n"
                 + "\n".join(rows) + "\n")
-        with open(REPO / "benchmarks" / "RESULTS-cluster.md", "a") as results:
+        with open(path, "a") as results:
             results.write(text)
 
 
