@@ -278,6 +278,7 @@ class ClusterSource:
         problems: list[str] = []
         self.reachable = True
         self._cuts = []
+        self.cut_note = None
         try:
             frame = self._poll(now, focus_host, problems)
             self.cut_note = cut_note(self._cuts)
