@@ -119,9 +119,9 @@ def report(figures: dict[str, object]) -> str:
 
 
 def write_section(path: Path, section: str) -> None:
-    """Replace (or append) the cluster section of ``path``."""
+    """Replace (or append) the section of ``path`` that has ``section``'s heading (its first line)."""
     text = path.read_text(encoding="utf-8")
-    pattern = re.compile(re.escape(SECTION) + r".*?(?=\n## |\Z)", re.S)
+    pattern = re.compile(re.escape(section.split("\n", 1)[0]) + r".*?(?=\n## |\Z)", re.S)
     text = pattern.sub(section.rstrip("\n"), text) if pattern.search(text) else text.rstrip("\n") + "\n\n" + section
     path.write_text(text.rstrip("\n") + "\n", encoding="utf-8")
 

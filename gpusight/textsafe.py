@@ -17,7 +17,7 @@ _ESCAPE_SEQUENCE = re.compile(
     r"|\x1b[@-Z\\-_]"  # two-byte escapes
     r"|\x9b[0-?]*[ -/]*[@-~]"  # 8-bit CSI
 )
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u061c\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def safe_text(text: str | None, max_length: int | None = None) -> str:

@@ -18,6 +18,7 @@ import pytest
 
 from gpusight.cluster.prom import PrometheusClient, PrometheusError
 from gpusight.cluster.source import ClusterSource
+from support.auth_proxy import AuthProxy
 from support.exposition import ExpositionServer
 from support.prometheus import PrometheusServer, free_port, require_prometheus
 
@@ -169,7 +170,8 @@ def test_an_empty_prometheus_says_so(prometheus):
 
 
 def test_basic_auth_in_the_url(prometheus):
-    """A proxy in front of the real Prometheus that wants user:secret; the client sends it, and not in the URL."""
+    """A proxy in front of the real Prometheus that wants user:secret; the client sends it, and not in the URL.
+    Credentials in the URL still work, with a warning pointing at --cluster-config."""
     expected = "Basic " + base64.b64encode(b"user:s3cr@t").decode()
     seen: list[str] = []
 
@@ -183,40 +185,21 @@ def test_basic_auth_in_the_url(prometheus):
     proxy = AuthProxy(forward)
     try:
         ok = run_cli(f"http://user:s3cr%40t@{proxy.address}", "--once")
-        refused = one_line_failure(run_cli(f"http://user:wrong@{proxy.address}", "--once"))
+        refused = run_cli(f"http://user:wrong@{proxy.address}", "--once")
+        anonymous = one_line_failure(run_cli(f"http://{proxy.address}", "--once"))
     finally:
         proxy.close()
     assert ok.returncode == 0, ok.stderr
     assert f"gpusight --cluster http://{proxy.address} at" in ok.stdout  # no password shown
-    assert "s3cr" not in ok.stdout and "s3cr" not in "".join(seen)
-    assert refused == f"gpusight: Prometheus at http://{proxy.address} refused access (HTTP 401): " \
-                      "give user:password@ in the URL"
-
-
-class AuthProxy:
-    """An HTTP server calling ``forward(path, Authorization header)`` for every GET."""
-
-    def __init__(self, forward) -> None:
-        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802
-                status, body = forward(self.path, self.headers.get("Authorization"))
-                self.send_response(status)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, format: str, *args: object) -> None:
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.address = f"127.0.0.1:{self.httpd.server_address[1]}"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+    assert "s3cr" not in ok.stdout + ok.stderr and "s3cr" not in "".join(seen)
+    warning = "gpusight: warning: the --cluster URL holds credentials, which ps and shell history show; " \
+              "put them in a --cluster-config file instead (basic_auth with a password_file)"
+    assert ok.stderr.splitlines() == [warning]
+    assert refused.returncode == 1 and refused.stdout == ""
+    assert refused.stderr.splitlines() == [warning, f"gpusight: Prometheus at http://{proxy.address} refused access "
+                                                    "(HTTP 401): the credentials given were not accepted"]
+    assert anonymous == f"gpusight: Prometheus at http://{proxy.address} refused access (HTTP 401): " \
+                        "give credentials with --cluster-config FILE (see docs/cluster.md)"
 
 
 @pytest.mark.parametrize("flag", [["--demo"], ["--replay", "x.jsonl"], ["--record", "x.jsonl"], ["--gpus", "0"],

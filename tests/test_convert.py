@@ -199,7 +199,7 @@ def test_a_directory_as_input_is_refused(tmp_path):
     (["--convert", "a", "b", "--to", "tensorboard", "d"], "--convert IN --to tensorboard DIR takes no OUT"),
     (["--convert", "a", "--to", "csv", "d"], "--to: unknown format 'csv' (known: tensorboard)"),
     (["--to", "tensorboard", "d"], "--to needs --convert"),
-    (["--force"], "--force needs --convert"),
+    (["--force"], "--force needs --convert or --report"),
     (["--convert", "a", "b", "--demo"], "--convert cannot be combined with --demo"),
     (["--convert", "a", "b", "--record", "c.jsonl"], "--convert cannot be combined with --record"),
     (["--convert", "", "b"], "--convert: file names must not be empty"),

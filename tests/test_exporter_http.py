@@ -13,7 +13,6 @@ import sys
 import threading
 import time
 import urllib.request
-from base64 import b64encode
 from collections.abc import Callable
 from pathlib import Path
 
@@ -108,42 +107,16 @@ def certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return cert, key
 
 
-def _auth(user: str, password: str) -> dict[str, str]:
-    return {"Authorization": "Basic " + b64encode(f"{user}:{password}".encode()).decode()}
-
-
-def test_tls_and_basic_auth(env, tmp_path: Path, certificate: tuple[Path, Path]) -> None:
+def test_tls_from_the_certificate_flags(env, certificate: tuple[Path, Path]) -> None:
     cert, key = certificate
-    users = tmp_path / "users"
-    users.write_text("# scrapers\nprometheus:s3cret:with:colons\nother:pw\n")
-    users.chmod(0o600)
     trust = ssl.create_default_context(cafile=str(cert))
-    args = ["--serve-tls-cert", str(cert), "--serve-tls-key", str(key), "--serve-basic-auth", str(users)]
-    with serving(args, env) as running:
+    with serving(["--serve-tls-cert", str(cert), "--serve-tls-key", str(key)], env) as running:
         assert running.url.startswith("https://127.0.0.1:")
-        status, headers, _ = running.get(context=trust)
-        assert status == 401 and headers["WWW-Authenticate"].startswith("Basic")
-        assert running.get(headers=_auth("prometheus", "wrong"), context=trust)[0] == 401
-        assert running.get(headers=_auth("nobody", "s3cret:with:colons"), context=trust)[0] == 401
-        assert running.get("/", headers=_auth("other", "s3cret:with:colons"), context=trust)[0] == 401
-        text = running.scrape(context=trust, headers=_auth("prometheus", "s3cret:with:colons"))
-        assert names.BUILD_INFO.name in text
-        assert running.get("/", headers=_auth("other", "pw"), context=trust)[0] == 200
+        assert names.BUILD_INFO.name in running.scrape(context=trust)
         plain = "http://" + running.url[len("https://"):]
         with pytest.raises(OSError):  # plain HTTP to the TLS port gets no HTTP answer
             urllib.request.urlopen(plain + "/metrics", timeout=10).read()
-        running.scrape(context=trust, headers=_auth("prometheus", "s3cret:with:colons"))  # still serving
-
-
-@pytest.mark.parametrize("mode", [0o644, 0o640, 0o604])
-def test_a_credentials_file_open_to_others_is_refused(env, tmp_path: Path, mode: int) -> None:
-    users = tmp_path / "users"
-    users.write_text("prometheus:secret\n")
-    users.chmod(mode)
-    result = _fails(["--serve", "0", "--serve-basic-auth", str(users)], env)
-    assert result.returncode == 2
-    assert result.stderr.splitlines() == [
-        f"gpusight: the basic auth file {users} is open to group or others (mode {mode:04o}); run: chmod 600 {users}"]
+        running.scrape(context=trust)  # still serving
 
 
 def test_serve_errors_are_one_line_and_exit_2(env, tmp_path: Path) -> None:
@@ -151,17 +124,12 @@ def test_serve_errors_are_one_line_and_exit_2(env, tmp_path: Path) -> None:
     taken.bind(("127.0.0.1", 0))
     taken.listen()
     port = taken.getsockname()[1]
-    empty = tmp_path / "empty"
-    empty.write_text("# nobody\n")
-    empty.chmod(0o600)
     cases = [
         ([f"127.0.0.1:{port}"], "cannot listen on 127.0.0.1:"),
         (["nine-thousand"], "the port must be a number"),
         (["70000"], "the port must be a number"),
         (["::1:9400"], "expected [ADDR:]PORT"),
         (["no-such-host.invalid:9400"], "cannot listen on 'no-such-host.invalid'"),
-        (["0", "--serve-basic-auth", str(tmp_path / "missing")], "cannot read the basic auth file"),
-        (["0", "--serve-basic-auth", str(empty)], "holds no user:password line"),
         (["0", "--serve-tls-cert", str(tmp_path / "no.pem"), "--serve-tls-key", str(tmp_path / "no.key")],
          "cannot load the TLS certificate"),
     ]

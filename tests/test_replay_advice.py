@@ -60,7 +60,7 @@ def tmux() -> Iterator[Tmux]:
 def report_episodes(recording: Path) -> tuple[list[dict[str, object]], float]:
     """The advice episodes of ``--report FILE`` (offsets from the first snapshot) and the recording's length."""
     output = recording.with_suffix(".html")
-    result = run("--report", str(recording), "-o", str(output), cwd=recording.parent)
+    result = run("--report", str(recording), "-o", str(output), "--force", cwd=recording.parent)  # asked again
     assert result.returncode == 0, result.stderr
     data = json.loads(output.read_text().split('id="report-data">', 1)[1].split("</script>", 1)[0])
     seekable = open_seekable(recording)

@@ -306,3 +306,29 @@ def test_cli_refuses_to_replace_the_recording_and_usage_errors(tmp_path: Path) -
     assert recording.stat().st_size == size
     assert _gpusight("-o", "x.html", cwd=tmp_path).returncode == 2
     assert _gpusight("--report", recording, "--demo", cwd=tmp_path).returncode == 2
+
+
+def test_an_existing_report_is_replaced_only_with_force(tmp_path: Path) -> None:
+    """One rule for every named output (gpusight.output_files): as --convert's OUT, --report's HTML (named with -o
+    or chosen beside the recording) and a comparison's Markdown are kept unless --force is given."""
+    recording, other = tmp_path / "run.jsonl", tmp_path / "other.jsonl"
+    record_demo_run(recording, [Segment("healthy", 10)])
+    record_demo_run(other, [Segment("input-bound", 10)])
+    beside, named = tmp_path / "run.html", tmp_path / "mine.html"
+    for target, flags in ((beside, ()), (named, ("-o", named))):
+        target.write_text("keep me")
+        refused = _gpusight("--report", recording, *flags, cwd=tmp_path)
+        assert refused.returncode == 1 and refused.stdout == ""
+        assert refused.stderr == f"gpusight: {target} exists; add --force to replace it\n"
+        assert target.read_text() == "keep me"
+        forced = _gpusight("--report", recording, *flags, "--force", cwd=tmp_path)
+        assert forced.returncode == 0 and forced.stdout.strip() == str(target)
+        assert target.read_text().startswith("<!DOCTYPE html>")
+    markdown = tmp_path / "run-vs-other.md"
+    markdown.write_text("keep me too")
+    refused = _gpusight("--report", recording, other, cwd=tmp_path)
+    assert refused.returncode == 1 and "run-vs-other.md exists; add --force" in refused.stderr
+    assert markdown.read_text() == "keep me too" and not (tmp_path / "run-vs-other.html").exists()
+    forced = _gpusight("--report", recording, other, "--force", cwd=tmp_path)
+    assert forced.returncode == 0 and markdown.read_text() != "keep me too"
+    assert _gpusight("--force", "--demo", cwd=tmp_path).returncode == 2  # --force alone names no output

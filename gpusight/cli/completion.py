@@ -16,7 +16,8 @@ from gpusight.convert.command import TENSORBOARD
 
 FILE_OPTIONS = (
     "--replay", "--record", "--config", "--convert", "--report", "--output",
-    "--serve-tls-cert", "--serve-tls-key", "--serve-basic-auth",
+    "--serve-web-config", "--serve-tls-cert", "--serve-tls-key", "--serve-basic-auth",
+    "--cluster-config",
 )
 """Options whose values are files (read, or written as with ``--record``): the shells offer file names.
 

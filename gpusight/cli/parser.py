@@ -14,6 +14,7 @@ from gpusight.cli.output import reader_gone, write_stdout
 from gpusight.cluster.command import add_arguments as add_cluster_arguments
 from gpusight.collect.sampler import DEFAULT_INTERVAL, MIN_INTERVAL
 from gpusight.convert import command as convert
+from gpusight.output_files import OVERWRITE_RULE
 from gpusight.prometheus_exporter import command as exporter
 from gpusight.recordings import start_at
 from gpusight.run_report import command as run_report
@@ -112,7 +113,8 @@ def build_parser() -> GpusightParser:
         description="Live GPU monitor for deep-learning training that tells you why your GPU is under-used. "
         "Runs a terminal UI when stdout is a terminal, otherwise prints one snapshot and exits.",
         epilog=f"`{COMMAND_ALIAS}` is the same program. Data sources: NVML (default), --demo, --replay. "
-        f"Setting {STATS_FILE_ENV}=FILE makes the live UI write its sampling statistics to FILE as JSON on exit.",
+        f"Setting {STATS_FILE_ENV}=FILE makes the live UI write its sampling statistics to FILE as JSON on exit. "
+        f"Outputs: {OVERWRITE_RULE}.",
     )
     source = parser.add_mutually_exclusive_group()
     source.add_argument(
@@ -220,6 +222,8 @@ def check_usage(parser: GpusightParser, args: argparse.Namespace) -> None:
         parser.error("--verbose needs --version")
     if args.loop and args.replay is None:
         parser.error("--loop needs --replay")
+    if args.cluster_config is not None and args.cluster is None:
+        parser.error("--cluster-config needs --cluster URL")
     start_at.check_arguments(parser, args)
     if args.check:
         _check_check_args(parser, args)

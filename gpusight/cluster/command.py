@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import argparse
 import sys
+import urllib.parse
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gpusight.cluster.settings import DEFAULT_HISTORY_SECONDS, DEFAULT_TIMEOUT_SECONDS
@@ -30,12 +32,21 @@ def positive_seconds(value: str) -> float:
     return seconds
 
 
+EXIT_BAD_CONFIG = 2
+"""Exit status when the ``--cluster-config`` file cannot be used (missing, not YAML, an unknown key, a bad key file)."""
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add ``--cluster URL``, ``--cluster-timeout`` and ``--cluster-history`` to ``parser``."""
+    """Add ``--cluster URL``, ``--cluster-config``, ``--cluster-timeout`` and ``--cluster-history`` to ``parser``."""
     parser.add_argument(
         "--cluster", metavar="URL",
-        help="show a fleet of GPU nodes from a Prometheus server (http[s]://[USER:PASS@]HOST:PORT) that scrapes "
+        help="show a fleet of GPU nodes from a Prometheus server (http[s]://HOST:PORT) that scrapes "
         "dcgm-exporter or gpusight --serve; with --once a table, with --json the cluster frame. See docs/cluster.md",
+    )
+    parser.add_argument(
+        "--cluster-config", type=Path, metavar="FILE",
+        help="with --cluster: credentials and TLS for Prometheus, in the YAML shape of Prometheus's http_config "
+        "(basic_auth, authorization, tls_config); see docs/cluster.md",
     )
     parser.add_argument(
         "--cluster-timeout", type=positive_seconds, default=DEFAULT_TIMEOUT_SECONDS, metavar="SECONDS",
@@ -56,13 +67,36 @@ def check_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -
                         ("--serve", getattr(args, "serve", None) is not None)):
         if given:
             parser.error(f"--cluster cannot be combined with {flag}")
+    in_url = _url_has_credentials(args.cluster)
+    args.cluster_http = None
+    if args.cluster_config is not None:
+        from gpusight.cluster.http_config import HttpConfigError, load_http_config
+
+        try:
+            args.cluster_http = load_http_config(str(args.cluster_config))
+        except HttpConfigError as exc:
+            parser.exit(EXIT_BAD_CONFIG, f"gpusight: {exc}\n")
+        if in_url and args.cluster_http.authorization is not None:
+            parser.error("give Prometheus's credentials in the --cluster URL or in --cluster-config, not both")
+    if in_url:
+        print("gpusight: warning: the --cluster URL holds credentials, which ps and shell history show; "
+              "put them in a --cluster-config file instead (basic_auth with a password_file)", file=sys.stderr)
+
+
+def _url_has_credentials(url: str) -> bool:
+    """Whether ``url`` holds ``USER[:PASS]@``."""
+    try:
+        return urllib.parse.urlsplit(url.strip()).username is not None
+    except ValueError:  # the client says what is wrong with the URL
+        return False
 
 
 def source_from_args(args: argparse.Namespace) -> ClusterSource:
     """The cluster source the arguments ask for."""
     from gpusight.cluster.source import ClusterSource
 
-    return ClusterSource(args.cluster, timeout=args.cluster_timeout, history_seconds=args.cluster_history)
+    return ClusterSource(args.cluster, timeout=args.cluster_timeout, history_seconds=args.cluster_history,
+                         http_config=getattr(args, "cluster_http", None))
 
 
 def run_once(args: argparse.Namespace) -> int:
@@ -75,7 +109,8 @@ def run_once(args: argparse.Namespace) -> int:
     frame = source.poll()
     stats = source.last_stats
     if not source.reachable:
-        print(f"gpusight: {frame.problems[0] if frame.problems else 'Prometheus did not answer'}", file=sys.stderr)
+        problem = safe_text(frame.problems[0]) if frame.problems else "Prometheus did not answer"
+        print(f"gpusight: {problem}", file=sys.stderr)
     elif source.cut_note is not None:
         print(f"gpusight: {safe_text(source.cut_note)}", file=sys.stderr)
     if args.json:

@@ -1,7 +1,7 @@
 """Jobs' speed read back from Prometheus: each node's ``gpusight_job_*`` speed series, then each job across its nodes.
 
 Values from Prometheus are untrusted: a value that is NaN, infinite, negative or beyond what any node could do
-is unknown (None), a utilization name other than MFU/HFU is dropped with its FLOP/s, and a node's achieved FLOP/s
+is unknown (None, :func:`gpusight.metric_ranges.plausible`), a utilization name other than MFU/HFU is dropped with its FLOP/s, and a node's achieved FLOP/s
 above its peak are dropped too. A job's figures across nodes follow :mod:`gpusight.collect.speed`: steps per second
 of the slowest node, samples, tokens and FLOP/s summed, utilization = summed achieved over summed peaks of the
 nodes that report both; a node that reports nothing is left out, never counted as 0.
@@ -18,19 +18,10 @@ from gpusight.cluster.frame import ClusterJob, ClusterJobSpeed
 from gpusight.cluster.prom import Series
 from gpusight.collect.host.trainer_status import BREAKDOWN_PARTS
 from gpusight.collect.speed import sum_known
+from gpusight.metric_ranges import plausible
 
 SPEED_METRICS = (m.JOB_STEPS, m.JOB_SAMPLES, m.JOB_TOKENS, m.JOB_FLOPS, m.JOB_PEAK_FLOPS, m.JOB_STEP_TIME)
 """The speed families the cluster view reads (MFU is recomputed from the FLOP/s and peaks, so it sums across nodes)."""
-
-LIMITS = {
-    m.JOB_STEPS.name: 1e6,
-    m.JOB_SAMPLES.name: 1e12,
-    m.JOB_TOKENS.name: 1e13,
-    m.JOB_FLOPS.name: 1e19,
-    m.JOB_PEAK_FLOPS.name: 1e19,
-    m.JOB_STEP_TIME.name: 100.0,
-}
-"""The largest believable value of each family on one node (1e19 FLOP/s is ten exaFLOP/s); above is unknown."""
 
 UTILIZATION_NAMES = ("MFU", "HFU")
 """The ``utilization`` label values believed."""
@@ -40,12 +31,6 @@ PARTS_SUM_TOLERANCE = 2.0
 
 JobKey = tuple[str, str]
 """(host, ``gpusight_job`` label)."""
-
-
-def plausible(metric: str, value: float) -> float | None:
-    """``value`` of ``metric`` when it is a number between 0 and the metric's limit, else None."""
-    limit = LIMITS[metric]
-    return value if 0.0 <= value <= limit else None  # NaN fails both comparisons
 
 
 def read_speeds(by_name: Mapping[str, list[Series]], host_of: Callable[[dict[str, str]], str]) -> dict[JobKey, dict[str, Any]]:

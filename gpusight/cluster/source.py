@@ -50,6 +50,7 @@ from gpusight.cluster.frame import (
     ClusterProcess,
 )
 from gpusight.cluster.health import LINK, NONZERO, drain_gpus, judge
+from gpusight.cluster.http_config import HttpConfig
 from gpusight.cluster.job_speed import SPEED_METRICS, job_speeds, read_speeds
 from gpusight.cluster.prom import PrometheusClient, PrometheusError, Series
 from gpusight.cluster.range_cache import RangeCache
@@ -63,6 +64,7 @@ from gpusight.cluster.settings import (
 from gpusight.cluster.speed_advice import input_bound_jobs
 from gpusight.collect.health import HealthAssessment
 from gpusight.collect.model import Advice, Severity, WorkloadKind
+from gpusight.metric_ranges import plausible
 
 QUERIES_PER_POLL = 7
 """The most queries one poll sends, whatever the number of nodes (six without a focus host)."""
@@ -99,10 +101,6 @@ CORE_METRICS = (m.GPU_UTIL, m.FB_USED, m.POWER_USAGE, m.GPU_TEMP)
 
 MIB = 1 << 20
 """Bytes in a MiB."""
-
-SENTINEL_LIMIT = 1e15
-"""dcgm-exporter writes DCGM's 'blank' sentinels (about 9.2e18) for unknown values; anything above is unknown."""
-
 
 def names_regex(metrics: Iterable[m.MetricName], *others: str, matchers: str = "") -> str:
     """A selector matching every one of ``metrics`` (and the ``others`` names) by name, and ``matchers``."""
@@ -160,8 +158,13 @@ def placed(metric: m.MetricName) -> str:
 
 
 def promql_string(value: str) -> str:
-    """``value`` as a PromQL string literal."""
-    return json.dumps(value)
+    """``value`` as a PromQL string literal: characters beyond U+FFFF as UTF-8, never as the JSON surrogate pairs
+    that PromQL's Go unquoting refuses (a lone surrogate, which UTF-8 cannot carry, stays escaped and fails there)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(value)
+    return json.dumps(value, ensure_ascii=False)
 
 
 def host_label(labels: dict[str, str]) -> tuple[str, str]:
@@ -202,13 +205,6 @@ def cut_note(cuts: Iterable[NodeCut]) -> str | None:
     return None
 
 
-def known(value: float | None) -> float | None:
-    """``value`` unless it is NaN, infinite or one of DCGM's blank sentinels."""
-    if value is None or not math.isfinite(value) or abs(value) >= SENTINEL_LIMIT:
-        return None
-    return value
-
-
 def number(text: str) -> int | None:
     """``text`` as a whole number when it is one written in ASCII digits (labels are untrusted), else None."""
     return int(text) if text.isascii() and text.isdigit() else None
@@ -237,8 +233,9 @@ class ClusterSource:
 
     def __init__(self, url: str, timeout: float = DEFAULT_TIMEOUT_SECONDS,
                  history_seconds: float = DEFAULT_HISTORY_SECONDS, thresholds: FleetThresholds | None = None,
-                 clock: Callable[[], float] = time.time, server_stats: bool = False) -> None:
-        self.client = PrometheusClient(url, timeout, server_stats=server_stats)
+                 clock: Callable[[], float] = time.time, server_stats: bool = False,
+                 http_config: HttpConfig | None = None) -> None:
+        self.client = PrometheusClient(url, timeout, server_stats=server_stats, http_config=http_config)
         """The HTTP API client (its ``stats`` hold the last poll's cost)."""
         self.history_seconds = history_seconds
         """How far back range queries reach."""
@@ -418,14 +415,15 @@ class ClusterSource:
                 gpus = self._last_gpus.get(host) or self._gpus_from_history(host, util, memory)
             up, note = self._liveness(host, instances, up_now, ups, host in fresh, now)
             extra = host_values.get(host, {})
-            age = extra.get(m.SNAPSHOT_AGE.name)
+            age = plausible(m.SNAPSHOT_AGE.name, extra.get(m.SNAPSHOT_AGE.name))
             if up and age is not None and age > STALE_SNAPSHOT_SECONDS:
                 note = f"data {age:.0f} s old: gpusight --serve gets no answer from NVML there"
                 problems.append(f"{host}: {note}")
             nodes.append(ClusterNode(
                 host=host, instances=instances, up=up, exporter="gpusight" if host in self._gpusight_hosts else "dcgm",
                 gpus=gpus, last_seen=self._last_seen.get(host), note=note,
-                cpu_percent=known(extra.get(m.HOST_CPU.name)), iowait_percent=known(extra.get(m.HOST_IOWAIT.name)),
+                cpu_percent=plausible(m.HOST_CPU.name, extra.get(m.HOST_CPU.name)),
+                iowait_percent=plausible(m.HOST_IOWAIT.name, extra.get(m.HOST_IOWAIT.name)),
             ))
         for name, where in sorted(missing.items()):
             problems.append(f"no {name} from {listed(where)}: shown as N/A")
@@ -477,7 +475,7 @@ class ClusterSource:
              mig: tuple[ClusterMig, ...]) -> ClusterGpu:
         """One GPU from its instant values (metric name -> value) and its full labels, its health judged at ``now``."""
         def value(metric: m.MetricName) -> float | None:
-            return known(values.get(metric.name))
+            return plausible(metric.name, values.get(metric.name))
 
         def percent(metric: m.MetricName) -> float | None:
             ratio = value(metric)
@@ -525,7 +523,7 @@ class ClusterSource:
             for t, v in item.points:
                 slot = int(round((t - start) / self.step))
                 if 0 <= slot < count:
-                    values[slot] = known(v)
+                    values[slot] = plausible(metric, v)
             series[(host_label(item.labels)[1], index)] = tuple(values)
         return ClusterHistory(metric=metric, start=start, step=self.step, series=series)
 
@@ -556,8 +554,9 @@ class ClusterSource:
             by_name[series.labels.get("__name__", "")].append(series)
 
         def keyed(metric: m.MetricName, *labels: str) -> dict[tuple[str, ...], float]:
-            return {(host_label(s.labels)[1], *(s.labels.get(label, "") for label in labels)): s.value
-                    for s in by_name[metric.name] if known(s.value) is not None}
+            values = ((s, plausible(metric.name, s.value)) for s in by_name[metric.name])
+            return {(host_label(s.labels)[1], *(s.labels.get(label, "") for label in labels)): value
+                    for s, value in values if value is not None}
 
         world = keyed(m.JOB_WORLD_SIZE, m.LABEL_JOB)
         job_memory = keyed(m.JOB_MEMORY, m.LABEL_JOB)
@@ -652,7 +651,7 @@ class ClusterSource:
         needed = self.thresholds.min_coverage * self.thresholds.window_seconds / self.step
         sm_means: dict[tuple[str, str, str, str], float] = {}
         for series in sm:
-            recent = [v for t, v in series.points if t > cutoff and known(v) is not None]
+            recent = [v for t, v in series.points if t > cutoff and plausible(m.PROCESS_SM.name, v) is not None]
             if recent and len(recent) >= needed:
                 labels = series.labels
                 sm_means[(host_label(labels)[1], labels.get(m.LABEL_JOB, ""), labels.get(m.LABEL_RANK, ""),
@@ -687,7 +686,7 @@ def _instances(values: dict[tuple[int, str], dict[str, float]]) -> tuple[Cluster
     instances = []
     for (instance, profile), figures in sorted(values.items()):
         def value(metric: m.MetricName, figures: dict[str, float] = figures) -> float | None:
-            return known(figures.get(metric.name))
+            return plausible(metric.name, figures.get(metric.name))
 
         used, free = value(m.FB_USED), value(m.FB_FREE)
         active, tensor = value(m.SM_ACTIVE), value(m.TENSOR_ACTIVE)

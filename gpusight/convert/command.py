@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gpusight.convert.copying import ConvertError, Tally, copy_snapshots, size_text
+from gpusight.output_files import OVERWRITE_RULE, existing_output_problem
 from gpusight.recordings.formats import format_for_name, sniff_format
 from gpusight.recordings.jsonl.stream import JsonLinesStream, names_stdout
 from gpusight.textsafe import safe_text
@@ -32,7 +33,7 @@ _EXCLUSIVE = ("demo", "replay", "record", "once", "json", "check", "duration", "
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add ``--convert``, ``--to`` and ``--force``."""
+    """Add ``--convert``, ``--to`` and ``--force`` (which ``--report`` shares)."""
     parser.add_argument(
         "--convert", nargs="+", metavar=("IN", "OUT"),
         help="convert recording IN (any format) to OUT, whose name picks the format as for --record "
@@ -44,7 +45,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="with --convert IN: write TensorBoard event files into DIR instead (FORMAT: tensorboard); "
         "view them with `tensorboard --logdir DIR`. See docs/trackers.md",
     )
-    parser.add_argument("--force", action="store_true", help="with --convert: replace an existing OUT")
+    parser.add_argument("--force", action="store_true",
+                        help=f"with --convert or --report: replace an existing output. The rule: {OVERWRITE_RULE}")
 
 
 def check_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
@@ -56,9 +58,10 @@ def check_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -
             if given:
                 parser.error(f"--record - streams JSON lines to stdout; it cannot be combined with {flag}")
     if args.convert is None:
-        for flag, given in (("--to", args.to is not None), ("--force", args.force)):
-            if given:
-                parser.error(f"{flag} needs --convert")
+        if args.to is not None:
+            parser.error("--to needs --convert")
+        if args.force and args.report is None:
+            parser.error("--force needs --convert or --report")
         return
     for name in _EXCLUSIVE:
         if getattr(args, name, None) not in (None, False):
@@ -140,10 +143,9 @@ def _check_target(source: Path, target: Path, *, force: bool) -> None:
         return
     if source.exists() and os.path.samefile(source, target):
         raise ConvertError(f"{target} is the recording being converted; choose another OUT")
-    if not target.is_file():
-        raise ConvertError(f"{target} is not a regular file (write to stdout with -)")
-    if not force:
-        raise ConvertError(f"{target} exists; add --force to replace it")
+    problem = existing_output_problem(target, force=force)
+    if problem is not None:
+        raise ConvertError(problem + (" (write to stdout with -)" if not target.is_file() else ""))
 
 
 def _report(source: Path, tally: Tally, written: str) -> None:

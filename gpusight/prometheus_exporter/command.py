@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from gpusight.collect.sampler import Sampler
 
 EXIT_SERVE_ERROR = 2
-"""Exit status when the exporter cannot start (bad address, port in use, unusable TLS or auth file)."""
+"""Exit status when the exporter cannot start (bad address, port in use, unusable TLS files or web config)."""
 
 _CONFLICTS = (("--once", "once"), ("--json", "json"), ("--check", "check"), ("--duration", "duration"),
               ("--export", "export"))
@@ -39,46 +39,58 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--serve-cmdline", action="store_true",
                        help="with --serve: add each process's command line (cut to 200 characters) as a `command` "
                        "label; off by default because command lines hold tokens and paths")
-    group.add_argument("--serve-tls-cert", type=Path, metavar="FILE", help="with --serve: serve HTTPS with this certificate (PEM)")
-    group.add_argument("--serve-tls-key", type=Path, metavar="FILE", help="with --serve: the certificate's private key (PEM)")
+    group.add_argument("--serve-web-config", type=Path, metavar="FILE",
+                       help="with --serve: TLS, response headers and basic auth users with bcrypt hashes, in the "
+                       "web-config.yml format of node_exporter and the Prometheus exporter-toolkit "
+                       "(tls_server_config, http_server_config, basic_auth_users)")
+    group.add_argument("--serve-tls-cert", type=Path, metavar="FILE",
+                       help="with --serve: serve HTTPS with this certificate (PEM); short for a web config's "
+                       "tls_server_config cert_file")
+    group.add_argument("--serve-tls-key", type=Path, metavar="FILE",
+                       help="with --serve: the certificate's private key (PEM); tls_server_config key_file")
     group.add_argument("--serve-basic-auth", type=Path, metavar="FILE",
-                       help="with --serve: require HTTP basic auth; FILE holds user:password lines and must be open to "
-                       "its owner only (chmod 600)")
+                       help="removed: plaintext passwords; give bcrypt hashes in --serve-web-config's basic_auth_users")
 
 
 def check_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     """Usage errors of the exporter's flags (exit 2 through ``parser.error``)."""
     if args.serve is None:
-        for flag in ("hostname", "serve_cmdline", "serve_tls_cert", "serve_tls_key", "serve_basic_auth"):
+        for flag in ("hostname", "serve_cmdline", "serve_web_config", "serve_tls_cert", "serve_tls_key",
+                     "serve_basic_auth"):
             if getattr(args, flag):
                 parser.error(f"--{flag.replace('_', '-')} needs --serve")
         return
     for flag, dest in _CONFLICTS:
         if getattr(args, dest, None) not in (None, False):
             parser.error(f"--serve cannot be combined with {flag}")
+    if args.serve_basic_auth is not None:
+        parser.error("--serve-basic-auth (a file of plaintext passwords) was replaced by --serve-web-config FILE, whose "
+                     "basic_auth_users hold bcrypt hashes (docs/exporter.md)")
     if (args.serve_tls_cert is None) != (args.serve_tls_key is None):
         parser.error("--serve-tls-cert and --serve-tls-key go together")
+    if args.serve_web_config is not None and args.serve_tls_cert is not None:
+        parser.error("--serve-web-config cannot be combined with --serve-tls-cert/--serve-tls-key: "
+                     "put cert_file and key_file in its tls_server_config")
 
 
 def serve(sampler: Sampler, args: argparse.Namespace) -> int:
     """Serve ``/metrics`` from ``sampler``'s newest snapshot until SIGTERM or SIGINT; returns the exit status."""
+    from gpusight.prometheus_exporter.basic_auth import BcryptUsers
     from gpusight.prometheus_exporter.families import ExportOptions, SnapshotCollector
-    from gpusight.prometheus_exporter.server import (
-        ExporterServer,
-        ServeError,
-        exporter_app,
-        parse_listen,
-        read_credentials,
-        tls_context,
-    )
+    from gpusight.prometheus_exporter.server import ExporterServer, ServeError, exporter_app, parse_listen
+    from gpusight.prometheus_exporter.web_config import WebConfig, load_web_config, tls_context
 
     try:
         address = parse_listen(args.serve)
-        tls = None if args.serve_tls_cert is None else tls_context(args.serve_tls_cert, args.serve_tls_key)
-        credentials = None if args.serve_basic_auth is None else read_credentials(args.serve_basic_auth)
+        if args.serve_web_config is not None:
+            web = load_web_config(args.serve_web_config)
+        else:
+            web = WebConfig(tls=None if args.serve_tls_cert is None else tls_context(args.serve_tls_cert,
+                                                                                     args.serve_tls_key))
         options = ExportOptions(hostname=args.hostname or socket.gethostname(), cmdline=args.serve_cmdline)
         collector = SnapshotCollector(lambda: _latest(sampler), options)
-        server = ExporterServer(address, exporter_app(collector, credentials), tls)
+        users = None if web.users is None else BcryptUsers(web.users)
+        server = ExporterServer(address, exporter_app(collector, users, web.headers), web.tls)
     except ServeError as exc:
         print(f"gpusight: {exc}", file=sys.stderr)
         return EXIT_SERVE_ERROR

@@ -3,25 +3,22 @@
 Unlike ``prometheus_client.start_http_server`` (socketserver's listen backlog of 5, no idle timeout), it
 keeps a long listen backlog, serves each connection on a daemon thread with a read timeout, does the TLS
 handshake on that thread (a slow client never holds up the accept loop) and drops broken clients quietly.
-Connection threads are kept a while after their connection ends and reused: starting a thread for every scrape
-cost 0.2-0.3 ms CPU a scrape, about half as much again as the HTTP handling.
+A few connection threads are kept a while after their connection ends and reused: starting a thread for every
+scrape cost 0.2-0.3 ms CPU a scrape, about half as much again as the HTTP handling. The handshake, request line and
+headers have one deadline together, so a client that trickles bytes (slowloris) cannot hold a thread for long.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
 import gzip
-import hmac
-import os
+import io
 import queue
 import socket
 import ssl
-import stat
 import threading
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from pathlib import Path
 from socketserver import TCPServer, ThreadingMixIn
 from typing import Any, cast
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer
@@ -29,6 +26,7 @@ from wsgiref.simple_server import WSGIRequestHandler, WSGIServer
 from prometheus_client.exposition import gzip_accepted
 from prometheus_client.registry import Collector
 
+from gpusight.prometheus_exporter.basic_auth import BcryptUsers, Verdict
 from gpusight.prometheus_exporter.exposition import CONTENT_TYPE, Exposition
 
 LISTEN_BACKLOG = 1024
@@ -36,6 +34,10 @@ LISTEN_BACKLOG = 1024
 
 READ_TIMEOUT_S = 10.0
 """A connection that sends nothing (or stalls mid-request or mid-handshake) this long is closed."""
+
+HEADER_DEADLINE_S = 10.0
+"""The TLS handshake, request line and headers must all arrive within this long of the connection's thread taking
+it (at once, on accept): a client trickling a byte a second is cut off, although each byte restarts the read timeout."""
 
 DEFAULT_HOST = "127.0.0.1"
 """Where ``--serve PORT`` listens: this machine only, unless an address is given."""
@@ -45,7 +47,12 @@ LANDING_PAGE = (b"<!doctype html><html><head><title>gpusight exporter</title></h
 """What ``/`` answers."""
 
 THREAD_IDLE_S = 300.0
-"""How long a connection thread waits for the next connection before it ends (Prometheus scrapes every 15 s to 1 min)."""
+"""How long a spare connection thread waits for the next connection before it ends (Prometheus scrapes every 15 s to
+1 min)."""
+
+SPARE_THREADS = 8
+"""Idle connection threads kept for reuse; any more end as soon as their connection does, so a burst of connections
+(or an attack) leaves no threads behind."""
 
 GZIP_LEVEL = 1
 """Compression level of a gzip-encoded scrape: prometheus_client's own (9) costs ten times the CPU
@@ -91,97 +98,86 @@ def parse_listen(text: str) -> ListenAddress:
     return ListenAddress(host, int(port))
 
 
-def tls_context(cert: Path, key: Path) -> ssl.SSLContext:
-    """A server TLS context (TLS 1.2 or later) with ``cert`` and ``key``; ServeError when they cannot be loaded."""
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.minimum_version = ssl.TLSVersion.TLSv1_2
-    try:
-        context.load_cert_chain(certfile=cert, keyfile=key)
-    except OSError as exc:  # ssl.SSLError included
-        reason = exc.strerror or getattr(exc, "reason", None) or exc
-        raise ServeError(f"cannot load the TLS certificate {cert} with key {key}: {reason}") from None
-    return context
-
-
-def read_credentials(path: Path) -> list[tuple[bytes, bytes]]:
-    """The ``user:password`` lines of ``path`` (blank and ``#`` lines skipped).
-
-    ServeError when the file is missing, readable or writable by group or others, or holds no credentials.
-    """
-    try:
-        mode = os.stat(path).st_mode
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ServeError(f"cannot read the basic auth file {path}: {getattr(exc, 'strerror', None) or exc}") from None
-    if mode & (stat.S_IRWXG | stat.S_IRWXO):
-        raise ServeError(f"the basic auth file {path} is open to group or others (mode {stat.S_IMODE(mode):04o}); "
-                         f"run: chmod 600 {path}")
-    pairs = []
-    for line in text.splitlines():
-        if line.strip() and not line.lstrip().startswith("#"):
-            user, sep, password = line.partition(":")
-            if not sep or not user:
-                raise ServeError(f"the basic auth file {path} has a line that is not user:password")
-            pairs.append((user.encode(), password.encode()))
-    if not pairs:
-        raise ServeError(f"the basic auth file {path} holds no user:password line")
-    return pairs
-
-
-def authorized(header: str | None, credentials: list[tuple[bytes, bytes]]) -> bool:
-    """True when an ``Authorization: Basic`` header names one of ``credentials``; every pair compared in constant
-    time, so the answer's timing tells neither a user name nor a password prefix."""
-    if not header or not header.startswith("Basic "):
-        return False
-    try:
-        user, sep, password = base64.b64decode(header[6:].strip(), validate=True).partition(b":")
-    except (binascii.Error, ValueError):
-        return False
-    match = False
-    for known_user, known_password in credentials:
-        same = hmac.compare_digest(user, known_user) & hmac.compare_digest(password, known_password)
-        match |= bool(sep) and same
-    return match
-
-
-def exporter_app(collector: Collector, credentials: list[tuple[bytes, bytes]] | None) -> WsgiApp:
+def exporter_app(collector: Collector, users: BcryptUsers | None = None,
+                 headers: tuple[tuple[str, str], ...] = ()) -> WsgiApp:
     """``/metrics`` (``collector``'s families in the Prometheus text format, gzip at ``GZIP_LEVEL`` when accepted),
-    ``/`` a landing page, 404 otherwise; 401 everywhere without valid credentials when ``credentials`` are given."""
+    ``/`` a landing page, 404 otherwise; 401 everywhere without valid credentials when ``users`` are given, and
+    ``headers`` on every answer."""
     exposition = Exposition(collector)
 
     def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
-        if credentials is not None and not authorized(environ.get("HTTP_AUTHORIZATION"), credentials):
-            start_response("401 Unauthorized", [("WWW-Authenticate", 'Basic realm="gpusight"'),
-                                                 ("Content-Type", "text/plain")])
-            return [b"401 Unauthorized\n"]
+        status, extra, body = _answer(environ)
+        start_response(status, [*extra, *headers])
+        return [body]
+
+    def _answer(environ: dict[str, Any]) -> tuple[str, list[tuple[str, str]], bytes]:
+        verdict = Verdict.ALLOWED if users is None else users.check(environ.get("HTTP_AUTHORIZATION"))
+        if verdict is Verdict.BUSY:
+            return "503 Service Unavailable", [("Retry-After", "5"), ("Content-Type", "text/plain")], b"503 Busy\n"
+        if verdict is Verdict.DENIED:
+            return ("401 Unauthorized", [("WWW-Authenticate", 'Basic realm="gpusight"'),
+                                         ("Content-Type", "text/plain")], b"401 Unauthorized\n")
         path = environ.get("PATH_INFO", "")
         if path == "/metrics":
-            body, headers = exposition.render(), [("Content-Type", CONTENT_TYPE)]
+            body, extra = exposition.render(), [("Content-Type", CONTENT_TYPE)]
             if gzip_accepted(environ.get("HTTP_ACCEPT_ENCODING", "")):
                 body = gzip.compress(body, compresslevel=GZIP_LEVEL)
-                headers.append(("Content-Encoding", "gzip"))
-            start_response("200 OK", headers)
-            return [body]
+                extra.append(("Content-Encoding", "gzip"))
+            return "200 OK", extra, body
         if path == "/":
-            start_response("200 OK", [("Content-Type", "text/html; charset=utf-8")])
-            return [LANDING_PAGE]
-        start_response("404 Not Found", [("Content-Type", "text/plain")])
-        return [b"404 Not Found: metrics are at /metrics\n"]
+            return "200 OK", [("Content-Type", "text/html; charset=utf-8")], LANDING_PAGE
+        return "404 Not Found", [("Content-Type", "text/plain")], b"404 Not Found: metrics are at /metrics\n"
 
     return app
 
 
+class _DeadlineReader(io.RawIOBase):
+    """A socket's reads, each waiting at most ``READ_TIMEOUT_S``, and none past ``deadline`` while it is set."""
+
+    def __init__(self, sock: socket.socket, deadline: float | None) -> None:
+        super().__init__()
+        self._sock = sock
+        self.deadline = deadline
+        """``time.monotonic()`` by which the reads must be done; None once the headers are in."""
+
+    def readable(self) -> bool:
+        """It reads."""
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        """Receive into ``buffer``; TimeoutError when nothing comes in time or the deadline has passed."""
+        wait = READ_TIMEOUT_S
+        if self.deadline is not None:
+            wait = min(wait, self.deadline - time.monotonic())
+            if wait <= 0:
+                raise TimeoutError("the request headers did not arrive in time")
+        self._sock.settimeout(wait)
+        return self._sock.recv_into(buffer)
+
+
 class _QuietHandler(WSGIRequestHandler):
-    """A request handler with a read timeout, the TLS handshake on its own thread, and no access log."""
+    """A request handler with a read timeout, one deadline for the handshake and headers, the TLS handshake on its
+    own thread, and no access log."""
 
     timeout = READ_TIMEOUT_S
 
     def setup(self) -> None:
+        deadline = time.monotonic() + HEADER_DEADLINE_S
         self.connection = self.request
-        self.connection.settimeout(self.timeout)
         if isinstance(self.connection, ssl.SSLSocket):
+            self.connection.settimeout(HEADER_DEADLINE_S)  # one deadline for the whole handshake (CPython's _ssl)
             self.connection.do_handshake()
         super().setup()
+        self.rfile.close()
+        self._reader = _DeadlineReader(self.connection, deadline)
+        self.rfile = io.BufferedReader(self._reader)
+
+    def parse_request(self) -> bool:
+        """Parse the request line and headers, then lift the deadline (reads go on with the read timeout)."""
+        parsed = super().parse_request()
+        self._reader.deadline = None
+        self.connection.settimeout(READ_TIMEOUT_S)  # the answer's writes get the whole timeout, not the deadline's rest
+        return parsed
 
     def log_message(self, format: str, *args: Any) -> None:
         """Requests are not logged: a scrape a second would fill the journal."""
@@ -189,7 +185,8 @@ class _QuietHandler(WSGIRequestHandler):
 
 class _Workers:
     """Daemon threads that serve one connection at a time: an idle one takes the next connection, else a new one
-    starts, so a connection never waits for another; a thread idle for ``THREAD_IDLE_S`` ends."""
+    starts, so a connection never waits for another. At most ``SPARE_THREADS`` stay idle, each for ``THREAD_IDLE_S``;
+a thread whose connection ends when that many are idle ends too."""
 
     def __init__(self, serve: Callable[[Any, Any], None]) -> None:
         self._serve = serve
@@ -219,6 +216,8 @@ class _Workers:
                 continue
             self._serve(request, client_address)
             with self._lock:
+                if self._idle >= SPARE_THREADS:
+                    return
                 self._idle += 1
 
 

@@ -11,6 +11,7 @@ from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from gpusight.output_files import existing_output_problem
 from gpusight.tempfiles import write_temp
 from gpusight.textsafe import safe_text
 
@@ -45,7 +46,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "-o", "--output", type=Path, metavar="OUT",
         help="with --report: where the HTML goes (default: beside FILE, its name with .html instead of the "
-        "recording's extension; for A B: A-vs-B.html beside A); a comparison's Markdown goes beside it as .md",
+        "recording's extension; for A B: A-vs-B.html beside A); a comparison's Markdown goes beside it as .md. "
+        "An existing OUT (or Markdown) is replaced only with --force",
     )
 
 
@@ -100,9 +102,13 @@ def write_atomically(path: Path, text: str) -> None:
         raise
 
 
-def _refuse_overwrite(output: Path, recording: Path) -> None:
+def _refuse_overwrite(output: Path, recording: Path, *, force: bool) -> None:
+    """Refuse to write over ``recording`` (even with ``force``), or over an existing file without ``force``."""
     if output.exists() and recording.exists() and os.path.samefile(output, recording):
         raise ReportError(f"{output}: the report would replace the recording; choose another name with -o")
+    problem = existing_output_problem(output, force=force)
+    if problem is not None:
+        raise ReportError(problem)
 
 
 def read_summary(recording: Path, progress: ReadProgress | None = None) -> RunSummary:
@@ -134,19 +140,20 @@ def _write(output: Path, text: str) -> None:
         raise ReportError(f"cannot write report {output}: {exc.strerror or exc}") from exc
 
 
-def make_report(recording: Path, output: Path, progress: ReadProgress | None = None) -> None:
-    """Read ``recording`` (any format, streamed) and write its HTML report to ``output``; raises :class:`ReportError`.
+def make_report(recording: Path, output: Path, progress: ReadProgress | None = None, *, force: bool = False) -> None:
+    """Read ``recording`` (any format, streamed) and write its HTML report to ``output``, an existing one only with
+    ``force``; raises :class:`ReportError`.
 
     ``progress`` is told how far the read has got, and that it ended before this returns or raises.
     """
     from gpusight.run_report.html import render_html
 
-    _refuse_overwrite(output, recording)
+    _refuse_overwrite(output, recording, force=force)
     _write(output, render_html(read_summary(recording, progress), recording.name))
 
 
 def make_comparison(recordings: tuple[Path, Path], output: Path, md: Callable[[str], str],
-                    reading: Reading | None = None) -> tuple[Path, list[str]]:
+                    reading: Reading | None = None, *, force: bool = False) -> tuple[Path, list[str]]:
     """Compare two recordings: the HTML to ``output``, the Markdown beside it; returns the Markdown's path and the
     notes for the user (a run without speed). ``md`` makes text safe for Markdown; raises :class:`ReportError`."""
     from gpusight.run_report.compare import compare
@@ -154,8 +161,8 @@ def make_comparison(recordings: tuple[Path, Path], output: Path, md: Callable[[s
 
     markdown = markdown_beside(output)
     for recording in recordings:
-        _refuse_overwrite(output, recording)
-        _refuse_overwrite(markdown, recording)
+        _refuse_overwrite(output, recording, force=force)
+        _refuse_overwrite(markdown, recording, force=force)
     summaries = []
     for recording in recordings:
         with (reading or (lambda _: nullcontext()))(recording) as progress:
@@ -181,7 +188,7 @@ def run(args: argparse.Namespace, md: Callable[[str], str], reading: Reading | N
         if len(recordings) == 2:
             a, b = recordings
             output: Path = args.output if args.output is not None else default_comparison_output(a, b)
-            markdown, notes = make_comparison((a, b), output, md, reading)
+            markdown, notes = make_comparison((a, b), output, md, reading, force=args.force)
             for note in notes:
                 print(f"gpusight: note: {note}", file=sys.stderr)
             print(f"{output}\n{markdown}")
@@ -189,7 +196,7 @@ def run(args: argparse.Namespace, md: Callable[[str], str], reading: Reading | N
         (recording,) = recordings
         output = args.output if args.output is not None else default_output(recording)
         with (reading or (lambda _: nullcontext()))(recording) as progress:
-            make_report(recording, output, progress)
+            make_report(recording, output, progress, force=args.force)
     except ReportError as exc:
         print(f"gpusight: {exc}", file=sys.stderr)
         return 1

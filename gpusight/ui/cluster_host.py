@@ -198,7 +198,9 @@ def _table(labels: Sequence[str], width: int, wide_only: Sequence[str], left: Se
 
 
 def _add_row(table: Table, kept: list[int], cells: Sequence[str | Text]) -> None:
-    table.add_row(*(cells[i] for i in kept))
+    """Add the kept ``cells`` as a row; a plain string becomes ``Text``, since a Rich table reads a string as markup
+    (a label holding ``[link=...]`` would become a live hyperlink)."""
+    table.add_row(*(Text(cell) if isinstance(cell, str) else cell for cell in (cells[i] for i in kept)))
 
 
 def gpu_table(node: ClusterNode, width: int) -> Table:

@@ -13,6 +13,7 @@ import os
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import tempfile
 import time
@@ -68,6 +69,14 @@ class PrometheusServer:
     """Keep the targets' own ``instance``/``job`` labels on conflict."""
     scrape_timeout: str = "1s"
     """How long one scrape may take."""
+    scrape_settings: dict[str, object] = field(default_factory=dict)
+    """More settings of the scrape job, e.g. ``scheme``, ``tls_config`` and ``basic_auth``."""
+    web_config: dict[str, object] | None = None
+    """Its ``--web.config.file`` (exporter-toolkit format: ``tls_server_config``, ``basic_auth_users``), if any."""
+    check_tls: ssl.SSLContext | None = None
+    """With a web config's TLS: the context its own readiness checks use (it may hold a client certificate)."""
+    check_headers: dict[str, str] = field(default_factory=dict)
+    """Headers its own readiness checks send (an Authorization the web config asks for)."""
     port: int = 0
     """Its HTTP port (chosen on start)."""
     directory: Path | None = None
@@ -78,7 +87,8 @@ class PrometheusServer:
     @property
     def url(self) -> str:
         """Its base URL."""
-        return f"http://127.0.0.1:{self.port}"
+        scheme = "https" if self.web_config and "tls_server_config" in self.web_config else "http"
+        return f"{scheme}://127.0.0.1:{self.port}"
 
     def config(self) -> str:
         """The configuration file's text (YAML is a superset of JSON, so it is written as JSON)."""
@@ -91,7 +101,8 @@ class PrometheusServer:
         return json.dumps({
             "global": {"scrape_interval": self.scrape_interval, "evaluation_interval": self.scrape_interval,
                        "scrape_timeout": self.scrape_timeout},
-            "scrape_configs": [{"job_name": "gpu", "honor_labels": self.honor_labels, "static_configs": static}],
+            "scrape_configs": [{"job_name": "gpu", "honor_labels": self.honor_labels, "static_configs": static,
+                                **self.scrape_settings}],
         }, indent=1)
 
     def start(self, timeout: float = 30.0) -> PrometheusServer:
@@ -103,11 +114,16 @@ class PrometheusServer:
         config = self.directory / "prometheus.yml"
         config.write_text(self.config(), encoding="utf-8")
         self.port = free_port()
+        flags = []
+        if self.web_config is not None:
+            web = self.directory / "web.yml"
+            web.write_text(json.dumps(self.web_config), encoding="utf-8")
+            flags.append(f"--web.config.file={web}")
         log = open(self.directory / "prometheus.log", "wb")  # noqa: SIM115 - the child keeps writing to it
         self.process = subprocess.Popen(
             [binary, f"--config.file={config}", f"--storage.tsdb.path={self.directory / 'data'}",
              f"--web.listen-address=127.0.0.1:{self.port}", "--storage.tsdb.retention.time=1h",
-             "--log.level=warn", "--query.lookback-delta=5m"],
+             "--log.level=warn", "--query.lookback-delta=5m", *flags],
             stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         )
         log.close()
@@ -119,7 +135,8 @@ class PrometheusServer:
         return self
 
     def _get(self, path: str) -> bytes:
-        with urllib.request.urlopen(self.url + path, timeout=2) as answer:
+        request = urllib.request.Request(self.url + path, headers=self.check_headers)
+        with urllib.request.urlopen(request, timeout=2, context=self.check_tls) as answer:
             return bytes(answer.read())
 
     def _wait(self, timeout: float) -> None:
