@@ -4,10 +4,12 @@ For cron jobs, Slurm prologs/epilogs and CI smoke tests (docs/check.md). Exit st
 warn or critical advice stands, ``EXIT_WARN``, ``EXIT_CRITICAL`` (also when a GPU was lost during the
 check) and ``EXIT_CANNOT_CHECK``.
 
-A check shorter than the rules' averaging windows and hold times would never see advice form, so each
-threshold whose name ends in ``window_s`` and is longer than the check is cut to the check's time, and each
-ending in ``hold_s`` to half of it (``fit_thresholds``); the others keep their values, and the report's first
-line says in plain words what was shortened, to what, and how much data there was.
+A check judges the window it sampled as a whole, at its end (``Hysteresis(whole_window=True)``, :mod:`gpusight.advice.hysteresis`): the live screen's
+hold times (thresholds ending in ``hold_s``) are not applied, and each averaging window (ending in ``window_s``)
+longer than the check is cut to the check's time (``fit_thresholds``), so the rules' last evaluation spans it. The
+report's first line says in plain words what was shortened, which live holds were not applied, and the longest
+period of regular stalls the check could see (``longest_stall_period``). ``--once``/``--json`` with ``--duration``
+judge their window the same way.
 """
 
 from __future__ import annotations
@@ -43,8 +45,11 @@ EXIT_CANNOT_CHECK = 3
 WINDOW_SUFFIX = "window_s"
 """Thresholds ending in this are averaging windows; a short check cuts them to its time."""
 HOLD_SUFFIX = "hold_s"
-"""Thresholds ending in this are how long a condition must hold; a short check cuts them to half its time,
-so that a condition that forms after the first polls can still hold long enough to show."""
+"""Thresholds ending in this are how long a condition must hold on a live screen; a one-shot run does not apply
+them (it judges its window as a whole), and says which were longer than its data."""
+
+STALL_WINDOW = "stall_window_s"
+"""The periodic-stall rule's window: when a short run cuts it, the run says the longest period it could see."""
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 """Signals that end a check early; it still reports what stood then."""
@@ -69,16 +74,21 @@ class CheckPlan:
 
 @dataclass(frozen=True, slots=True)
 class Fitting:
-    """The windows and holds a short check cut to fit its time."""
+    """The windows a short check cut to fit its time, and the live holds longer than its data."""
 
     data_s: float
     """Seconds of data the check's rules see: the check's time, with a demo's simulated history before it."""
     window_cap_s: float
     """Longest window kept, seconds (the data's time less one poll)."""
-    hold_cap_s: float
-    """Longest hold kept, seconds (half the window cap)."""
     cut: tuple[tuple[str, float], ...] = ()
-    """(threshold name, its value before) for each one cut, in declaration order; empty when all fit."""
+    """(threshold name, its value before) for each window cut, in declaration order; empty when all fit."""
+    holds_over: tuple[tuple[str, float], ...] = ()
+    """(threshold name, its value) for each live hold longer than the data, which a live screen would wait out
+    before showing advice and the one-shot verdict does not."""
+    longest_stall_period_s: float = float("inf")
+    """Longest period of regular stalls the data can show (``longest_stall_period``)."""
+    shortest_stall_s: float = 0.0
+    """Shortest stall the periodic-stall rule counts (``stall_min_s``); a period needs a stall and some work."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,37 +111,48 @@ class CheckResult:
 
 
 def fitted_names(thresholds: Thresholds) -> list[str]:
-    """Names of the thresholds a short check may cut: every ``*window_s`` and ``*hold_s`` field."""
-    return [f.name for f in dataclasses.fields(thresholds) if f.name.endswith((WINDOW_SUFFIX, HOLD_SUFFIX))]
+    """Names of the thresholds a short check may cut: every ``*window_s`` field."""
+    return [f.name for f in dataclasses.fields(thresholds) if f.name.endswith(WINDOW_SUFFIX)]
+
+
+def hold_names(thresholds: Thresholds) -> list[str]:
+    """Names of the live screen's hold times: every ``*hold_s`` field."""
+    return [f.name for f in dataclasses.fields(thresholds) if f.name.endswith(HOLD_SUFFIX)]
+
+
+def longest_stall_period(thresholds: Thresholds, data_s: float) -> float:
+    """Longest period (seconds) of regular stalls that ``data_s`` seconds of data always show to the periodic-stall
+    rule: it needs ``stall_min_count`` stalls whose starts it sees, the last lasting ``stall_min_s``; in the worst
+    phase the first starts a whole period after the data does, so ``count`` periods and one shortest stall."""
+    return max(0.0, data_s - thresholds.stall_min_s) / max(1, thresholds.stall_min_count)
 
 
 def fit_thresholds(thresholds: Thresholds, available_s: float | None, interval_s: float) -> tuple[Thresholds, Fitting]:
-    """``thresholds`` with the windows and holds that do not fit ``available_s`` seconds of data cut to fit.
+    """``thresholds`` with the windows that do not fit ``available_s`` seconds of data cut to fit.
 
-    The last poll must still see a condition that held from the first one, so one poll interval is
-    kept aside: windows are cut to what is left, holds to half of it. Thresholds that fit keep their
-    values; nothing changes when the time is unknown (a whole recording).
+    One poll interval is kept aside, so the last evaluation's window starts at the first poll. Thresholds that fit
+    keep their values; nothing changes when the time is unknown (a whole recording).
     """
     if available_s is None:
-        return thresholds, Fitting(float("inf"), float("inf"), float("inf"))
+        return thresholds, Fitting(float("inf"), float("inf"))
     window_cap = max(0.0, available_s - interval_s)
-    hold_cap = window_cap / 2
-    cut: list[tuple[str, float]] = []
-    changes: dict[str, Any] = {}
-    for name in fitted_names(thresholds):
-        value = getattr(thresholds, name)
-        cap = window_cap if name.endswith(WINDOW_SUFFIX) else hold_cap
-        if value > cap:
-            cut.append((name, value))
-            changes[name] = cap
-    return dataclasses.replace(thresholds, **changes), Fitting(available_s, window_cap, hold_cap, tuple(cut))
+    cut = tuple((name, getattr(thresholds, name)) for name in fitted_names(thresholds)
+                if getattr(thresholds, name) > window_cap)
+    holds = tuple((name, getattr(thresholds, name)) for name in hold_names(thresholds)
+                  if getattr(thresholds, name) > window_cap)
+    changes: dict[str, Any] = {name: window_cap for name, _ in cut}
+    fitted = dataclasses.replace(thresholds, **changes)
+    longest = longest_stall_period(fitted, available_s)
+    return fitted, Fitting(available_s, window_cap, cut, holds, longest, fitted.stall_min_s)
 
 
 def plan_check(engine: AdviceEngine, interval_s: float, what: str, duration_s: float | None,
                available_s: float | None, rules_run: bool = True) -> CheckPlan:
-    """Fit ``engine``'s thresholds to ``available_s`` seconds of data (see ``fit_thresholds``) and describe the check;
-    ``rules_run`` is False when the advice checked is not the rules' (a recording's recorded advice)."""
+    """Fit ``engine``'s windows to ``available_s`` seconds of data (see ``fit_thresholds``), have it judge the window
+    as a whole (:meth:`~gpusight.advice.engine.AdviceEngine.judge_window`) and describe the run; ``rules_run`` is
+    False when the advice checked is not the rules' (a recording's recorded advice)."""
     engine.thresholds, fitting = fit_thresholds(engine.thresholds, available_s, interval_s)
+    engine.judge_window()
     return CheckPlan(what, duration_s, fitting, rules_run)
 
 
@@ -245,29 +266,36 @@ def headline(plan: CheckPlan, result: CheckResult, interval_s: float) -> str:
     line = f"gpusight check: {span}, {devices} GPU{'s' if devices != 1 else ''}, polled every {interval_s:.3g} s"
     if result.stopped_by is not None:
         line += f"; stopped by {result.stopped_by} after {result.elapsed_s:.1f} s"
-    if plan.fitting.cut:
-        line += "; " + _shortened(plan)
-    elif plan.duration_s is not None and plan.rules_run:
-        line += "; rule windows and holds fit as set"
+    if plan.rules_run and plan.duration_s is not None:
+        line += "; " + judging_text(plan)
     return line
 
 
-def _shortened(plan: CheckPlan) -> str:
-    """What a short check did to the rules' times, e.g. ``rules shortened to fit the 10 s checked: averages over
-    9.5 s, not window_s 30 s; advice shows once its condition held 4.8 s, not hold_s 15 s``."""
+def judging_text(plan: CheckPlan) -> str:
+    """How a one-shot run's rules judged its window, e.g. ``rules shortened to fit the 10 s checked: averages over
+    9.5 s, not window_s 30 s, stall_window_s 60 s; advice judged on the window as a whole at its end, without the
+    live screen's holds (longer than the data: hold_s 15 s, ...); regular stalls seen up to a 3.0 s period``."""
     fitting = plan.fitting
     data = f"the {plan.duration_s:g} s checked"
     if plan.duration_s is not None and fitting.data_s > plan.duration_s:
         history = fitting.data_s - plan.duration_s
         data = f"{fitting.data_s:.0f} s of data ({plan.duration_s:g} s checked after {history:.0f} s of simulated history)"
-    windows = ", ".join(f"{name} {value:g} s" for name, value in fitting.cut if name.endswith(WINDOW_SUFFIX))
-    holds = ", ".join(f"{name} {value:g} s" for name, value in fitting.cut if name.endswith(HOLD_SUFFIX))
     parts = []
-    if windows:
-        parts.append(f"averages over {fitting.window_cap_s:.1f} s, not {windows}")
-    if holds:
-        parts.append(f"advice shows once its condition held {fitting.hold_cap_s:.1f} s, not {holds}")
-    return f"rules shortened to fit {data}: " + "; ".join(parts)
+    if fitting.cut:
+        windows = ", ".join(f"{name} {value:g} s" for name, value in fitting.cut)
+        parts.append(f"rules shortened to fit {data}: averages over {fitting.window_cap_s:.1f} s, not {windows}")
+    else:
+        parts.append("rule windows fit as set")
+    judged = "advice judged on the window as a whole at its end"
+    if fitting.holds_over:
+        holds = ", ".join(f"{name} {value:g} s" for name, value in fitting.holds_over)
+        judged += f", without the live screen's holds (longer than the data: {holds})"
+    parts.append(judged)
+    if any(name == STALL_WINDOW for name, _ in fitting.cut):
+        longest = fitting.longest_stall_period_s
+        parts.append(f"regular stalls seen up to a {longest:.1f} s period" if longest > 2 * fitting.shortest_stall_s
+                     else "too short to see regular stalls (they take stall_min_count periods and a stall)")
+    return "; ".join(parts)
 
 
 def _lost_xid(result: CheckResult, index: int) -> str:

@@ -32,11 +32,13 @@ _CONTAINER_WIDTH = 24
 """Longest container label (a pod's name can be long); longer ones are cut."""
 
 
-def render_once(snapshot: Snapshot, width: int | None = 120, filters: str | None = None) -> str:
+def render_once(snapshot: Snapshot, width: int | None = 120, filters: str | None = None,
+                judged: str | None = None) -> str:
     """Return the one-shot report for ``snapshot`` as plain text.
 
     Command lines are cut to fit ``width`` columns; with ``width=None`` (output to a pipe or a
-    file) they are printed whole. ``filters`` describes the filters in force (shown under the title).
+    file) they are printed whole. ``filters`` describes the filters in force (shown under the title);
+    ``judged``, how the advice judged the window sampled (``--duration``), heads the ADVICE section.
     """
     width = None if width is None else max(MIN_WIDTH, width)
     lines = [_title(snapshot)]
@@ -55,8 +57,12 @@ def render_once(snapshot: Snapshot, width: int | None = 120, filters: str | None
             if job.cluster_key:
                 lines.append(f"      across nodes: {safe_text(job.cluster_key)}")
             lines.append(f"      evidence: {safe_text(job.evidence, None if width is None else max(10, width - 16))}")
-    if snapshot.advice:
+    if snapshot.advice or judged:
         lines += ["", "ADVICE"]
+        if judged:
+            lines.append(f"  {safe_text(judged)}")
+        if not snapshot.advice:
+            lines.append("  no advice stands")
         for item in snapshot.advice:
             scope = scope_label(item.scope, jobs)
             lines.append(f"  [{safe_text(item.severity)}] {safe_text(scope)}: {safe_text(item.title)}")

@@ -95,6 +95,29 @@ def test_a_server_that_trickles_its_answer_hits_the_whole_request_deadline():
             client.query("up")
 
 
+def test_a_server_that_trickles_its_headers_hits_the_whole_request_deadline():
+    """Headers sent a byte at a time, forever: each byte would restart a socket timeout, so only a deadline for the
+    whole answer stops the wait (the real binary, one line, exit 1)."""
+    def trickle(connection: socket.socket) -> None:
+        with connection:
+            connection.recv(65536)
+            connection.sendall(b"HTTP/1.1 200 OK\r\n")
+            while True:
+                try:
+                    connection.sendall(b"X")
+                except OSError:
+                    return
+                time.sleep(0.2)
+
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(16)
+        port = listener.getsockname()[1]
+        threading.Thread(target=lambda: [trickle(listener.accept()[0]) for _ in range(8)], daemon=True).start()
+        line = one_line_failure(run_cli(f"http://127.0.0.1:{port}", "--once", "--cluster-timeout", "1"))
+    assert line == f"gpusight: Prometheus at http://127.0.0.1:{port} is too slow: a query took > 1 s"
+
+
 def test_a_server_that_does_not_speak_http():
     with socket.socket() as listener:
         listener.bind(("127.0.0.1", 0))

@@ -31,6 +31,11 @@ class AdviceEngine:
         """Thresholds in force."""
         self._hysteresis = Hysteresis()
 
+    def judge_window(self) -> None:
+        """Judge the window sampled as a whole at its end instead of holding each condition as a live screen does
+        (see :class:`~gpusight.advice.hysteresis.Hysteresis`): for one-shot runs, before their first poll."""
+        self._hysteresis = Hysteresis(whole_window=True)
+
     def __call__(self, snapshot: Snapshot, history: History) -> tuple[Advice, ...]:
         """Advice for ``snapshot``: critical, then warn, then info; within a severity by scope.
 

@@ -22,6 +22,11 @@ class _Track:
     active: bool = False
 
 
+def _common(track: _Track) -> bool:
+    """True when the condition held on at least ``MIN_TRUE_FRACTION`` of the evaluations since it started."""
+    return track.true_count >= MIN_TRUE_FRACTION * track.count
+
+
 class Hysteresis:
     """Per advice id: when its condition started holding, when it last held, and whether it is shown.
 
@@ -31,9 +36,19 @@ class Hysteresis:
     condition has held for ``hold`` seconds and is true now; it then stays (showing the latest
     evidence) until the condition has been false for ``clear`` seconds in a row. Brief dips
     around a threshold therefore neither delay nor clear it.
+
+    The hold keeps a live screen from flickering. A one-shot run (``--once``/``--json``/``--check`` with
+    ``--duration``) shows one verdict, at the end of the window it sampled, so it judges that window as a whole:
+    with ``whole_window`` a pending condition shows too, without waiting out a hold that may be longer than the run,
+    when it holds over the period since it first held in the window: it was true on at least half of the evaluations
+    since then (it never starts over, so a condition that comes and goes keeps its low share) and has not been false
+    for ``clear`` seconds in a row. The rules average over windows that span the run's data
+    (``gpusight.check.fit_thresholds``), so their last evaluation judges all of it.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, whole_window: bool = False) -> None:
+        self.whole_window = whole_window
+        """True: judge a one-shot run's window as a whole (pending conditions show without their hold)."""
         self._tracks: dict[str, _Track] = {}
         self._last_time: float | None = None
 
@@ -59,17 +74,20 @@ class Hysteresis:
                 track.finding = finding
                 track.true_count += 1
                 track.count += 1
-            if not track.active and now - track.since >= hold:
+            if not track.active and now - track.since >= hold and _common(track):
                 track.active = True
         shown = []
         for advice_id in list(self._tracks):
             track = self._tracks[advice_id]
             if advice_id not in holding:
                 track.count += 1
-                rare = not track.active and track.true_count < MIN_TRUE_FRACTION * track.count
-                if rare or now - track.last_true >= clear:
+                gone = now - track.last_true >= clear
+                if self.whole_window and not track.active:
+                    if gone:
+                        continue  # kept, not shown: its share counts every poll of the window since it first held
+                elif gone or (not track.active and not _common(track)):
                     del self._tracks[advice_id]
                     continue
-            if track.active:
+            if track.active or (self.whole_window and _common(track)):
                 shown.append(track.finding)
         return shown

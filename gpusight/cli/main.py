@@ -86,14 +86,14 @@ def _run(args: argparse.Namespace) -> int:
     pipeline = build_pipeline(args)
     sampler = pipeline.sampler
     try:
-        plan = pipeline.plan_check(args) if args.check else None
+        plan = pipeline.plan_check(args) if args.check or pipeline.judges_window(args) else None
         pipeline.prepare(args)
-        if plan is not None:
+        if plan is not None and args.check:
             return run_check(sampler, args, plan)
         if args.serve is not None:
             return exporter.serve(sampler, args)
         if args.once or args.json or args.duration is not None or args.export is not None:
-            return run_once(sampler, args)
+            return run_once(sampler, args, plan)
         if not sys.stdout.isatty() or names_stdout(args.record):
             if args.record is not None:
                 return record_headless(sampler, args)

@@ -141,12 +141,15 @@ def build_parser() -> GpusightParser:
         "--check", action="store_true",
         help="sample for --duration seconds (a recording: to its end, or --duration seconds of it) with the advice "
         "rules, print the advice that stands and exit 0 (nothing at warn or above), 1 (warn), 2 (critical, or a "
-        "GPU lost) or 3 (could not check, usage error); with --json the final snapshot as JSON. See docs/check.md",
+        "GPU lost) or 3 (could not check, usage error); with --json the final snapshot as JSON. The advice judges the "
+        "window as a whole at its end, without the live screen's holds; regular stalls need 3 periods and a second "
+        "(13 s for every 4 s), other rules a few polls. See docs/check.md and docs/advice.md",
     )
     parser.add_argument("--json", action="store_true", help="print the snapshot as JSON instead of a table (implies --once)")
     parser.add_argument(
         "--duration", type=seconds_arg, metavar="SECONDS",
-        help="with --once/--json: sample this long before printing, so rates and windowed advice are real",
+        help="with --once/--json: sample this long before printing, so rates and windowed advice are real; the advice "
+        "judges the window as a whole at its end, as --check does (regular stalls need 3 periods and a second)",
     )
     parser.add_argument(
         "--interval", type=seconds_arg, metavar="SECONDS",

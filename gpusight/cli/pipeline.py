@@ -59,9 +59,17 @@ class Pipeline:
             if self.replay is not None:  # the GPU check's poll played the snapshot the first seek chose
                 _start_at(self.replay, args.at)
 
+    def judges_window(self, args: argparse.Namespace) -> bool:
+        """True for a one-shot run over ``--duration`` (``--once``/``--json``, not the exporter) with the advice rules:
+        its advice judges the window it sampled as a whole, as ``--check`` does (:meth:`plan_check`)."""
+        from gpusight.advice.engine import AdviceEngine
+
+        return args.duration is not None and args.serve is None and isinstance(self.sampler.advisor, AdviceEngine)
+
     def plan_check(self, args: argparse.Namespace) -> CheckPlan:
-        """Fit the advice engine's windows and holds to the data the check will have (see gpusight.check); a recording
-        that carries advice is checked by the advice it recorded, so nothing is fitted."""
+        """Fit the advice engine's windows to the data the run will have and have it judge that window as a whole at
+        its end (see gpusight.check); a recording that carries advice is checked by the advice it recorded, so
+        nothing is fitted."""
         from gpusight.advice.engine import AdviceEngine
         from gpusight.check import plan_check
 

@@ -79,9 +79,18 @@ def _collect(sampler: Sampler, duration: float | None, settle: bool = True) -> S
     return snapshot
 
 
-def run_once(sampler: Sampler, args: argparse.Namespace) -> int:
+def run_once(sampler: Sampler, args: argparse.Namespace, plan: CheckPlan | None = None) -> int:
     """``--once``/``--json``: sample (see ``_collect``), print one snapshot as a table or JSON, export and return the
-    exit status."""
+    exit status; with a ``plan`` (a ``--duration``) the table, or stderr before JSON, says how the advice judged the
+    window."""
+    judged = None
+    if plan is not None and plan.rules_run:
+        from gpusight.check import judging_text
+        from gpusight.textsafe import safe_text
+
+        judged = safe_text(f"advice over {args.duration:g} s of {plan.what}: {judging_text(plan)}")
+    if args.json and judged is not None:
+        print(f"gpusight: {judged}", file=sys.stderr)
     snapshot = _collect(sampler, args.duration, settle=args.at is None)  # a replay at a time shows that time
     if args.json:
         text = snapshot_to_json(snapshot, indent=2) + "\n"
@@ -89,7 +98,7 @@ def run_once(sampler: Sampler, args: argparse.Namespace) -> int:
         from gpusight.oneshot import render_once
 
         width = shutil.get_terminal_size((160, 24)).columns if sys.stdout.isatty() else None
-        text = render_once(snapshot, width, filters=sampler.filters.describe())
+        text = render_once(snapshot, width, filters=sampler.filters.describe(), judged=judged)
     delivered = write_stdout(text)
     if args.export is not None:
         _export_once(args.export, snapshot, sampler)

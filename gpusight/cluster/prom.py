@@ -15,6 +15,7 @@ import base64
 import http.client
 import socket
 import ssl
+import threading
 import time
 import urllib.parse
 import zlib
@@ -58,6 +59,14 @@ class RequestStats:
     """Prometheus's own query time (``stats.timings.evalTotalSeconds``), when asked for with ``server_stats``."""
     per_query: list[tuple[str, float, int]] = field(default_factory=list)
     """(query, seconds, bytes) for each request since the last reset."""
+
+
+def _cut_off(sock: socket.socket) -> None:
+    """Shut ``sock`` down, so a read blocked on it returns at once."""
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:  # already closed
+        pass
 
 
 def _display_url(parts: urllib.parse.SplitResult) -> str:
@@ -251,7 +260,23 @@ class PrometheusClient:
         connection.request("GET", target, headers=headers)
         sock: socket.socket = connection.sock
         sock.settimeout(self._left(deadline))
-        return connection.getresponse(), sock
+        return self._headers(connection, sock, deadline), sock
+
+    def _headers(self, connection: http.client.HTTPConnection, sock: socket.socket,
+                 deadline: float) -> http.client.HTTPResponse:
+        """The answer's status line and headers, read by ``deadline`` however they trickle in: every byte restarts
+        the socket's timeout, so a timer cuts the socket off when the deadline passes (the 'slow' error)."""
+        timer = threading.Timer(self._left(deadline), _cut_off, (sock,))
+        timer.daemon = True
+        timer.start()
+        try:
+            return connection.getresponse()
+        except (OSError, http.client.HTTPException):
+            if time.monotonic() >= deadline:
+                raise self._slow() from None
+            raise
+        finally:
+            timer.cancel()
 
     def _open(self, timeout: float) -> http.client.HTTPConnection:
         """A new connection to the server (not yet connected: the first request connects)."""
