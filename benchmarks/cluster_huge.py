@@ -2,7 +2,7 @@
 
 A fake Prometheus (tests/support/fake_prometheus.py) serves a fleet of 6,250 nodes x 8 GPUs: 50,000 series per
 device metric, with a Kubernetes dcgm-exporter's raw labels wherever a query does not aggregate them away (about
-30 MB for ``DCGM_FI_DEV_GPU_UTIL``'s raw series alone). The real binary runs as a child process; psutil reads its
+30 MB for ``DCGM_FI_DEV_GPU_UTIL``'s raw series alone), gzipped for a client that asks. The real binary runs as a child process; psutil reads its
 resident memory every 20 ms (tests/support/peak_rss.py) and the peak is reported for ``--once``, ``--json`` and the TUI (in a real pty, for three polls). ``--tree`` runs another checkout (a
 ``git worktree`` of main for the "before" figures); ``--results`` appends the table to the section
 "Cluster view: a huge answer" of benchmarks/RESULTS-cluster.md.
@@ -73,7 +73,7 @@ def main() -> None:
     parser.add_argument("--results", action="store_true", help="append the table to benchmarks/RESULTS-cluster.md")
     args = parser.parse_args()
     rows = []
-    with FakePrometheus(hosts=args.hosts, extra_labels=DCGM_RAW_LABELS) as fake:
+    with FakePrometheus(hosts=args.hosts, extra_labels=DCGM_RAW_LABELS, gzip=True) as fake:
         for flag in ("--once", "--json"):
             sent = fake.bytes_sent
             peak, line, size = one_shot(args.tree, fake.url, flag)
@@ -89,7 +89,7 @@ def main() -> None:
         header = "" if SECTION in path.read_text() else f"\n{SECTION}\n"
         text = header + (f"\nWritten by `python benchmarks/cluster_huge.py --label {args.label}` on {stamp} ({platform.machine()}, "
                 f"{os.cpu_count()} logical CPUs, {args.hosts} nodes x 8 GPUs).\n\n"
-                "| tree | mode | peak RSS MiB | MB received | the line it printed |\n|---|---|---|---|---|\n"
+                "| tree | mode | peak RSS MiB | MB on the wire | the line it printed |\n|---|---|---|---|---|\n"
                 + "\n".join(rows) + "\n")
         with open(path, "a") as results:
             results.write(text)
