@@ -2,8 +2,9 @@
 
 A fake Prometheus (tests/support/fake_prometheus.py) serves a fleet of 6,250 nodes x 8 GPUs: 50,000 series per
 device metric, with a Kubernetes dcgm-exporter's raw labels wherever a query does not aggregate them away (about
-30 MB for ``DCGM_FI_DEV_GPU_UTIL``'s raw series alone), gzipped for a client that asks. The real binary runs as a child process; psutil reads its
-resident memory every 20 ms (tests/support/peak_rss.py) and the peak is reported for ``--once``, ``--json`` and the TUI (in a real pty, for three polls). ``--tree`` runs another checkout (a
+30 MB for ``DCGM_FI_DEV_GPU_UTIL``'s raw series alone), gzipped for a client that asks. The real binary runs as a
+child process; psutil reads its resident memory every 20 ms (tests/support/peak_rss.py) and the peak is reported
+for ``--once``, ``--json`` and the TUI (in a real pty, for three polls). ``--tree`` runs another checkout (a
 ``git worktree`` of main for the "before" figures); ``--results`` appends the table to the section
 "Cluster view: a huge answer" of benchmarks/RESULTS-cluster.md.
 
