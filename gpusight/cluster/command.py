@@ -111,6 +111,8 @@ def run_once(args: argparse.Namespace) -> int:
     if not source.reachable:
         problem = safe_text(frame.problems[0]) if frame.problems else "Prometheus did not answer"
         print(f"gpusight: {problem}", file=sys.stderr)
+    elif source.cut_note is not None:
+        print(f"gpusight: {safe_text(source.cut_note)}", file=sys.stderr)
     if args.json:
         text = frame_to_json(frame) + "\n"
     elif source.reachable:

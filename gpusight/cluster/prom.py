@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import base64
 import http.client
-import json
 import socket
 import ssl
 import threading
@@ -23,8 +22,10 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpusight.cluster.answer import AnswerReader, AnswerTooLarge, MalformedAnswer, NodeCut
+from gpusight.cluster.answer import Series as Series  # its home before answers were read a series at a time
 from gpusight.cluster.http_config import HttpConfig, HttpConfigError
-from gpusight.cluster.settings import DEFAULT_TIMEOUT_SECONDS
+from gpusight.cluster.settings import DEFAULT_TIMEOUT_SECONDS, MAX_SERIES_BYTES, MAX_WHOLE_ANSWER_BYTES
 
 READ_CHUNK = 256 * 1024
 """Bytes read at a time, so the deadline is checked while a large answer trickles in."""
@@ -42,21 +43,6 @@ class PrometheusError(Exception):
         super().__init__(message)
         self.fatal = fatal
         """True when further requests in the same poll would fail the same way (unreachable, slow, not Prometheus)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Series:
-    """One series of a query's answer: its labels and its (unix time, value) points."""
-
-    labels: dict[str, str]
-    """Every label, ``__name__`` included where Prometheus kept it."""
-    points: tuple[tuple[float, float], ...]
-    """One point for an instant query; one per step with a sample for a range query."""
-
-    @property
-    def value(self) -> float:
-        """The last point's value."""
-        return self.points[-1][1]
 
 
 @dataclass(slots=True)
@@ -160,17 +146,19 @@ class PrometheusClient:
         if self._url_error is not None:
             raise PrometheusError(self._url_error, fatal=True)
 
-    def query(self, expr: str, at: float | None = None) -> list[Series]:
-        """Evaluate ``expr`` at ``at`` (default: the server's now) and return its series."""
+    def query(self, expr: str, at: float | None = None, cut: NodeCut | None = None) -> list[Series]:
+        """Evaluate ``expr`` at ``at`` (default: the server's now) and return its series (those ``cut`` keeps)."""
         params = {"query": expr}
         if at is not None:
             params["time"] = f"{at:.3f}"
-        return self._series(self._get("/api/v1/query", params, expr))
+        return self._series("/api/v1/query", params, expr, cut or NodeCut())
 
-    def query_range(self, expr: str, start: float, end: float, step: float) -> list[Series]:
-        """Evaluate ``expr`` every ``step`` seconds from ``start`` to ``end`` and return its series."""
+    def query_range(self, expr: str, start: float, end: float, step: float,
+                    cut: NodeCut | None = None) -> list[Series]:
+        """Evaluate ``expr`` every ``step`` seconds from ``start`` to ``end`` and return its series (those ``cut``
+        keeps)."""
         params = {"query": expr, "start": f"{start:.3f}", "end": f"{end:.3f}", "step": f"{step:g}"}
-        return self._series(self._get("/api/v1/query_range", params, expr))
+        return self._series("/api/v1/query_range", params, expr, cut or NodeCut())
 
     def reset_stats(self) -> RequestStats:
         """Return the stats so far and start counting again."""
@@ -183,18 +171,26 @@ class PrometheusClient:
             self._connection.close()
             self._connection = None
 
-    def _get(self, path: str, params: dict[str, str], expr: str) -> dict[str, Any]:
-        """GET ``path`` with ``params`` and return the ``data`` of a successful answer."""
+    def _get(self, path: str, params: dict[str, str], expr: str, cut: NodeCut) -> dict[str, Any]:
+        """GET ``path`` with ``params``, pass its series to ``cut`` and return the ``data`` of a successful answer."""
         self.check_url()
         if self.server_stats:
             params = {**params, "stats": "all"}
         target = f"{self._prefix}{path}?{urllib.parse.urlencode(params)}"
         started = time.monotonic()
-        status, body, wire = 0, b"", 0
+        status, wire, reader = 0, 0, AnswerReader(cut)
+        document: dict[str, Any] | None = None
         try:
-            status, body, wire = self._exchange(target, started + self.timeout)
+            status, wire = self._exchange(target, started + self.timeout, reader)
+            document = self._document(reader, status)
         except PrometheusError:
             raise
+        except MalformedAnswer:
+            raise PrometheusError(f"{self.url} does not answer like a Prometheus server (malformed result)",
+                                  fatal=True) from None
+        except AnswerTooLarge as exc:
+            raise PrometheusError(f"Prometheus at {self.url} answered more than {MAX_WHOLE_ANSWER_BYTES >> 20} MiB "
+                                  f"({exc}) in a shape read only whole: refused, for {expr[:80]}", fatal=False) from None
         except TimeoutError:
             raise self._slow() from None
         except (http.client.HTTPException, zlib.error) as exc:  # not HTTP at all: an SSH banner, a cut-off answer
@@ -208,7 +204,6 @@ class PrometheusClient:
             self.stats.bytes += wire
             self.stats.seconds += elapsed
             self.stats.per_query.append((expr, elapsed, wire))
-        document = self._json(body)
         if status != 200:
             if document is not None and document.get("status") == "error":
                 raise self._query_error(document, expr)
@@ -226,8 +221,9 @@ class PrometheusClient:
         self.stats.server_seconds += float(timings.get("evalTotalTime", 0.0))
         return data
 
-    def _exchange(self, target: str, deadline: float) -> tuple[int, bytes, int]:
-        """GET ``target`` on the kept-alive connection (or a new one): (status, decoded body, body bytes on the wire).
+    def _exchange(self, target: str, deadline: float, reader: AnswerReader) -> tuple[int, int]:
+        """GET ``target`` on the kept-alive connection (or a new one), its decoded body fed to ``reader``:
+        (status, body bytes on the wire).
 
         A kept-alive connection the server has closed meanwhile is replaced once, silently.
         """
@@ -240,13 +236,13 @@ class PrometheusClient:
                     raise
                 self.close()
                 response, sock = self._send(target, deadline)
-            body, wire = self._read_answer(response, sock, deadline)
+            wire = self._read_answer(response, sock, deadline, reader)
         except BaseException:  # a connection left mid-answer cannot carry the next request
             self.close()
             raise
         if response.will_close:
             self.close()
-        return response.status, body, wire
+        return response.status, wire
 
     def _send(self, target: str, deadline: float) -> tuple[http.client.HTTPResponse, socket.socket]:
         """Send the request and read the answer's status line and headers: (the answer, its socket)."""
@@ -289,29 +285,40 @@ class PrometheusClient:
             return _TlsConnection(self._host, self._port, timeout, tls, self._http.server_name or self._host)
         return http.client.HTTPConnection(self._host, self._port, timeout=timeout)
 
-    def _read_answer(self, response: http.client.HTTPResponse, sock: socket.socket,
-                     deadline: float) -> tuple[bytes, int]:
-        """Read the whole body of ``response`` from ``sock``, gunzipped as it arrives: (body, bytes on the wire).
+    def _read_answer(self, response: http.client.HTTPResponse, sock: socket.socket, deadline: float,
+                     reader: AnswerReader) -> int:
+        """Feed the body of ``response`` from ``sock`` to ``reader``, gunzipped as it arrives, at most
+        ``READ_CHUNK`` bytes at a time (a gzip bomb never expands at once); bytes on the wire.
 
-        Raises the 'slow' error once ``deadline`` passes, however the answer trickles in.
+        Raises the 'slow' error once ``deadline`` passes, however the answer trickles in. Of an error answer only
+        its first ``MAX_SERIES_BYTES`` are read: Prometheus's error documents are short.
         """
         gzipped = response.getheader("Content-Encoding", "").strip().lower() == "gzip"
         decoder = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS) if gzipped else None
-        chunks: list[bytes] = []
         wire = 0
-        while True:
+        while response.status == 200 or reader.bytes < MAX_SERIES_BYTES:
             sock.settimeout(self._left(deadline))
             chunk = response.read1(READ_CHUNK)
             if not chunk:
                 break
             wire += len(chunk)
-            chunks.append(decoder.decompress(chunk) if decoder is not None else chunk)
+            if decoder is None:
+                reader.feed(chunk)
+                continue
+            while chunk:
+                reader.feed(decoder.decompress(chunk, READ_CHUNK))
+                chunk = decoder.unconsumed_tail
+                self._left(deadline)
+        else:
+            response.close()
+            self.close()  # the rest of the error answer is never read: the connection cannot carry another request
+            return wire
         response.close()
         if decoder is not None:
-            chunks.append(decoder.flush())
+            reader.feed(decoder.flush())
             if not decoder.eof:
                 raise zlib.error("cut-off gzip stream")
-        return b"".join(chunks), wire
+        return wire
 
     def _left(self, deadline: float) -> float:
         """Seconds left before ``deadline``; the 'slow' error once it has passed."""
@@ -321,12 +328,14 @@ class PrometheusClient:
         return left
 
     @staticmethod
-    def _json(body: bytes) -> dict[str, Any] | None:
+    def _document(reader: AnswerReader, status: int) -> dict[str, Any] | None:
+        """The answer's document (its series went to the reader's cut); of an error answer, None if not JSON."""
+        if status == 200:
+            return reader.finish()
         try:
-            document = json.loads(body)
-        except (ValueError, UnicodeDecodeError):
+            return reader.finish()
+        except (MalformedAnswer, AnswerTooLarge):
             return None
-        return document if isinstance(document, dict) else None
 
     def _slow(self) -> PrometheusError:
         return PrometheusError(f"Prometheus at {self.url} is too slow: a query took > {self.timeout:g} s", fatal=True)
@@ -362,20 +371,10 @@ class PrometheusClient:
             return self._slow()
         return PrometheusError(f"Prometheus refused a query ({kind}: {message}): {expr[:80]}", fatal=False)
 
-    def _series(self, data: dict[str, Any]) -> list[Series]:
-        """The series of a vector or matrix answer."""
+    def _series(self, path: str, params: dict[str, str], expr: str, cut: NodeCut) -> list[Series]:
+        """The series of a vector or matrix answer that ``cut`` keeps."""
+        data = self._get(path, params, expr, cut)
         kind, result = data.get("resultType"), data.get("result")
         if kind not in ("vector", "matrix") or not isinstance(result, list):
             raise PrometheusError(f"{self.url} gave an answer of type {kind!r}, not a vector or matrix", fatal=False)
-        series = []
-        try:
-            for item in result:
-                labels = {str(k): str(v) for k, v in item["metric"].items()}
-                raw = [item["value"]] if kind == "vector" else item["values"]
-                points = tuple((float(t), float(v)) for t, v in raw)
-                if points:
-                    series.append(Series(labels, points))
-        except (KeyError, TypeError, ValueError, AttributeError):
-            raise PrometheusError(f"{self.url} does not answer like a Prometheus server (malformed result)",
-                                  fatal=True) from None
-        return series
+        return cut.series()

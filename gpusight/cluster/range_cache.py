@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 
+from gpusight.cluster.answer import NodeCut
 from gpusight.cluster.prom import PrometheusClient, Series
 
 OVERLAP_SECONDS = 10.0
@@ -27,13 +28,14 @@ class RangeCache:
         self._points: dict[tuple[tuple[str, str], ...], dict[float, float]] = {}
         self._newest: float | None = None
 
-    def fetch(self, client: PrometheusClient, start: float, end: float) -> list[Series]:
-        """The series from ``start`` (a multiple of the step) to ``end``, asking the server only for what is new."""
+    def fetch(self, client: PrometheusClient, start: float, end: float, cut: NodeCut | None = None) -> list[Series]:
+        """The series from ``start`` (a multiple of the step) to ``end``, asking the server only for what is new
+        (and keeping what ``cut`` keeps)."""
         first = start
         if self._newest is not None and self._newest >= start:
             overlap = max(OVERLAP_SECONDS, 3 * self.step)
             first = start + max(0, math.ceil((self._newest - overlap - start) / self.step)) * self.step
-        answer = client.query_range(self.expr, first, end, self.step)
+        answer = client.query_range(self.expr, first, end, self.step, cut)
         for series in answer:
             key = tuple(sorted(series.labels.items()))
             points = self._points.get(key)
@@ -44,6 +46,7 @@ class RangeCache:
                 points[t] = v
             newest = series.points[-1][0]
             self._newest = newest if self._newest is None else max(self._newest, newest)
+        del answer  # its points now live in the cache: a large answer is not held twice
         for key in list(self._points):
             points = self._points[key]
             for t in [t for t in points if t < start]:

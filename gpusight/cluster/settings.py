@@ -13,3 +13,16 @@ DEFAULT_INTERVAL_SECONDS = 2.0
 
 MAX_POINTS = 120
 """Most points per series a range query returns."""
+
+MAX_NODES = 500
+"""Most nodes the cluster view shows: an answer naming more keeps the first by name and says what it cut, so a
+fleet far larger than expected (or a misconfigured relabel) costs bounded memory (docs/cluster.md)."""
+
+MAX_TARGETS = 2 * MAX_NODES
+"""Most scrape targets (``up`` series) kept, for nodes scraped twice (dcgm-exporter and ``gpusight --serve``)."""
+
+MAX_SERIES_BYTES = 1 << 20
+"""Most bytes one series of an answer may take (labels and points); a longer one is malformed."""
+
+MAX_WHOLE_ANSWER_BYTES = 64 << 20
+"""Most bytes of an answer not in Prometheus's own JSON shape, which is read whole; a larger one is refused."""

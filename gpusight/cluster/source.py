@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import replace
 
 from gpusight import metric_names as m
+from gpusight.cluster.answer import NodeCut
 from gpusight.cluster.counts import counted
 from gpusight.cluster.fleet_advice import (
     DEFAULT_WINDOW_SECONDS,
@@ -53,7 +54,13 @@ from gpusight.cluster.http_config import HttpConfig
 from gpusight.cluster.job_speed import SPEED_METRICS, job_speeds, read_speeds
 from gpusight.cluster.prom import PrometheusClient, PrometheusError, Series
 from gpusight.cluster.range_cache import RangeCache
-from gpusight.cluster.settings import DEFAULT_HISTORY_SECONDS, DEFAULT_TIMEOUT_SECONDS, MAX_POINTS
+from gpusight.cluster.settings import (
+    DEFAULT_HISTORY_SECONDS,
+    DEFAULT_TIMEOUT_SECONDS,
+    MAX_NODES,
+    MAX_POINTS,
+    MAX_TARGETS,
+)
 from gpusight.cluster.speed_advice import input_bound_jobs
 from gpusight.collect.health import HealthAssessment
 from gpusight.collect.model import Advice, Severity, WorkloadKind
@@ -168,6 +175,36 @@ def host_label(labels: dict[str, str]) -> tuple[str, str]:
     return INSTANCE, "?"
 
 
+NODE, TARGET = "node", "target"
+"""The groups of :class:`NodeCut`: a node's series (by its name) and ``up`` series (by their target)."""
+
+
+def place(labels: dict[str, str]) -> tuple[str, str]:
+    """(group, key) of a series for :class:`NodeCut`: ``up`` by its target, anything else by its node."""
+    if labels.get("__name__") == UP:
+        return TARGET, labels.get(INSTANCE, "")
+    return NODE, host_label(labels)[1]
+
+
+def cut_note(cuts: Iterable[NodeCut]) -> str | None:
+    """The line saying what the poll's answers cut (None when nothing): the nodes kept of those seen, and the
+    metric Prometheus answered most series of."""
+    cuts = list(cuts)
+    worst = max(cuts, key=lambda cut: cut.cut(NODE)[1], default=None)
+    targets = max((cut.cut(TARGET) for cut in cuts), key=lambda kept_seen: kept_seen[1], default=(0, 0))
+    if worst is not None and worst.cut(NODE)[0] < worst.cut(NODE)[1]:
+        kept, seen = worst.cut(NODE)
+        name, count = max(worst.series_by_name.items(), key=lambda item: (item[1], item[0]))
+        of = f" ({count:,} of {name})" if name else ""
+        return (f"showing {kept:,} of {seen:,} nodes (the first by name; at most {MAX_NODES:,}): Prometheus answered "
+                f"{worst.series_by_name.total():,} series to one query{of}; point --cluster at a Prometheus that "
+                "scrapes fewer nodes")
+    if targets[0] < targets[1]:
+        return (f"kept {targets[0]:,} of {targets[1]:,} scrape targets (the first by name; at most {MAX_TARGETS:,}): "
+                "the others' up/down state is unknown")
+    return None
+
+
 def number(text: str) -> int | None:
     """``text`` as a whole number when it is one written in ASCII digits (labels are untrusted), else None."""
     return int(text) if text.isascii() and text.isdigit() else None
@@ -222,6 +259,9 @@ class ClusterSource:
         """The request stats of the last poll (requests, bytes, seconds)."""
         self.reachable = True
         """False when the last poll could not query the server at all (bad URL, unreachable, slow, not Prometheus)."""
+        self.cut_note: str | None = None
+        """The last poll's line saying which nodes it left out (:data:`MAX_NODES`), None when it showed all."""
+        self._cuts: list[NodeCut] = []
 
     @property
     def url(self) -> str:
@@ -234,14 +274,25 @@ class ClusterSource:
         self.client.reset_stats()
         problems: list[str] = []
         self.reachable = True
+        self._cuts = []
+        self.cut_note = None
         try:
             frame = self._poll(now, focus_host, problems)
+            self.cut_note = cut_note(self._cuts)
+            if self.cut_note is not None:
+                frame = replace(frame, problems=(self.cut_note, *frame.problems))
         except _Abort:
             self.reachable = False
             frame = ClusterFrame(timestamp=now, url=self.url, nodes=self._unreachable_nodes(),
                                  problems=tuple(problems))
         self.last_stats = self.client.stats
         return replace(frame, query_seconds=self.client.stats.seconds)
+
+    def _cut(self) -> NodeCut:
+        """A cut for one query of this poll: the first :data:`MAX_NODES` nodes and :data:`MAX_TARGETS` targets."""
+        cut = NodeCut(place, {NODE: MAX_NODES, TARGET: MAX_TARGETS})
+        self._cuts.append(cut)
+        return cut
 
     def _ask(self, problems: list[str], query: Callable[[], list[Series]]) -> list[Series]:
         """Run ``query``; a query error becomes a problem line, an unusable server aborts the poll."""
@@ -255,11 +306,11 @@ class ClusterSource:
 
     def _range(self, problems: list[str], expr: str, start: float, end: float) -> list[Series]:
         """A range query at the poll's step, through :meth:`_ask`."""
-        return self._ask(problems, lambda: self.client.query_range(expr, start, end, self.step))
+        return self._ask(problems, lambda: self.client.query_range(expr, start, end, self.step, self._cut()))
 
     def _cached(self, problems: list[str], cache: RangeCache, start: float, end: float) -> list[Series]:
         """A range query through its cache (only the newest points are fetched), through :meth:`_ask`."""
-        return self._ask(problems, lambda: cache.fetch(self.client, start, end))
+        return self._ask(problems, lambda: cache.fetch(self.client, start, end, self._cut()))
 
     def _poll(self, now: float, focus_host: str | None, problems: list[str]) -> ClusterFrame:
         """Send the poll's queries and build the frame; raises :class:`_Abort` when the server is unusable."""
@@ -271,11 +322,11 @@ class ClusterSource:
         end = now
         start = math.floor((now - self.history_seconds) / self.step) * self.step
         targets = self._cached(problems, self._targets_cache, start, end)
-        device = self._ask(problems, lambda: self.client.query(DEVICE_QUERY, at=now))
+        device = self._ask(problems, lambda: self.client.query(DEVICE_QUERY, at=now, cut=self._cut()))
         util_series = self._cached(problems, self._util_cache, start, end)
         memory_series = self._cached(problems, self._memory_cache, start, end)
         util, memory = self._history(m.GPU_UTIL.name, util_series, start), self._history(m.FB_USED.name, memory_series, start)
-        gpusight = self._ask(problems, lambda: self.client.query(names_regex(GPUSIGHT_NOW), at=now))
+        gpusight = self._ask(problems, lambda: self.client.query(names_regex(GPUSIGHT_NOW), at=now, cut=self._cut()))
         sm = self._cached(problems, self._sm_cache, start, end)
         self._learn_hosts(targets, device, util_series, memory_series, gpusight)
         self._identity.update({(host_label(s.labels)[1], gpu_index(s.labels)): s.labels for s in device
