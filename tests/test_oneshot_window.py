@@ -137,11 +137,10 @@ def test_a_window_judges_a_late_steady_condition_but_not_one_that_comes_and_goes
 def _mig_idle_at_end(idle_from: float, seconds: float = 20.0) -> bool:
     """Whether a window-judging engine names MIG instance 0.5 (a notebook holding 8 GiB) as idle after ``seconds``
     of an instance busy (a moving 40-80 % SM activity) until ``idle_from`` seconds in, then idle (0 %)."""
-    from support.advice_frames import HZ, gpu, snapshot, trainer, wave
-
     from gpusight.advice.engine import AdviceEngine
     from gpusight.collect.history import History
     from gpusight.collect.model import MigDeviceSample
+    from support.advice_frames import HZ, gpu, snapshot, trainer, wave
 
     notebook = dataclasses.replace(trainer(pid=200, mem=8.0, workers=0, cpu=0.5), gpu_instance_id=5,
                                    compute_instance_id=0)
