@@ -79,12 +79,13 @@ RANGES: dict[str, ValueRange] = {
 
 def plausible(metric: str, value: float | None) -> float | None:
     """``value`` of the metric named ``metric`` when it is in its range (a percentage just above 100 clamped to
-    100), else None; NaN, infinities and DCGM's sentinels are always None."""
-    if value is None or not math.isfinite(value) or abs(value) >= SENTINEL_LIMIT:
+    100), else None; NaN and infinities are always None, and so are DCGM's sentinels for a metric without a range
+    (a range says what is believable on its own: a node's FLOP/s reach well past the sentinels' 1e15)."""
+    if value is None or not math.isfinite(value):
         return None
     bounds = RANGES.get(metric)
     if bounds is None:
-        return value
+        return value if abs(value) < SENTINEL_LIMIT else None
     if bounds.high < value <= bounds.high + bounds.slack:
         return bounds.high
     return value if bounds.low <= value <= bounds.high else None
