@@ -12,6 +12,8 @@ import sys
 import threading
 import time
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -73,23 +75,38 @@ def test_a_server_that_never_answers_is_slow_not_a_hang():
     assert elapsed < 30  # one timeout, not one per query
 
 
-def test_a_server_that_trickles_its_answer_hits_the_whole_request_deadline():
-    def trickle(connection: socket.socket) -> None:
+@contextmanager
+def trickling(head: bytes, drip: bytes, every: float, connections: int) -> Iterator[int]:
+    """A loopback server answering each of its first ``connections`` connections with ``head``, then ``drip`` every
+    ``every`` seconds until the client hangs up; yields its port."""
+    def serve(connection: socket.socket) -> None:
         with connection:
             connection.recv(65536)
-            connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n")
-            for _ in range(40):
-                try:
-                    connection.sendall(b" ")
-                except OSError:
-                    return
-                time.sleep(0.1)
+            try:
+                connection.sendall(head)
+                while True:
+                    connection.sendall(drip)
+                    time.sleep(every)
+            except OSError:
+                return
+
+    def accept(listener: socket.socket) -> None:
+        for _ in range(connections):
+            try:
+                connection = listener.accept()[0]
+            except OSError:  # the listener closed: the test is over
+                return
+            serve(connection)
 
     with socket.socket() as listener:
         listener.bind(("127.0.0.1", 0))
         listener.listen(16)
-        port = listener.getsockname()[1]
-        threading.Thread(target=lambda: [trickle(listener.accept()[0]) for _ in range(1)], daemon=True).start()
+        threading.Thread(target=accept, args=(listener,), daemon=True).start()
+        yield listener.getsockname()[1]
+
+
+def test_a_server_that_trickles_its_answer_hits_the_whole_request_deadline():
+    with trickling(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n", b" ", 0.1, 1) as port:
         client = PrometheusClient(f"http://127.0.0.1:{port}", timeout=1.0)
         with pytest.raises(PrometheusError, match=r"too slow: a query took > 1 s"):
             client.query("up")
@@ -98,22 +115,7 @@ def test_a_server_that_trickles_its_answer_hits_the_whole_request_deadline():
 def test_a_server_that_trickles_its_headers_hits_the_whole_request_deadline():
     """Headers sent a byte at a time, forever: each byte would restart a socket timeout, so only a deadline for the
     whole answer stops the wait (the real binary, one line, exit 1)."""
-    def trickle(connection: socket.socket) -> None:
-        with connection:
-            connection.recv(65536)
-            connection.sendall(b"HTTP/1.1 200 OK\r\n")
-            while True:
-                try:
-                    connection.sendall(b"X")
-                except OSError:
-                    return
-                time.sleep(0.2)
-
-    with socket.socket() as listener:
-        listener.bind(("127.0.0.1", 0))
-        listener.listen(16)
-        port = listener.getsockname()[1]
-        threading.Thread(target=lambda: [trickle(listener.accept()[0]) for _ in range(8)], daemon=True).start()
+    with trickling(b"HTTP/1.1 200 OK\r\n", b"X", 0.2, 8) as port:
         line = one_line_failure(run_cli(f"http://127.0.0.1:{port}", "--once", "--cluster-timeout", "1"))
     assert line == f"gpusight: Prometheus at http://127.0.0.1:{port} is too slow: a query took > 1 s"
 
