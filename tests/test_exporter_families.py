@@ -26,10 +26,11 @@ from gpusight.collect.model import (
     SourceKind,
     WorkloadKind,
 )
+from gpusight.prometheus_exporter.basic_auth import BcryptUsers, Verdict
 from gpusight.prometheus_exporter.exposition import Exposition
 from gpusight.prometheus_exporter.families import ExportOptions, SnapshotCollector
 from gpusight.prometheus_exporter.labels import COMMAND_LABEL_MAX, label_value
-from gpusight.prometheus_exporter.server import ListenAddress, ServeError, authorized, parse_listen
+from gpusight.prometheus_exporter.server import ListenAddress, ServeError, parse_listen
 
 NOW = 1_800_000_000.0
 POD = ContainerSample(ContainerRuntime.CRIO, id="a" * 64, name="trainer-0", pod_uid="1234-abcd",
@@ -157,19 +158,26 @@ def test_parse_listen_refuses(text: str) -> None:
         parse_listen(text)
 
 
-def test_authorized() -> None:
-    pairs = [(b"prom", b"pw:with:colons"), (b"other", b"x")]
+def test_bcrypt_users_judge_basic_auth_headers() -> None:
+    """A password may hold colons; a wrong password, an unknown user, a malformed header or another scheme is
+    denied; a right password is allowed again from memory (cost 4 keeps the test quick)."""
+    import base64
+
+    import bcrypt
+
+    users = BcryptUsers({b"prom": bcrypt.hashpw(b"pw:with:colons", bcrypt.gensalt(4)),
+                         b"other": bcrypt.hashpw(b"x", bcrypt.gensalt(4))})
 
     def header(raw: bytes) -> str:
-        import base64
         return "Basic " + base64.b64encode(raw).decode()
 
-    assert authorized(header(b"prom:pw:with:colons"), pairs)
-    assert authorized(header(b"other:x"), pairs)
+    for _ in range(2):
+        assert users.check(header(b"prom:pw:with:colons")) is Verdict.ALLOWED
+        assert users.check(header(b"other:x")) is Verdict.ALLOWED
     for raw in (b"prom:pw", b"other:pw:with:colons", b"prom", b":x", b"nobody:x"):
-        assert not authorized(header(raw), pairs), raw
+        assert users.check(header(raw)) is Verdict.DENIED, raw
     for value in (None, "", "Bearer abc", "Basic !!!", "basic " + header(b"other:x")[6:]):
-        assert not authorized(value, pairs), value
+        assert users.check(value) is Verdict.DENIED, value
 
 
 def test_the_exposition_is_byte_for_byte_what_generate_latest_writes_as_families_change() -> None:
