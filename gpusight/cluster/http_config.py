@@ -19,6 +19,8 @@ from typing import Any
 
 import yaml
 
+from gpusight.tls_versions import TLS_VERSIONS
+
 TOP_KEYS = ("basic_auth", "authorization", "bearer_token", "bearer_token_file", "tls_config")
 """The keys of Prometheus's http_config that gpusight reads (follow_redirects, oauth2, proxies are not read)."""
 
@@ -30,10 +32,6 @@ AUTHORIZATION_KEYS = ("type", "credentials", "credentials_file")
 
 TLS_KEYS = ("ca_file", "cert_file", "key_file", "server_name", "insecure_skip_verify", "min_version")
 """The keys of ``tls_config``."""
-
-TLS_VERSIONS = {"TLS10": ssl.TLSVersion.TLSv1, "TLS11": ssl.TLSVersion.TLSv1_1, "TLS12": ssl.TLSVersion.TLSv1_2,
-                "TLS13": ssl.TLSVersion.TLSv1_3}
-"""``tls_config.min_version``'s values, as Prometheus spells them."""
 
 
 class HttpConfigError(Exception):

@@ -17,10 +17,7 @@ from typing import Any
 import yaml
 
 from gpusight.prometheus_exporter.server import ServeError
-
-TLS_VERSIONS = {"TLS10": ssl.TLSVersion.TLSv1, "TLS11": ssl.TLSVersion.TLSv1_1, "TLS12": ssl.TLSVersion.TLSv1_2,
-                "TLS13": ssl.TLSVersion.TLSv1_3}
-"""``min_version``/``max_version`` names, as the exporter-toolkit spells them."""
+from gpusight.tls_versions import TLS_VERSIONS
 
 CLIENT_AUTH = {"NoClientCert": ssl.CERT_NONE, "VerifyClientCertIfGiven": ssl.CERT_OPTIONAL,
                "RequireAndVerifyClientCert": ssl.CERT_REQUIRED}
