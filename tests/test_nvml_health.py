@@ -239,7 +239,7 @@ def test_unsupported_everything_reads_none_and_is_not_asked_again(nvml_scenario,
 def test_a_busy_decoder_per_gpu_and_per_process(nvml_scenario, make_nvml_source):
     with sleeper() as proc:
         nvml_scenario.write(health_scenarios.decoder_busy(pid=proc.pid))
-        source = LiveSource(nvml=make_nvml_source())
+        source = LiveSource(gpu=make_nvml_source())
         try:
             snapshot = wait_for(source, lambda s: any(p.decoder_percent is not None for p in s.processes))
         finally:

@@ -167,7 +167,7 @@ def screen_text(app: GpusightApp) -> str:
 def test_the_app_runs_on_through_a_missing_driver_a_lost_gpu_and_its_return(nvml_scenario, make_nvml_source):
     nvml_scenario.write(FakeScenario(init_error=DRIVER_NOT_LOADED))
     nvml = make_nvml_source(init_retry_s=0.2, lost_retry_s=0.2)
-    sampler = Sampler(LiveSource(nvml=nvml, host=HostSource()), MIN_INTERVAL, History(100))
+    sampler = Sampler(LiveSource(gpu=nvml, host=HostSource()), MIN_INTERVAL, History(100))
     app = GpusightApp(sampler)
     seen: dict[str, str] = {}
 

@@ -181,7 +181,7 @@ def test_stop_during_a_blocked_nvml_call_returns_at_once_and_nvml_shuts_down_aft
         nvml_scenario, make_nvml_source):
     blocked_s = 1.5
     nvml_scenario.write(FakeScenario(gpus=[FakeGpu()]))
-    sampler = Sampler(LiveSource(nvml=make_nvml_source()), interval=0.1)
+    sampler = Sampler(LiveSource(gpu=make_nvml_source()), interval=0.1)
     sampler.poll_once()  # NVML started and the GPU attached
     nvml_scenario.write(FakeScenario(gpus=[FakeGpu()], call_delay_ms=int(blocked_s * 1000)))
     sampler.start()

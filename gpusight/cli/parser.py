@@ -62,6 +62,16 @@ def path_arg(value: str) -> Path:
     return Path(value)
 
 
+def backend_arg(value: str) -> tuple[str, ...]:
+    """Argparse type for ``--backend``: ``auto``, or backend names joined with commas."""
+    from gpusight.collect.backends import BackendChoiceError, parse_backend_choice
+
+    try:
+        return parse_backend_choice(value)
+    except BackendChoiceError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--backend: ")) from exc
+
+
 def gpu_ids_arg(value: str) -> tuple[str, ...]:
     """Argparse type for ``--gpus``: comma-separated GPU ids (checked against the GPUs once NVML runs)."""
     ids = tuple(part.strip() for part in value.split(","))
@@ -172,6 +182,13 @@ def build_parser() -> GpusightParser:
         "--config", type=path_arg, metavar="FILE",
         help="config file with [advice] thresholds, [filters] and [charts] (default $XDG_CONFIG_HOME/gpusight/config.toml)",
     )
+    from gpusight.collect.backends import AUTO, BACKENDS
+
+    parser.add_argument(
+        "--backend", type=backend_arg, default=(AUTO,), metavar="NAME",
+        help="which GPU backends read the GPUs: auto (default: NVML, and amdgpu or Intel wherever their GPUs are "
+        "found), or one or more of " + ", ".join(f"{e.name} ({e.summary})" for e in BACKENDS) + ", joined with commas",
+    )
     gpus = parser.add_mutually_exclusive_group()
     gpus.add_argument(
         "--gpus", type=gpu_ids_arg, metavar="IDS",
@@ -227,6 +244,8 @@ def check_usage(parser: GpusightParser, args: argparse.Namespace) -> None:
         parser.error("--loop needs --replay")
     if args.cluster_config is not None and args.cluster is None:
         parser.error("--cluster-config needs --cluster URL")
+    if args.backend != ("auto",) and (args.demo is not None or args.replay is not None or args.cluster is not None):
+        parser.error("--backend chooses how live GPUs are read; it does not go with --demo, --replay or --cluster")
     start_at.check_arguments(parser, args)
     if args.check:
         _check_check_args(parser, args)

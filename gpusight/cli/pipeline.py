@@ -103,6 +103,7 @@ def build_pipeline(args: argparse.Namespace) -> Pipeline:
     interval = args.interval
     source: SnapshotSource
     demo_clock: DemoClock | None = None
+    selects_itself = False
     replay: ReplaySource | None = None
     if args.demo is not None:
         from gpusight.demo.prefill import DemoClock
@@ -116,12 +117,14 @@ def build_pipeline(args: argparse.Namespace) -> Pipeline:
             interval = max(MIN_INTERVAL, replay.recorded_interval)
         source = replay
     else:
+        from gpusight.collect.backend import BackendOptions, Roots
+        from gpusight.collect.backends import open_backends
         from gpusight.collect.live import LiveSource
-        from gpusight.collect.nvml.source import NvmlSource
 
         hint = None if args.serve is not None else DEMO_HINT  # an exporter's log is read by an operator, not someone trying it out
-        source = LiveSource(NvmlSource(gpus=filters.gpus, no_driver_hint=hint))
-    if filters.gpus is not None and (demo_clock is not None or replay is not None):
+        gpu, selects_itself = open_backends(args.backend, BackendOptions(Roots.from_environment(), filters.gpus, hint))
+        source = LiveSource(gpu)
+    if filters.gpus is not None and not selects_itself:
         from gpusight.collect.gpu_selection import GpuSelectingSource
 
         source = GpuSelectingSource(source, filters.gpus)

@@ -1,37 +1,42 @@
-"""The live source: NVML for the GPUs joined with psutil for the host and the GPU processes' trees."""
+"""The live source: the GPU backends (NVML, amdgpu, Intel) joined with psutil for the host and the GPU processes' trees."""
 
 from __future__ import annotations
 
 import time
 
+from gpusight.collect.backend import BackendOptions, GpuBackend, Roots
 from gpusight.collect.host.source import HostSource
 from gpusight.collect.model import Snapshot, SourceKind
-from gpusight.collect.nvml.source import NvmlSource
 
 LIVE_LABEL = "live"
 """Label shown for live data."""
 
 
 class LiveSource:
-    """Polls NVML, then psutil for the host and for the processes NVML reported."""
+    """Polls the GPU backends, then psutil for the host and for the processes the backends reported."""
 
     kind = SourceKind.NVML
-    """Value of ``Snapshot.source`` for live data."""
+    """Value of ``Snapshot.source`` for live data (``"nvml"`` whatever the backends, as recordings always said)."""
 
-    def __init__(self, nvml: NvmlSource | None = None, host: HostSource | None = None) -> None:
-        self.nvml = nvml if nvml is not None else NvmlSource()
-        """The GPU side."""
+    def __init__(self, gpu: GpuBackend | None = None, host: HostSource | None = None) -> None:
+        if gpu is None:
+            from gpusight.collect.backends import AUTO, open_backends
+
+            gpu, _ = open_backends((AUTO,), BackendOptions(Roots.from_environment()))
+        self.gpu: GpuBackend = gpu
+        """The GPU side: one backend, or several joined (:class:`~gpusight.collect.gpu_backends.GpuBackends`)."""
         self.host = host if host is not None else HostSource()
         """The host side."""
 
     @property
     def selection_error(self) -> str | None:
-        """Why the GPUs the NVML source was asked for do not exist, or None (see ``NvmlSource.selection_error``)."""
-        return self.nvml.selection_error
+        """Why the GPUs the backend was asked for do not exist, or None (see ``NvmlSource.selection_error``)."""
+        error = getattr(self.gpu, "selection_error", None)
+        return error if isinstance(error, str) else None
 
     def poll(self) -> Snapshot:
         """Take one live snapshot; faults on either side become error notes."""
-        gpu = self.nvml.poll()
+        gpu = self.gpu.poll()
         host = self.host.poll(gpu.processes)
         return Snapshot(
             timestamp=time.time(),
@@ -47,6 +52,6 @@ class LiveSource:
         )
 
     def close(self) -> None:
-        """Stop NVML helper threads and release handles."""
-        self.nvml.close()
+        """Stop the backends' helper threads and release handles."""
+        self.gpu.close()
         self.host.close()

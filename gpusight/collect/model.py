@@ -9,11 +9,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 """Version of the snapshot layout written to JSON output and recordings (2 added jobs and NVLink; 3 added
 containers, scheduler job ids and the GPUs' PCI bus ids; 4 added training speed: throughput, FLOPs, MFU and the
 step-time breakdown; 5 added MIG devices, hardware health (Xid events, ECC, remapped rows, PCIe link) and the video
-engines)."""
+engines; 6 added the vendor and kernel driver of each GPU, junction and memory temperatures, other vendors' driver
+versions and why a process's GPU usage is unknown)."""
 
 
 class StringEnum(str, Enum):
@@ -38,6 +39,17 @@ class SourceKind(StringEnum):
     """Simulated by a demo scenario."""
     REPLAY = "replay"
     """Read back from a recording."""
+
+
+class Vendor(StringEnum):
+    """Who made a GPU (``DeviceSample.vendor``); each vendor is read by its own backend."""
+
+    NVIDIA = "nvidia"
+    """Read through NVML."""
+    AMD = "amd"
+    """Read from the amdgpu driver's sysfs, hwmon and DRM fdinfo."""
+    INTEL = "intel"
+    """Read from the xe or i915 driver's sysfs, hwmon and DRM fdinfo."""
 
 
 class ProcessRole(StringEnum):
@@ -218,6 +230,8 @@ class DriverInfo:
     """Highest CUDA version the driver supports, e.g. ``"12.4"``."""
     nvml_version: str | None = None
     """Version of the NVML library itself."""
+    other_drivers: tuple[str, ...] = ()
+    """The other vendors' kernel drivers with their versions where known, e.g. ``("amdgpu 6.10.5",)``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -411,6 +425,14 @@ class DeviceSample:
     """JPEG decoder (NVJPG) utilization; None on GPUs without one, or where NVML cannot say."""
     ofa_percent: float | None = None
     """Optical flow accelerator (OFA) utilization; None on GPUs without one, or where NVML cannot say."""
+    vendor: Vendor | None = None
+    """Who made the GPU; None in recordings from before schema 6, which hold NVIDIA GPUs only."""
+    kernel_driver: str | None = None
+    """The kernel driver that runs it: ``"nvidia"``, ``"amdgpu"``, ``"xe"`` or ``"i915"``; None where unknown."""
+    temperature_junction_celsius: float | None = None
+    """Hottest spot on the die (AMD's junction or hotspot sensor); None where the GPU has no such sensor."""
+    temperature_memory_celsius: float | None = None
+    """Memory (HBM or VRAM) temperature; None where the GPU or its driver does not report one."""
     health: DeviceHealth | None = None
     """Hardware health: Xid events, ECC, remapped rows or retired pages, PCIe link and NVLink errors; None where
     nothing of it was read (the demo without faults, older recordings)."""
@@ -469,6 +491,9 @@ class ProcessSample:
     note: str | None = None
     """Why details are missing, e.g. ``"access denied"``, ``"exited"``, or that it is a host PID outside this PID
     namespace (gpusight in a container)."""
+    gpu_usage_note: str | None = None
+    """Why ``sm_percent`` is None although the process uses the GPU, e.g. that ROCm compute submitted through
+    ``/dev/kfd`` leaves the DRM fdinfo engine counters flat."""
     input_wait_percent: float | None = None
     """Measured inside the training loop (``gpusight.torch``): percent of recent step time spent waiting for data."""
     steps_per_second: float | None = None
@@ -673,14 +698,14 @@ class Snapshot:
 
 @dataclass(frozen=True, slots=True)
 class GpuReading:
-    """What a GPU source (NVML) returns from one poll, before host data is joined in."""
+    """What a GPU backend (NVML, amdgpu, Intel) returns from one poll, before host data is joined in."""
 
     driver: DriverInfo | None = None
     """Driver versions; None when NVML is unavailable."""
     devices: tuple[DeviceSample, ...] = ()
     """GPUs in index order (lost ones included, marked ``lost``)."""
     processes: tuple[ProcessSample, ...] = ()
-    """GPU processes with only NVML fields set (pid, device_index, MIG instance, memory, SM %, type)."""
+    """GPU processes with only the backend's fields set (pid, device_index, MIG instance, memory, SM %, type)."""
     errors: tuple[ErrorNote, ...] = ()
     """Faults met during this poll."""
     mig_devices: tuple[MigDeviceSample, ...] = ()

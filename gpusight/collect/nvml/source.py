@@ -113,6 +113,11 @@ class NvmlSource:
         self._notes: list[ErrorNote] = []
 
     @property
+    def name(self) -> str:
+        """The backend's name, as ``--backend`` spells it."""
+        return "nvml"
+
+    @property
     def available(self) -> bool:
         """True while NVML is initialized and answering."""
         return self._initialized and not self._closed

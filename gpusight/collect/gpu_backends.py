@@ -1,0 +1,110 @@
+"""Several GPU backends read as one: their GPUs numbered one after another, in the registry's order.
+
+On a mixed machine NVML's GPUs keep their NVML indexes (NVML comes first) and the next backend's GPUs follow, so
+``gpu8`` is the first AMD GPU beside eight NVIDIA ones. Every index a reading carries moves with its GPU: devices,
+MIG devices, processes and the ``gpuN``/``migN.M`` scopes of its error notes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from gpusight.collect.backend import GpuBackend
+from gpusight.collect.model import DriverInfo, ErrorNote, GpuReading, ScopeKind
+
+
+def shift_reading(reading: GpuReading, offset: int) -> GpuReading:
+    """``reading`` with every GPU index moved up by ``offset``."""
+    if offset == 0:
+        return reading
+    return dataclasses.replace(
+        reading,
+        devices=tuple(dataclasses.replace(d, index=d.index + offset) for d in reading.devices),
+        mig_devices=tuple(dataclasses.replace(m, device_index=m.device_index + offset) for m in reading.mig_devices),
+        processes=tuple(p if p.device_index is None else dataclasses.replace(p, device_index=p.device_index + offset)
+                        for p in reading.processes),
+        errors=tuple(ErrorNote(shift_scope(e.scope, offset), e.message) for e in reading.errors),
+    )
+
+
+def shift_scope(scope: str, offset: int) -> str:
+    """A ``gpuN`` or ``migN.M`` scope with N moved up by ``offset``; any other scope unchanged."""
+    mig = ScopeKind.parse_mig(scope)
+    if mig is not None:
+        return ScopeKind.of_mig(mig[0] + offset, mig[1])
+    parsed = ScopeKind.parse(scope)
+    if parsed is not None and parsed[0] is ScopeKind.GPU and parsed[1] is not None:
+        return ScopeKind.GPU.of(parsed[1] + offset)
+    return scope
+
+
+def merge_drivers(readings: list[GpuReading]) -> DriverInfo | None:
+    """NVML's driver versions with every other backend's drivers appended; None when no backend knows any."""
+    known = [r.driver for r in readings if r.driver is not None]
+    if not known:
+        return None
+    first, others = known[0], [name for d in known[1:] for name in (d.other_drivers or _as_other(d))]
+    if not others:
+        return first
+    return dataclasses.replace(first, other_drivers=first.other_drivers + tuple(others))
+
+
+def _as_other(driver: DriverInfo) -> tuple[str, ...]:
+    """A driver found after the first, named in ``other_drivers`` form."""
+    return () if driver.driver_version is None else (driver.driver_version,)
+
+
+class GpuBackends:
+    """Polls each backend in turn and joins their readings; a backend that found no GPU is quiet when another did.
+
+    NVML, always tried, reports "no NVIDIA driver" on a machine that has only AMD or Intel GPUs: that note is
+    dropped while another backend has GPUs, and kept when no backend has any (the user then learns why nothing shows).
+    """
+
+    def __init__(self, backends: list[GpuBackend]) -> None:
+        self.backends = backends
+        """The backends, in the order their GPUs are numbered."""
+
+    @property
+    def name(self) -> str:
+        """The backends' names joined with ``+``, e.g. ``"nvml+amdgpu"``."""
+        return "+".join(b.name for b in self.backends)
+
+    @property
+    def selection_error(self) -> str | None:
+        """Why the GPUs asked for do not exist, where a backend judged the request itself (NVML alone); else None."""
+        for backend in self.backends:
+            error = getattr(backend, "selection_error", None)
+            if isinstance(error, str):
+                return error
+        return None
+
+    def poll(self) -> GpuReading:
+        """One reading of every backend's GPUs, renumbered; never raises."""
+        readings = [b.poll() for b in self.backends]
+        if len(readings) == 1:
+            return readings[0]
+        found = [r for r in readings if r.devices]
+        kept = readings if not found else [r for r in readings if r.devices or not _only_startup_notes(r)]
+        shifted: list[GpuReading] = []
+        offset = 0
+        for reading in kept:
+            shifted.append(shift_reading(reading, offset))
+            offset += len(reading.devices)
+        return GpuReading(
+            driver=merge_drivers(shifted),
+            devices=tuple(d for r in shifted for d in r.devices),
+            processes=tuple(p for r in shifted for p in r.processes),
+            errors=tuple(e for r in shifted for e in r.errors),
+            mig_devices=tuple(m for r in shifted for m in r.mig_devices),
+        )
+
+    def close(self) -> None:
+        """Close every backend."""
+        for backend in self.backends:
+            backend.close()
+
+
+def _only_startup_notes(reading: GpuReading) -> bool:
+    """True when a reading without GPUs says only why its backend could not start (no GPU-scoped fault)."""
+    return all(ScopeKind.parse(e.scope) is None for e in reading.errors)
