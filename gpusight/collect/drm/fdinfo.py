@@ -54,12 +54,12 @@ def parse_fdinfo(text: str) -> ClientStats | None:
     stats = ClientStats(driver=driver, client_id=_integer(values.get("drm-client-id")), pdev=values.get("drm-pdev"))
     legacy: dict[str, int] = {}
     for key, value in values.items():
-        for prefix, into in (("drm-engine-capacity-", stats.engine_capacity), ("drm-total-cycles-", stats.total_cycles),
-                             ("drm-cycles-", stats.cycles), ("drm-engine-", stats.engine_ns),
-                             ("drm-total-", stats.memory_total), ("drm-resident-", stats.memory_resident),
-                             ("drm-memory-", legacy)):
+        for prefix, into, read in (("drm-engine-capacity-", stats.engine_capacity, _counter),
+                                   ("drm-total-cycles-", stats.total_cycles, _counter), ("drm-cycles-", stats.cycles, _counter),
+                                   ("drm-engine-", stats.engine_ns, _counter), ("drm-total-", stats.memory_total, _memory),
+                                   ("drm-resident-", stats.memory_resident, _memory), ("drm-memory-", legacy, _memory)):
             if key.startswith(prefix) and len(key) > len(prefix):
-                number = _memory(value) if into in (stats.memory_total, stats.memory_resident, legacy) else _counter(value)
+                number = read(value)
                 if number is not None:
                     into[key[len(prefix):]] = number
                 break
