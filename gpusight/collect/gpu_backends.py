@@ -38,20 +38,9 @@ def shift_scope(scope: str, offset: int) -> str:
     return scope
 
 
-def merge_drivers(readings: list[GpuReading]) -> DriverInfo | None:
-    """NVML's driver versions with every other backend's drivers appended; None when no backend knows any."""
-    known = [r.driver for r in readings if r.driver is not None]
-    if not known:
-        return None
-    first, others = known[0], [name for d in known[1:] for name in (d.other_drivers or _as_other(d))]
-    if not others:
-        return first
-    return dataclasses.replace(first, other_drivers=first.other_drivers + tuple(others))
-
-
-def _as_other(driver: DriverInfo) -> tuple[str, ...]:
-    """A driver found after the first, named in ``other_drivers`` form."""
-    return () if driver.driver_version is None else (driver.driver_version,)
+def first_driver(readings: list[GpuReading]) -> DriverInfo | None:
+    """NVIDIA's driver versions (only NVML reports a ``DriverInfo``; other drivers' versions ride on their devices)."""
+    return next((r.driver for r in readings if r.driver is not None), None)
 
 
 class GpuBackends:
@@ -92,7 +81,7 @@ class GpuBackends:
             shifted.append(shift_reading(reading, offset))
             offset += len(reading.devices)
         return GpuReading(
-            driver=merge_drivers(shifted),
+            driver=first_driver(shifted),
             devices=tuple(d for r in shifted for d in r.devices),
             processes=tuple(p for r in shifted for p in r.processes),
             errors=tuple(e for r in shifted for e in r.errors),

@@ -230,8 +230,6 @@ class DriverInfo:
     """Highest CUDA version the driver supports, e.g. ``"12.4"``."""
     nvml_version: str | None = None
     """Version of the NVML library itself."""
-    other_drivers: tuple[str, ...] = ()
-    """The other vendors' kernel drivers with their versions where known, e.g. ``("amdgpu 6.10.5",)``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -429,6 +427,9 @@ class DeviceSample:
     """Who made the GPU; None in recordings from before schema 6, which hold NVIDIA GPUs only."""
     kernel_driver: str | None = None
     """The kernel driver that runs it: ``"nvidia"``, ``"amdgpu"``, ``"xe"`` or ``"i915"``; None where unknown."""
+    kernel_driver_version: str | None = None
+    """That driver's version where it is not NVIDIA's (``Snapshot.driver`` holds NVIDIA's), e.g. amdgpu's
+    ``"6.10.5"`` from ``/sys/module/amdgpu/version``; None where the driver does not say (an in-kernel driver)."""
     temperature_junction_celsius: float | None = None
     """Hottest spot on the die (AMD's junction or hotspot sensor); None where the GPU has no such sensor."""
     temperature_memory_celsius: float | None = None
