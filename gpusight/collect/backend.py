@@ -24,12 +24,29 @@ FDINFO_ROOT_VARIABLE = "GPUSIGHT_FDINFO_ROOT"
 links and their ``<root>/<pid>/fdinfo/<fd>``. Process names, users and parents are still read from the live /proc."""
 
 
-class GpuBackend(Protocol):
+class GpuReader(Protocol):
+    """Anything the live source reads GPUs from: one backend, or several joined. Polled from the sampler thread."""
+
+    def poll(self) -> GpuReading:
+        """Read the GPUs once; never raises."""
+        ...
+
+    def close(self) -> None:
+        """Release handles and threads. Safe to call twice."""
+        ...
+
+
+class GpuBackend(GpuReader, Protocol):
     """One vendor's way of reading its GPUs. Polled from the sampler thread only; ``poll`` never raises."""
 
     @property
     def name(self) -> str:
         """The backend's name as ``--backend`` spells it, e.g. ``"nvml"``."""
+        ...
+
+    @property
+    def vendor(self) -> Vendor:
+        """Whose GPUs it reads; devices it leaves without a vendor are marked with this one."""
         ...
 
     def poll(self) -> GpuReading:

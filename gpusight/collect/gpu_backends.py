@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 
 from gpusight.collect.backend import GpuBackend
-from gpusight.collect.model import DriverInfo, ErrorNote, GpuReading, ScopeKind
+from gpusight.collect.model import DriverInfo, ErrorNote, GpuReading, ScopeKind, Vendor
 
 
 def shift_reading(reading: GpuReading, offset: int) -> GpuReading:
@@ -36,6 +36,14 @@ def shift_scope(scope: str, offset: int) -> str:
     if parsed is not None and parsed[0] is ScopeKind.GPU and parsed[1] is not None:
         return ScopeKind.GPU.of(parsed[1] + offset)
     return scope
+
+
+def with_vendor(reading: GpuReading, vendor: Vendor) -> GpuReading:
+    """``reading`` with ``vendor`` set on every device that does not name one."""
+    if all(d.vendor is not None for d in reading.devices):
+        return reading
+    devices = tuple(d if d.vendor is not None else dataclasses.replace(d, vendor=vendor) for d in reading.devices)
+    return dataclasses.replace(reading, devices=devices)
 
 
 def first_driver(readings: list[GpuReading]) -> DriverInfo | None:
@@ -69,8 +77,8 @@ class GpuBackends:
         return None
 
     def poll(self) -> GpuReading:
-        """One reading of every backend's GPUs, renumbered; never raises."""
-        readings = [b.poll() for b in self.backends]
+        """One reading of every backend's GPUs, renumbered, each device marked with its vendor; never raises."""
+        readings = [with_vendor(b.poll(), b.vendor) for b in self.backends]
         if len(readings) == 1:
             return readings[0]
         found = [r for r in readings if r.devices]

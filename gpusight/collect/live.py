@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from gpusight.collect.backend import BackendOptions, GpuBackend, Roots
+from gpusight.collect.backend import BackendOptions, GpuReader, Roots
 from gpusight.collect.host.source import HostSource
 from gpusight.collect.model import Snapshot, SourceKind
 
@@ -18,12 +18,12 @@ class LiveSource:
     kind = SourceKind.NVML
     """Value of ``Snapshot.source`` for live data (``"nvml"`` whatever the backends, as recordings always said)."""
 
-    def __init__(self, gpu: GpuBackend | None = None, host: HostSource | None = None) -> None:
+    def __init__(self, gpu: GpuReader | None = None, host: HostSource | None = None) -> None:
         if gpu is None:
             from gpusight.collect.backends import AUTO, open_backends
 
             gpu, _ = open_backends((AUTO,), BackendOptions(Roots.from_environment()))
-        self.gpu: GpuBackend = gpu
+        self.gpu: GpuReader = gpu
         """The GPU side: one backend, or several joined (:class:`~gpusight.collect.gpu_backends.GpuBackends`)."""
         self.host = host if host is not None else HostSource()
         """The host side."""

@@ -424,9 +424,11 @@ class DeviceSample:
     ofa_percent: float | None = None
     """Optical flow accelerator (OFA) utilization; None on GPUs without one, or where NVML cannot say."""
     vendor: Vendor | None = None
-    """Who made the GPU; None in recordings from before schema 6, which hold NVIDIA GPUs only."""
+    """Who made the GPU (the live source marks every device); None in recordings from before schema 6, which hold
+    NVIDIA GPUs only, and from the demo's NVIDIA scenarios."""
     kernel_driver: str | None = None
-    """The kernel driver that runs it: ``"nvidia"``, ``"amdgpu"``, ``"xe"`` or ``"i915"``; None where unknown."""
+    """The kernel driver that runs it where that is not NVIDIA's: ``"amdgpu"``, ``"xe"`` or ``"i915"``; None for NVIDIA
+    GPUs, whose driver ``Snapshot.driver`` describes."""
     kernel_driver_version: str | None = None
     """That driver's version where it is not NVIDIA's (``Snapshot.driver`` holds NVIDIA's), e.g. amdgpu's
     ``"6.10.5"`` from ``/sys/module/amdgpu/version``; None where the driver does not say (an in-kernel driver)."""

@@ -8,7 +8,7 @@ from typing import Any
 
 import pynvml
 
-from gpusight.collect.model import DeviceSample, ErrorNote, MigDeviceSample, ProcessSample, Vendor
+from gpusight.collect.model import DeviceSample, ErrorNote, MigDeviceSample, ProcessSample
 from gpusight.collect.nvml.calls import CallGuard, field_value, raw_text_call
 from gpusight.collect.nvml.engines import read_engines
 from gpusight.collect.nvml.errors import UNSUPPORTED_CODES
@@ -17,9 +17,6 @@ from gpusight.collect.nvml.health import NVLINK_ERROR_FIELD_IDS, HealthReader
 from gpusight.collect.nvml.mig import MigReader, merge_processes
 from gpusight.collect.nvml.pcie import KIB, CounterRate, PcieThroughputPoller
 from gpusight.collect.nvml.processes import DeviceProcessLister
-
-KERNEL_DRIVER = "nvidia"
-"""The kernel driver behind every GPU NVML reads."""
 
 THROTTLE_REASONS = (
     (0x001, "gpu_idle"),
@@ -114,8 +111,6 @@ class DeviceReader:
         ecc_uncorrected = self._ecc_errors()
         sample = DeviceSample(
             index=self.index,
-            vendor=Vendor.NVIDIA,
-            kernel_driver=KERNEL_DRIVER,
             name=self._once("name", _device_name, h),
             uuid=self._once("uuid", _device_uuid, h),
             pci_bus_id=self._once("pci_bus_id", _pci_bus_id, h),

@@ -34,6 +34,7 @@ from gpusight.collect.model import (
     GpuReading,
     MigDeviceSample,
     ProcessSample,
+    Vendor,
 )
 from gpusight.collect.nvml.calls import GpuLost, raw_text_call
 from gpusight.collect.nvml.device import DeviceReader
@@ -116,6 +117,11 @@ class NvmlSource:
     def name(self) -> str:
         """The backend's name, as ``--backend`` spells it."""
         return "nvml"
+
+    @property
+    def vendor(self) -> Vendor:
+        """Whose GPUs it reads (the live source marks each device with it)."""
+        return Vendor.NVIDIA
 
     @property
     def available(self) -> bool:
