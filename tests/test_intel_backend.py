@@ -4,10 +4,12 @@ files as None, a lost card, and how ``--backend`` finds it."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -25,7 +27,9 @@ from support.intel_tree import (
     i915_a770_machine,
     xe_max1550_machine,
 )
-from support.procs import kill_tree
+from support.procs import kill_tree, run_python_as
+
+NOBODY = 65534
 
 
 class Clock:
@@ -126,6 +130,16 @@ def test_a_client_shared_by_a_real_parent_and_forked_children_counts_once(tmp_pa
         parent.wait()
 
 
+def test_clients_of_another_device_are_not_counted_on_this_one(tmp_path: Path) -> None:
+    machine = i915_a770_machine(tmp_path)
+    machine.add_client(ClientSpec(6001, 4, "0000:00:02.0", 1, 3 * GIB, compute_busy=0.9))  # not an i915 card here
+    machine.add_client(ClientSpec(6002, 4, A770_SLOT, 2, 1 * GIB, compute_busy=0.1))
+    intel, _ = two_polls(machine)
+    reading = intel.poll()
+    assert [p.pid for p in reading.processes] == [6002]
+    assert reading.devices[0].memory_used_bytes == GIB
+
+
 def _children(pid: int, count: int) -> list[int]:
     import time
 
@@ -187,14 +201,35 @@ def test_a_card_gone_from_sysfs_shows_lost(tmp_path: Path) -> None:
     assert devices[2].error and devices[2].pci_bus_id == MAX1550_SLOTS[2] and devices[2].power_watts is None
 
 
-def test_unreadable_processes_make_device_figures_none_with_a_note(tmp_path: Path) -> None:
-    if os.geteuid() == 0:
-        pytest.skip("root reads every directory")
-    machine = xe_max1550_machine(tmp_path)
-    (machine.fdinfo / "999" / "fd").mkdir(parents=True)
-    (machine.fdinfo / "999" / "fd").chmod(0)
-    reading = backend(machine, Clock()).poll()
-    assert reading.devices[0].utilization_gpu_percent is None and reading.errors
+_POLL_AS_NOBODY = """
+import json, sys
+from pathlib import Path
+from gpusight.collect.backend import Roots
+from gpusight.collect.intel.source import IntelBackend
+drop()
+reading = IntelBackend(Roots(Path(sys.argv[1]), Path(sys.argv[2]))).poll()
+print(json.dumps([reading.devices[2].utilization_gpu_percent, reading.devices[2].memory_used_bytes,
+                  [e.message for e in reading.errors], [p.pid for p in reading.processes]]))
+"""
+
+
+def test_unreadable_processes_make_device_figures_none_with_a_note() -> None:
+    if os.geteuid() != 0:
+        pytest.skip("needs root to run the poll as another user")
+    root = Path(tempfile.mkdtemp(prefix="gpusight-intel-"))
+    try:
+        root.chmod(0o755)
+        machine = xe_max1550_machine(root)
+        machine.add_client(ClientSpec(4244, 5, MAX1550_SLOTS[2], 8, GIB, compute_busy=0.5))
+        (machine.fdinfo / "999" / "fd").mkdir(parents=True)
+        (machine.fdinfo / "999" / "fd").chmod(0o700)  # root's process: nobody cannot list its descriptors
+        out = run_python_as(NOBODY, NOBODY, _POLL_AS_NOBODY, [str(machine.sysfs), str(machine.fdinfo)])
+        assert out.returncode == 0, out.stderr
+        utilization, used, errors, pids = json.loads(out.stdout)
+        assert (utilization, used) == (None, None) and pids == [4244]
+        assert len(errors) == 1 and "1 processes" in errors[0] and "N/A" in errors[0]
+    finally:
+        shutil.rmtree(root)
 
 
 def test_backend_intel_is_chosen_by_name_and_found_by_auto(tmp_path: Path) -> None:

@@ -68,7 +68,8 @@ class IntelBackend:
         per_device: dict[int, list[DrmClient]] = {i: [] for i in range(len(cards))}
         per_owner: dict[tuple[int, int], list[DrmClient]] = {}
         for client in scan.clients:
-            index = 0 if len(cards) == 1 else index_of.get(client.stats.pdev or "")
+            pdev = client.stats.pdev
+            index = index_of.get(pdev) if pdev else (0 if len(cards) == 1 else None)
             if index is not None:
                 per_device[index].append(client)
                 per_owner.setdefault((client.pid, index), []).append(client)
