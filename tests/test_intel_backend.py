@@ -240,3 +240,18 @@ def test_backend_intel_is_chosen_by_name_and_found_by_auto(tmp_path: Path) -> No
     assert [e.name for e in chosen_entries(("auto",), Roots(tmp_path / "empty", tmp_path / "empty"))] == ["nvml"]
     (machine.sysfs / "class/drm/card0/device/uevent").write_text("DRIVER=amdgpu\nPCI_SLOT_NAME=0000:03:00.0\n")
     assert [e.name for e in chosen_entries(("auto",), roots)] == ["nvml"]
+
+
+def test_forced_without_an_intel_card_says_so(tmp_path: Path) -> None:
+    reading = IntelBackend(Roots(tmp_path / "sys", tmp_path / "proc")).poll()
+    assert reading.devices == () and reading.driver is None
+    assert [e.scope for e in reading.errors] == ["intel"] and "no Intel GPU" in reading.errors[0].message
+
+
+def test_i915_clock_from_the_per_gt_rps_file_when_the_card_file_is_missing(tmp_path: Path) -> None:
+    machine = i915_a770_machine(tmp_path)
+    card = machine.sysfs / "class/drm/card0"
+    (card / "gt_act_freq_mhz").unlink()
+    (card / "gt/gt0").mkdir(parents=True)
+    (card / "gt/gt0/rps_act_freq_mhz").write_text("1950\n")
+    assert backend(machine, Clock()).poll().devices[0].clock_sm_mhz == 1950

@@ -63,6 +63,9 @@ class IntelBackend:
         if self._cards is None:
             self._cards = find_cards(self._roots.sysfs, INTEL_DRIVERS)
         cards = self._cards
+        if not cards:
+            where = self._roots.sysfs / "class" / "drm"
+            return GpuReading(errors=(ErrorNote(SCOPE, f"no Intel GPU (xe or i915 driver) found under {where}"),))
         scan = self._scanner.scan()
         index_of = {card.pci_slot: i for i, card in enumerate(cards) if card.pci_slot}
         per_device: dict[int, list[DrmClient]] = {i: [] for i in range(len(cards))}
@@ -75,11 +78,11 @@ class IntelBackend:
                 per_owner.setdefault((client.pid, index), []).append(client)
         devices = tuple(self._device(i, card, per_device[i], scan) for i, card in enumerate(cards))
         errors: tuple[ErrorNote, ...] = ()
-        if scan.unreadable and cards:
+        if scan.unreadable:
             errors = (ErrorNote(SCOPE, f"{scan.unreadable} processes' descriptors unreadable (run as root): Intel "
                                        "GPU utilization and memory used are N/A"),)
         driver = DriverInfo(other_drivers=tuple(self._driver_name(d) for d in sorted({c.driver for c in cards})))
-        return GpuReading(driver=driver if cards else None, devices=devices, processes=process_samples(per_owner),
+        return GpuReading(driver=driver, devices=devices, processes=process_samples(per_owner),
                           errors=errors)
 
     def _device(self, index: int, card: DrmCard, clients: list[DrmClient], scan: ClientScan) -> DeviceSample:
