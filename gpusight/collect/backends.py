@@ -19,12 +19,27 @@ def _open_nvml(options: BackendOptions) -> GpuBackend:
     return NvmlSource(gpus=options.gpus, no_driver_hint=options.no_driver_hint)
 
 
+def _open_intel(options: BackendOptions) -> GpuBackend:
+    from gpusight.collect.intel.source import IntelBackend
+
+    return IntelBackend(options.roots)
+
+
+def _intel_present(roots: Roots) -> bool:
+    from gpusight.collect.drm.sysfs import find_cards
+    from gpusight.collect.intel.source import INTEL_DRIVERS
+
+    return bool(find_cards(roots.sysfs, INTEL_DRIVERS))
+
+
 def _always(_roots: Roots) -> bool:
     return True
 
 
 BACKENDS: tuple[BackendEntry, ...] = (
     BackendEntry("nvml", Vendor.NVIDIA, "NVIDIA GPUs through NVML (libnvidia-ml.so.1)", _always, _open_nvml),
+    BackendEntry("intel", Vendor.INTEL, "Intel GPUs under xe or i915, from sysfs, hwmon and DRM fdinfo", _intel_present,
+                 _open_intel),
 )
 """Every backend, in the order their GPUs are numbered on a mixed machine (NVIDIA first keeps NVML's indexes)."""
 
