@@ -33,6 +33,7 @@ from pathlib import Path
 
 import pytest
 
+from gpusight.collect.backend import FDINFO_ROOT_VARIABLE, SYSFS_ROOT_VARIABLE
 from support.fake_nvml import (
     CALL_LOG_ENV,
     SCENARIO_ENV,
@@ -75,6 +76,22 @@ def _no_real_nvml(fake_nvml_lib: Path) -> Iterator[None]:
         os.environ.pop("LD_LIBRARY_PATH", None)
     else:
         os.environ["LD_LIBRARY_PATH"] = previous
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_real_sysfs_gpus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Point the amdgpu and Intel backends at empty trees, in process and in children: a real AMD card or an Intel
+    integrated GPU on the test machine must not join the fake NVML's GPUs. Their own tests name fixture trees."""
+    empty = tmp_path_factory.mktemp("no-sysfs-gpus")
+    saved = {name: os.environ.get(name) for name in (SYSFS_ROOT_VARIABLE, FDINFO_ROOT_VARIABLE)}
+    os.environ[SYSFS_ROOT_VARIABLE] = str(empty)
+    os.environ[FDINFO_ROOT_VARIABLE] = str(empty)
+    yield
+    for name, value in saved.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
 
 
 @dataclass

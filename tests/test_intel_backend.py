@@ -73,7 +73,7 @@ def test_xe_machine_shows_four_max_1550_with_their_sysfs_values(tmp_path: Path) 
     busy = reading.devices[1]
     assert busy.memory_used_bytes == 8 * GIB and busy.utilization_gpu_percent == pytest.approx(75.0)
     assert busy.fan_percent is None  # xe gives RPM, no maximum
-    assert reading.driver is not None and reading.driver.other_drivers == ("xe",)
+    assert reading.driver is None and {(d.kernel_driver, d.kernel_driver_version) for d in reading.devices} == {("xe", None)}
 
 
 def test_i915_arc_a770_values_and_what_i915_does_not_say(tmp_path: Path) -> None:
@@ -105,6 +105,7 @@ def test_per_process_usage_from_moving_counters(tmp_path: Path, make: object) ->
     later = {p.pid: p for p in reading.processes}
     assert later[5001].sm_percent == pytest.approx(60.0) and later[5002].sm_percent == pytest.approx(20.0)
     assert later[5001].decoder_percent == pytest.approx(25.0) and later[5002].decoder_percent == 0.0
+    assert later[5001].encoder_percent is None  # the video engine's share of encoding is unknown: not guessed
     assert later[5001].gpu_usage_note is None
     assert reading.devices[0].utilization_gpu_percent == pytest.approx(80.0)
     assert reading.devices[0].memory_used_bytes == 3 * GIB

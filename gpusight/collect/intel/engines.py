@@ -4,8 +4,8 @@ Engine classes (``Documentation/gpu/drm-usage-stats.rst`` and the drivers' own p
 ``drm-engine-<class>`` busy nanoseconds for ``render``, ``copy``, ``video``, ``video-enhance`` and ``compute``; xe
 reports ``drm-cycles-<class>`` over ``drm-total-cycles-<class>`` for ``rcs``, ``bcs``, ``vcs``, ``vecs`` and ``ccs``.
 Render and compute carry a training job's kernels, so they give a process's ``sm_percent``. Intel's video engine
-(``video``/``vcs``) both decodes and encodes and the kernel does not say which, so its busy percent is given as both
-the decoder and the encoder figure.
+(``video``/``vcs``) both decodes and encodes and the kernel does not say which; in a training job's input pipeline it
+decodes, so its busy percent is the decoder figure, and the encoder figure is None (unknown) rather than a guess.
 
 Memory regions: xe ``vram0``, ``vram1``... and i915 ``local0``, ``local1``... are device memory; ``system``/
 ``system0``, ``gtt`` and ``stolen`` are not. A client's device memory is its ``drm-resident-<region>`` where
@@ -61,7 +61,7 @@ def process_samples(clients_by_owner: dict[tuple[int, int], list[DrmClient]]) ->
         video = busiest(sums, VIDEO_CLASSES) if measured else None
         samples.append(ProcessSample(
             pid=pid, device_index=index, gpu_memory_bytes=sum(device_memory_bytes(c) for c in clients),
-            sm_percent=compute, decoder_percent=video, encoder_percent=video,
+            sm_percent=compute, decoder_percent=video,
             gpu_usage_note=None if measured else FIRST_READING_NOTE,
         ))
     return tuple(samples)

@@ -24,7 +24,7 @@ from gpusight.collect.drm.sysfs import DrmCard, find_cards, read_text
 from gpusight.collect.intel.card import read_card
 from gpusight.collect.intel.engines import busiest, class_sums, device_memory_bytes, process_samples
 from gpusight.collect.intel.names import device_name
-from gpusight.collect.model import DeviceSample, DriverInfo, ErrorNote, GpuReading, Vendor
+from gpusight.collect.model import DeviceSample, ErrorNote, GpuReading, Vendor
 
 INTEL_DRIVERS = frozenset({"xe", "i915"})
 """The kernel drivers this backend reads."""
@@ -48,6 +48,11 @@ class IntelBackend:
     def name(self) -> str:
         """``"intel"``."""
         return "intel"
+
+    @property
+    def vendor(self) -> Vendor:
+        """Intel."""
+        return Vendor.INTEL
 
     def poll(self) -> GpuReading:
         """Every card once, indexed from 0 in PCI order; never raises."""
@@ -81,13 +86,12 @@ class IntelBackend:
         if scan.unreadable:
             errors = (ErrorNote(SCOPE, f"{scan.unreadable} processes' descriptors unreadable (run as root): Intel "
                                        "GPU utilization and memory used are N/A"),)
-        driver = DriverInfo(other_drivers=tuple(self._driver_name(d) for d in sorted({c.driver for c in cards})))
-        return GpuReading(driver=driver, devices=devices, processes=process_samples(per_owner),
-                          errors=errors)
+        return GpuReading(devices=devices, processes=process_samples(per_owner), errors=errors)
 
     def _device(self, index: int, card: DrmCard, clients: list[DrmClient], scan: ClientScan) -> DeviceSample:
         base = DeviceSample(index=index, name=device_name(card.pci_id), pci_bus_id=card.pci_slot,
-                            vendor=Vendor.INTEL, kernel_driver=card.driver)
+                            vendor=Vendor.INTEL, kernel_driver=card.driver,
+                            kernel_driver_version=self._driver_version(card.driver))
         if read_text(card.device / "uevent") is None:
             self._energy.pop(card.name, None)
             return dataclasses.replace(base, lost=True, error=LOST_MESSAGE)
@@ -117,10 +121,10 @@ class IntelBackend:
             return None
         return (energy - previous[1]) / (now - previous[0])
 
-    def _driver_name(self, driver: str) -> str:
-        """``"xe"``, or ``"xe <version>"`` where the module publishes one."""
+    def _driver_version(self, driver: str) -> str | None:
+        """The driver module's version where it publishes one (an out-of-tree build); None for the in-kernel driver."""
         version = read_text(self._roots.sysfs / "module" / driver / "version")
-        return f"{driver} {version}" if version and version.isprintable() and len(version) < 40 else driver
+        return version if version and version.isprintable() and len(version) < 40 else None
 
 
 def _utilization(clients: list[DrmClient]) -> float | None:
