@@ -5,6 +5,7 @@ A fourth vendor is one more package beside :mod:`gpusight.collect.nvml` and one 
 
 from __future__ import annotations
 
+from gpusight.collect.amdgpu.entry import AMDGPU_ENTRY
 from gpusight.collect.backend import BackendEntry, BackendOptions, GpuBackend, Roots
 from gpusight.collect.gpu_backends import GpuBackends
 from gpusight.collect.model import Vendor
@@ -38,6 +39,7 @@ def _always(_roots: Roots) -> bool:
 
 BACKENDS: tuple[BackendEntry, ...] = (
     BackendEntry("nvml", Vendor.NVIDIA, "NVIDIA GPUs through NVML (libnvidia-ml.so.1)", _always, _open_nvml),
+    AMDGPU_ENTRY,
     BackendEntry("intel", Vendor.INTEL, "Intel GPUs under xe or i915, from sysfs, hwmon and DRM fdinfo", _intel_present,
                  _open_intel),
 )

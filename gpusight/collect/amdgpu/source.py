@@ -1,0 +1,84 @@
+"""The amdgpu backend: AMD GPUs from sysfs and hwmon, their processes from DRM fdinfo and KFD.
+
+Reads ``Roots.sysfs`` (``GPUSIGHT_SYSFS_ROOT``, default ``/sys``) and ``Roots.fdinfo`` (``GPUSIGHT_FDINFO_ROOT``,
+default ``/proc``); needs no ROCm library. GPUs are the DRM cards whose driver is amdgpu, numbered in PCI order,
+found at the first poll that finds any. A card whose sysfs entry goes away is reported lost, as NVML reports a GPU
+that fell off the bus, and comes back when its entry does.
+"""
+
+from __future__ import annotations
+
+from gpusight.collect.amdgpu.device import KERNEL_DRIVER, read_device
+from gpusight.collect.amdgpu.kfd import gpu_slots
+from gpusight.collect.amdgpu.processes import amdgpu_processes
+from gpusight.collect.backend import Roots
+from gpusight.collect.drm.clients import DrmClientScanner
+from gpusight.collect.drm.sysfs import DrmCard, find_cards, read_text, read_uevent
+from gpusight.collect.model import DeviceSample, DriverInfo, ErrorNote, GpuReading, ScopeKind, Vendor
+
+BACKEND_NAME = "amdgpu"
+"""As ``--backend`` spells it, and the scope of its notes."""
+DRIVERS = frozenset({KERNEL_DRIVER})
+"""The ``DRIVER=`` of the cards, and the ``drm-driver`` of the clients, this backend reads."""
+LOST_MESSAGE = "GPU is lost (its sysfs entry went away: it fell off the bus or the driver let it go)"
+"""Shown for a card that was found and is gone."""
+UNREADABLE_HINT = "run gpusight as root to see their use of the AMD GPUs"
+"""Ends the note about processes whose descriptors could not be read."""
+
+
+class AmdgpuBackend:
+    """Polls every amdgpu card and its DRM clients; ``poll`` never raises."""
+
+    def __init__(self, roots: Roots) -> None:
+        self.roots = roots
+        """Where it reads."""
+        self._cards: list[DrmCard] = []
+        self._names: dict[int, str | None] = {}
+        self._kfd_slots: dict[int, str] = {}
+        self._scanner = DrmClientScanner(roots.fdinfo, DRIVERS)
+        self._closed = False
+
+    @property
+    def name(self) -> str:
+        """``"amdgpu"``."""
+        return BACKEND_NAME
+
+    def poll(self) -> GpuReading:
+        """Every card's figures and the processes using them, indexed from 0."""
+        if self._closed:
+            return GpuReading(errors=(ErrorNote(BACKEND_NAME, "amdgpu backend is closed"),))
+        if not self._cards:
+            self._cards = find_cards(self.roots.sysfs, DRIVERS)
+            self._kfd_slots = gpu_slots(self.roots.sysfs)
+            if not self._cards:
+                return GpuReading(errors=(ErrorNote(BACKEND_NAME, f"no amdgpu GPU under {self.roots.sysfs}/class/drm"),))
+        errors: list[ErrorNote] = []
+        devices = [self._device(index, card, errors) for index, card in enumerate(self._cards)]
+        indexes = {card.pci_slot: d.index for card, d in zip(self._cards, devices, strict=True) if card.pci_slot and not d.lost}
+        scan = self._scanner.scan()
+        if scan.unreadable:
+            errors.append(ErrorNote(BACKEND_NAME, f"the file descriptors of {scan.unreadable} processes could not be "
+                                                  f"read; {UNREADABLE_HINT}"))
+        return GpuReading(
+            driver=self._driver(),
+            devices=tuple(devices),
+            processes=amdgpu_processes(scan, indexes, self._kfd_slots, self.roots.sysfs),
+            errors=tuple(errors),
+        )
+
+    def _device(self, index: int, card: DrmCard, errors: list[ErrorNote]) -> DeviceSample:
+        if read_uevent(card.device / "uevent").get("DRIVER") != card.driver:
+            errors.append(ErrorNote(ScopeKind.GPU.of(index), LOST_MESSAGE))
+            return DeviceSample(index=index, name=self._names.get(index), pci_bus_id=card.pci_slot, lost=True,
+                                error=LOST_MESSAGE, vendor=Vendor.AMD, kernel_driver=KERNEL_DRIVER)
+        sample = read_device(card, index)
+        self._names[index] = sample.name
+        return sample
+
+    def _driver(self) -> DriverInfo:
+        version = read_text(self.roots.sysfs / "module" / KERNEL_DRIVER / "version")
+        return DriverInfo(other_drivers=(f"{KERNEL_DRIVER} {version}" if version else KERNEL_DRIVER,))
+
+    def close(self) -> None:
+        """Stop answering; safe to call twice (it holds no handle or thread)."""
+        self._closed = True
