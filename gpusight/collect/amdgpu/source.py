@@ -8,6 +8,9 @@ that fell off the bus, and comes back when its entry does.
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
+
 from gpusight.collect.amdgpu.device import KERNEL_DRIVER, read_device
 from gpusight.collect.amdgpu.kfd import gpu_slots
 from gpusight.collect.amdgpu.processes import amdgpu_processes
@@ -29,13 +32,13 @@ UNREADABLE_HINT = "run gpusight as root to see their use of the AMD GPUs"
 class AmdgpuBackend:
     """Polls every amdgpu card and its DRM clients; ``poll`` never raises."""
 
-    def __init__(self, roots: Roots) -> None:
+    def __init__(self, roots: Roots, *, clock: Callable[[], float] = time.monotonic) -> None:
         self.roots = roots
         """Where it reads."""
         self._cards: list[DrmCard] = []
         self._names: dict[int, str | None] = {}
         self._kfd_slots: dict[int, str] = {}
-        self._scanner = DrmClientScanner(roots.fdinfo, DRIVERS)
+        self._scanner = DrmClientScanner(roots.fdinfo, DRIVERS, clock=clock)
         self._closed = False
 
     @property
