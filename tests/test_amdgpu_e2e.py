@@ -86,7 +86,9 @@ def test_the_screen_shows_them(size: tuple[int, int], tmp_path: Path) -> None:
     with busy_node(tmp_path) as (machine, pids):
         env = {**os.environ, **machine.env(), "GPUSIGHT_PARTIAL_OUTPUT": "0"}
         trainer_row = re.compile(rf"{pids['trainer']} .*?30GiB (\d+)")
-        wanted = ["AMD", "/750W", "2100MHz", "/192GiB", str(pids["rocm"]), "96GiB"]
+        wanted = ["/750W", "/192GiB"]  # 80x24 has room for neither names, clocks nor a second process row
+        if size == (160, 45):
+            wanted += ["AMD Insti", "2100MHz", str(pids["rocm"]), "96GiB"]
         with PtyTerminal(gpusight_argv("--interval", "0.25"), size, env=env) as term:
             def shown() -> bool:
                 text = words(bytes(term.output))
@@ -97,4 +99,4 @@ def test_the_screen_shows_them(size: tuple[int, int], tmp_path: Path) -> None:
             assert term.quit() == 0
     usages = [int(found) for found in trainer_row.findall(text)]
     assert any(20 <= usage <= 90 for usage in usages), usages
-    assert re.search(r"util \d+%", text) and re.search(r"temp \d+", text)
+    assert re.search(r"util \d+%", text) and re.search(r"(temp |/750W )\d+", text)
