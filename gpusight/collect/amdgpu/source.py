@@ -1,13 +1,15 @@
 """The amdgpu backend: AMD GPUs from sysfs and hwmon, their processes from DRM fdinfo and KFD.
 
 Reads ``Roots.sysfs`` (``GPUSIGHT_SYSFS_ROOT``, default ``/sys``) and ``Roots.fdinfo`` (``GPUSIGHT_FDINFO_ROOT``,
-default ``/proc``); needs no ROCm library. GPUs are the DRM cards whose driver is amdgpu, numbered in PCI order,
+default ``/proc``); needs no ROCm library. The driver's version (``/sys/module/amdgpu/version``, published by AMD's DKMS
+driver, not the in-kernel one) rides on each device; the reading's ``driver`` stays NVIDIA's alone. GPUs are the DRM cards whose driver is amdgpu, numbered in PCI order,
 found at the first poll that finds any. A card whose sysfs entry goes away is reported lost, as NVML reports a GPU
 that fell off the bus, and comes back when its entry does.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 
@@ -17,7 +19,7 @@ from gpusight.collect.amdgpu.processes import amdgpu_processes
 from gpusight.collect.backend import Roots
 from gpusight.collect.drm.clients import DrmClientScanner
 from gpusight.collect.drm.sysfs import DrmCard, find_cards, read_text, read_uevent
-from gpusight.collect.model import DeviceSample, DriverInfo, ErrorNote, GpuReading, ScopeKind, Vendor
+from gpusight.collect.model import DeviceSample, ErrorNote, GpuReading, ScopeKind, Vendor
 
 BACKEND_NAME = "amdgpu"
 """As ``--backend`` spells it, and the scope of its notes."""
@@ -46,6 +48,11 @@ class AmdgpuBackend:
         """``"amdgpu"``."""
         return BACKEND_NAME
 
+    @property
+    def vendor(self) -> Vendor:
+        """AMD."""
+        return Vendor.AMD
+
     def poll(self) -> GpuReading:
         """Every card's figures and the processes using them, indexed from 0."""
         if self._closed:
@@ -56,31 +63,28 @@ class AmdgpuBackend:
             if not self._cards:
                 return GpuReading(errors=(ErrorNote(BACKEND_NAME, f"no amdgpu GPU under {self.roots.sysfs}/class/drm"),))
         errors: list[ErrorNote] = []
-        devices = [self._device(index, card, errors) for index, card in enumerate(self._cards)]
+        version = read_text(self.roots.sysfs / "module" / KERNEL_DRIVER / "version") or None
+        devices = [self._device(index, card, version, errors) for index, card in enumerate(self._cards)]
         indexes = {card.pci_slot: d.index for card, d in zip(self._cards, devices, strict=True) if card.pci_slot and not d.lost}
         scan = self._scanner.scan()
         if scan.unreadable:
             errors.append(ErrorNote(BACKEND_NAME, f"the file descriptors of {scan.unreadable} processes could not be "
                                                   f"read; {UNREADABLE_HINT}"))
         return GpuReading(
-            driver=self._driver(),
             devices=tuple(devices),
             processes=amdgpu_processes(scan, indexes, self._kfd_slots, self.roots.sysfs),
             errors=tuple(errors),
         )
 
-    def _device(self, index: int, card: DrmCard, errors: list[ErrorNote]) -> DeviceSample:
+    def _device(self, index: int, card: DrmCard, version: str | None, errors: list[ErrorNote]) -> DeviceSample:
         if read_uevent(card.device / "uevent").get("DRIVER") != card.driver:
             errors.append(ErrorNote(ScopeKind.GPU.of(index), LOST_MESSAGE))
             return DeviceSample(index=index, name=self._names.get(index), pci_bus_id=card.pci_slot, lost=True,
-                                error=LOST_MESSAGE, vendor=Vendor.AMD, kernel_driver=KERNEL_DRIVER)
-        sample = read_device(card, index)
+                                error=LOST_MESSAGE, vendor=Vendor.AMD, kernel_driver=KERNEL_DRIVER,
+                                kernel_driver_version=version)
+        sample = dataclasses.replace(read_device(card, index), kernel_driver_version=version)
         self._names[index] = sample.name
         return sample
-
-    def _driver(self) -> DriverInfo:
-        version = read_text(self.roots.sysfs / "module" / KERNEL_DRIVER / "version")
-        return DriverInfo(other_drivers=(f"{KERNEL_DRIVER} {version}" if version else KERNEL_DRIVER,))
 
     def close(self) -> None:
         """Stop answering; safe to call twice (it holds no handle or thread)."""
