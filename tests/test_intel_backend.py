@@ -240,7 +240,7 @@ def test_backend_intel_is_chosen_by_name_and_found_by_auto(tmp_path: Path) -> No
     assert [e.name for e in chosen_entries(("auto",), roots)] == ["nvml", "intel"]
     assert [e.name for e in chosen_entries(("auto",), Roots(tmp_path / "empty", tmp_path / "empty"))] == ["nvml"]
     (machine.sysfs / "class/drm/card0/device/uevent").write_text("DRIVER=amdgpu\nPCI_SLOT_NAME=0000:03:00.0\n")
-    assert [e.name for e in chosen_entries(("auto",), roots)] == ["nvml"]
+    assert [e.name for e in chosen_entries(("auto",), roots)] == ["nvml", "amdgpu"]  # an AMD card now, not Intel
 
 
 def test_forced_without_an_intel_card_says_so(tmp_path: Path) -> None:
