@@ -58,11 +58,11 @@ def parse_backend_choice(text: str) -> tuple[str, ...]:
     names = {part.strip() for part in text.split(",") if part.strip()}
     if not names or names == {AUTO}:
         return (AUTO,)
-    unknown = sorted(names - set(BACKEND_NAMES))
+    unknown = sorted(names - set(BACKEND_NAMES) - {AUTO})
     if unknown or AUTO in names:
         offered = ", ".join((AUTO,) + BACKEND_NAMES)
-        bad = ", ".join(unknown) if unknown else "auto together with a backend"
-        raise BackendChoiceError(f"--backend: unknown {bad}; choose {offered}, or several backends joined with commas")
+        problem = f"unknown {', '.join(unknown)}" if unknown else "auto goes alone"
+        raise BackendChoiceError(f"--backend: {problem}; choose {offered}, or several backends joined with commas")
     return tuple(name for name in BACKEND_NAMES if name in names)
 
 
