@@ -111,6 +111,7 @@ def vendor_families(snapshot: Snapshot, hostname: str) -> Iterator[GaugeMetricFa
                 label_names = names.OWN_DEVICE_LABELS + metric.labels
             if value is None:
                 continue
-            family = families.setdefault(metric.name, GaugeMetricFamily(metric.name, metric.help, labels=label_names))
-            family.add_metric(labels, value)
+            if metric.name not in families:
+                families[metric.name] = GaugeMetricFamily(metric.name, metric.help, labels=label_names)
+            families[metric.name].add_metric(labels, value)
     yield from families.values()
