@@ -30,6 +30,13 @@ def _free(device: DeviceSample) -> float | None:
     return float(max(0, device.memory_total_bytes - device.memory_used_bytes))
 
 
+def _edge(device: DeviceSample) -> float | None:
+    """The edge temperature: None where ``temperature_celsius`` is the junction's (the amdgpu backend falls back to it
+    on GPUs without an edge sensor, such as the MI300X, where AMD's exporter has no edge series either)."""
+    temperature, junction = device.temperature_celsius, device.temperature_junction_celsius
+    return None if junction is not None and temperature == junction else temperature
+
+
 def _hertz(mhz: int | None) -> float | None:
     return None if mhz is None else mhz * 1e6
 
@@ -76,7 +83,7 @@ FIELDS = (
     VendorField(names.OWN_POWER, lambda d: d.power_watts, names.AMD_POWER_USAGE),
     VendorField(names.OWN_POWER_LIMIT, lambda d: d.power_limit_watts),
     VendorField(names.OWN_ENERGY, lambda d: d.energy_joules, names.AMD_ENERGY, lambda j: round(j * 1e6)),
-    VendorField(names.OWN_TEMP, lambda d: d.temperature_celsius, names.AMD_EDGE_TEMP),
+    VendorField(names.OWN_TEMP, _edge, names.AMD_EDGE_TEMP),
     VendorField(names.OWN_JUNCTION_TEMP, lambda d: d.temperature_junction_celsius, names.AMD_JUNCTION_TEMP),
     VendorField(names.OWN_MEMORY_TEMP, lambda d: d.temperature_memory_celsius, names.AMD_MEMORY_TEMP),
     VendorField(names.OWN_CLOCK, lambda d: _hertz(d.clock_sm_mhz), names.AMD_CLOCK, lambda hz: hz / 1e6,

@@ -17,12 +17,13 @@ GIB = 1 << 30
 
 
 def amd_gpu(index: int, **changes: object) -> DeviceSample:
-    """An AMD Instinct MI300X with amdgpu's fields only."""
+    """An AMD Instinct MI300X with amdgpu's fields only: no edge sensor, so its temperature is the junction's, as
+    the amdgpu backend reports it."""
     base: dict[str, object] = dict(
         name="AMD Instinct MI300X", uuid=None, pci_bus_id=f"0000:{0x10 + index:02x}:00.0", vendor=Vendor.AMD,
         kernel_driver="amdgpu", utilization_gpu_percent=87.0, utilization_memory_percent=41.0,
         memory_used_bytes=100 * GIB, memory_total_bytes=192 * GIB, power_watts=612.0, power_limit_watts=750.0,
-        energy_joules=123456.5, temperature_celsius=None, temperature_junction_celsius=71.0,
+        energy_joules=123456.5, temperature_celsius=71.0, temperature_junction_celsius=71.0,
         temperature_memory_celsius=58.0, clock_sm_mhz=2100, clock_memory_mhz=1300,
         health=DeviceHealth(pcie_link_gen=5, pcie_link_gen_max=5, pcie_link_width=16, pcie_link_width_max=16))
     base.update(changes)
