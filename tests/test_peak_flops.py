@@ -79,6 +79,8 @@ OTHER_VENDORS = [
     ("Intel(R) Data Center GPU Max 1550", 52.4, 419.4, 838.9, 838.9),
     ("Intel(R) Data Center GPU Max 1100", 22.2, 177.8, 355.5, 355.5),
     ("Intel(R) Arc(TM) A770 Graphics", 17.2, 17.2, 137.6, 137.6),
+    ("Intel Data Center GPU Max 1550", 52.4, 419.4, 838.9, 838.9),  # the xe/i915 backend's names (by PCI id)
+    ("Intel Arc A770", 17.2, 17.2, 137.6, 137.6),
 ]
 
 
