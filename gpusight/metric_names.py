@@ -192,6 +192,74 @@ DEVICE_METRICS = (GPU_UTIL, MEM_COPY_UTIL, FB_USED, FB_FREE, FB_RESERVED, POWER_
 """The core device metrics gpusight serves under dcgm-exporter's names, each series labelled with ``DEVICE_LABELS``
 (``VIDEO_METRICS`` and ``HEALTH_METRICS`` are served the same way, where NVML gives them)."""
 
+# -- AMD device-metrics-exporter's device metrics (ROCm/device-metrics-exporter, pkg/amdgpu/gpuagent/
+# gpuagent_gpu_metrics.go and docs/configuration/metricslist.md): served for AMD GPUs only ----------------------------
+
+LABEL_AMD_GPU_ID = "gpu_id"
+"""AMD's exporter's GPU number label (gpusight's GPU index, as a string)."""
+LABEL_AMD_CARD_MODEL = "card_model"
+"""AMD's exporter's product name label."""
+LABEL_CLOCK_INDEX = "clock_index"
+"""AMD's exporter's position of a clock in the GPU's clock list (gpusight: 0 system, 1 memory)."""
+LABEL_CLOCK_TYPE = "clock_type"
+"""AMD's exporter's clock kind, lower case: ``system`` (graphics/compute) or ``memory``."""
+AMD_DEVICE_LABELS = (LABEL_AMD_GPU_ID, LABEL_AMD_CARD_MODEL, LABEL_HOSTNAME_NEW)
+"""The labels of every AMD device series: the mandatory labels of AMD's exporter that gpusight can fill."""
+AMD_CLOCK_LABELS = (LABEL_CLOCK_INDEX, LABEL_CLOCK_TYPE)
+"""The labels ``AMD_CLOCK`` adds before ``AMD_DEVICE_LABELS``."""
+
+AMD_GFX_ACTIVITY = MetricName("gpu_gfx_activity", "gauge", "Graphics engine usage in Percentage (0-100)")
+AMD_UMC_ACTIVITY = MetricName("gpu_umc_activity", "gauge", "Memory engine usage in Percentage (0-100)")
+AMD_POWER_USAGE = MetricName("gpu_power_usage", "gauge", "GPU Power usage in Watts")
+AMD_ENERGY = MetricName("gpu_energy_consumed", "gauge", "Accumulated energy consumed by the GPU in uJ")
+AMD_EDGE_TEMP = MetricName("gpu_edge_temperature", "gauge", "Current edge temperature in Celsius")
+AMD_JUNCTION_TEMP = MetricName("gpu_junction_temperature", "gauge", "Current junction/hotspot temperature in Celsius")
+AMD_MEMORY_TEMP = MetricName("gpu_memory_temperature", "gauge", "Current memory temperature in Celsius")
+AMD_USED_VRAM = MetricName("gpu_used_vram", "gauge", "Used VRAM memory of the GPU (in MB)")
+AMD_TOTAL_VRAM = MetricName("gpu_total_vram", "gauge", "Total VRAM memory of the GPU (in MB)")
+AMD_FREE_VRAM = MetricName("gpu_free_vram", "gauge", "Free VRAM memory of the GPU (in MB)")
+AMD_CLOCK = MetricName("gpu_clock", "gauge", "Current clock frequency of the GPU in MHz", AMD_CLOCK_LABELS)
+AMD_PCIE_SPEED = MetricName("pcie_speed", "gauge", "Current PCIe speed in GT/s")
+AMD_PCIE_MAX_SPEED = MetricName("pcie_max_speed", "gauge", "Maximum PCIe speed in GT/s")
+
+AMD_DEVICE_METRICS = (AMD_GFX_ACTIVITY, AMD_UMC_ACTIVITY, AMD_POWER_USAGE, AMD_ENERGY, AMD_EDGE_TEMP,
+                      AMD_JUNCTION_TEMP, AMD_MEMORY_TEMP, AMD_USED_VRAM, AMD_TOTAL_VRAM, AMD_FREE_VRAM, AMD_CLOCK,
+                      AMD_PCIE_SPEED, AMD_PCIE_MAX_SPEED)
+"""Device metrics gpusight serves for AMD GPUs under AMD device-metrics-exporter's names, help texts and units."""
+
+# -- gpusight's own names for the device metrics of GPUs other than NVIDIA's (HOST_LABELS, GPU_LABELS, vendor) ------
+
+LABEL_VENDOR = "vendor"
+"""Who made the GPU: ``amd`` or ``intel`` (``Vendor``)."""
+LABEL_CLOCK = "clock"
+"""Which clock: ``compute`` or ``memory``."""
+OWN_DEVICE_LABELS = HOST_LABELS + GPU_LABELS + (LABEL_VENDOR,)
+"""The labels of every ``OWN_DEVICE_METRICS`` series, before its own."""
+
+OWN_GPU_UTIL = MetricName("gpusight_gpu_utilization_percent", "gauge", "Share of time the GPU was busy (in %).")
+OWN_MEM_UTIL = MetricName("gpusight_gpu_memory_utilization_percent", "gauge",
+                          "Share of time the memory controller was busy (in %).")
+OWN_MEM_USED = MetricName("gpusight_gpu_memory_used_bytes", "gauge", "Device memory in use.")
+OWN_MEM_TOTAL = MetricName("gpusight_gpu_memory_total_bytes", "gauge", "Device memory in all.")
+OWN_MEM_FREE = MetricName("gpusight_gpu_memory_free_bytes", "gauge", "Device memory free.")
+OWN_POWER = MetricName("gpusight_gpu_power_watts", "gauge", "Power draw (in W).")
+OWN_POWER_LIMIT = MetricName("gpusight_gpu_power_limit_watts", "gauge", "Enforced power limit (in W).")
+OWN_ENERGY = MetricName("gpusight_gpu_energy_joules", "gauge",
+                        "Energy consumed since the driver loaded (in J); grows, served as a gauge like DCGM's.")
+OWN_TEMP = MetricName("gpusight_gpu_temperature_celsius", "gauge", "GPU (edge or package) temperature (in C).")
+OWN_JUNCTION_TEMP = MetricName("gpusight_gpu_junction_temperature_celsius", "gauge",
+                               "Hottest spot on the die (in C).")
+OWN_MEMORY_TEMP = MetricName("gpusight_gpu_memory_temperature_celsius", "gauge", "Device memory temperature (in C).")
+OWN_CLOCK = MetricName("gpusight_gpu_clock_hertz", "gauge", "Current clock frequency (in Hz).", (LABEL_CLOCK,))
+OWN_FAN = MetricName("gpusight_gpu_fan_percent", "gauge", "Fan speed (in % of its maximum).")
+OWN_PCIE_GEN = MetricName("gpusight_gpu_pcie_link_generation", "gauge", "Current PCIe link generation.")
+OWN_PCIE_MAX_GEN = MetricName("gpusight_gpu_pcie_link_generation_max", "gauge", "Highest PCIe link generation.")
+
+OWN_DEVICE_METRICS = (OWN_GPU_UTIL, OWN_MEM_UTIL, OWN_MEM_USED, OWN_MEM_TOTAL, OWN_MEM_FREE, OWN_POWER,
+                      OWN_POWER_LIMIT, OWN_ENERGY, OWN_TEMP, OWN_JUNCTION_TEMP, OWN_MEMORY_TEMP, OWN_CLOCK, OWN_FAN,
+                      OWN_PCIE_GEN, OWN_PCIE_MAX_GEN)
+"""gpusight's names for the device metrics of Intel GPUs, and of AMD GPUs where AMD's exporter has no name."""
+
 # -- gpusight's own per-GPU metrics (labelled with HOST_LABELS, GPU_LABELS and their own) ---------------------------
 
 JPEG_UTIL = MetricName("gpusight_jpeg_utilization_percent", "gauge", "JPEG decoder (NVJPG) utilization (in %).")

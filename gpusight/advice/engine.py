@@ -7,6 +7,7 @@ from gpusight.advice.context import Context, Finding
 from gpusight.advice.hysteresis import MIN_TRUE_FRACTION, Hysteresis
 from gpusight.advice.rules import HEALTHY, RULES
 from gpusight.advice.rules.healthy import is_all_clear
+from gpusight.advice.signals import speaks_to_all
 from gpusight.advice.verdict import consistent
 from gpusight.collect.history import History
 from gpusight.collect.model import Advice, ScopeKind, Severity, Snapshot
@@ -44,7 +45,8 @@ class AdviceEngine:
         self._window_start = None
 
     def __call__(self, snapshot: Snapshot, history: History) -> tuple[Advice, ...]:
-        """Advice for ``snapshot``: critical, then warn, then info; within a severity by scope.
+        """Advice for ``snapshot``: critical, then warn, then info; within a severity by scope. A rule's findings
+        about a GPU lacking a signal the rule needs (``Rule.needs``) are dropped.
 
         One verdict per GPU (:func:`~gpusight.advice.verdict.consistent`) is enforced on the findings
         before hysteresis, so a contradicted finding never builds up its hold, and again on what is
@@ -58,7 +60,8 @@ class AdviceEngine:
         for rule in RULES:
             hold = rule.hold(self.thresholds)
             least = min(hold, MIN_TRUE_FRACTION * sampled) if rule.instant else 0.0
-            found.extend((finding, hold, least) for finding in rule.evaluate(ctx))
+            found.extend((finding, hold, least) for finding in rule.evaluate(ctx)
+                         if speaks_to_all(ctx, finding, rule.needs))
         kept = {id(finding) for finding in consistent([finding for finding, _, _ in found])}
         holding = {finding.advice.id: (finding, hold) for finding, hold, _ in found if id(finding) in kept}
         held_at_least = {finding.advice.id: seconds for finding, _, seconds in found if seconds}

@@ -11,6 +11,7 @@ from gpusight.collect.model import DeviceSample, MigDeviceSample, Snapshot
 from gpusight.collect.nvml.device import THROTTLE_REASONS
 from gpusight.prometheus_exporter.health_families import XidTally, health_families
 from gpusight.prometheus_exporter.labels import label_value
+from gpusight.prometheus_exporter.vendor_families import is_nvidia
 
 MIB = 1 << 20
 """dcgm-exporter's framebuffer unit: MiB, whole (as DCGM reports them)."""
@@ -96,7 +97,7 @@ def mig_labels(mig: MigDeviceSample, parent: list[str]) -> dict[str, str]:
 
 def device_families(snapshot: Snapshot, hostname: str, tally: XidTally | None = None,
                     known: dict[int, list[str]] | None = None) -> Iterator[GaugeMetricFamily | CounterMetricFamily]:
-    """One family per device metric with a series for each GPU that knows it; lost GPUs have none but health.
+    """One family per device metric with a series for each NVIDIA GPU that knows it; lost GPUs have none but health.
 
     MIG instances add their own series (``GPU_I_ID``, ``GPU_I_PROFILE``) to the families of ``names.MIG_METRICS``.
     Health and video families follow; ``tally`` counts Xid events across scrapes. A lost GPU whose health was read
@@ -104,10 +105,11 @@ def device_families(snapshot: Snapshot, hostname: str, tally: XidTally | None = 
     ``DEVICE_LABELS`` values, updated here from the GPUs present) remembers, or its index alone if never seen. A family no GPU knows is left out
     altogether, as dcgm-exporter leaves out fields a GPU does not support.
     """
-    present = [(d, device_labels(d, snapshot, hostname)) for d in snapshot.devices if not d.lost]
+    nvidia = [d for d in snapshot.devices if is_nvidia(d)]
+    present = [(d, device_labels(d, snapshot, hostname)) for d in nvidia if not d.lost]
     known = {} if known is None else known
     known.update((d.index, labels) for d, labels in present)
-    ailing = [(d, known.get(d.index) or device_labels(d, snapshot, hostname)) for d in snapshot.devices
+    ailing = [(d, known.get(d.index) or device_labels(d, snapshot, hostname)) for d in nvidia
               if d.lost and d.health is not None]
     parents = {d.index: labels for d, labels in present}
     migs = [(g, mig_labels(g, parents[g.device_index])) for g in snapshot.mig_devices

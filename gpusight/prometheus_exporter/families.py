@@ -24,6 +24,7 @@ from gpusight.prometheus_exporter.process_families import (
     process_rows,
 )
 from gpusight.prometheus_exporter.speed_families import speed_families
+from gpusight.prometheus_exporter.vendor_families import vendor_families
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +92,7 @@ def scrape_families(snapshot: Snapshot | None, now: float, options: ExportOption
     yield _gauge(names.SNAPSHOT_TIME, host, snapshot.timestamp)
     yield _gauge(names.SNAPSHOT_AGE, host, max(0.0, now - snapshot.timestamp))
     yield from device_families(snapshot, options.hostname, tally, known)
+    yield from vendor_families(snapshot, options.hostname)
     yield from advice_families(snapshot, host, uuids or {})
     yield from job_families(snapshot, host)
     rows, dropped = process_rows(snapshot, options.max_process_series)

@@ -21,10 +21,10 @@ from collections import deque
 from collections.abc import Iterable
 from typing import Any
 
-import torch
 from torch.profiler import DeviceType
 
 from gpusight.collect.model import BreakdownSource
+from gpusight.torch.accelerator import XPU, Accelerator, accelerator_in_use
 from gpusight.torch.instrument import exit_quietly
 
 COMPUTE, COMMUNICATION, COPY, IDLE, DATA = "compute", "communication", "copy", "idle", "data"
@@ -112,12 +112,6 @@ def profile_intervals(events: Iterable[Any], device: bool) -> list[Interval]:
     return intervals
 
 
-def cuda_in_use() -> bool:
-    """Whether this program has initialised CUDA (never initialised here)."""
-    # torch leaves cuda.is_initialized unannotated
-    return torch.cuda.is_available() and torch.cuda.is_initialized()  # type: ignore[no-untyped-call]
-
-
 QUIET_KINETO_LOG_LEVEL = "6"
 """Kineto's log level above its per-session ``USDT: profiler_start``/``profiler_stop`` lines (checked with torch 2.13)."""
 
@@ -128,20 +122,23 @@ class BreakdownSampler:
 
     def __init__(self) -> None:
         self._profiler: Any = None
-        self._device = False
+        self._device: Accelerator | None = None
         self._began = 0.0
         self._samples: deque[dict[str, float]] = deque(maxlen=SAMPLES_KEPT)
         self._source: BreakdownSource | None = None
 
     def start(self) -> None:
-        """Start profiling the step that begins (the GPU's activities when CUDA is in use, else the host's)."""
+        """Start profiling the step that begins (the GPU's activities when CUDA, ROCm or XPU is in use, else the
+        host's)."""
         from torch.profiler import ProfilerActivity, profile
 
         # Kineto writes two lines to stderr per profiling session unless its log level is raised; the training's log
         # is no place for them (read when the profiler first starts; a level the user set is kept).
         os.environ.setdefault("KINETO_LOG_LEVEL", QUIET_KINETO_LOG_LEVEL)
-        self._device = cuda_in_use()
-        activities = [ProfilerActivity.CPU, ProfilerActivity.CUDA] if self._device else [ProfilerActivity.CPU]
+        self._device = accelerator_in_use()
+        activities = [ProfilerActivity.CPU]
+        if self._device is not None:
+            activities.append(ProfilerActivity.XPU if self._device.backend == XPU else ProfilerActivity.CUDA)
         try:
             profiler = profile(activities=activities)
             profiler.__enter__()  # type: ignore[no-untyped-call]  # torch leaves it unannotated
@@ -155,18 +152,18 @@ class BreakdownSampler:
         profiler, self._profiler = self._profiler, None
         if profiler is None:
             return
-        if self._device:
-            torch.cuda.synchronize()  # the step's kernels belong to the step (a sampled step only)
+        if self._device is not None:
+            self._device.module.synchronize()  # the step's kernels belong to the step (a sampled step only)
         span = time.perf_counter_ns() - self._began
         try:
             profiler.__exit__(None, None, None)
             results = profiler.profiler.kineto_results  # raw events: building FunctionEvents costs 100x more
             start = results.trace_start_ns()
-            intervals = profile_intervals(results.events(), self._device)
+            intervals = profile_intervals(results.events(), self._device is not None)
         except Exception:  # noqa: BLE001 - profiling is best effort
             return
         self._samples.append(step_shares(intervals, start, start + span))
-        self._source = BreakdownSource.DEVICE if self._device else BreakdownSource.HOST
+        self._source = BreakdownSource.DEVICE if self._device is not None else BreakdownSource.HOST
 
     def abandon(self) -> None:
         """Stop profiling without keeping anything (the step did not end normally)."""

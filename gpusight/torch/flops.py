@@ -5,7 +5,7 @@ over one whole training step (forward, backward and optimizer: the FLOPs that ru
 included, so their share of the peak is the hardware FLOPs utilization, HFU), or estimated as 6 x trainable
 parameters x tokens per step (``flops="6N"``: decoder-only transformers; the PaLM paper's estimate, MFU). The peak
 is the table's (:func:`gpusight.collect.peak_flops.peak_for`) for the GPU this process uses and the math mode of its
-matrix multiplications, or ``peak_tflops=``. CUDA is never initialised here.
+matrix multiplications (CUDA, ROCm or XPU), or ``peak_tflops=``. No GPU is ever initialised here.
 """
 
 from __future__ import annotations
@@ -16,19 +16,20 @@ import torch
 
 from gpusight.collect.model import FlopsSource, MathMode
 from gpusight.collect.peak_flops import peak_for
+from gpusight.torch.accelerator import AUTOCAST_DEVICES, accelerator_in_use
 from gpusight.torch.instrument import exit_quietly
 from gpusight.torch.window import WindowStats
 
 FLOPS_CHOICES = ("count", "6N", None)
 """The values ``flops=`` takes."""
 _HALF = {torch.bfloat16: MathMode.BF16, torch.float16: MathMode.FP16}
-_NO_CUDA = "no CUDA device in use: give peak_tflops= to get a utilization"
+_NO_GPU = "no GPU in use (CUDA, ROCm or XPU): give peak_tflops= to get a utilization"
 
 
 def math_mode(module: Any = None) -> MathMode:
     """The arithmetic of the matrix multiplications now: autocast's dtype when autocast is on, else the dtype of
     ``module``'s parameters when half, else TF32 when float32 matmuls may use it, else FP32."""
-    for device in ("cuda", "cpu"):
+    for device in AUTOCAST_DEVICES:
         if torch.is_autocast_enabled(device):
             mode = _HALF.get(torch.get_autocast_dtype(device))
             if mode is not None:
@@ -170,9 +171,9 @@ class FlopsMeter:
         known = self._peaks.get(mode)
         if known is not None:
             return known
-        # torch leaves cuda.is_initialized unannotated
-        if not torch.cuda.is_available() or not torch.cuda.is_initialized():  # type: ignore[no-untyped-call]
-            return None, _NO_CUDA
-        peak = peak_for(torch.cuda.get_device_name(torch.cuda.current_device()), mode)
+        accelerator = accelerator_in_use()
+        if accelerator is None:
+            return None, _NO_GPU
+        peak = peak_for(accelerator.device_name(), mode)
         self._peaks[mode] = (peak.tflops, peak.source)
         return self._peaks[mode]

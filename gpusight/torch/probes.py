@@ -1,7 +1,7 @@
-"""What the wrapper reads from torch and from the loader: loader settings, CUDA memory, autocast state.
+"""What the wrapper reads from torch and from the loader: loader settings, GPU memory, autocast state.
 
-All of it is read a few times a second at most, never per step. CUDA is never initialised here:
-memory is read only once the program itself has initialised CUDA.
+All of it is read a few times a second at most, never per step. No GPU is initialised here: memory is read only
+once the program itself has initialised CUDA, ROCm (``torch.cuda``) or XPU (``torch.xpu``).
 """
 
 from __future__ import annotations
@@ -9,6 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 import torch
+
+from gpusight.torch.accelerator import AUTOCAST_DEVICES, accelerator_in_use
 
 _LOADER_SETTINGS = (
     ("num_workers", int),
@@ -30,22 +32,12 @@ def loader_settings(loader: object) -> dict[str, Any]:
 
 
 def cuda_memory() -> dict[str, int] | None:
-    """Allocated, reserved and peak bytes on the calling thread's CUDA device; None when CUDA is not in use."""
-    # torch leaves cuda.is_initialized unannotated
-    if not torch.cuda.is_available() or not torch.cuda.is_initialized():  # type: ignore[no-untyped-call]
-        return None
-    try:
-        device = torch.cuda.current_device()
-        return {
-            "device": device,
-            "allocated_bytes": torch.cuda.memory_allocated(device),
-            "reserved_bytes": torch.cuda.memory_reserved(device),
-            "peak_bytes": torch.cuda.max_memory_allocated(device),
-        }
-    except RuntimeError:
-        return None
+    """Allocated, reserved and peak bytes on the calling thread's GPU (CUDA, ROCm or XPU: the record's ``cuda``
+    section, named before other vendors); None when no GPU is in use."""
+    accelerator = accelerator_in_use()
+    return None if accelerator is None else accelerator.memory()
 
 
 def autocast_active() -> bool:
-    """Whether autocast is enabled on the calling thread for CUDA or CPU."""
-    return torch.is_autocast_enabled("cuda") or torch.is_autocast_enabled("cpu")
+    """Whether autocast is enabled on the calling thread for a GPU (CUDA/ROCm or XPU) or the CPU."""
+    return any(torch.is_autocast_enabled(device) for device in AUTOCAST_DEVICES)

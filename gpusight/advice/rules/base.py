@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from gpusight.advice.config import Thresholds
 from gpusight.advice.context import Context, Finding
+from gpusight.advice.signals import Signal
 from gpusight.collect.model import Advice, ProcessSample, Severity
 from gpusight.textsafe import safe_text
 
@@ -29,6 +30,10 @@ class Rule:
     """Findings for every scope where the condition holds now."""
     hold: Callable[[Thresholds], float] = _default_hold
     """Seconds the condition must hold before its advice appears."""
+    needs: tuple[Signal, ...] = ()
+    """The DeviceSample fields it cannot judge a GPU without (a tuple of fields: any one of them will do); the engine
+    drops its findings about a GPU whose backend lacks one (:mod:`gpusight.advice.signals`; docs/advice.md's
+    table)."""
     instant: bool = False
     """True when the condition reads the newest snapshot only, not a window of history: its last evaluation alone
     cannot judge a one-shot run's window, so there it must have held over part of it (see

@@ -38,5 +38,6 @@ def _evaluate(ctx: Context) -> list[Finding]:
     return findings
 
 
-RULE = Rule("batch_headroom", "memory and compute to spare: a larger batch would use them", _evaluate)
+RULE = Rule("batch_headroom", "memory and compute to spare: a larger batch would use them", _evaluate,
+            needs=("utilization_gpu_percent", "memory_used_bytes", "memory_total_bytes"))
 """Low memory use and low utilization on a training GPU."""

@@ -60,5 +60,6 @@ def _idle_sms(ctx: Context, index: int) -> str | None:
     return f"GPU util {pct(util)} {window}"
 
 
-RULE = Rule("decoder_bound", "the input pipeline waits on the video decoder", _evaluate)
+RULE = Rule("decoder_bound", "the input pipeline waits on the video decoder", _evaluate,
+            needs=("decoder_percent", ("sm_active_percent", "utilization_gpu_percent")))
 """Decoder at its limit, SMs idle and the loop waiting for data."""

@@ -63,5 +63,6 @@ def _evaluate(ctx: Context) -> list[Finding]:
     return findings
 
 
-RULE = Rule("few_workers", "too few DataLoader workers for the trainer", _evaluate)
+RULE = Rule("few_workers", "too few DataLoader workers for the trainer", _evaluate,
+            needs=("utilization_gpu_percent",))
 """A starved trainer with no workers, or few workers and idle cores."""

@@ -25,5 +25,6 @@ def _evaluate(ctx: Context) -> list[Finding]:
     return findings
 
 
-RULE = Rule("free_capacity", "GPU free for work", _evaluate, hold=lambda thresholds: thresholds.free_hold_s)
+RULE = Rule("free_capacity", "GPU free for work", _evaluate,
+            needs=("utilization_gpu_percent", "memory_used_bytes", "memory_total_bytes"), hold=lambda thresholds: thresholds.free_hold_s)
 """An unused GPU offered for work."""

@@ -69,5 +69,5 @@ def _evaluate(ctx: Context) -> list[Finding]:
     return findings
 
 
-RULE = Rule("gpu_underused", "GPU under-used by its trainer", _evaluate)
+RULE = Rule("gpu_underused", "GPU under-used by its trainer", _evaluate, needs=("utilization_gpu_percent",))
 """GPU and data pipeline both far from busy with a running trainer."""

@@ -55,5 +55,5 @@ def _distinct(texts: list[str]) -> list[str]:
     return [text for text in unique if not any(text != other and text in other for other in unique)]
 
 
-RULE = Rule("health", "GPU hardware fault", _evaluate, hold=lambda thresholds: 0.0)
+RULE = Rule("health", "GPU hardware fault", _evaluate, needs=("health",), hold=lambda thresholds: 0.0)
 """A GPU's hardware health as :func:`~gpusight.collect.health.assess` judges it, shown at once."""

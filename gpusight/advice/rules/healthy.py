@@ -53,7 +53,8 @@ def _evaluate(ctx: Context) -> list[Finding]:
     return findings
 
 
-RULE = Rule("healthy", "busy, nothing looks wrong", _evaluate, hold=lambda thresholds: max(thresholds.hold_s, thresholds.throttle_hold_s))
+RULE = Rule("healthy", "busy, nothing looks wrong", _evaluate,
+            needs=("utilization_gpu_percent",), hold=lambda thresholds: max(thresholds.hold_s, thresholds.throttle_hold_s))
 """A busy GPU with no other advice; it holds as long as the slowest rule that could contradict it."""
 
 

@@ -37,5 +37,6 @@ def _evaluate(ctx: Context) -> list[Finding]:
     return findings
 
 
-RULE = Rule("idle_holding", "memory held on an idle GPU", _evaluate, hold=lambda thresholds: thresholds.idle_hold_s)
+RULE = Rule("idle_holding", "memory held on an idle GPU", _evaluate,
+            needs=("utilization_gpu_percent",), hold=lambda thresholds: thresholds.idle_hold_s)
 """Memory held on an idle GPU for ``idle_hold_s``."""

@@ -32,5 +32,5 @@ def _evaluate(ctx: Context) -> list[Finding]:
     return findings
 
 
-RULE = Rule("imbalance", "the GPUs of one job are unevenly loaded", _evaluate)
+RULE = Rule("imbalance", "the GPUs of one job are unevenly loaded", _evaluate, needs=("utilization_gpu_percent",))
 """Busiest GPU of a job well above the mean of its others."""

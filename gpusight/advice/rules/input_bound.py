@@ -132,5 +132,6 @@ def _with(action: str, settings: str) -> str:
     return f"{action}; DataLoader({settings})" if settings else action
 
 
-RULE = Rule("input_bound", "the GPU waits on its input pipeline", _evaluate)
+RULE = Rule("input_bound", "the GPU waits on its input pipeline", _evaluate,
+            needs=(("utilization_gpu_percent", "sm_active_percent", "mig_mode"),))
 """GPU under-used while its trainer waits for input."""

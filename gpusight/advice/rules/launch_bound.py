@@ -32,5 +32,6 @@ def _evaluate(ctx: Context) -> list[Finding]:
     return findings
 
 
-RULE = Rule("launch_bound", "busy by NVML but few SMs active: launch-bound or small kernels", _evaluate)
+RULE = Rule("launch_bound", "busy by NVML but few SMs active: launch-bound or small kernels", _evaluate,
+            needs=("utilization_gpu_percent", "sm_active_percent"))
 """High NVML utilization with low SM activity (needs GPM)."""

@@ -29,5 +29,6 @@ def _evaluate(ctx: Context) -> list[Finding]:
     return findings
 
 
-RULE = Rule("mig_free", "MIG instance free for work", _evaluate, hold=lambda thresholds: thresholds.free_hold_s, instant=True)
+RULE = Rule("mig_free", "MIG instance free for work", _evaluate,
+            needs=("mig_mode",), hold=lambda thresholds: thresholds.free_hold_s, instant=True)
 """An unused MIG instance offered for work."""

@@ -50,6 +50,6 @@ def _evaluate(ctx: Context) -> list[Finding]:
     return findings
 
 
-RULE = Rule("mig_idle_holding", "memory held on an idle MIG instance", _evaluate,
+RULE = Rule("mig_idle_holding", "memory held on an idle MIG instance", _evaluate, needs=("mig_mode",),
             hold=lambda thresholds: thresholds.idle_hold_s, instant=True)
 """Memory held on an idle MIG instance for ``idle_hold_s``."""

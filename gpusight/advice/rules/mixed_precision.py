@@ -51,5 +51,6 @@ def _evaluate(ctx: Context) -> list[Finding]:
     return findings
 
 
-RULE = Rule("mixed_precision", "tensor cores idle: mixed precision (AMP/bf16) would use them", _evaluate)
+RULE = Rule("mixed_precision", "tensor cores idle: mixed precision (AMP/bf16) would use them", _evaluate,
+            needs=("compute_capability", "utilization_gpu_percent"))
 """Autocast off (gpusight.torch) or busy SMs with idle tensor cores (GPM), on a GPU with tensor cores."""

@@ -32,5 +32,6 @@ def _evaluate(ctx: Context) -> list[Finding]:
     return findings
 
 
-RULE = Rule("oom_risk", "GPU memory nearly full: out-of-memory risk", _evaluate)
+RULE = Rule("oom_risk", "GPU memory nearly full: out-of-memory risk", _evaluate,
+            needs=("memory_used_bytes", "memory_total_bytes"))
 """GPU memory above the OOM threshold."""

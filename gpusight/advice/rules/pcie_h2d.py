@@ -42,5 +42,6 @@ def _evaluate(ctx: Context) -> list[Finding]:
     return findings
 
 
-RULE = Rule("pcie_h2d", "heavy host-to-GPU copies while the GPU is under-used", _evaluate)
+RULE = Rule("pcie_h2d", "heavy host-to-GPU copies while the GPU is under-used", _evaluate,
+            needs=("utilization_gpu_percent", "pcie_rx_bytes_per_s"))
 """Heavy PCIe RX with low utilization."""

@@ -111,5 +111,5 @@ def _cause(ctx: Context, index: int, count: int, stalls: Stalls) -> tuple[list[s
     return parts, "compare one stall in torch.profiler (a schedule spanning it) with a busy step; " + periodic_work
 
 
-RULE = Rule("periodic_stall", "the GPU stalls at a regular period", _evaluate)
+RULE = Rule("periodic_stall", "the GPU stalls at a regular period", _evaluate, needs=("utilization_gpu_percent",))
 """Regular stalls of a training GPU in a longer window."""

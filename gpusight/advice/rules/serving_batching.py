@@ -41,5 +41,6 @@ def _evaluate(ctx: Context) -> list[Finding]:
     return findings
 
 
-RULE = Rule("serving_batching", "an inference server under load runs small batches", _evaluate)
+RULE = Rule("serving_batching", "an inference server under load runs small batches", _evaluate,
+            needs=("utilization_gpu_percent", "sm_active_percent"))
 """An inference server under load with low SM activity."""

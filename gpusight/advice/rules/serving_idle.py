@@ -45,5 +45,6 @@ def _evaluate(ctx: Context) -> list[Finding]:
     return findings
 
 
-RULE = Rule("serving_idle", "an inference server idle while holding its memory", _evaluate, hold=lambda thresholds: thresholds.serving_idle_hold_s)
+RULE = Rule("serving_idle", "an inference server idle while holding its memory", _evaluate,
+            needs=("utilization_gpu_percent", "memory_total_bytes"), hold=lambda thresholds: thresholds.serving_idle_hold_s)
 """An inference server idle for a long time while holding most of its GPU's memory."""

@@ -30,5 +30,6 @@ def _evaluate(ctx: Context) -> list[Finding]:
     return [RULE.finding(Severity.WARN, ScopeKind.HOST.of(), title, evidence, action, tuple(index for index, _ in starved))]
 
 
-RULE = Rule("storage_bound", "reads from storage hold back the GPUs (iowait)", _evaluate)
+RULE = Rule("storage_bound", "reads from storage hold back the GPUs (iowait)", _evaluate,
+            needs=("utilization_gpu_percent",))
 """High iowait with under-used GPUs."""

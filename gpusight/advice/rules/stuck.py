@@ -95,5 +95,6 @@ def _watts(values: list[float]) -> str:
     return f"{low} W" if low == high else f"{low}-{high} W"
 
 
-RULE = Rule("stuck", "the job looks stuck: busy GPUs at idle power, no progress", _evaluate)
+RULE = Rule("stuck", "the job looks stuck: busy GPUs at idle power, no progress", _evaluate,
+            needs=("utilization_gpu_percent", "power_watts", "power_limit_watts"))
 """Every GPU of a training job at ~100 % utilization with idle power, ~1 % SM activity, no traffic and no steps."""

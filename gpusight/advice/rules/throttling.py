@@ -57,5 +57,6 @@ def _readings(ctx: Context, device: DeviceSample) -> str:
     return ", ".join(parts) if parts else "no clock, power or temperature readings"
 
 
-RULE = Rule("throttling", "clocks throttled", _evaluate, hold=lambda thresholds: thresholds.throttle_hold_s)
+RULE = Rule("throttling", "clocks throttled", _evaluate,
+            needs=("throttle_reasons",), hold=lambda thresholds: thresholds.throttle_hold_s)
 """Costly clock-event reasons active for ``throttle_hold_s``."""
