@@ -9,8 +9,17 @@ from __future__ import annotations
 
 import dataclasses
 
-from gpusight.collect.backend import GpuBackend
-from gpusight.collect.model import DriverInfo, ErrorNote, GpuReading, ScopeKind, Vendor
+from gpusight.collect.backend import GpuBackend, GpuReader
+from gpusight.collect.gpu_selection import (
+    FILTER_SCOPE,
+    GpuIdentity,
+    GpuRequest,
+    GpuSelection,
+    keep_migs,
+    resolve_gpus,
+    scope_kept,
+)
+from gpusight.collect.model import DriverInfo, ErrorNote, GpuReading, MigDeviceSample, ProcessSample, ScopeKind, Vendor
 
 
 def shift_reading(reading: GpuReading, offset: int) -> GpuReading:
@@ -105,3 +114,54 @@ class GpuBackends:
 def _only_startup_notes(reading: GpuReading) -> bool:
     """True when a reading without GPUs says only why its backend could not start (no GPU-scoped fault)."""
     return all(ScopeKind.parse(e.scope) is None for e in reading.errors)
+
+
+class GpuSelectingReader:
+    """A reader of several backends limited to the GPUs asked for, by their joined indexes, UUIDs or names.
+
+    NVML alone opens only the GPUs asked for; several backends are read whole and this keeps the ones asked for (in
+    the request's order, with CUDA's numbers), their MIG devices, processes and notes. The request is resolved against
+    the first reading that has GPUs; one that names a GPU that is not there leaves a single note and no GPU.
+    """
+
+    def __init__(self, reader: GpuReader, request: GpuRequest) -> None:
+        self.reader = reader
+        """The wrapped reader."""
+        self.request = request
+        """The GPUs asked for."""
+        self._selection: GpuSelection | None = None
+
+    def poll(self) -> GpuReading:
+        """The wrapped reading with only the GPUs asked for."""
+        reading = self.reader.poll()
+        if self._selection is None and reading.devices:
+            identities = {d.index: GpuIdentity(d.index, d.uuid, d.name, tuple(
+                m.uuid for m in reading.mig_devices if m.device_index == d.index and m.uuid is not None))
+                for d in reading.devices}
+            self._selection = resolve_gpus(self.request, identities, identities.__getitem__)
+        selection = self._selection
+        if selection is None:
+            return reading
+        if selection.error is not None:
+            return GpuReading(driver=reading.driver, errors=(ErrorNote(FILTER_SCOPE, selection.error),))
+        by_index = {d.index: d for d in reading.devices}
+        devices = tuple(dataclasses.replace(by_index[g.index], cuda_index=g.cuda_index)
+                        for g in selection.gpus if g.index in by_index)
+        migs: list[MigDeviceSample] = []
+        processes: list[ProcessSample] = []
+        for gpu in selection.gpus:
+            gpu_migs = [m for m in reading.mig_devices if m.device_index == gpu.index]
+            gpu_processes = [p for p in reading.processes if p.device_index == gpu.index]
+            if gpu.mig is not None:
+                gpu_migs, gpu_processes = keep_migs(gpu.mig, gpu_migs, gpu_processes)
+            migs += gpu_migs
+            processes += gpu_processes
+        kept = {ScopeKind.GPU: {g.index for g in selection.gpus}}
+        errors = tuple(e for e in reading.errors if scope_kept(e.scope, kept))
+        notes = tuple(ErrorNote(FILTER_SCOPE, note) for note in selection.notes)
+        return GpuReading(driver=reading.driver, devices=devices, processes=tuple(processes), errors=errors + notes,
+                          mig_devices=tuple(migs))
+
+    def close(self) -> None:
+        """Close the wrapped reader."""
+        self.reader.close()

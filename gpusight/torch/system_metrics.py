@@ -8,7 +8,7 @@ input-wait share, steps, samples and tokens per second, achieved TFLOP/s, MFU or
 own steps: ``metrics.step(global_step)``.
 
 The training thread only decides whether a step is due (a comparison) and hands the step over; a
-background thread polls NVML (the GPUs CUDA shows this process, unless told otherwise) and writes
+background thread polls the GPUs (those CUDA shows this process, unless told otherwise) and writes
 to the tracker, so a slow tracker server never stalls training. When logging falls behind, the oldest
 waiting points are dropped, never the training's time. Neither torch, tensorboard nor mlflow is imported
 here: the writer is anything with ``add_scalar``, and MLflow is imported only for ``log_to="mlflow"``.
@@ -24,8 +24,10 @@ from collections import deque
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+from gpusight.collect.backend import BackendOptions, GpuReader, Roots
+from gpusight.collect.backends import AUTO, open_backends
+from gpusight.collect.gpu_backends import GpuSelectingReader
 from gpusight.collect.gpu_selection import CudaVisible, GpuIds, GpuRequest
-from gpusight.collect.nvml.source import NvmlSource
 from gpusight.torch.window import WindowStats
 from gpusight.tracker_scalars import STEP_TIME_PARTS, UTILIZATION_FIELD, device_scalars, trainer_scalars
 
@@ -200,8 +202,13 @@ class SystemMetrics:
         self.close()
 
     def _run(self) -> None:
-        """The background thread: poll NVML and write each waiting point; NVML lives and dies on this thread."""
-        source = NvmlSource(gpus=self._gpus)
+        """The background thread: poll the GPUs and write each waiting point; the backends live and die on this thread.
+
+        The GPU backends are the live screen's (NVML, and amdgpu or Intel where their GPUs are), so a ROCm or XPU run
+        logs its GPUs too.
+        """
+        backends, selects_itself = open_backends((AUTO,), BackendOptions(Roots.from_environment(), self._gpus))
+        source: GpuReader = backends if selects_itself else GpuSelectingReader(backends, self._gpus)
         try:
             while True:
                 with self._condition:
@@ -219,7 +226,7 @@ class SystemMetrics:
         finally:
             source.close()
 
-    def _write(self, source: NvmlSource, step: int, wall_time: float, stats: WindowStats | None) -> None:
+    def _write(self, source: GpuReader, step: int, wall_time: float, stats: WindowStats | None) -> None:
         """Poll the GPUs and log one point; a failure is warned about once per kind and never raised."""
         reading = source.poll()
         scalars = [scalar for device in reading.devices for scalar in device_scalars(device, self.prefix)]
