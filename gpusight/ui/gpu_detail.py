@@ -45,6 +45,7 @@ from gpusight.units import (
     fmt_rate,
     fmt_watts,
 )
+from gpusight.vendor_text import extra_temperatures, gpm_text, is_other_vendor
 
 GPM_METRICS = ("sm_active_percent", "tensor_active_percent", "dram_active_percent")
 """Charts shown only when the GPU reports them (Hopper and later)."""
@@ -74,8 +75,11 @@ def device_fields(device: DeviceSample) -> list[tuple[str, str]]:
     capability = device.compute_capability
     badges = ", ".join(label for label, _ in throttle_badges(device.throttle_reasons)) or "none"
     mig = NA if device.mig_mode is None else ("enabled" if device.mig_mode else "disabled")
+    vendor = [("vendor", f"{safe_text(device.vendor)} ({safe_text(device.kernel_driver, 16) or NA})")]
+    temperatures = [(f"{label} temperature", text) for label, text in extra_temperatures(device)]
     return [
         ("name", safe_text(device.name) or NA),
+        *(vendor if is_other_vendor(device) else []),
         ("uuid", safe_text(device.uuid) or NA),
         ("state", "LOST: " + (safe_text(device.error) or "not answering") if device.lost else "ok"),
         ("GPU utilization", fmt_percent(device.utilization_gpu_percent)),
@@ -86,6 +90,7 @@ def device_fields(device: DeviceSample) -> list[tuple[str, str]]:
         ("power/limit", power_pair(device.power_watts, device.power_limit_watts)),
         ("energy", NA if device.energy_joules is None else f"{device.energy_joules / 3.6e6:.3f} kWh"),
         ("temperature", fmt_celsius(device.temperature_celsius)),
+        *temperatures,
         ("fan", fmt_percent(device.fan_percent)),
         ("SM clock", fmt_mhz(device.clock_sm_mhz)),
         ("memory clock", fmt_mhz(device.clock_memory_mhz)),
@@ -93,10 +98,10 @@ def device_fields(device: DeviceSample) -> list[tuple[str, str]]:
         ("throttle reasons", badges),
         ("PCIe RX", fmt_rate(device.pcie_rx_bytes_per_s)),
         ("PCIe TX", fmt_rate(device.pcie_tx_bytes_per_s)),
-        ("SM active (GPM)", fmt_percent(device.sm_active_percent)),
-        ("SM occupancy (GPM)", fmt_percent(device.sm_occupancy_percent)),
-        ("tensor active (GPM)", fmt_percent(device.tensor_active_percent)),
-        ("DRAM active (GPM)", fmt_percent(device.dram_active_percent)),
+        ("SM active (GPM)", gpm_text(device, fmt_percent(device.sm_active_percent))),
+        ("SM occupancy (GPM)", gpm_text(device, fmt_percent(device.sm_occupancy_percent))),
+        ("tensor active (GPM)", gpm_text(device, fmt_percent(device.tensor_active_percent))),
+        ("DRAM active (GPM)", gpm_text(device, fmt_percent(device.dram_active_percent))),
         ("ECC uncorrected", NA if device.ecc_errors_uncorrected is None else str(device.ecc_errors_uncorrected)),
         ("MIG", mig),
         ("compute capability", NA if capability is None else f"{capability[0]}.{capability[1]}"),
