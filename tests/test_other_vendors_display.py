@@ -4,16 +4,13 @@ temperatures, GPM as NVIDIA-only, and why a ROCm process's GPU share is N/A, in 
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
-import time
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from test_process_table_speed import cell, lines, snap
+from test_process_table_speed import cell, lines, snap, tmux  # noqa: F401  (tmux: the fixture)
 from test_ui_e2e_tmux import Tmux, alive, gpusight_command, wait_until
 
 from gpusight.collect.history import History
@@ -87,17 +84,11 @@ def test_markdown_report_names_other_drivers_extra_temperatures_and_the_usage_re
     assert "(GPU use N/A: counters flat" in report and "\x1b" not in report
 
 
-@pytest.fixture
-def tmux() -> Iterator[Tmux]:
-    server = Tmux(f"gpusight-vendors-{os.getpid()}-{time.monotonic_ns()}")
-    yield server
-    server.kill_server()
-
-
 @pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux (the CI script installs it)")
 @pytest.mark.parametrize("size", [(80, 24), (160, 45)])
-def test_the_real_amd_demo_in_tmux_shows_amdgpu_and_junction_temperatures_and_fits(tmux: Tmux, tmp_path: Path,
-                                                                                   size) -> None:
+def test_the_real_amd_demo_in_tmux_shows_amdgpu_and_junction_temperatures_and_fits(
+    tmux: Tmux, tmp_path: Path, size: tuple[int, int]  # noqa: F811 - pytest fixture
+) -> None:
     pid = tmux.start(gpusight_command("--demo", "amd"), size, tmp_path)
     wait_until(lambda: "amdgpu 6.10.5" in tmux.screen() and "jct" in tmux.screen(), "the amdgpu header and jct")
     screen = tmux.screen().splitlines()
