@@ -24,7 +24,16 @@ from gpusight.collect.model import DeviceSample
 from gpusight.collect.timegrid import ChartView
 from gpusight.textsafe import safe_text
 from gpusight.ui.chart import Chart
-from gpusight.ui.chart_choice import HISTORIES, PCIE_METRICS, ChartChoice, duration_text, pcie_scale, scale_maximum, value_text
+from gpusight.ui.chart_choice import (
+    HISTORIES,
+    JUNCTION,
+    PCIE_METRICS,
+    ChartChoice,
+    duration_text,
+    pcie_scale,
+    scale_maximum,
+    value_text,
+)
 from gpusight.ui.footer import FittingFooter
 from gpusight.ui.format import (
     fit,
@@ -68,6 +77,9 @@ HISTORY_TITLES = {
     "pcie_tx_bytes_per_s": "PCIe TX",
 }
 """Caption of each full-width history chart."""
+
+JUNCTION_TITLE = "junction temperature"
+"""Caption of the temperature chart of a GPU that charts its junction (no core sensor, such as an MI300X)."""
 
 
 def device_fields(device: DeviceSample) -> list[tuple[str, str]]:
@@ -212,19 +224,24 @@ class GpuDetailScreen(Screen[None]):
         self._show_charts(device, frame.charts, choice)
 
     def _show_charts(self, device: DeviceSample, charts: ChartView, choice: ChartChoice) -> None:
-        def series(metric: str) -> list[float | None]:
-            columns = self._charts[metric].columns
+        def series(metric: str, chart: str | None = None) -> list[float | None]:
+            columns = self._charts[chart or metric].columns
             return charts.series(choice.level, self.device_index, metric, columns, paged=choice.paged)
 
         def span(metric: str) -> str:
             return duration_text(charts.span_seconds(choice.level, self._charts[metric].columns))
 
-        windows = {history.metric: series(history.metric) for history in HISTORIES}
+        shown = {history.metric: history.metric for history in HISTORIES}
+        if device.temperature_celsius is None and device.temperature_junction_celsius is not None:  # no edge sensor
+            shown["temperature_celsius"] = JUNCTION.metric
+            self._charts["temperature_celsius"].title = JUNCTION_TITLE
+        windows = {key: series(metric, key) for key, metric in shown.items()}
         pcie_max = pcie_scale(*(windows[metric] for metric in PCIE_METRICS))
-        for metric, values in windows.items():
+        for key, values in windows.items():
+            metric = shown[key]
             maximum = scale_maximum(metric, device, pcie_max)
             scale = _scale_text(metric, maximum)
-            self._charts[metric].show(value_text(metric, device), values, maximum, scale, span(metric))
+            self._charts[key].show(value_text(metric, device), values, maximum, scale, span(key))
         clocks = series("clock_sm_mhz")
         clock_max = max((v for v in clocks if v is not None), default=None)
         self._charts["clock_sm_mhz"].show(
@@ -246,7 +263,7 @@ def _scale_text(metric: str, maximum: float | None) -> str:
         return fmt_bytes(maximum)
     if metric == "power_watts":
         return fmt_watts(maximum)
-    if metric == "temperature_celsius":
+    if metric.endswith("_celsius"):
         return fmt_celsius(maximum)
     if metric in PCIE_METRICS:
         return fmt_rate(maximum)
