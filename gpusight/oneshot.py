@@ -109,12 +109,10 @@ def _trainer_name(process: ProcessSample) -> str:
 
 
 def _title(snapshot: Snapshot) -> str:
-    driver = snapshot.driver
     parts = [f"gpusight {__version__}"]
     if snapshot.host.hostname:
         parts.append(f"host {safe_text(snapshot.host.hostname)}")
-    if driver is not None:
-        parts += driver_parts(driver)
+    parts += driver_parts(snapshot)
     parts.append(safe_text(snapshot.label or snapshot.source))
     parts.append(time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(snapshot.timestamp)))
     return " | ".join(parts)

@@ -8,7 +8,7 @@ notes come from outside and are escaped here.
 
 from __future__ import annotations
 
-from gpusight.collect.model import DeviceSample, DriverInfo, ProcessSample, Vendor
+from gpusight.collect.model import DeviceSample, ProcessSample, Snapshot, Vendor
 from gpusight.textsafe import safe_text
 from gpusight.units import NA, fmt_celsius
 
@@ -22,13 +22,25 @@ NOTE_WIDTH = 80
 """Cells a process's GPU-usage note may take."""
 
 
-def driver_parts(driver: DriverInfo) -> list[str]:
-    """``["driver 550.90.07", "CUDA 12.4", "amdgpu 6.10.5"]``: NVIDIA's versions where it has any (or where no
-    other driver is known, as N/A), then each other vendor's driver."""
-    others = [safe_text(name, DRIVER_WIDTH) for name in driver.other_drivers]
-    nvidia = driver.driver_version is not None or driver.cuda_driver_version is not None or not others
-    parts = [f"driver {safe_text(driver.driver_version) or NA}", f"CUDA {safe_text(driver.cuda_driver_version) or NA}"]
-    return (parts if nvidia else []) + [name for name in others if name]
+def other_drivers(snapshot: Snapshot) -> list[str]:
+    """``["amdgpu 6.10.5"]``: each other vendor's kernel driver its GPUs name, with its version where known, once."""
+    names = []
+    for device in snapshot.devices:
+        if device.kernel_driver:
+            version = safe_text(device.kernel_driver_version, DRIVER_WIDTH)
+            name = safe_text(device.kernel_driver, DRIVER_WIDTH) + (f" {version}" if version else "")
+            if name not in names:
+                names.append(name)
+    return names
+
+
+def driver_parts(snapshot: Snapshot) -> list[str]:
+    """``["driver 550.90.07", "CUDA 12.4", "amdgpu 6.10.5"]``: NVIDIA's versions where NVML answered (N/A where it
+    could not say), then each other vendor's driver."""
+    driver = snapshot.driver
+    nvidia = [] if driver is None else [f"driver {safe_text(driver.driver_version) or NA}",
+                                        f"CUDA {safe_text(driver.cuda_driver_version) or NA}"]
+    return nvidia + other_drivers(snapshot)
 
 
 def is_other_vendor(device: DeviceSample) -> bool:

@@ -14,7 +14,7 @@ from test_process_table_speed import cell, lines, snap, tmux  # noqa: F401  (tmu
 from test_ui_e2e_tmux import Tmux, alive, gpusight_command, wait_until
 
 from gpusight.collect.history import History
-from gpusight.collect.model import DeviceSample, DriverInfo, ProcessSample, Snapshot, SourceKind, Vendor
+from gpusight.collect.model import DeviceSample, ProcessSample, Snapshot, SourceKind, Vendor
 from gpusight.demo.source import DemoSource
 from gpusight.oneshot import render_once
 from gpusight.snapshot_export.markdown import render_markdown
@@ -75,11 +75,13 @@ def test_once_of_an_nvidia_machine_is_as_before():
 
 def test_markdown_report_names_other_drivers_extra_temperatures_and_the_usage_reason():
     device = DeviceSample(index=0, name="AMD Instinct MI300X", vendor=Vendor.AMD, kernel_driver="amdgpu",
-                          temperature_junction_celsius=84.0, temperature_memory_celsius=71.0)
-    snapshot = Snapshot(timestamp=1_700_000_000.0, source=SourceKind.DEMO, devices=(device,),
-                        driver=DriverInfo(other_drivers=("amdgpu 6.10.5|x",)), processes=(replace(KFD, device_index=0),))
+                          kernel_driver_version="6.10.5|x\x1b[2J", temperature_junction_celsius=84.0,
+                          temperature_memory_celsius=71.0)
+    snapshot = Snapshot(timestamp=1_700_000_000.0, source=SourceKind.DEMO, devices=(device, replace(device, index=1)),
+                        processes=(replace(KFD, device_index=0),))
     report = render_markdown(snapshot, History())
-    assert "- Other drivers: amdgpu 6.10.5\\|x" in report and "- Driver:" not in report
+    assert "- Other drivers: amdgpu 6.10.5\\|x" in report and "- Driver:" not in report  # named once for 2 GPUs
+    assert report.count("amdgpu 6.10.5") == 1
     assert "| N/A; junction 84C, memory 71C |" in report
     assert "(GPU use N/A: counters flat" in report and "\x1b" not in report
 

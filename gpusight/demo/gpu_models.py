@@ -24,8 +24,10 @@ class GpuModel:
     """The name its backend reports."""
     vendor: Vendor
     """Who made it."""
-    kernel_driver: str
-    """The kernel driver that runs it."""
+    kernel_driver: str | None
+    """The kernel driver that runs it where it is not NVIDIA's (whose versions ``Snapshot.driver`` holds)."""
+    kernel_driver_version: str | None
+    """That driver's version."""
     memory_total_bytes: int
     """Device memory its backend reports."""
     memory_reserved_bytes: int | None
@@ -50,24 +52,23 @@ class GpuModel:
 
 
 H100 = GpuModel(
-    name="NVIDIA H100 80GB HBM3", vendor=Vendor.NVIDIA, kernel_driver="nvidia", memory_total_bytes=81559 * MIB,
+    name="NVIDIA H100 80GB HBM3", vendor=Vendor.NVIDIA, kernel_driver=None, kernel_driver_version=None,
+    memory_total_bytes=81559 * MIB,
     memory_reserved_bytes=541 * MIB, power_limit_watts=700.0, memory_clock_mhz=2619, power_scale=1.0,
     clock_scale=1.0, clock_step_mhz=15, pci_domain="00000000",
 )
 """An H100 SXM as NVML reports it: 80 GiB HBM3 (81559 MiB, 541 reserved), 700 W, HBM3 at 2619 MHz."""
 
 MI300X = GpuModel(
-    name="AMD Instinct MI300X", vendor=Vendor.AMD, kernel_driver="amdgpu", memory_total_bytes=205_822_885_888,
+    name="AMD Instinct MI300X", vendor=Vendor.AMD, kernel_driver="amdgpu", kernel_driver_version="6.10.5",
+    memory_total_bytes=205_822_885_888,
     memory_reserved_bytes=None, power_limit_watts=750.0, memory_clock_mhz=1300, power_scale=750.0 / 700.0,
     clock_scale=2100.0 / 1980.0, clock_step_mhz=1, pci_domain="0000",
 )
 """An AMD Instinct MI300X (OAM) as amdgpu's sysfs reports it: 192 GB HBM3 (``mem_info_vram_total`` 205822885888
-bytes), 750 W, peak engine clock 2100 MHz, HBM3 at 1300 MHz (AMD's MI300X data sheet). Its SMU (13.0.6) has no
+bytes), amdgpu 6.10.5 (``/sys/module/amdgpu/version`` of a ROCm 6.3 DKMS driver), 750 W, peak engine clock 2100 MHz, HBM3 at 1300 MHz (AMD's MI300X data sheet). Its SMU (13.0.6) has no
 edge sensor, only junction and memory (hwmon ``temp2``/``temp3``; nvtop issue 514), so its core temperature is None."""
 
-AMD_DRIVER = "amdgpu 6.10.5"
-"""The amdgpu driver and version the demo reports beside (or instead of) NVIDIA's (``/sys/module/amdgpu/version``
-of a ROCm 6.3 DKMS driver)."""
 
 KFD_USAGE_NOTE = "ROCm via /dev/kfd: fdinfo engine counters flat"
 """Why a ROCm process's GPU usage is unknown: compute submitted through ``/dev/kfd`` may leave the DRM fdinfo engine

@@ -29,7 +29,7 @@ from gpusight.collect.model import (
 )
 from gpusight.collect.peak_flops import peak_for
 from gpusight.collect.workload import find_sign, parse_command
-from gpusight.demo.gpu_models import AMD_DRIVER, H100, JUNCTION_OVER_CORE, KFD_USAGE_NOTE, MEMORY_UNDER_CORE, GpuModel
+from gpusight.demo.gpu_models import H100, JUNCTION_OVER_CORE, KFD_USAGE_NOTE, MEMORY_UNDER_CORE, GpuModel
 from gpusight.demo.hardware import demo_health, mig_device
 from gpusight.demo.noise import SmoothNoise
 from gpusight.demo.scenarios import FREE, MIG_PARENT, SCENARIO_SPECS, Faults, Job, Model, Scenario, Workload
@@ -327,8 +327,9 @@ class DemoSource:
             jpeg_percent=_engine(w.jpeg, gpu.gpm.unit(t + 23.0) * busy),
             ofa_percent=None if w.jpeg is None else 0.0,
             health=self._health(gpu.index, t),
-            vendor=hw.vendor,
+            vendor=hw.vendor if self._spec.gpus else None,  # the NVIDIA scenarios keep their recorded form
             kernel_driver=hw.kernel_driver,
+            kernel_driver_version=hw.kernel_driver_version,
         )
         if not hw.nvidia:
             return _read_from_sysfs(device)
@@ -445,11 +446,9 @@ class DemoSource:
         """Nothing to release; present for the source protocol."""
 
 
-def _driver(gpus: tuple[_SimGpu, ...]) -> DriverInfo:
-    """The driver versions of a machine with ``gpus``: NVIDIA's where it has H100s, amdgpu's among the others."""
-    nvidia = any(gpu.model.nvidia for gpu in gpus)
-    others = (AMD_DRIVER,) if not all(gpu.model.nvidia for gpu in gpus) else ()
-    return DriverInfo(other_drivers=others) if not nvidia else replace(DEMO_DRIVER, other_drivers=others)
+def _driver(gpus: tuple[_SimGpu, ...]) -> DriverInfo | None:
+    """NVIDIA's driver versions on a machine with H100s; None without (other drivers' versions ride on their GPUs)."""
+    return DEMO_DRIVER if any(gpu.model.nvidia for gpu in gpus) else None
 
 
 def _read_from_sysfs(device: DeviceSample) -> DeviceSample:

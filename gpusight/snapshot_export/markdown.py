@@ -27,7 +27,7 @@ from gpusight.units import (
     fmt_rate,
     fmt_watts,
 )
-from gpusight.vendor_text import extra_temperatures, gpu_usage_reason
+from gpusight.vendor_text import extra_temperatures, gpu_usage_reason, other_drivers
 
 TOP_PROCESSES = 10
 """How many GPU processes the report lists."""
@@ -198,12 +198,12 @@ def render_markdown(
     lines.append(f"- Time: {_time(snapshot.timestamp)}")
     if snapshot.driver is not None:
         d = snapshot.driver
-        if d.driver_version is not None or d.cuda_driver_version is not None or not d.other_drivers:
-            lines.append(
-                f"- Driver: {md_escape(d.driver_version, 40) or NA}, CUDA {md_escape(d.cuda_driver_version, 40) or NA}"
-            )
-        if d.other_drivers:
-            lines.append(f"- Other drivers: {', '.join(md_escape(name, 40) for name in d.other_drivers)}")
+        lines.append(
+            f"- Driver: {md_escape(d.driver_version, 40) or NA}, CUDA {md_escape(d.cuda_driver_version, 40) or NA}"
+        )
+    others = other_drivers(snapshot)
+    if others:
+        lines.append(f"- Other drivers: {', '.join(md_escape(name) for name in others)}")
     lines += ["", "## Devices", ""]
     if snapshot.devices:
         header = ["GPU", "Name", "Util", "Memory used / total", "Power / limit", "Temp", "SM clock", "Throttle"]

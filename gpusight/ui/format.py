@@ -43,16 +43,10 @@ UNICODE_PARTIAL = " ▏▎▍▌▋▊▉"
 
 
 def short_gpu_name(name: str | None) -> str:
-    """A GPU name without its vendor's redundant prefix (``NVIDIA ``, ``AMD Instinct ``, ``Intel(R) ``), escaped;
-    ``N/A`` when unknown."""
+    """A GPU name without the redundant ``NVIDIA `` prefix, escaped; ``N/A`` when unknown."""
     text = safe_text(name)
-    for prefix in _VENDOR_PREFIXES:
-        text = text.removeprefix(prefix)
+    text = text.removeprefix("NVIDIA ")
     return text or NA
-
-
-_VENDOR_PREFIXES = ("NVIDIA ", "AMD Instinct ", "AMD Radeon ", "AMD ", "Intel(R) ", "Intel ")
-"""Prefixes :func:`short_gpu_name` drops, longest of a vendor first."""
 
 
 def percent_of(used: float | None, total: float | None) -> float | None:

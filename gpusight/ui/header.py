@@ -107,9 +107,7 @@ class HeaderBar(CachedStyles, Widget):
         items: list[tuple[int, str, str]] = [(4, f"gpusight {__version__}", "header--title")]
         if snapshot is not None:
             items.append((2, f"host {safe_text(snapshot.host.hostname, 40) or NA}", "header--base"))
-            driver = snapshot.driver
-            if driver is not None:
-                items += [(3, part, "header--base") for part in driver_parts(driver)]
+            items += [(3, part, "header--base") for part in driver_parts(snapshot)]
         kind = "header--live"
         if snapshot is not None and snapshot.source in (SourceKind.DEMO, SourceKind.REPLAY):
             kind = f"header--{snapshot.source}"
