@@ -25,6 +25,7 @@ from gpusight.units import (
     fmt_rate,
     fmt_watts,
 )
+from gpusight.vendor_text import GPM_NVIDIA_ONLY, driver_parts, extra_temperatures, gpu_usage_reason, is_other_vendor
 
 MIN_WIDTH = 60
 """Narrowest layout; command lines are cut to fit the width given."""
@@ -108,13 +109,10 @@ def _trainer_name(process: ProcessSample) -> str:
 
 
 def _title(snapshot: Snapshot) -> str:
-    driver = snapshot.driver
     parts = [f"gpusight {__version__}"]
     if snapshot.host.hostname:
         parts.append(f"host {safe_text(snapshot.host.hostname)}")
-    if driver is not None:
-        parts.append(f"driver {safe_text(driver.driver_version) or NA}")
-        parts.append(f"CUDA {safe_text(driver.cuda_driver_version) or NA}")
+    parts += driver_parts(snapshot)
     parts.append(safe_text(snapshot.label or snapshot.source))
     parts.append(time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(snapshot.timestamp)))
     return " | ".join(parts)
@@ -160,6 +158,9 @@ def _details(snapshot: Snapshot, device: DeviceSample, indent: int) -> list[str]
     engines = _engines(device)
     if engines:
         lines.append(f"{pad}video {engines}")
+    vendor = _vendor_line(device)
+    if vendor:
+        lines.append(f"{pad}{vendor}")
     processes = [p for p in snapshot.processes if p.role == ProcessRole.GPU and p.device_index == device.index]
     for mig in snapshot.mig_devices:
         if mig.device_index == device.index:
@@ -189,6 +190,19 @@ def _health_line(device: DeviceSample, now: float) -> str:
     more = f" (and {rest} lesser finding{'s' if rest != 1 else ''})" if rest else ""
     level = judged.level.name if judged.level is HealthLevel.DRAIN else judged.level.name.lower()
     return f"{score} {level}: {'; '.join(worst)}{more}"
+
+
+def _vendor_line(device: DeviceSample) -> str:
+    """``"amd (amdgpu): temperature junction 84C, memory 71C; SM, TC (GPM) NVIDIA-only"`` for another vendor's GPU;
+    the junction and memory temperatures of any GPU that reports them; empty otherwise."""
+    parts = []
+    temperatures = extra_temperatures(device)
+    if temperatures:
+        parts.append("temperature " + ", ".join(f"{label} {text}" for label, text in temperatures))
+    if not is_other_vendor(device):
+        return "; ".join(parts)
+    parts.append(f"SM, TC (GPM) {GPM_NVIDIA_ONLY}")
+    return f"{safe_text(device.vendor)} ({safe_text(device.kernel_driver, 16) or NA}): {'; '.join(parts)}"
 
 
 def _engines(device: DeviceSample) -> str:
@@ -264,6 +278,9 @@ def _process_lines(processes: tuple[ProcessSample, ...], jobs: dict[int, JobSamp
             if p.input_wait_percent is not None:
                 rate = "" if p.steps_per_second is None else f", {p.steps_per_second:.1f} steps/s"
                 command = f"[waits {p.input_wait_percent:.0f}% for data{rate}] {command}"
+            usage = gpu_usage_reason(p)
+            if usage:
+                command = f"[{usage}] {command}"
         if p.note:
             command = f"({safe_text(p.note)}) {command}"
         gpu_mem = "" if worker else fmt_bytes(p.gpu_memory_bytes)

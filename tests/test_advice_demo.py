@@ -120,7 +120,7 @@ def test_mixed_scenario_shows_each_of_its_stories():
 def test_every_demo_scenario_is_covered():
     covered = {
         "healthy", "input-bound", "small-batch", "throttling", "idle-holding", "imbalance", "mixed",
-        "serving", "stalls", "comm-bound", "mig", "faulty", "video-decode",
+        "serving", "stalls", "comm-bound", "mig", "faulty", "video-decode", "amd", "mixed-vendor",
     }
     assert set(SCENARIOS) <= covered
 
@@ -230,3 +230,17 @@ def test_comm_bound_scenario_blames_communication_for_the_whole_job(seed):
     else:
         assert "NVLink" in evidence and "4 ranks" in evidence and "steps/s without" not in evidence
     assert [a.id for a in advice] == [f"comm_bound:job{job.id}"]
+
+
+@pytest.mark.parametrize("scenario", ["amd", "mixed-vendor"])
+def test_amd_gpus_get_the_input_bound_straggler_and_idle_holding_advice(scenario):
+    advice, snap = advice_after(scenario, 150)
+    found = rules(advice)
+    amd = {d.index for d in snap.devices if d.vendor == "amd"}
+    assert {a.scope for a in found["input_bound"]} == {"gpu4"}
+    holder = [p for p in snap.processes if p.device_index == 5 and p.role == "gpu"][0]
+    assert f"pid{holder.pid}" in {a.scope for a in found["idle_holding"]}
+    assert 6 in amd and "gpu6" in {a.scope for a in found["healthy"]}
+    if scenario == "amd":
+        assert [a.scope for a in found["straggler"]] == [f"job{snap.jobs[0].id}"]
+        assert "on GPU 2 util" in found["straggler"][0].evidence

@@ -5,7 +5,7 @@ import statistics
 
 import pytest
 
-from gpusight.collect.model import ProcessRole
+from gpusight.collect.model import ProcessRole, Vendor
 from gpusight.demo.source import DEFAULT_SCENARIO, SCENARIOS, DemoSource
 
 GIB = 1024**3
@@ -52,7 +52,7 @@ def workers_of(snapshot):
 def test_scenario_list_has_the_required_stories_and_mixed_is_default():
     required = {
         "healthy", "input-bound", "small-batch", "throttling", "idle-holding", "imbalance", "mixed",
-        "serving", "stalls", "comm-bound",
+        "serving", "stalls", "comm-bound", "amd", "mixed-vendor",
     }
     assert required <= set(SCENARIOS)
     assert DEFAULT_SCENARIO == "mixed"
@@ -80,7 +80,11 @@ def test_values_stay_within_physical_bounds(windows, scenario):
     for snapshot in windows[scenario]:
         assert [d.index for d in snapshot.devices] == list(range(len(snapshot.devices)))
         for d in snapshot.devices:
-            assert d.name == "NVIDIA H100 80GB HBM3" and d.uuid.startswith("GPU-")
+            assert d.uuid.startswith("GPU-")
+            if d.vendor == Vendor.AMD:
+                assert_within_an_mi300x_bounds(d)
+                continue
+            assert d.name == "NVIDIA H100 80GB HBM3"
             if d.mig_mode:  # NVML gives a MIG-enabled GPU no utilization, GPM or video engine figures: None, never 0
                 assert (d.utilization_gpu_percent, d.utilization_memory_percent, d.sm_active_percent,
                         d.decoder_percent) == (None,) * 4
@@ -126,7 +130,8 @@ def test_workers_follow_their_trainer(windows, scenario):
         if p.role == ProcessRole.GPU:
             trainer = p
             counted[p.pid] = 0
-            assert p.trainer_pid is None and p.gpu_process_type == "compute"
+            nvidia = snapshot.devices[p.device_index].vendor != Vendor.AMD  # fdinfo tells no context type
+            assert p.trainer_pid is None and p.gpu_process_type == ("compute" if nvidia else None)
             continue
         assert p.role == ProcessRole.DATALOADER_WORKER
         assert trainer is not None, "a worker came before any trainer"
@@ -177,7 +182,10 @@ def test_data_moves_between_polls(windows, scenario):
 def test_energy_only_grows_and_processes_age(windows, scenario):
     first, last = windows[scenario][0], windows[scenario][-1]
     for a, b in zip(first.devices, last.devices, strict=True):
-        assert b.energy_joules > a.energy_joules
+        if a.vendor == Vendor.AMD:  # amdgpu's hwmon gives power, no energy counter
+            assert a.energy_joules is None and b.energy_joules is None
+        else:
+            assert b.energy_joules > a.energy_joules
     for a, b in zip(first.processes, last.processes, strict=True):
         assert a.pid == b.pid
         assert b.elapsed_seconds - a.elapsed_seconds == pytest.approx(last.timestamp - first.timestamp, abs=0.02)
@@ -329,3 +337,77 @@ def test_other_scenarios_report_no_nvlink_rates(windows):
     """NVLink rates stay unknown where the story does not need them, as they were before they existed."""
     for name in ("mixed", "small-batch", "serving", "stalls"):
         assert all(d.nvlink_tx_bytes_per_s is None for d in windows[name][0].devices)
+
+
+NVML_ONLY = (
+    "sm_active_percent", "sm_occupancy_percent", "tensor_active_percent", "dram_active_percent",
+    "nvlink_tx_bytes_per_s", "nvlink_rx_bytes_per_s", "energy_joules", "pcie_tx_bytes_per_s", "pcie_rx_bytes_per_s",
+    "mig_mode", "compute_capability", "pstate", "minor_number", "memory_reserved_bytes", "decoder_percent",
+)
+
+
+def assert_read_as_amdgpu_reads_an_mi300x(device):
+    """What the amdgpu backend gives of an MI300X: junction and memory but no edge temperature, none of NVML's own."""
+    assert (device.vendor, device.name) == (Vendor.AMD, "AMD Instinct MI300X")
+    assert (device.kernel_driver, device.kernel_driver_version) == ("amdgpu", "6.10.5")
+    assert device.memory_total_bytes == 205_822_885_888 and device.power_limit_watts == 750.0
+    assert device.temperature_celsius is None
+    assert device.temperature_memory_celsius < device.temperature_junction_celsius
+    assert device.throttle_reasons == () and device.fan_percent is None
+    assert [name for name in NVML_ONLY if getattr(device, name) is not None] == []
+    assert device.utilization_gpu_percent is not None and device.utilization_memory_percent is not None
+
+
+def assert_within_an_mi300x_bounds(d):
+    """An MI300X's figures stay within its limits: 192 GB, 750 W, 2100 MHz, junction below its 110 C limit."""
+    assert_read_as_amdgpu_reads_an_mi300x(d)
+    assert 0 <= d.utilization_gpu_percent <= 100 and 0 <= d.utilization_memory_percent <= 100
+    assert 0 <= d.memory_used_bytes <= d.memory_total_bytes
+    assert 50 <= d.power_watts <= d.power_limit_watts * 1.02
+    assert 20 <= d.temperature_memory_celsius < d.temperature_junction_celsius <= 105
+    assert 200 <= d.clock_sm_mhz <= 2100
+
+
+def test_amd_is_eight_mi300x_with_the_stories_advice_needs(windows):
+    for snapshot in windows["amd"]:
+        assert len(snapshot.devices) == 8
+        for device in snapshot.devices:
+            assert_read_as_amdgpu_reads_an_mi300x(device)
+        assert snapshot.driver is None  # no NVML: amdgpu's version rides on each GPU
+        utils = [d.utilization_gpu_percent for d in snapshot.devices]
+        assert 50 <= utils[2] <= 64 and all(94 <= utils[i] <= 98 for i in (0, 1, 3))
+        assert utils[4] <= 40 and utils[5] == 0 and snapshot.devices[5].memory_used_bytes > 30 * GIB
+        assert utils[7] == 0 and snapshot.devices[7].memory_used_bytes == 0
+
+
+def test_amd_process_of_unknown_usage_says_why_and_the_others_have_theirs(windows):
+    for snapshot in windows["amd"]:
+        gpu = gpus_of(snapshot)
+        unknown = [p for p in gpu if p.sm_percent is None]
+        assert [p.device_index for p in unknown] == [6]
+        assert "/dev/kfd" in unknown[0].gpu_usage_note and unknown[0].gpu_memory_bytes > 100 * GIB
+        assert snapshot.devices[6].utilization_gpu_percent >= 90
+        known = [p for p in gpu if p.sm_percent is not None]
+        assert all(p.gpu_usage_note is None and p.gpu_memory_percent is None for p in known)
+        assert all(p.gpu_process_type is None for p in gpu)
+
+
+def test_mixed_vendor_numbers_nvidia_first_and_names_both_drivers(windows):
+    for snapshot in windows["mixed-vendor"]:
+        vendors = [d.vendor for d in snapshot.devices]
+        assert vendors == [Vendor.NVIDIA] * 4 + [Vendor.AMD] * 4
+        for device in snapshot.devices[4:]:
+            assert_read_as_amdgpu_reads_an_mi300x(device)
+        for device in snapshot.devices[:4]:
+            assert device.kernel_driver is None and device.temperature_celsius is not None
+            assert device.sm_active_percent is not None and device.temperature_junction_celsius is None
+        assert snapshot.driver.driver_version and snapshot.driver.cuda_driver_version
+        assert {p.device_index for p in gpus_of(snapshot) if p.sm_percent is None} == {6}
+
+
+def test_nvidia_scenarios_name_no_other_driver(windows):
+    for name in SCENARIOS:
+        if name not in ("amd", "mixed-vendor"):
+            snapshot = windows[name][0]
+            assert snapshot.driver.driver_version
+            assert {(d.vendor, d.kernel_driver) for d in snapshot.devices} == {(None, None)}

@@ -66,7 +66,7 @@ def test_a_column_holds_the_maximum_of_its_polls(polls, expected):
 def test_every_chart_metric_is_kept_and_others_are_not():
     grid = TimeGrid(1.0)
     values = {"utilization_gpu_percent": 75.0, "memory_used_bytes": 2.0**33, "power_watts": 250.0,
-              "temperature_celsius": 66.0, "pcie_rx_bytes_per_s": 2.0**20, "pcie_tx_bytes_per_s": 2.0**21,
+              "temperature_celsius": 66.0, "temperature_junction_celsius": 79.0, "pcie_rx_bytes_per_s": 2.0**20, "pcie_tx_bytes_per_s": 2.0**21,
               "clock_sm_mhz": 1980.0, "fan_percent": 40.0, "sm_active_percent": 90.0, "tensor_active_percent": 12.5,
               "dram_active_percent": 33.0, "decoder_percent": 93.0}
     assert set(values) == set(CHART_METRICS)

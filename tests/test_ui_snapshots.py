@@ -67,6 +67,18 @@ def test_main_screen_with_jobs(snap_compare, size: tuple[int, int]) -> None:
     assert snap_compare(GpusightApp(sampler), terminal_size=size, run_before=shown)
 
 
+@pytest.mark.parametrize("size", [(80, 24), (160, 45)])
+@pytest.mark.parametrize("scenario", ["amd", "mixed-vendor"])
+def test_main_screen_other_vendors(snap_compare, scenario: str, size: tuple[int, int]) -> None:
+    """AMD GPUs show junction and memory temperatures, N/A where amdgpu reads nothing, GPM as NVIDIA-only, the
+    amdgpu driver in the header and why the ROCm run's GPU share is N/A."""
+    assert snap_compare(frozen_app(scenario), terminal_size=size, run_before=settle)
+
+
+def test_gpu_detail_screen_amd(snap_compare) -> None:
+    assert snap_compare(frozen_app("amd"), terminal_size=(160, 45), run_before=open_detail)
+
+
 def test_ascii_mode(snap_compare) -> None:
     assert snap_compare(frozen_app("throttling", ascii_mode=True), terminal_size=(80, 24), run_before=settle)
 

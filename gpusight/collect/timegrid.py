@@ -28,6 +28,7 @@ CHART_METRICS: tuple[str, ...] = (
     "memory_used_bytes",
     "power_watts",
     "temperature_celsius",
+    "temperature_junction_celsius",
     "pcie_rx_bytes_per_s",
     "pcie_tx_bytes_per_s",
     "clock_sm_mhz",

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from gpusight.collect.model import BatchSizeSource, FlopsSource, MathMode
+from gpusight.demo.gpu_models import H100, MI300X, GpuModel
 
 
 @dataclass(frozen=True, slots=True)
@@ -240,6 +241,15 @@ MIG_SERVE = replace(SERVER_SMALL_BATCH, gpu_memory_gib=7.4)
 MIG_NOTEBOOK = replace(IDLE_HOLD, gpu_memory_gib=14.2)
 """A forgotten notebook kernel holding most of a 2g.20gb slice."""
 
+MI300X_STRAGGLER_PEER = replace(STRAGGLER_PEER, gpu_memory_gib=151.0)
+"""A rank of a DDP job on an MI300X, its 192 GB filled by a larger batch than an H100 holds."""
+
+MI300X_STRAGGLER = replace(STRAGGLER, gpu_memory_gib=151.0)
+"""The slow rank of that job."""
+
+MI300X_ROCM = replace(HEALTHY, gpu_memory_gib=122.0, workers=4)
+"""A busy ROCm trainer whose own GPU share its fdinfo cannot tell (``Job.usage_unknown``)."""
+
 
 @dataclass(frozen=True, slots=True)
 class Faults:
@@ -337,6 +347,9 @@ class Job:
     breakdown); None for a process that runs no instrumented training loop."""
     mig_instance: int | None = None
     """The GPU instance id of the MIG slice its one GPU process runs in; None on a whole GPU."""
+    usage_unknown: bool = False
+    """True for a ROCm run whose compute goes through ``/dev/kfd`` with the fdinfo engine counters flat: its GPU
+    share is unknown (None, with the reason), though its GPU is busy."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -346,7 +359,7 @@ class Scenario:
     description: str
     """One line for ``--help``."""
     gpu_count: int
-    """Number of H100 GPUs."""
+    """Number of GPUs."""
     cores: int
     """Logical CPU cores."""
     memory_gib: int
@@ -363,6 +376,12 @@ class Scenario:
     """MIG devices of the MIG-enabled GPUs; a GPU with none is whole."""
     faults: tuple[Faults, ...] = ()
     """Hardware health of each GPU by index (GPUs past the end are healthy); empty when the demo reads no health."""
+    gpus: tuple[GpuModel, ...] = ()
+    """The kind of each GPU by index, NVIDIA first as the backends number them; GPUs past the end are H100s."""
+
+    def gpu_model(self, index: int) -> GpuModel:
+        """The kind of GPU ``index``."""
+        return self.gpus[index] if index < len(self.gpus) else H100
 
 
 def _ddp(
@@ -404,6 +423,7 @@ _LEO_VIDEO = "/usr/bin/python3 train.py --config configs/videomae_k400.yaml --de
 _MIA_IMAGES = "/usr/bin/python3 train.py --config configs/convnext_in1k.yaml --decoder nvjpeg"
 _NINA_LORA = "/usr/bin/python3 finetune.py --config configs/mistral_7b_lora.yaml --bf16"
 _TRITON_SMALL = "/opt/tritonserver/bin/tritonserver --model-repository=/models/small --http-port 8000"
+_OSCAR_ROCM = "/opt/conda/envs/py_3.10/bin/python pretrain.py --config configs/mixtral_8x7b.yaml --bf16"
 
 # What each run's trainer reports through gpusight.torch. FLOPs per sample: 6 x parameters x tokens for the
 # language models; forward FLOPs (2 per multiply-add) times 3 for forward and backward for the others.
@@ -427,6 +447,25 @@ _LEO_MODEL = Model(5.4e11, 16, None, FlopsSource.COUNTED, MathMode.BF16, 0.45)
 """VideoMAE-B on 16-frame clips at 224 px (about 180 GMACs forward), FLOPs counted: HFU."""
 _MIA_MODEL = Model(2.7e10, 256, None, FlopsSource.GIVEN, MathMode.BF16, 0.4)
 """ConvNeXt-T at 224 px (4.5 GMACs forward), FLOPs per step given."""
+
+_AMD_JOBS = (
+    _ddp("frank", (0, 1, 2, 3), (MI300X_STRAGGLER_PEER, MI300X_STRAGGLER_PEER, MI300X_STRAGGLER, MI300X_STRAGGLER_PEER),
+         _FRANK_SEG, 2.1, 9.0, _FRANK_MODEL),
+    _ddp("bob", (4,), (INPUT_BOUND,), _BOB_VISION, 1.2, 7.5, _BOB_MODEL),
+    Job("carol", (5,), (IDLE_HOLD,), _CAROL_NOTEBOOK, None, 51.0, 5.2, _JUPYTER_LAB),
+    Job("oscar", (6,), (MI300X_ROCM,), _OSCAR_ROCM, None, 6.5, 12.0, usage_unknown=True),
+)
+"""An 8x MI300X host: a DDP job with a straggler on GPUs 0-3, an input-bound run, an idle notebook holding memory,
+a ROCm run whose own GPU share is unknown, GPU 7 free."""
+
+_MIXED_VENDOR_JOBS = (
+    _ddp("alice", (0, 1, 2, 3), (HEALTHY,) * 4, _ALICE_LLM, 7.5, 11.0, _ALICE_MODEL),
+    _ddp("bob", (4,), (INPUT_BOUND,), _BOB_VISION, 1.2, 7.5, _BOB_MODEL),
+    Job("carol", (5,), (IDLE_HOLD,), _CAROL_NOTEBOOK, None, 51.0, 5.2, _JUPYTER_LAB),
+    Job("oscar", (6,), (MI300X_ROCM,), _OSCAR_ROCM, None, 6.5, 12.0, usage_unknown=True),
+)
+"""4 H100 (GPUs 0-3, numbered first as NVML's are) in healthy DDP beside 4 MI300X: an input-bound run, an idle
+notebook, a ROCm run of unknown share, one free."""
 
 _H100_MIG = (
     MigSlice(0, 2, "3g.40gb", 60, 40320),
@@ -550,6 +589,18 @@ SCENARIO_SPECS: dict[str, Scenario] = {
             Job("leo", (0,), (VIDEO_DECODE,), _LEO_VIDEO, None, 2.2, 14.0, model=_LEO_MODEL),
             Job("mia", (1,), (JPEG_DECODE,), _MIA_IMAGES, None, 5.1, 9.5, model=_MIA_MODEL),
         ),
+    ),
+    "amd": Scenario(
+        description="8x AMD Instinct MI300X: a DDP job with a straggler, an input-bound run, an idle notebook "
+        "holding memory, and a ROCm run whose own GPU share /dev/kfd hides",
+        gpu_count=8, cores=128, memory_gib=2048, hostname="mi300x-node-01", iowait=(1.0, 4.5), jobs=_AMD_JOBS,
+        gpus=(MI300X,) * 8,
+    ),
+    "mixed-vendor": Scenario(
+        description="a mixed machine: 4 NVIDIA H100 in DDP beside 4 AMD MI300X (input-bound, idle notebook, "
+        "ROCm run of unknown share)",
+        gpu_count=8, cores=128, memory_gib=2048, hostname="mixed-node-01", iowait=(1.0, 4.5),
+        jobs=_MIXED_VENDOR_JOBS, gpus=(H100,) * 4 + (MI300X,) * 4,
     ),
 }
 """Every scenario by name, the default first."""

@@ -1,4 +1,4 @@
-"""The demo source: simulated H100 servers that tell a story (``gpusight --demo [SCENARIO]``).
+"""The demo source: simulated GPU servers (H100s, MI300Xs or both) that tell a story (``gpusight --demo [SCENARIO]``).
 
 Every value is a smooth, seeded function of the clock (see :mod:`gpusight.demo.noise`), so a
 demo moves like real data yet gives the same snapshot for the same seed and time. Every snapshot is
@@ -27,8 +27,9 @@ from gpusight.collect.model import (
     SourceKind,
     WorkloadKind,
 )
-from gpusight.collect.peak_flops import Peak, peak_for
+from gpusight.collect.peak_flops import peak_for
 from gpusight.collect.workload import find_sign, parse_command
+from gpusight.demo.gpu_models import H100, JUNCTION_OVER_CORE, KFD_USAGE_NOTE, MEMORY_UNDER_CORE, GpuModel
 from gpusight.demo.hardware import demo_health, mig_device
 from gpusight.demo.noise import SmoothNoise
 from gpusight.demo.scenarios import FREE, MIG_PARENT, SCENARIO_SPECS, Faults, Job, Model, Scenario, Workload
@@ -45,16 +46,6 @@ GIB = 1024**3
 MIB = 1024**2
 """Bytes in a MiB."""
 
-H100_NAME = "NVIDIA H100 80GB HBM3"
-"""NVML name of the simulated GPU."""
-H100_MEMORY_TOTAL = 81559 * MIB
-"""Device memory NVML reports for an H100 80GB."""
-H100_MEMORY_RESERVED = 541 * MIB
-"""Memory the driver reserves on an H100."""
-H100_POWER_LIMIT = 700.0
-"""Board power limit of an H100 SXM, watts."""
-H100_MEMORY_CLOCK = 2619
-"""HBM3 clock, MHz."""
 DEMO_MASTER_PORT = 29500
 """``MASTER_PORT`` of the demo's first torchrun job; later jobs count up from it."""
 DEMO_DRIVER = DriverInfo(driver_version="550.90.07", cuda_driver_version="12.4", nvml_version="12.550.90.07")
@@ -83,6 +74,8 @@ class _SimGpu:
     nvlink: SmoothNoise
     speed: SmoothNoise
     energy_base: float
+    model: GpuModel = H100
+    """What kind of GPU it is."""
     mig: bool = False
     """True when the GPU is split into MIG devices: NVML then gives it no utilization or video engine figures."""
 
@@ -120,6 +113,8 @@ class _SimProcess:
     """The MIG slice it runs in; None on a whole GPU."""
     workload: Workload | None = None
     """Its own load (a GPU process on a MIG slice sets its slice's activity); None for workers."""
+    usage_unknown: bool = False
+    """True when its backend cannot tell its GPU share (ROCm through ``/dev/kfd``)."""
 
 
 class DemoSource:
@@ -156,6 +151,7 @@ class DemoSource:
             for n, mig in enumerate(self._spec.mig)
         )
         self._host_noise = SmoothNoise(seed, "host", 4.0)
+        self._driver = _driver(self._gpus)
 
     def _build_gpus(self, rng: random.Random) -> tuple[_SimGpu, ...]:
         workloads = [FREE] * self._spec.gpu_count
@@ -186,6 +182,7 @@ class DemoSource:
                     speed=SmoothNoise(self.seed, channel + "speed", 2.0),
                     energy_base=uptime * (workload.power[0] + workload.power[1]) * 0.5,
                     mig=index in split,
+                    model=self._spec.gpu_model(index),
                 )
             )
         return tuple(gpus)
@@ -217,7 +214,7 @@ class DemoSource:
                         cpu=SmoothNoise(self.seed, channel, 1.3),
                         status=SmoothNoise(self.seed, channel + "status", 0.7),
                         job=number, ranks=len(trainers), model=None if workload.shares is None else job.model,
-                        gpu_instance_id=job.mig_instance, workload=workload,
+                        gpu_instance_id=job.mig_instance, workload=workload, usage_unknown=job.usage_unknown,
                     )
                 )
                 next_core += 2
@@ -250,7 +247,7 @@ class DemoSource:
             timestamp=t,
             source=self.kind,
             host=self._host(processes, t),
-            driver=DEMO_DRIVER,
+            driver=self._driver,
             devices=devices,
             processes=self._grouping.apply(processes),
             jobs=self._grouping.jobs,
@@ -271,7 +268,7 @@ class DemoSource:
         return tuple(devices)
 
     def _device(self, gpu: _SimGpu, t: float) -> DeviceSample:
-        w = gpu.workload
+        w, hw = gpu.workload, gpu.model
         x = gpu.load.unit(t)
         if w.bursty:
             x = x * x * x
@@ -283,7 +280,7 @@ class DemoSource:
             power = STALL_WATTS + (power - STALL_WATTS) * busy
         heat = 0.25 * x + 0.75 * gpu.temperature.unit(t)
         temp = round(w.temperature[0] + (w.temperature[1] - w.temperature[0]) * heat)
-        clock = w.clock_sm[0] + (w.clock_sm[1] - w.clock_sm[0]) * gpu.clock.unit(t)
+        clock = (w.clock_sm[0] + (w.clock_sm[1] - w.clock_sm[0]) * gpu.clock.unit(t)) * hw.clock_scale
         throttle = w.throttle
         if w.hot_throttle is not None and temp >= w.temperature[1] - 1:
             throttle = throttle + (w.hot_throttle,)
@@ -296,21 +293,21 @@ class DemoSource:
         gpm = 0.94 + 0.06 * gpu.gpm.unit(t)
         device = DeviceSample(
             index=gpu.index,
-            name=H100_NAME,
+            name=hw.name,
             uuid=gpu.uuid,
-            pci_bus_id=f"00000000:{0x18 + 0x10 * gpu.index:02X}:00.0",  # as an 8-GPU HGX board numbers its buses
+            pci_bus_id=f"{hw.pci_domain}:{0x18 + 0x10 * gpu.index:02X}:00.0",  # as an 8-GPU board numbers its buses
             minor_number=gpu.index,
             utilization_gpu_percent=float(util),
             utilization_memory_percent=float(round(util * w.memory_util_share * gpm)),
             memory_used_bytes=sum(self._gpu_memory(p, t) for p in self._trainers[gpu.index]),
-            memory_total_bytes=H100_MEMORY_TOTAL,
-            memory_reserved_bytes=H100_MEMORY_RESERVED,
-            power_watts=round(power, 2),
-            power_limit_watts=H100_POWER_LIMIT,
+            memory_total_bytes=hw.memory_total_bytes,
+            memory_reserved_bytes=hw.memory_reserved_bytes,
+            power_watts=round(power * hw.power_scale, 2),
+            power_limit_watts=hw.power_limit_watts,
             temperature_celsius=float(temp),
             fan_percent=None,
-            clock_sm_mhz=round(clock / 15.0) * 15,
-            clock_memory_mhz=H100_MEMORY_CLOCK,
+            clock_sm_mhz=round(clock / hw.clock_step_mhz) * hw.clock_step_mhz,
+            clock_memory_mhz=hw.memory_clock_mhz,
             pstate=0,
             energy_joules=round(gpu.energy_base + (t - self._start) * (w.power[0] + w.power[1]) * 0.5, 3),
             throttle_reasons=throttle,
@@ -330,7 +327,12 @@ class DemoSource:
             jpeg_percent=_engine(w.jpeg, gpu.gpm.unit(t + 23.0) * busy),
             ofa_percent=None if w.jpeg is None else 0.0,
             health=self._health(gpu.index, t),
+            vendor=hw.vendor if self._spec.gpus else None,  # the NVIDIA scenarios keep their recorded form
+            kernel_driver=hw.kernel_driver,
+            kernel_driver_version=hw.kernel_driver_version,
         )
+        if not hw.nvidia:
+            return _read_from_sysfs(device)
         if gpu.mig:  # NVML reads no utilization, GPM or video engines on a MIG-enabled GPU as a whole
             return replace(device, utilization_gpu_percent=None, utilization_memory_percent=None, mig_mode=True,
                            sm_active_percent=None, sm_occupancy_percent=None, tensor_active_percent=None,
@@ -356,7 +358,7 @@ class DemoSource:
         if proc.role == ProcessRole.GPU:
             util = 0.0 if proc.guest else device.utilization_gpu_percent or 0.0
             mig = proc.gpu_instance_id is not None  # NVML gives no per-process utilization on MIG
-            return ProcessSample(
+            sample = ProcessSample(
                 pid=proc.pid, role=ProcessRole.GPU, device_index=proc.device_index, ppid=proc.ppid, name=proc.name,
                 cmdline=proc.cmdline, user=proc.user, gpu_memory_bytes=self._gpu_memory(proc, t),
                 sm_percent=None if mig else float(max(0, round(util - 3 * proc.status.unit(t)))),
@@ -369,6 +371,7 @@ class DemoSource:
                 create_time=proc.create_time, status="running" if cpu >= 50 else "sleeping",
                 num_workers=proc.num_workers,
             )
+            return sample if self._gpus[proc.device_index].model.nvidia else _read_from_fdinfo(sample, proc.usage_unknown)
         running = proc.status.unit(t) < proc.running_share
         if not proc.guest and _busy(self._gpus[proc.device_index].workload, t) < 0.5:  # asleep on a full queue
             cpu, running = round(0.2 + 1.3 * proc.cpu.unit(t), 1), False
@@ -395,20 +398,16 @@ class DemoSource:
             breakdown = step_breakdown(shares, proc.ranks, gpu.speed, t, _starved(gpu.workload, device),
                                        _busy(gpu.workload, t))
             breakdowns[proc.pid] = breakdown
-            rate = step_rate(model, breakdown["compute"], device.clock_sm_mhz, self._peak(model).tflops or 0.0)
+            rate = step_rate(model, breakdown["compute"], device.clock_sm_mhz, _simulated_tflops(model, gpu.model))
             rates[proc.job] = min(rate, rates.get(proc.job, rate))
         if not breakdowns:
             return processes
         return tuple(
             sample if proc.model is None or sample.pid not in breakdowns
-            else with_speed(sample, proc.model, breakdowns[sample.pid], rates[proc.job], self._peak(proc.model))
+            else with_speed(sample, proc.model, breakdowns[sample.pid], rates[proc.job],
+                            peak_for(self._gpus[proc.device_index].model.name, proc.model.math_mode))
             for proc, sample in zip(self._processes, processes, strict=True)
         )
-
-    @staticmethod
-    def _peak(model: Model) -> Peak:
-        """The simulated GPU's peak for the model's math mode."""
-        return peak_for(H100_NAME, model.math_mode)
 
     def _host(self, processes: tuple[ProcessSample, ...], t: float) -> HostSample:
         spec = self._spec
@@ -445,6 +444,45 @@ class DemoSource:
 
     def close(self) -> None:
         """Nothing to release; present for the source protocol."""
+
+
+def _driver(gpus: tuple[_SimGpu, ...]) -> DriverInfo | None:
+    """NVIDIA's driver versions on a machine with H100s; None without (other drivers' versions ride on their GPUs)."""
+    return DEMO_DRIVER if any(gpu.model.nvidia for gpu in gpus) else None
+
+
+def _read_from_sysfs(device: DeviceSample) -> DeviceSample:
+    """``device`` as the amdgpu backend reads it: junction and memory temperatures from hwmon but no edge sensor
+    (MI300X), and nothing of what only NVML gives (GPM, NVLink, clock-event reasons, MIG, energy, PCIe rates,
+    video engines, ECC count, pstate, the ``/dev/nvidiaN`` minor number)."""
+    core = device.temperature_celsius
+    return replace(
+        device, temperature_celsius=None,
+        temperature_junction_celsius=None if core is None else core + JUNCTION_OVER_CORE,
+        temperature_memory_celsius=None if core is None else core - MEMORY_UNDER_CORE,
+        minor_number=None, pstate=None, energy_joules=None, throttle_reasons=(), pcie_tx_bytes_per_s=None,
+        pcie_rx_bytes_per_s=None, ecc_errors_uncorrected=None, mig_mode=None, compute_capability=None,
+        sm_active_percent=None, sm_occupancy_percent=None, tensor_active_percent=None, dram_active_percent=None,
+        nvlink_tx_bytes_per_s=None, nvlink_rx_bytes_per_s=None, decoder_percent=None, encoder_percent=None,
+        jpeg_percent=None, ofa_percent=None,
+    )
+
+
+def _read_from_fdinfo(sample: ProcessSample, usage_unknown: bool) -> ProcessSample:
+    """A GPU process on an AMD GPU as DRM fdinfo gives it: its memory and engine share, no NVML-only figures
+    (memory-controller share, context type, video engines); its share N/A with the reason where the counters
+    stay flat."""
+    return replace(
+        sample, gpu_memory_percent=None, gpu_process_type=None, decoder_percent=None, encoder_percent=None,
+        sm_percent=None if usage_unknown else sample.sm_percent,
+        gpu_usage_note=KFD_USAGE_NOTE if usage_unknown else None,
+    )
+
+
+def _simulated_tflops(model: Model, gpu: GpuModel) -> float:
+    """The peak the simulated trainer's speed follows: its GPU's from the peak table, or an H100's where the table
+    lacks it (the speed is simulated either way; the peak shown, and so MFU, stays the table's)."""
+    return peak_for(gpu.name, model.math_mode).tflops or peak_for(H100.name, model.math_mode).tflops or 0.0
 
 
 def _engine(span: tuple[float, float] | None, unit: float) -> float | None:

@@ -27,6 +27,7 @@ from gpusight.units import (
     fmt_rate,
     fmt_watts,
 )
+from gpusight.vendor_text import extra_temperatures, gpu_usage_reason, other_drivers
 
 TOP_PROCESSES = 10
 """How many GPU processes the report lists."""
@@ -81,10 +82,17 @@ def _device_row(d: DeviceSample) -> list[str]:
         fmt_percent(d.utilization_gpu_percent),
         memory,
         power,
-        fmt_celsius(d.temperature_celsius),
+        _temperature_cell(d),
         fmt_mhz(d.clock_sm_mhz),
         throttle,
     ]
+
+
+def _temperature_cell(d: DeviceSample) -> str:
+    """The core temperature, then the junction and memory temperatures where the GPU reports them."""
+    extra = ", ".join(f"{label} {text}" for label, text in extra_temperatures(d))
+    core = fmt_celsius(d.temperature_celsius)
+    return f"{core}; {extra}" if extra else core
 
 
 def _worker_count(process: ProcessSample, processes: tuple[ProcessSample, ...]) -> int:
@@ -110,6 +118,9 @@ def _process_rows(snapshot: Snapshot, top: list[ProcessSample]) -> list[list[str
         command = md_escape(p.cmdline or p.name, 80) or NA
         if p.note:
             command += f" ({md_escape(p.note, 60)})"
+        usage = gpu_usage_reason(p)
+        if usage:
+            command += f" ({md_escape(usage)})"
         job = [md_escape(job_label(p, jobs)) or NA] if jobs else []
         place = [md_escape(container_labels(p.container)[0], 64) if p.container else ""] if contained else []
         rows.append(
@@ -190,6 +201,9 @@ def render_markdown(
         lines.append(
             f"- Driver: {md_escape(d.driver_version, 40) or NA}, CUDA {md_escape(d.cuda_driver_version, 40) or NA}"
         )
+    others = other_drivers(snapshot)
+    if others:
+        lines.append(f"- Other drivers: {', '.join(md_escape(name) for name in others)}")
     lines += ["", "## Devices", ""]
     if snapshot.devices:
         header = ["GPU", "Name", "Util", "Memory used / total", "Power / limit", "Temp", "SM clock", "Throttle"]

@@ -40,6 +40,9 @@ HISTORIES: tuple[ChartedMetric, ...] = (
 )
 """The histories every layout offers, in screen order."""
 
+JUNCTION = ChartedMetric("temperature_junction_celsius", "jct", "temp")
+"""The temperature chart of a GPU with a junction sensor but no core (edge) sensor, such as an MI300X."""
+
 PCIE_METRICS = ("pcie_rx_bytes_per_s", "pcie_tx_bytes_per_s")
 """The two PCIe histories, which share one scale so RX and TX compare at a glance."""
 
@@ -86,8 +89,8 @@ def value_text(metric: str, device: DeviceSample) -> str:
         return memory_pair(device.memory_used_bytes, device.memory_total_bytes)
     if metric == "power_watts":
         return power_pair(device.power_watts, device.power_limit_watts)
-    if metric == "temperature_celsius":
-        return fmt_celsius(device.temperature_celsius)
+    if metric.endswith("_celsius"):
+        return fmt_celsius(getattr(device, metric))
     return fmt_rate(getattr(device, metric))
 
 
@@ -99,7 +102,7 @@ def scale_maximum(metric: str, device: DeviceSample, pcie_maximum: float) -> flo
         return device.memory_total_bytes
     if metric == "power_watts":
         return device.power_limit_watts
-    if metric == "temperature_celsius":
+    if metric.endswith("_celsius"):
         return TEMPERATURE_SCALE
     return pcie_maximum
 

@@ -24,7 +24,16 @@ from gpusight.collect.model import DeviceSample
 from gpusight.collect.timegrid import ChartView
 from gpusight.textsafe import safe_text
 from gpusight.ui.chart import Chart
-from gpusight.ui.chart_choice import HISTORIES, PCIE_METRICS, ChartChoice, duration_text, pcie_scale, scale_maximum, value_text
+from gpusight.ui.chart_choice import (
+    HISTORIES,
+    JUNCTION,
+    PCIE_METRICS,
+    ChartChoice,
+    duration_text,
+    pcie_scale,
+    scale_maximum,
+    value_text,
+)
 from gpusight.ui.footer import FittingFooter
 from gpusight.ui.format import (
     fit,
@@ -45,6 +54,7 @@ from gpusight.units import (
     fmt_rate,
     fmt_watts,
 )
+from gpusight.vendor_text import extra_temperatures, gpm_text, is_other_vendor
 
 GPM_METRICS = ("sm_active_percent", "tensor_active_percent", "dram_active_percent")
 """Charts shown only when the GPU reports them (Hopper and later)."""
@@ -68,14 +78,20 @@ HISTORY_TITLES = {
 }
 """Caption of each full-width history chart."""
 
+JUNCTION_TITLE = "junction temperature"
+"""Caption of the temperature chart of a GPU that charts its junction (no core sensor, such as an MI300X)."""
+
 
 def device_fields(device: DeviceSample) -> list[tuple[str, str]]:
     """Every field of ``device`` as (label, text with units); unknown values read ``N/A``."""
     capability = device.compute_capability
     badges = ", ".join(label for label, _ in throttle_badges(device.throttle_reasons)) or "none"
     mig = NA if device.mig_mode is None else ("enabled" if device.mig_mode else "disabled")
+    vendor = [("vendor", f"{safe_text(device.vendor)} ({safe_text(device.kernel_driver, 16) or NA})")]
+    temperatures = [(f"{label} temperature", text) for label, text in extra_temperatures(device)]
     return [
         ("name", safe_text(device.name) or NA),
+        *(vendor if is_other_vendor(device) else []),
         ("uuid", safe_text(device.uuid) or NA),
         ("state", "LOST: " + (safe_text(device.error) or "not answering") if device.lost else "ok"),
         ("GPU utilization", fmt_percent(device.utilization_gpu_percent)),
@@ -86,6 +102,7 @@ def device_fields(device: DeviceSample) -> list[tuple[str, str]]:
         ("power/limit", power_pair(device.power_watts, device.power_limit_watts)),
         ("energy", NA if device.energy_joules is None else f"{device.energy_joules / 3.6e6:.3f} kWh"),
         ("temperature", fmt_celsius(device.temperature_celsius)),
+        *temperatures,
         ("fan", fmt_percent(device.fan_percent)),
         ("SM clock", fmt_mhz(device.clock_sm_mhz)),
         ("memory clock", fmt_mhz(device.clock_memory_mhz)),
@@ -93,10 +110,10 @@ def device_fields(device: DeviceSample) -> list[tuple[str, str]]:
         ("throttle reasons", badges),
         ("PCIe RX", fmt_rate(device.pcie_rx_bytes_per_s)),
         ("PCIe TX", fmt_rate(device.pcie_tx_bytes_per_s)),
-        ("SM active (GPM)", fmt_percent(device.sm_active_percent)),
-        ("SM occupancy (GPM)", fmt_percent(device.sm_occupancy_percent)),
-        ("tensor active (GPM)", fmt_percent(device.tensor_active_percent)),
-        ("DRAM active (GPM)", fmt_percent(device.dram_active_percent)),
+        ("SM active (GPM)", gpm_text(device, fmt_percent(device.sm_active_percent))),
+        ("SM occupancy (GPM)", gpm_text(device, fmt_percent(device.sm_occupancy_percent))),
+        ("tensor active (GPM)", gpm_text(device, fmt_percent(device.tensor_active_percent))),
+        ("DRAM active (GPM)", gpm_text(device, fmt_percent(device.dram_active_percent))),
         ("ECC uncorrected", NA if device.ecc_errors_uncorrected is None else str(device.ecc_errors_uncorrected)),
         ("MIG", mig),
         ("compute capability", NA if capability is None else f"{capability[0]}.{capability[1]}"),
@@ -207,19 +224,24 @@ class GpuDetailScreen(Screen[None]):
         self._show_charts(device, frame.charts, choice)
 
     def _show_charts(self, device: DeviceSample, charts: ChartView, choice: ChartChoice) -> None:
-        def series(metric: str) -> list[float | None]:
-            columns = self._charts[metric].columns
+        def series(metric: str, chart: str | None = None) -> list[float | None]:
+            columns = self._charts[chart or metric].columns
             return charts.series(choice.level, self.device_index, metric, columns, paged=choice.paged)
 
         def span(metric: str) -> str:
             return duration_text(charts.span_seconds(choice.level, self._charts[metric].columns))
 
-        windows = {history.metric: series(history.metric) for history in HISTORIES}
+        shown = {history.metric: history.metric for history in HISTORIES}
+        if device.temperature_celsius is None and device.temperature_junction_celsius is not None:  # no edge sensor
+            shown["temperature_celsius"] = JUNCTION.metric
+            self._charts["temperature_celsius"].title = JUNCTION_TITLE
+        windows = {key: series(metric, key) for key, metric in shown.items()}
         pcie_max = pcie_scale(*(windows[metric] for metric in PCIE_METRICS))
-        for metric, values in windows.items():
+        for key, values in windows.items():
+            metric = shown[key]
             maximum = scale_maximum(metric, device, pcie_max)
             scale = _scale_text(metric, maximum)
-            self._charts[metric].show(value_text(metric, device), values, maximum, scale, span(metric))
+            self._charts[key].show(value_text(metric, device), values, maximum, scale, span(key))
         clocks = series("clock_sm_mhz")
         clock_max = max((v for v in clocks if v is not None), default=None)
         self._charts["clock_sm_mhz"].show(
@@ -241,7 +263,7 @@ def _scale_text(metric: str, maximum: float | None) -> str:
         return fmt_bytes(maximum)
     if metric == "power_watts":
         return fmt_watts(maximum)
-    if metric == "temperature_celsius":
+    if metric.endswith("_celsius"):
         return fmt_celsius(maximum)
     if metric in PCIE_METRICS:
         return fmt_rate(maximum)

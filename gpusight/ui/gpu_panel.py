@@ -31,6 +31,7 @@ from gpusight.ui.chart import StyleFor, chart_rows
 from gpusight.ui.chart_choice import (
     HISTORIES,
     HOT_CELSIUS,
+    JUNCTION,
     PCIE_FLOOR,
     PCIE_METRICS,
     ChartChoice,
@@ -54,6 +55,7 @@ from gpusight.ui.gpu_hardware import (
 )
 from gpusight.ui.line_diff import ChangedLinesRefresh
 from gpusight.units import fmt_celsius, fmt_mhz, fmt_percent, fmt_rate
+from gpusight.vendor_text import GPM_NVIDIA_ONLY, compact_temperature, extra_temperatures, is_other_vendor
 
 MODE_FULL = "full"
 """Title line, a line of labelled values and a row of multi-line charts."""
@@ -211,6 +213,8 @@ class GpuPanel(ChangedLinesRefresh, CachedStyles, Widget, can_focus=True):
         """The charts of the full and strip layouts: four in a narrow full panel; a busy video decoder or encoder
         takes the last place (the temperature moves to the title line of a narrow panel)."""
         shown = HISTORIES if self.mode == MODE_STRIP or width >= FULL_SIX_CHARTS_MIN_WIDTH else HISTORIES[:4]
+        if device.temperature_celsius is None and device.temperature_junction_celsius is not None:
+            shown = tuple(JUNCTION if history.metric == "temperature_celsius" else history for history in shown)
         if engine_busy(device):
             shown = (*shown[:-1], DECODER)
         return shown
@@ -305,6 +309,7 @@ class GpuPanel(ChangedLinesRefresh, CachedStyles, Widget, can_focus=True):
         items = []
         if device.pstate is not None:
             items.append(("", f"P{device.pstate}"))
+        items += [(_TEMPERATURE_LABELS[label], text) for label, text in extra_temperatures(device)]
         items.append(("fan ", fmt_percent(device.fan_percent)))
         items.append(("SM ", fmt_mhz(device.clock_sm_mhz)))
         items.append(("mem ", fmt_mhz(device.clock_memory_mhz)))
@@ -317,6 +322,8 @@ class GpuPanel(ChangedLinesRefresh, CachedStyles, Widget, can_focus=True):
             items.append(("ECC ", str(device.ecc_errors_uncorrected)))
         if device.mig_mode:
             items.append(("", f"MIG {len(self.migs)}" if self.migs else "MIG"))
+        if is_other_vendor(device):
+            items.append(("GPM ", GPM_NVIDIA_ONLY))
         return items
 
     def _badge_texts(self, device: DeviceSample, short: bool = False) -> list[tuple[str, Style]]:
@@ -471,11 +478,12 @@ class GpuPanel(ChangedLinesRefresh, CachedStyles, Widget, can_focus=True):
         memory = memory_pair(device.memory_used_bytes, device.memory_total_bytes)
         power = power_pair(device.power_watts, device.power_limit_watts)
         hot = "hot" if _hot(device) else "value"
+        temperature_label, temperature = compact_temperature(device)
         fields = [
             ("util ", f"{fmt_percent(device.utilization_gpu_percent):>4}", "value"),
             ("mem ", f"{memory:>12}", "value"),
             ("pwr ", f"{power:>8}", "value"),
-            ("", f"{fmt_celsius(device.temperature_celsius):>4}", hot),
+            (temperature_label, f"{temperature:>4}", hot),
         ]
         separator = (" | " if self.ascii_mode else " │ ") if width >= WIDE_LINE else " "
         name = f" {gpu_number(device)} "
@@ -525,6 +533,9 @@ class GpuPanel(ChangedLinesRefresh, CachedStyles, Widget, can_focus=True):
             line.add(name, label)
             line.add(text, value)
 
+
+_TEMPERATURE_LABELS = {"junction": "jct ", "memory": "mem temp "}
+"""The panel's short label of each extra temperature :func:`extra_temperatures` names."""
 
 _LEVEL_PARTS = {HealthLevel.DRAIN: "badge", HealthLevel.WARN: "badge-warn", HealthLevel.NOTICE: "badge-benign",
                 HealthLevel.OK: "badge-benign"}

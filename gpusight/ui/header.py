@@ -16,6 +16,7 @@ from gpusight.textsafe import safe_text
 from gpusight.ui.format import CachedStyles
 from gpusight.ui.line_diff import line_regions, refresh_regions
 from gpusight.units import NA
+from gpusight.vendor_text import driver_parts
 
 SOURCE_LIVE = "live"
 """Header text of the NVML source."""
@@ -106,10 +107,7 @@ class HeaderBar(CachedStyles, Widget):
         items: list[tuple[int, str, str]] = [(4, f"gpusight {__version__}", "header--title")]
         if snapshot is not None:
             items.append((2, f"host {safe_text(snapshot.host.hostname, 40) or NA}", "header--base"))
-            driver = snapshot.driver
-            if driver is not None:
-                items.append((3, f"driver {safe_text(driver.driver_version) or NA}", "header--base"))
-                items.append((3, f"CUDA {safe_text(driver.cuda_driver_version) or NA}", "header--base"))
+            items += [(3, part, "header--base") for part in driver_parts(snapshot)]
         kind = "header--live"
         if snapshot is not None and snapshot.source in (SourceKind.DEMO, SourceKind.REPLAY):
             kind = f"header--{snapshot.source}"

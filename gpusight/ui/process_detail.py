@@ -36,6 +36,7 @@ from gpusight.ui.footer import FittingFooter
 from gpusight.ui.gpu_detail import LabelledChart, caption_text
 from gpusight.ui.gpu_hardware import process_instance
 from gpusight.units import NA, fmt_bytes, fmt_percent
+from gpusight.vendor_text import gpu_usage_reason
 
 NO_SPEED = "no speed reported (instrument the loop with gpusight.torch)"
 """What the speed fields say for a process that reports none."""
@@ -64,6 +65,9 @@ def process_summary(process: ProcessSample, jobs: Mapping[int, JobSample], ascii
         lines.insert(2, f"CPU {fmt_percent(process.cpu_percent)}, waiting for a CPU {fmt_percent(process.cpu_wait_percent)}")
     if process.note:
         lines.append(safe_text(process.note, 120))
+    usage = gpu_usage_reason(process)
+    if usage:
+        lines.append(usage)
     if process.container is not None:
         lines.append(f"in {safe_text(container_facts(process.container), 240)}")
     job = None if process.job is None else jobs.get(process.job)

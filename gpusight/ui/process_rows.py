@@ -28,6 +28,7 @@ from gpusight.textsafe import safe_text
 from gpusight.ui.format import ASCII_ELLIPSIS
 from gpusight.ui.gpu_hardware import process_instance
 from gpusight.units import NA, fmt_bytes, fmt_duration, fmt_percent
+from gpusight.vendor_text import gpu_usage_reason
 
 SORT_KEYS = ("gpu", "pid", "user", "container", "job", "memory", "sm", "cpu", "elapsed")
 """Keys accepted by :meth:`ProcessTable.sort_by`."""
@@ -313,9 +314,10 @@ class RowBuilder:
         return f" ({safe_text(process.note, 120)})" if process.note else ""
 
     def _speed_note(self, process: ProcessSample) -> str:
-        """Why the process's MFU (or HFU) is N/A, and on the first rank of a job of several the job's speed
-        (:func:`job_speed_notes`); "" when neither applies."""
-        notes = [text for text in (utilization_reason(process), self._job_speeds.get(process.pid)) if text]
+        """Why the process's GPU share is N/A, why its MFU (or HFU) is, and on the first rank of a job of several the
+        job's speed (:func:`job_speed_notes`); "" when none applies."""
+        reasons = (gpu_usage_reason(process), utilization_reason(process), self._job_speeds.get(process.pid))
+        notes = [text for text in reasons if text]
         return "; ".join(notes)
 
     def _leader_cells(self, p: ProcessSample, workers: int) -> tuple[str, ...]:
