@@ -15,11 +15,11 @@ from gpusight.collect.gpu_selection import (
     GpuIdentity,
     GpuRequest,
     GpuSelection,
-    keep_migs,
     resolve_gpus,
     scope_kept,
+    selected_parts,
 )
-from gpusight.collect.model import DriverInfo, ErrorNote, GpuReading, MigDeviceSample, ProcessSample, ScopeKind, Vendor
+from gpusight.collect.model import DriverInfo, ErrorNote, GpuReading, ScopeKind, Vendor
 
 
 def shift_reading(reading: GpuReading, offset: int) -> GpuReading:
@@ -147,15 +147,7 @@ class GpuSelectingReader:
         by_index = {d.index: d for d in reading.devices}
         devices = tuple(dataclasses.replace(by_index[g.index], cuda_index=g.cuda_index)
                         for g in selection.gpus if g.index in by_index)
-        migs: list[MigDeviceSample] = []
-        processes: list[ProcessSample] = []
-        for gpu in selection.gpus:
-            gpu_migs = [m for m in reading.mig_devices if m.device_index == gpu.index]
-            gpu_processes = [p for p in reading.processes if p.device_index == gpu.index]
-            if gpu.mig is not None:
-                gpu_migs, gpu_processes = keep_migs(gpu.mig, gpu_migs, gpu_processes)
-            migs += gpu_migs
-            processes += gpu_processes
+        migs, processes = selected_parts(selection, reading.mig_devices, reading.processes)
         kept = {ScopeKind.GPU: {g.index for g in selection.gpus}}
         errors = tuple(e for e in reading.errors if scope_kept(e.scope, kept))
         notes = tuple(ErrorNote(FILTER_SCOPE, note) for note in selection.notes)

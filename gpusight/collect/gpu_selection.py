@@ -338,6 +338,23 @@ def keep_migs(selected: tuple[SelectedMig, ...], migs: Iterable[MigDeviceSample]
     return kept, [p for p in processes if (p.gpu_instance_id, p.compute_instance_id) in instances]
 
 
+def selected_parts(selection: GpuSelection, mig_devices: Iterable[MigDeviceSample],
+                   processes: Iterable[ProcessSample]) -> tuple[list[MigDeviceSample], list[ProcessSample]]:
+    """The MIG devices and processes of the selected GPUs, in selection order (only the selected MIG devices of a GPU
+    chosen through some of them, with their processes)."""
+    migs: list[MigDeviceSample] = []
+    kept: list[ProcessSample] = []
+    all_migs, all_processes = tuple(mig_devices), tuple(processes)
+    for gpu in selection.gpus:
+        gpu_migs = [m for m in all_migs if m.device_index == gpu.index]
+        gpu_processes = [p for p in all_processes if p.device_index == gpu.index]
+        if gpu.mig is not None:
+            gpu_migs, gpu_processes = keep_migs(gpu.mig, gpu_migs, gpu_processes)
+        migs += gpu_migs
+        kept += gpu_processes
+    return migs, kept
+
+
 def select_gpus(snapshot: Snapshot, selection: GpuSelection) -> Snapshot:
     """``snapshot`` with only the selected GPUs (in selection order, CUDA numbers set) and what belongs to them.
 
@@ -354,15 +371,7 @@ def select_gpus(snapshot: Snapshot, selection: GpuSelection) -> Snapshot:
         for gpu in selection.gpus
         if gpu.index in by_index
     )
-    migs: list[MigDeviceSample] = []
-    kept_processes: list[ProcessSample] = []
-    for gpu in selection.gpus:
-        gpu_migs = [m for m in snapshot.mig_devices if m.device_index == gpu.index]
-        gpu_processes = [p for p in snapshot.processes if p.device_index == gpu.index]
-        if gpu.mig is not None:
-            gpu_migs, gpu_processes = keep_migs(gpu.mig, gpu_migs, gpu_processes)
-        migs += gpu_migs
-        kept_processes += gpu_processes
+    migs, kept_processes = selected_parts(selection, snapshot.mig_devices, snapshot.processes)
     kept_ids = {id(p) for p in kept_processes}
     processes = tuple(p for p in snapshot.processes if id(p) in kept_ids)
     pids = {p.pid for p in processes} | {p.ppid for p in processes if p.ppid is not None}
