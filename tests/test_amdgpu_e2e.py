@@ -88,7 +88,7 @@ def test_the_screen_shows_them(size: tuple[int, int], tmp_path: Path) -> None:
         trainer_row = re.compile(rf"{pids['trainer']} .*?30GiB (\d+)")
         wanted = ["/750W", "/192GiB"]  # 80x24 has room for neither names, clocks nor a second process row
         if size == (160, 45):
-            wanted += ["AMD Insti", "2100MHz", str(pids["rocm"]), "96GiB"]
+            wanted += ["0 MI300X", "2100MHz", str(pids["rocm"]), "96GiB"]
         with PtyTerminal(gpusight_argv("--interval", "1"), size, env=env) as term:
             def shown() -> bool:
                 text = words(bytes(term.output))

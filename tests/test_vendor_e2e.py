@@ -102,7 +102,7 @@ def test_the_screen_of_a_mixed_machine_shows_both_vendors(tmp_path: Path, fake_n
         env = _mixed_machine(tmp_path, fake_nvml_lib, trainer.pid, server.pid)
         env["GPUSIGHT_PARTIAL_OUTPUT"] = "0"
         with PtyTerminal(gpusight_argv("--interval", "0.5"), (160, 45), env=env) as terminal:
-            wanted = ["H100", "AMD Insti", "/192GiB", "/750W", str(trainer.pid), str(server.pid)]
+            wanted = ["H100", "3 MI300X", "/192GiB", "/750W", str(trainer.pid), str(server.pid)]
             terminal.wait_for(lambda: all(w in words(bytes(terminal.output)) for w in wanted),
                               f"{wanted}: both vendors' GPUs and processes on the screen", 60)
             assert terminal.quit() == 0

@@ -42,10 +42,17 @@ UNICODE_PARTIAL = " ▏▎▍▌▋▊▉"
 """Partial cells of a horizontal bar, in eighths."""
 
 
+VENDOR_PREFIXES = ("NVIDIA ", "AMD Instinct ", "AMD ", "Intel(R) ", "Intel ")
+"""What a GPU name starts with that the narrow name column can spare (the vendor is plain from the rest): the first
+that matches goes, so ``AMD Instinct MI300X`` shows as ``MI300X`` and ``Intel Arc A770`` as ``Arc A770``."""
+
+
 def short_gpu_name(name: str | None) -> str:
-    """A GPU name without the redundant ``NVIDIA `` prefix, escaped; ``N/A`` when unknown."""
+    """A GPU name without its redundant vendor prefix (``VENDOR_PREFIXES``), escaped; ``N/A`` when unknown."""
     text = safe_text(name)
-    text = text.removeprefix("NVIDIA ")
+    for prefix in VENDOR_PREFIXES:
+        if text.startswith(prefix) and len(text) > len(prefix):
+            return text[len(prefix):]
     return text or NA
 
 
