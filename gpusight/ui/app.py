@@ -450,6 +450,8 @@ class GpusightApp(TerminalGuardedApp):
             self.notify("No GPU to show.", severity="warning")
             return
         screen = GpuDetailScreen(index, ascii_mode=self.ascii_mode)
+        if self.frame is not None:
+            screen.show_fields(self.frame.snapshot)  # in its first paint; the charts wait for their sizes
         self.push_screen(screen)
         if self.frame is not None:
             self.call_after_refresh(self._show_detail, screen)

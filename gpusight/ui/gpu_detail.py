@@ -20,7 +20,7 @@ from textual.widgets import Static
 
 from gpusight.collect.frame import Frame
 from gpusight.collect.gpu_selection import gpu_number
-from gpusight.collect.model import DeviceSample
+from gpusight.collect.model import DeviceSample, Snapshot
 from gpusight.collect.timegrid import ChartView
 from gpusight.textsafe import safe_text
 from gpusight.ui.chart import Chart
@@ -179,6 +179,7 @@ class GpuDetailScreen(Screen[None]):
             for name, title in {**HISTORY_TITLES, **EXTRA_TITLES}.items()
         }
         self._left = VerticalScroll(id="detail-left")
+        self._left.border_title = f"GPU {device_index}"
         self._last_fields: list[tuple[str, str]] | None = None
         self.fields_text = ""
         """The fields and sections shown, one ``label value`` a line (section titles alone), as plain text."""
@@ -186,7 +187,6 @@ class GpuDetailScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         """Fields on the left; on the right the five histories full width, then the extra charts."""
         with self._left:
-            self._left.border_title = f"GPU {self.device_index}"
             yield self._fields
         with VerticalScroll(id="detail-right"):
             with Vertical(id="detail-histories"):
@@ -197,12 +197,18 @@ class GpuDetailScreen(Screen[None]):
 
     def show(self, frame: Frame, choice: ChartChoice) -> None:
         """Refresh fields and charts from ``frame`` at the zoom level of ``choice``."""
-        device = next((d for d in frame.snapshot.devices if d.index == self.device_index), None)
+        device = self.show_fields(frame.snapshot)
+        if device is not None:
+            self._show_charts(device, frame.charts, choice)
+
+    def show_fields(self, snapshot: Snapshot) -> DeviceSample | None:
+        """Refresh the fields from ``snapshot`` (possible before the screen is mounted: they need no layout, so a
+        screen just opened shows them in its first paint); the GPU shown, or None when it is not in the snapshot."""
+        device = next((d for d in snapshot.devices if d.index == self.device_index), None)
         if device is None:
             self._fields.update(Text(f"GPU {self.device_index} is not in the latest snapshot."))
             self._last_fields = None
-            return
-        snapshot = frame.snapshot
+            return None
         fields = device_fields(device)
         sections = detail_sections(device, migs_of(snapshot.mig_devices, device.index), snapshot.processes,
                                    snapshot.timestamp)
@@ -221,7 +227,7 @@ class GpuDetailScreen(Screen[None]):
                     table.add_row(label, Text(value))
             self._fields.update(table)
         self._left.border_title = f"GPU {gpu_number(device)} · {short_gpu_name(device.name)}"
-        self._show_charts(device, frame.charts, choice)
+        return device
 
     def _show_charts(self, device: DeviceSample, charts: ChartView, choice: ChartChoice) -> None:
         def series(metric: str, chart: str | None = None) -> list[float | None]:
