@@ -94,10 +94,15 @@ def xe_expected(pid: int) -> list[str]:
     return ["Data Cent", r"util 80%", r"24/128GiB", r"\d+/600W", r"temp 57C", r"1350MHz", rf"{pid}{ROW_GAP} 24GiB 80%"]
 
 
+ABOUT_40 = r"[34]\d(?!\d)"
+"""A usage of 40 % read from nanosecond counters that the fixture moves in 50 ms steps (a 0.25 s poll sees four to
+six steps). No ``%`` after it: a redraw writes a row only up to its last changed cell, so an unchanged ``%`` is not
+written again."""
+
+
 def i915_expected(pid: int) -> list[str]:
-    """The same for the i915 card: nanosecond counters moved in 50 ms steps read within a few percent."""
-    return [r"Arc A770", r"util (3[5-9]|4[0-5])%", r"\d+/190W", r"2100MHz",
-            rf"{pid}{ROW_GAP} 5GiB (3[5-9]|4[0-5])%"]
+    """The same for the i915 card, whose usage is read within a few percent."""
+    return [r"Arc A770", rf"util {ABOUT_40}", r"\d+/190W", r"2100MHz", rf"{pid}{ROW_GAP} 5GiB {ABOUT_40}"]
 
 
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
