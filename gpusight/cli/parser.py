@@ -17,6 +17,7 @@ from gpusight.convert import command as convert
 from gpusight.output_files import OVERWRITE_RULE
 from gpusight.prometheus_exporter import command as exporter
 from gpusight.recordings import start_at
+from gpusight.ui.draw_pacing import DEFAULT_REFRESH
 from gpusight.run_report import command as run_report
 
 COMMAND_ALIAS = "gps"
@@ -167,6 +168,12 @@ def build_parser() -> GpusightParser:
         "--replay defaults to the recording's own pace)",
     )
     parser.add_argument(
+        "--refresh", type=seconds_arg, default=DEFAULT_REFRESH, metavar="SECONDS",
+        help=f"how often the screen is redrawn with the newest poll (default {DEFAULT_REFRESH:g}; never more often "
+        "than --interval polls; keys, resizes and replay seeks are answered at once). The charts keep every poll's "
+        "highest value, so a poll the screen does not draw still shows in them",
+    )
+    parser.add_argument(
         "--export", type=path_arg, metavar="DIR",
         help="with --once: also write the snapshot export (JSON with history, Markdown report, HTML run report, SVG screen) "
         "into DIR",
@@ -236,6 +243,8 @@ def check_usage(parser: GpusightParser, args: argparse.Namespace) -> None:
     """The usage rules no single flag can check; a broken one is a usage error (exit 3 in check mode)."""
     if args.interval is not None and not MIN_INTERVAL <= args.interval <= MAX_INTERVAL_SECONDS:
         parser.error(f"--interval must be at least {MIN_INTERVAL} and at most {MAX_INTERVAL_SECONDS:g} seconds")
+    if not MIN_INTERVAL <= args.refresh <= MAX_INTERVAL_SECONDS:
+        parser.error(f"--refresh must be at least {MIN_INTERVAL} and at most {MAX_INTERVAL_SECONDS:g} seconds")
     if args.duration is not None and args.duration > MAX_DURATION_SECONDS:
         parser.error(f"--duration must be at most {MAX_DURATION_SECONDS:.0f} seconds (30 days)")
     if args.verbose and not args.version:

@@ -173,7 +173,7 @@ def run_tui(pipeline: Pipeline, args: argparse.Namespace) -> int:
 
     app = GpusightApp(
         sampler, readonly=args.readonly, ascii_mode=args.ascii, export_dir=args.export_dir,
-        paged_charts=pipeline.charts.motion == "page",
+        paged_charts=pipeline.charts.motion == "page", refresh=args.refresh,
     )
     app.run()
     stats_path = old_name.environment_value(STATS_FILE_ENV)

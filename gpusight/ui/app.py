@@ -1,8 +1,11 @@
 """The gpusight Textual application: header, GPU panels, host panel, process table and advice panel.
 
 The sampler polls on its own thread and posts one coalescing :class:`FrameReady` message per
-poll; every widget updates from that immutable frame on the main thread and none of them calls
-NVML or psutil or reads the sampler's history. GPU panels are mounted once (again only when the
+poll; the app draws the newest frame at most about once per refresh period (``--refresh``, never
+shorter than the interval; see :mod:`gpusight.ui.draw_pacing`), and at once after a key, a resize or
+a replay seek. Every widget updates from that immutable frame on the main thread and none of them
+calls NVML or psutil or reads the sampler's history; the chart columns hold every poll's maximum, so
+a poll that is not drawn still shows in the charts. GPU panels are mounted once (again only when the
 set of GPUs changes) and the layout adapts to the terminal: full charts when there is room, two
 lines or one per GPU when there is not. The advice panel takes no room while it has nothing to
 say (a one-line summary says so), sits beside a few GPUs, below many, and folds into the summary
@@ -25,6 +28,7 @@ from textual.containers import Horizontal, Vertical
 from textual.geometry import Size
 from textual.message import Message
 from textual.screen import Screen
+from textual.timer import Timer
 from textual.widgets import Input
 
 from gpusight.advice.rules.healthy import is_all_clear
@@ -32,11 +36,12 @@ from gpusight.collect.filters import current_user_filter
 from gpusight.collect.frame import Frame
 from gpusight.collect.model import ProcessSample, Snapshot, SourceKind
 from gpusight.collect.sampler import Sampler
-from gpusight.collect.steering import ChangeSpeed, SeekBy, SeekEvent, SeekTo, TogglePause
+from gpusight.collect.steering import ChangeSpeed, Command, SeekBy, SeekEvent, SeekTo, TogglePause
 from gpusight.textsafe import safe_text
 from gpusight.ui.actions import ACTIONS, READONLY_DISABLED, REPLAY_ONLY, help_rows, palette_actions, palette_help
 from gpusight.ui.advice_panel import AdvicePanel, AdviceSummary
 from gpusight.ui.chart_choice import ChartChoice
+from gpusight.ui.draw_pacing import DEFAULT_REFRESH, DrawPacer
 from gpusight.ui.footer import FittingFooter
 from gpusight.ui.goto_dialog import GoToDialog
 from gpusight.ui.gpu_detail import GpuDetailScreen
@@ -104,6 +109,7 @@ class GpusightApp(TerminalGuardedApp):
         export_dir: Path = Path("gpusight-snapshots"),
         live: bool = True,
         paged_charts: bool = True,
+        refresh: float = DEFAULT_REFRESH,
     ) -> None:
         super().__init__()
         activate_partial_output()
@@ -125,12 +131,15 @@ class GpusightApp(TerminalGuardedApp):
         """How many snapshots have been shown since start."""
         self.first_frame_at: float | None = None
         """Wall-clock time (``time.time()``) of the first screen refresh that showed sampled data."""
+        self._pacer = DrawPacer(refresh)
+        self._held: Frame | None = None
+        self._draw_timer: Timer | None = None
         self._advice_open: bool | None = None
         self._has_advice = False
         self._laid_out_for = Size(0, 0)
         self._advice_shown = False
         self._core_count = -1
-        self._header = HeaderBar(ascii_mode=ascii_mode, id="header")
+        self._header = HeaderBar(ascii_mode=ascii_mode, refresh=refresh, id="header")
         self._gpus = GpuArea(ascii_mode=ascii_mode, id="gpus")
         self._gpus.choice = ChartChoice(paged=paged_charts)
         self._host = HostPanel(ascii_mode=ascii_mode, id="host")
@@ -172,7 +181,7 @@ class GpusightApp(TerminalGuardedApp):
         self._header.show(None, self.sampler.interval, self.sampler.paused)
         latest = self.sampler.latest_frame
         if latest is not None:
-            await self._apply(latest)
+            await self._draw(latest)
         self._relayout()
         self._processes.focus()
         if self.live:
@@ -190,8 +199,9 @@ class GpusightApp(TerminalGuardedApp):
         """Pick the layout for the first size (Textual sends later sizes to the screen only)."""
         self._relayout()
 
-    def on_body_resized(self) -> None:
-        """The terminal changed size: re-pick the layout unless it was already made for this size."""
+    async def on_body_resized(self) -> None:
+        """The terminal changed size: draw the newest frame and re-pick the layout unless it was made for this size."""
+        await self._draw_held()
         if self.size != self._laid_out_for:
             self._relayout()
 
@@ -254,10 +264,29 @@ class GpusightApp(TerminalGuardedApp):
         self.post_message(FrameReady(frame))
 
     async def on_frame_ready(self, message: FrameReady) -> None:
-        """Show a new frame unless paused."""
+        """Hold a new frame (unless paused) and draw it now if the refresh period is up, else once a timer ends it."""
         if self.sampler.paused:
             return
-        await self._apply(message.frame)
+        self._held = message.frame
+        now, interval = time.monotonic(), self.sampler.interval
+        if self._pacer.due_now(now, interval):
+            await self._draw_held()
+        elif self._draw_timer is None:
+            self._draw_timer = self.set_timer(self._pacer.delay(now, interval), self._draw_held)
+
+    async def _draw_held(self) -> None:
+        """Draw the newest frame held back by the refresh period, if any (a key or a resize wants it now)."""
+        if self._held is not None:
+            await self._draw(self._held)
+
+    async def _draw(self, frame: Frame) -> None:
+        """Draw ``frame`` now; the refresh period starts again and nothing older stays held."""
+        self._held = None
+        if self._draw_timer is not None:
+            self._draw_timer.stop()
+            self._draw_timer = None
+        self._pacer.drew(time.monotonic())
+        await self._apply(frame)
 
     async def _apply(self, frame: Frame) -> None:
         snapshot = frame.snapshot
@@ -323,32 +352,38 @@ class GpusightApp(TerminalGuardedApp):
         """The actions that do nothing now."""
         return frozenset(entry.name for entry in ACTIONS if self.unavailable(entry.name) is not None)
 
-    def action_pause(self) -> None:
-        """Pause or resume polling; in a replay, playback (the bar shows it)."""
+    async def action_pause(self) -> None:
+        """Pause or resume polling, showing the newest poll; in a replay, playback (the bar shows it)."""
         if self.replaying:
-            self.sampler.steer(TogglePause())
+            self._steer(TogglePause())
             return
+        await self._draw_held()
         if self.sampler.paused:
             self.sampler.resume()
         else:
             self.sampler.pause()
         self._header.show(self.snapshot, self.sampler.interval, self.sampler.paused)
 
-    def action_play_pause(self) -> None:
+    async def action_play_pause(self) -> None:
         """Pause or resume playback (replay only)."""
-        self.action_pause()
+        await self.action_pause()
+
+    def _steer(self, command: Command) -> None:
+        """Steer the replay; the frames that answer are drawn at once, not at the next refresh."""
+        self._pacer.steered()
+        self.sampler.steer(command)
 
     def action_speed(self, steps: int) -> None:
         """Play ``steps`` speed steps faster (negative: slower)."""
-        self.sampler.steer(ChangeSpeed(steps))
+        self._steer(ChangeSpeed(steps))
 
     def action_skip(self, seconds: int) -> None:
         """Jump ``seconds`` of recorded time (negative: back)."""
-        self.sampler.steer(SeekBy(seconds))
+        self._steer(SeekBy(seconds))
 
     def action_advice_event(self, direction: int) -> None:
         """Jump to the next (1) or previous (-1) advice event."""
-        self.sampler.steer(SeekEvent(forward=direction > 0))
+        self._steer(SeekEvent(forward=direction > 0))
 
     def action_go_to(self) -> None:
         """Ask for a time and jump there."""
@@ -359,32 +394,36 @@ class GpusightApp(TerminalGuardedApp):
 
         def done(target: float | None) -> None:
             if target is not None:
-                self.sampler.steer(SeekTo(target))
+                self._steer(SeekTo(target))
 
         self.push_screen(GoToDialog(state.start, state.end), done)
 
-    def action_slower(self) -> None:
+    async def action_slower(self) -> None:
         """Double the polling interval."""
-        self._set_interval(min(MAX_INTERVAL, self.sampler.interval * 2))
+        await self._set_interval(min(MAX_INTERVAL, self.sampler.interval * 2))
 
-    def action_faster(self) -> None:
+    async def action_faster(self) -> None:
         """Halve the polling interval (not below the sampler's minimum)."""
-        self._set_interval(self.sampler.interval / 2)
+        await self._set_interval(self.sampler.interval / 2)
 
-    def _set_interval(self, seconds: float) -> None:
+    async def _set_interval(self, seconds: float) -> None:
+        await self._draw_held()
         self.sampler.set_interval(seconds)
         self._header.show(self.snapshot, self.sampler.interval, self.sampler.paused)
 
-    def action_sort(self, key: str) -> None:
-        """Sort the process table by ``key`` (again to reverse)."""
+    async def action_sort(self, key: str) -> None:
+        """Sort the process table by ``key`` (again to reverse), with the newest frame."""
+        await self._draw_held()
         self._processes.sort_by(key)
 
-    def action_toggle_workers(self) -> None:
+    async def action_toggle_workers(self) -> None:
         """Show or hide DataLoader worker rows."""
+        await self._draw_held()
         self._processes.toggle_workers()
 
-    def action_filter(self) -> None:
+    async def action_filter(self) -> None:
         """Open the process filter."""
+        await self._draw_held()
         self._filter.display = True
         self._filter.focus()
         self._relayout()
@@ -401,9 +440,10 @@ class GpusightApp(TerminalGuardedApp):
         self._relayout()
         self.refresh_bindings()
 
-    def on_input_changed(self, event: Input.Changed) -> None:
-        """Filter the process table as the user types."""
+    async def on_input_changed(self, event: Input.Changed) -> None:
+        """Filter the process table as the user types, with the newest frame."""
         if event.input is self._filter:
+            await self._draw_held()
             self._processes.set_filter(event.value)
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
@@ -414,8 +454,9 @@ class GpusightApp(TerminalGuardedApp):
             else:
                 self._processes.focus()
 
-    def action_toggle_advice(self) -> None:
+    async def action_toggle_advice(self) -> None:
         """Show or hide the advice panel."""
+        await self._draw_held()
         self._advice_open = not self._advice_visible()
         self._relayout()
 
@@ -426,7 +467,7 @@ class GpusightApp(TerminalGuardedApp):
         shown = self.sampler.set_filters(dataclasses.replace(filters, user=None if filters.user == mine else mine))
         self._header.show_filters(self.sampler.filters.describe())
         if shown is not None:  # shown now (paused too), not at the process table's once-a-second pace
-            await self._apply(shown)
+            await self._draw(shown)
             self._processes.update_snapshot(shown.snapshot, at_once=True)
 
     def action_help(self) -> None:
@@ -436,8 +477,9 @@ class GpusightApp(TerminalGuardedApp):
                              hidden=self._hidden_actions())
             self.push_screen(HelpScreen(rows))
 
-    def action_gpu_detail(self, device_index: int | None = None) -> None:
+    async def action_gpu_detail(self, device_index: int | None = None) -> None:
         """Open the detail screen of GPU ``device_index``, else of the focused GPU (the first when none is)."""
+        await self._draw_held()
         focused = self.focused
         panels = self._gpus.panels
         if device_index is not None:
@@ -456,8 +498,9 @@ class GpusightApp(TerminalGuardedApp):
         if self.frame is not None:
             self.call_after_refresh(self._show_detail, screen)
 
-    def action_process_detail(self) -> None:
+    async def action_process_detail(self) -> None:
         """Open the detail screen of the process selected in the table."""
+        await self._draw_held()
         process = self._processes.selected_process()
         if process is None:
             self.notify("Select a process first.", severity="warning")
@@ -486,12 +529,14 @@ class GpusightApp(TerminalGuardedApp):
         """The charts' zoom level, motion and one-line metric."""
         return self._gpus.choice
 
-    def action_zoom(self) -> None:
+    async def action_zoom(self) -> None:
         """Chart a longer time per column (1 s, 10 s, 1 min by default), then back to the closest."""
+        await self._draw_held()
         self._set_choice(self._gpus.choice.zoomed())
 
-    def action_chart_metric(self) -> None:
+    async def action_chart_metric(self) -> None:
         """Chart the next metric in the one-line layout (elsewhere, say that it charts nothing there)."""
+        await self._draw_held()
         reason = self.unavailable("chart_metric")
         if reason is not None:
             self.notify(reason, severity="warning")
@@ -503,8 +548,9 @@ class GpusightApp(TerminalGuardedApp):
         if isinstance(self.screen, (GpuDetailScreen, ProcessDetailScreen)) and self.frame is not None:
             self.screen.show(self.frame, choice)
 
-    def on_process_table_process_selected(self, event: ProcessTable.ProcessSelected) -> None:
+    async def on_process_table_process_selected(self, event: ProcessTable.ProcessSelected) -> None:
         """Enter on a process: open its detail screen (full command line, container, job and speed)."""
+        await self._draw_held()
         self._open_process_detail(event.process)
 
     def action_kill(self) -> None:

@@ -1,4 +1,5 @@
-"""The one-line header: host, driver and CUDA versions, data source, filters, polling interval and PAUSED state."""
+"""The one-line header: host, driver and CUDA versions, data source, filters, polling interval (and the screen's
+refresh period where it is longer) and PAUSED state."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from textual.widget import Widget
 from gpusight import __version__
 from gpusight.collect.model import Snapshot, SourceKind
 from gpusight.textsafe import safe_text
+from gpusight.ui.draw_pacing import refresh_period
 from gpusight.ui.format import CachedStyles
 from gpusight.ui.line_diff import line_regions, refresh_regions
 from gpusight.units import NA
@@ -58,10 +60,12 @@ class HeaderBar(CachedStyles, Widget):
     }
     """Styles of the header's parts (set in gpusight.tcss)."""
 
-    def __init__(self, *, ascii_mode: bool = False, id: str | None = None) -> None:
+    def __init__(self, *, ascii_mode: bool = False, refresh: float = 0.0, id: str | None = None) -> None:
         super().__init__(id=id)
         self.ascii_mode = ascii_mode
         """Use ``|`` instead of box-drawing separators."""
+        self.refresh_setting = refresh
+        """The screen's refresh setting in seconds; shown beside the interval while it makes the period longer."""
         self._state: tuple[object, ...] | None = None
         self._strip: Strip | None = None
         self._snapshot: Snapshot | None = None
@@ -114,12 +118,20 @@ class HeaderBar(CachedStyles, Widget):
         items.append((0, f" {source_text(snapshot)} ", kind))
         if self._filters:
             items.append((0, f" only {safe_text(self._filters, FILTERS_WIDTH)} ", "header--filter"))
-        items.append((1, f"every {self._interval:g}s", "header--base"))
+        items.append((1, self._pace_text(), "header--base"))
         if snapshot is not None:
             items.append((5, time.strftime("%H:%M:%S", time.localtime(snapshot.timestamp)), "header--dim"))
         if self._paused:
             items.append((0, " PAUSED ", "header--paused"))
         return items
+
+    def _pace_text(self) -> str:
+        """``every 0.5s``, or ``every 0.25s · screen 1s`` while the screen refreshes less often than it polls."""
+        text = f"every {self._interval:g}s"
+        screen = refresh_period(self.refresh_setting, self._interval)
+        if screen != self._interval:
+            text += f"{', ' if self.ascii_mode else ' · '}screen {screen:g}s"
+        return text
 
     def _build(self, width: int) -> Strip:
         sep = " | " if self.ascii_mode else " │ "
