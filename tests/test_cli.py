@@ -81,7 +81,7 @@ def test_version_does_not_load_the_user_interface():
 def test_help_documents_every_flag():
     out = run("--help")
     assert out.returncode == 0
-    for flag in ("--demo", "--replay", "--loop", "--record", "--once", "--json", "--duration", "--interval",
+    for flag in ("--demo", "--replay", "--loop", "--record", "--once", "--json", "--duration", "--interval", "--refresh",
                  "--export", "--export-dir", "--readonly", "--ascii", "--no-advice", "--config", "--version",
                  "--verbose", "--gpus", "--cuda-visible", "--user", "--no-filters", "--json-schema"):
         assert flag in out.stdout
@@ -102,6 +102,13 @@ def test_interval_below_the_minimum_is_refused():
     out = run("--demo", "--interval", "0.05")
     assert out.returncode == 2
     assert "at least 0.1" in out.stderr
+
+
+@pytest.mark.parametrize("seconds", ["0.05", "3601"])
+def test_refresh_outside_the_interval_range_is_refused_as_interval_is(seconds):
+    out = run("--demo", "--refresh", seconds)
+    assert out.returncode == 2
+    assert "--refresh must be at least 0.1 and at most 3600 seconds" in out.stderr
 
 
 def test_unknown_demo_scenario_is_refused_with_the_choices():
