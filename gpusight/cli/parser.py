@@ -17,8 +17,8 @@ from gpusight.convert import command as convert
 from gpusight.output_files import OVERWRITE_RULE
 from gpusight.prometheus_exporter import command as exporter
 from gpusight.recordings import start_at
-from gpusight.ui.draw_pacing import DEFAULT_REFRESH
 from gpusight.run_report import command as run_report
+from gpusight.ui.draw_pacing import DEFAULT_REFRESH
 
 COMMAND_ALIAS = "gps"
 """The program's short name: pyproject.toml's [project.scripts] installs it as ``gpusight`` and as this."""
