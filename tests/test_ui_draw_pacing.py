@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 
 from test_cluster_e2e import visible
+from test_ui_app import demo_sampler
 from textual.pilot import Pilot
 
 from gpusight.collect.frame import Frame
@@ -23,6 +24,7 @@ from gpusight.collect.live import LiveSource
 from gpusight.collect.sampler import Sampler
 from gpusight.ui.app import GpusightApp
 from gpusight.ui.gpu_panel import GpuPanel
+from gpusight.ui.messages import FrameReady
 from support.fake_nvml import FakeGpu, FakeScenario, fake_nvml_env
 from support.terminal import PtyTerminal, gpusight_argv
 
@@ -122,3 +124,27 @@ def test_a_key_is_answered_before_the_next_refresh(tmp_path, fake_nvml_lib) -> N
     # The key drew the newest poll held back (its clock, at most one new reading), not the refresh ten seconds on.
     answer = answered[: answered.index("filter processes")]
     assert len(set(clocks(answer)) - set(before[-1:])) <= 1, (before[-1:], clocks(answer))
+
+
+def test_a_frame_held_back_is_drawn_at_the_end_of_its_period_though_no_newer_poll_comes() -> None:
+    sampler = demo_sampler("healthy", interval=0.25, prefill=2)
+    app = GpusightApp(sampler, live=False, refresh=1.0)  # polled by hand: a sampler that stalls after each poll
+
+    def post() -> Frame:
+        """Poll once and hand the frame to the app as the sampler thread does."""
+        sampler.poll_once()
+        frame = sampler.latest_frame
+        assert frame is not None
+        app.post_message(FrameReady(frame))
+        return frame
+
+    async def main() -> None:
+        async with app.run_test(size=(160, 45)) as pilot:
+            first = post()
+            await until(pilot, lambda: app.frame is first, "the first frame drawn (at once or at its period's end)", 10)
+            second = post()
+            await pilot.pause()
+            assert app.frame is first  # held: the screen was just drawn
+            await until(pilot, lambda: app.frame is second, "the held frame drawn", 10)
+
+    asyncio.run(main())
