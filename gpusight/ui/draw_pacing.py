@@ -22,9 +22,10 @@ def refresh_period(refresh: float, interval: float) -> float:
 class DrawPacer:
     """Decides, for each new frame, whether to draw it now or hold it for a timer.
 
-    A frame arriving at least a period (less half an interval, so that the poll due at the period's end is the one
-    drawn, not an older one held by a timer a hair earlier) after the last draw is drawn at once; an earlier one is
-    held, and the caller arms one timer for :meth:`delay` seconds, by when the poll that should have come did not.
+    When the refresh setting is no shorter than the interval, every frame is drawn at once. Otherwise a frame arriving
+    at least a period (less half an interval, so that the poll due at the period's end is the one drawn, not an older
+    one held by a timer a hair earlier) after the last draw is drawn at once; an earlier one is held, and the caller
+    arms one timer for :meth:`delay` seconds, by when the poll that should have come did not.
     """
 
     def __init__(self, refresh: float = DEFAULT_REFRESH) -> None:
@@ -42,7 +43,9 @@ class DrawPacer:
         if self._steered:
             self._steered -= 1
             return True
-        return now - self._last_draw >= self.period(interval) - interval / 2
+        if self.refresh <= interval:  # every poll is drawn, an extra one (a replay's seek) too
+            return True
+        return now - self._last_draw >= self.refresh - interval / 2
 
     def delay(self, now: float, interval: float) -> float:
         """Seconds from ``now`` until a held frame is drawn though no newer poll came (the period plus half an
