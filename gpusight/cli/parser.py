@@ -31,7 +31,8 @@ STATS_FILE_ENV = "GPUSIGHT_STATS_FILE"
 """Environment variable naming a file where the live UI writes JSON statistics on exit (for benchmarks).
 
 Keys: ``interval_s``, ``polls`` (polls taken), ``max_gap_s`` (longest time between the starts of two
-polls), ``last_poll_s`` (duration of the last poll), ``snapshots_shown``, ``first_frame_s`` (seconds
+polls), ``last_poll_s`` (duration of the last poll), ``snapshots_shown`` (frames drawn: about one per
+``--refresh`` period), ``first_frame_s`` (seconds
 from process start to the first screen showing sampled data, or null), ``chart_column_s`` (the chart
 grid's column period) and ``chart_paged`` (whether the app pages its charts rather than scrolling).
 """
