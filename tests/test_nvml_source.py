@@ -15,7 +15,7 @@ import pytest
 from gpusight.collect.model import DeviceHealth, DeviceSample, DriverInfo, ErrorNote, ProcessSample
 from gpusight.collect.nvml.device import ENERGY_PERIOD_S, decode_throttle_reasons
 from gpusight.collect.nvml.errors import LOST_MESSAGE
-from gpusight.collect.nvml.processes import UTILIZATION_PERIOD_S
+from gpusight.collect.nvml.processes import PROCESS_LIST_PERIOD_S, UTILIZATION_PERIOD_S
 from gpusight.collect.nvml.source import NvmlSource
 from support.fake_nvml import (
     DRIVER_NOT_LOADED,
@@ -553,6 +553,66 @@ def test_process_utilization_unsupported_reads_none(nvml_scenario, make_nvml_sou
 
     assert [(s.sm_percent, s.gpu_memory_percent) for s in samples] == [(None, None), (None, None)]
     assert nvml_scenario.count("nvmlDeviceGetProcessUtilization") == 1
+
+
+# ---- process lists: once a second ----
+
+INTERVAL_S = 0.25
+"""The poll period these tests step the clock by (``--interval 0.25``)."""
+
+POLLS_PER_PERIOD = round(PROCESS_LIST_PERIOD_S / INTERVAL_S)
+
+LISTS = ("nvmlDeviceGetComputeRunningProcesses_v3", "nvmlDeviceGetGraphicsRunningProcesses_v3")
+
+
+def _scenario(pids: list[int], sm: int, stamp: int) -> FakeScenario:
+    """Eight GPUs like the benchmark's; GPU 0 runs ``pids``, each with one utilization sample of ``sm`` %."""
+    first = FakeGpu(compute_processes=[(pid, 1 << 30) for pid in pids],
+                    process_samples=[(pid, sm, sm // 2, stamp) for pid in pids])
+    return FakeScenario(gpus=[first, *(FakeGpu() for _ in range(7))])
+
+
+def test_process_lists_are_read_once_a_second_at_a_quarter_second_interval(nvml_scenario, make_nvml_source,
+                                                                           children):
+    (pid,) = children(1)
+    nvml_scenario.write(_scenario([pid], 40, 1_000))
+    clock = ManualClock()
+    source = make_nvml_source(clock=clock)
+    polls = 4 * POLLS_PER_PERIOD
+    for _ in range(polls):
+        assert [p.pid for p in source.poll().processes] == [pid]
+        clock.now += INTERVAL_S
+
+    reads = polls // POLLS_PER_PERIOD
+    calls = {name: nvml_scenario.count(name, device=0) for name in LISTS}
+    assert calls == {LISTS[0]: 2 * reads, LISTS[1]: reads}  # pynvml asks a non-empty list's size first
+    assert nvml_scenario.count("nvmlDeviceGetUtilizationRates", device=0) == polls  # the device, every poll
+
+
+def test_a_process_that_starts_or_ends_shows_within_a_second(nvml_scenario, make_nvml_source, children):
+    first, second = children(2)
+    nvml_scenario.write(_scenario([first], 40, 1_000))
+    clock = ManualClock()
+    source = make_nvml_source(clock=clock)
+    source.poll()
+    clock.now += INTERVAL_S
+
+    def polls_until(wanted: set[int]) -> tuple[int, dict[int, float | None]]:
+        """Polls a quarter second apart until GPU 0 shows ``wanted``: how many it took, and their SM %."""
+        for taken in range(1, 2 * POLLS_PER_PERIOD + 1):
+            processes = source.poll().processes
+            clock.now += INTERVAL_S
+            if {p.pid for p in processes} == wanted:
+                return taken, {p.pid: p.sm_percent for p in processes}
+        return -1, {}
+
+    nvml_scenario.write(_scenario([first, second], 70, 2_000))
+    started = polls_until({first, second})
+    nvml_scenario.write(_scenario([second], 20, 3_000))
+    ended = polls_until({second})
+
+    assert 1 <= started[0] <= POLLS_PER_PERIOD and started[1] == {first: 70.0, second: 70.0}
+    assert 1 <= ended[0] <= POLLS_PER_PERIOD and ended[1] == {second: 20.0}
 
 
 # ---- lost GPUs ----

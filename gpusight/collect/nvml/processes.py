@@ -11,12 +11,24 @@ from gpusight.collect.model import GpuProcessType, ProcessRole, ProcessSample
 from gpusight.collect.nvml.calls import CallGuard
 from gpusight.collect.nvml.mig import instance_id
 
-UTILIZATION_PERIOD_S = 1.0
-"""Least time between two nvmlDeviceGetProcessUtilization calls on one device.
+PROCESS_LIST_PERIOD_S = 1.0
+"""Least time between two reads of a device's process lists (compute and graphics) and of the processes'
+utilization samples; the rows last built are returned in between.
+
+The process table shows them once a second, as it shows the ``/proc`` details, so a process that starts
+or ends shows within a second; the device's own figures are still read at every poll.
+"""
+
+UTILIZATION_PERIOD_S = PROCESS_LIST_PERIOD_S
+"""Least time between two nvmlDeviceGetProcessUtilization calls on one device (read with the lists).
 
 One call costs about 2.4 ms (H100, driver 580.159.04), more than all other calls of a poll together
 apart from the energy counter; the process table shows SM % once a second.
 """
+
+EARLY_S = 0.05
+"""A read falls due this much before its period is over, so that polls a period apart whose timing wobbles
+by a few milliseconds still read at each period (at 0.25 s: every fourth poll, not every fifth)."""
 
 _Utilization = tuple[float | None, float | None, float | None, float | None, int]
 """A process's latest sample: SM, memory, encoder and decoder percent, and its timestamp."""
@@ -44,7 +56,9 @@ class DeviceProcessLister:
         self._handle = handle
         self._guard = guard
         self._last_seen = 0
-        self._utilization_due = 0.0
+        self._due = 0.0
+        self._mig = False
+        self._rows: tuple[ProcessSample, ...] | None = None
         self._utilization: dict[int, _Utilization] = {}
         self._denied: set[str] = set()
 
@@ -58,9 +72,18 @@ class DeviceProcessLister:
     def read(self, now: float, mig: bool = False) -> list[ProcessSample]:
         """The device's GPU processes (NVML fields only), compute ones first; ``now`` is a monotonic time.
 
-        With ``mig`` (the GPU is in MIG mode) a process carries the GPU and compute instance NVML gives it,
-        and a refused list sets ``denied`` instead of making a note.
+        The lists are read at most every ``PROCESS_LIST_PERIOD_S``; in between, the same rows (the same
+        objects) are returned. With ``mig`` (the GPU is in MIG mode) a process carries the GPU and compute
+        instance NVML gives it, and a refused list sets ``denied`` instead of making a note.
         """
+        if self._rows is None or mig != self._mig or now >= self._due - EARLY_S:
+            self._due = now + PROCESS_LIST_PERIOD_S
+            self._mig = mig
+            self._rows = self._read_rows(mig)
+        return list(self._rows)
+
+    def _read_rows(self, mig: bool) -> tuple[ProcessSample, ...]:
+        """Read both lists and, when there are processes, their utilization samples; the rows they make."""
         found: dict[int, tuple[set[str], int | None]] = {}
         instances: dict[int, tuple[int | None, int | None]] = {}
         for kind, variants in _LISTS:
@@ -73,8 +96,7 @@ class DeviceProcessLister:
                 used = info.usedGpuMemory
                 if used is not None and (memory is None or used > memory):
                     found[info.pid] = (kinds, int(used))
-        if found and now >= self._utilization_due:
-            self._utilization_due = now + UTILIZATION_PERIOD_S
+        if found:
             self._update_utilization()
         self._utilization = {pid: u for pid, u in self._utilization.items() if pid in found}
         samples = []
@@ -87,7 +109,7 @@ class DeviceProcessLister:
                 encoder_percent=enc, decoder_percent=dec,
                 gpu_instance_id=gpu_instance, compute_instance_id=compute_instance,
             ))
-        return samples
+        return tuple(samples)
 
     def _list(self, kind: str, variants: tuple[tuple[str, str], ...], mig: bool) -> list[Any]:
         """pynvml's process-info structs from the first of ``variants`` (guard key, function name) the driver supports."""
