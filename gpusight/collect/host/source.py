@@ -258,6 +258,10 @@ class HostSource:
         return hints
 
 
+_RowKey = tuple[int, int | None, int | None, int | None]
+"""A joined row's pid, GPU, and MIG GPU and compute instance."""
+
+
 @dataclasses.dataclass
 class _Details:
     """The psutil side of the GPU processes as last read, joined to each poll's NVML rows."""
@@ -270,6 +274,10 @@ class _Details:
     hints: dict[int, ProcessHints]
     _last: tuple[list[ProcessSample], tuple[ProcessSample, ...], tuple[JobSample, ...]] | None = None
     _grouping: tuple[tuple[tuple[int, int | None], ...], Grouping] | None = None
+    _joined: dict[_RowKey, tuple[ProcessSample, tuple[int, int | None] | None, ProcessSample]] = dataclasses.field(
+        default_factory=dict)
+    _extras: dict[int, dict[str, Any]] = dataclasses.field(default_factory=dict)
+    _worker_rows: dict[tuple[int, int | None], list[ProcessSample]] = dataclasses.field(default_factory=dict)
 
     def still_good(self, pids: tuple[int, ...], now: float, refresh_seconds: float) -> bool:
         """True while the same processes are shown, all primed, and the details are recent enough."""
@@ -309,31 +317,57 @@ class _Details:
     def _join(
         self, ordered: list[ProcessSample], places: Mapping[int, tuple[int, int | None]]
     ) -> tuple[ProcessSample, ...]:
-        """``ordered`` NVML rows with their details and jobs (``places``), each trainer followed by its workers."""
+        """``ordered`` NVML rows with their details and jobs (``places``), each trainer followed by its workers.
+
+        A row whose NVML side and job are those of the last join is that join's row again (the same object):
+        the NVML side of most rows changes once a second, and building a row of sixty fields per process at
+        every poll was the host side's largest cost.
+        """
         result: list[ProcessSample] = []
         listed: set[int] = set()
+        joined: dict[_RowKey, tuple[ProcessSample, tuple[int, int | None] | None, ProcessSample]] = {}
         for sample in ordered:
-            info = self.facts[sample.pid]
-            mine = self.workers.get(sample.pid, [])
-            known = info.found and info.note != NOTE_ACCESS_DENIED
+            key = (sample.pid, sample.device_index, sample.gpu_instance_id, sample.compute_instance_id)
             place = places.get(sample.pid)
-            hints = self.hints.get(sample.pid)
-            result.append(
-                dataclasses.replace(
-                    sample,
-                    **_fact_fields(info),
-                    **_status_fields(self.statuses.get(sample.pid)),
-                    num_workers=len(mine) if known else None,
-                    job=place[0] if place is not None else None,
-                    rank=place[1] if place is not None else None,
-                    container=hints.container if hints is not None else None,
-                )
-            )
+            last = self._joined.get(key)
+            if last is not None and last[1] == place and (last[0] is sample or last[0] == sample):
+                row = last[2]
+            else:
+                row = dataclasses.replace(sample, **self._extra(sample.pid),
+                                          job=place[0] if place is not None else None,
+                                          rank=place[1] if place is not None else None)
+            joined[key] = (sample, place, row)
+            result.append(row)
             if sample.pid in listed:
                 continue
             listed.add(sample.pid)
-            result.extend(_worker(sample, node, facts) for node, facts in mine)
+            result.extend(self._workers_of(sample))
+        self._joined = joined
         return tuple(result)
+
+    def _extra(self, pid: int) -> dict[str, Any]:
+        """The fields the details give the row of ``pid`` (psutil, status record, workers, container), made once."""
+        extra = self._extras.get(pid)
+        if extra is None:
+            info = self.facts[pid]
+            known = info.found and info.note != NOTE_ACCESS_DENIED
+            hints = self.hints.get(pid)
+            extra = self._extras[pid] = {
+                **_fact_fields(info),
+                **_status_fields(self.statuses.get(pid)),
+                "num_workers": len(self.workers.get(pid, [])) if known else None,
+                "container": hints.container if hints is not None else None,
+            }
+        return extra
+
+    def _workers_of(self, trainer: ProcessSample) -> list[ProcessSample]:
+        """The DataLoader worker rows of ``trainer``, made once per trainer and GPU."""
+        key = (trainer.pid, trainer.device_index)
+        rows = self._worker_rows.get(key)
+        if rows is None:
+            rows = self._worker_rows[key] = [_worker(trainer, node, facts)
+                                             for node, facts in self.workers.get(trainer.pid, [])]
+        return rows
 
 
 class _Jobs:
