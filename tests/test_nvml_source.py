@@ -12,6 +12,8 @@ import time
 import psutil
 import pytest
 
+from gpusight.collect.host.source import HostSource
+from gpusight.collect.live import LiveSource
 from gpusight.collect.model import DeviceHealth, DeviceSample, DriverInfo, ErrorNote, ProcessSample
 from gpusight.collect.nvml.device import ENERGY_PERIOD_S, decode_throttle_reasons
 from gpusight.collect.nvml.errors import LOST_MESSAGE
@@ -613,6 +615,26 @@ def test_a_process_that_starts_or_ends_shows_within_a_second(nvml_scenario, make
 
     assert 1 <= started[0] <= POLLS_PER_PERIOD and started[1] == {first: 70.0, second: 70.0}
     assert 1 <= ended[0] <= POLLS_PER_PERIOD and ended[1] == {second: 20.0}
+
+
+
+def test_the_host_joins_fresh_nvml_rows_and_fresh_details_once_a_second(nvml_scenario, make_nvml_source, children):
+    """The process lists and the processes' /proc details are read at the same poll, so each row is rebuilt once."""
+    pids = children(3)
+    nvml_scenario.write(_scenario(list(pids), 40, 1_000))
+    clock = ManualClock()
+    live = LiveSource(make_nvml_source(clock=clock), HostSource(clock=clock))
+    seconds = 4
+    rows = []
+    for step in range(seconds * POLLS_PER_PERIOD + 1):
+        nvml_scenario.write(_scenario(list(pids), 40 + step, 1_000 * (step + 1)))  # moving figures
+        rows.append(live.poll().processes)
+        clock.now += INTERVAL_S
+    live.host.close()
+
+    rebuilt = [i for i in range(1, len(rows)) if any(a is not b for a, b in zip(rows[i], rows[i - 1], strict=True))]
+    assert {p.pid for p in rows[-1]} == set(pids)
+    assert len(rebuilt) <= seconds + 1  # once a second, and once more for the first CPU readings
 
 
 # ---- lost GPUs ----

@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 import psutil
 
+from gpusight.collect.cadence import same_period
 from gpusight.collect.host.cpu import CpuMeter
 from gpusight.collect.host.dataloader_workers import attribute_workers
 from gpusight.collect.host.procenv import HintReader
@@ -157,8 +158,9 @@ class HostSource:
         """Prepare caches and take the CPU baseline, so the first poll already has CPU percents.
 
         Process details are re-read at every poll when the GPU processes change, when a process
-        still lacks its first CPU reading, and at least every ``process_refresh_seconds`` of
-        ``clock`` time; in between, each poll joins NVML's fresh figures to the details last read.
+        still lacks its first CPU reading, and once every ``process_refresh_seconds`` of ``clock`` time
+        (as the clock enters a new period, in step with NVML's process lists: :mod:`gpusight.collect.cadence`);
+        in between, each poll joins NVML's fresh figures to the details last read.
         """
         self._cpu = CpuMeter()
         self._process_details = ProcessDetailsReader()
@@ -281,7 +283,7 @@ class _Details:
 
     def still_good(self, pids: tuple[int, ...], now: float, refresh_seconds: float) -> bool:
         """True while the same processes are shown, all primed, and the details are recent enough."""
-        if pids != self.pids or not 0 <= now - self.read_at < refresh_seconds:
+        if pids != self.pids or not same_period(self.read_at, now, refresh_seconds):
             return False
         every = [*self.facts.values(), *(facts for rows in self.workers.values() for _, facts in rows)]
         return not any(facts.found and facts.note is None and facts.cpu_percent is None for facts in every)

@@ -7,6 +7,7 @@ from typing import Any
 
 import pynvml
 
+from gpusight.collect.cadence import same_period
 from gpusight.collect.model import GpuProcessType, ProcessRole, ProcessSample
 from gpusight.collect.nvml.calls import CallGuard
 from gpusight.collect.nvml.mig import instance_id
@@ -16,7 +17,8 @@ PROCESS_LIST_PERIOD_S = 1.0
 utilization samples; the rows last built are returned in between.
 
 The process table shows them once a second, as it shows the ``/proc`` details, so a process that starts
-or ends shows within a second; the device's own figures are still read at every poll.
+or ends shows within a second; the device's own figures are still read at every poll. The lists are read in
+step with the details (:mod:`gpusight.collect.cadence`).
 """
 
 UTILIZATION_PERIOD_S = PROCESS_LIST_PERIOD_S
@@ -25,10 +27,6 @@ UTILIZATION_PERIOD_S = PROCESS_LIST_PERIOD_S
 One call costs about 2.4 ms (H100, driver 580.159.04), more than all other calls of a poll together
 apart from the energy counter; the process table shows SM % once a second.
 """
-
-EARLY_S = 0.05
-"""A read falls due this much before its period is over, so that polls a period apart whose timing wobbles
-by a few milliseconds still read at each period (at 0.25 s: every fourth poll, not every fifth)."""
 
 _Utilization = tuple[float | None, float | None, float | None, float | None, int]
 """A process's latest sample: SM, memory, encoder and decoder percent, and its timestamp."""
@@ -56,7 +54,7 @@ class DeviceProcessLister:
         self._handle = handle
         self._guard = guard
         self._last_seen = 0
-        self._due = 0.0
+        self._read_at = 0.0
         self._mig = False
         self._rows: tuple[ProcessSample, ...] | None = None
         self._utilization: dict[int, _Utilization] = {}
@@ -72,12 +70,12 @@ class DeviceProcessLister:
     def read(self, now: float, mig: bool = False) -> list[ProcessSample]:
         """The device's GPU processes (NVML fields only), compute ones first; ``now`` is a monotonic time.
 
-        The lists are read at most every ``PROCESS_LIST_PERIOD_S``; in between, the same rows (the same
-        objects) are returned. With ``mig`` (the GPU is in MIG mode) a process carries the GPU and compute
+        The lists are read once every ``PROCESS_LIST_PERIOD_S`` (when the clock enters a new period); in between,
+        the same rows (the same objects) are returned. With ``mig`` (the GPU is in MIG mode) a process carries the GPU and compute
         instance NVML gives it, and a refused list sets ``denied`` instead of making a note.
         """
-        if self._rows is None or mig != self._mig or now >= self._due - EARLY_S:
-            self._due = now + PROCESS_LIST_PERIOD_S
+        if self._rows is None or mig != self._mig or not same_period(self._read_at, now, PROCESS_LIST_PERIOD_S):
+            self._read_at = now
             self._mig = mig
             self._rows = self._read_rows(mig)
         return list(self._rows)
