@@ -299,22 +299,11 @@ class _Details:
             return self._last[1], self._last[2]
         placed = tuple((sample.pid, sample.device_index) for sample in ordered)
         if self._grouping is None or self._grouping[0] != placed:
-            self._grouping = (placed, jobs.group(self._bare_rows(ordered), self.hints))
+            self._grouping = (placed, jobs.group(jobs.bare_rows(ordered, self.facts, self.workers), self.hints))
         grouping = self._grouping[1]
         result = self._join(ordered, grouping.places)
         self._last = (ordered, result, grouping.jobs)
         return result, grouping.jobs
-
-    def _bare_rows(self, ordered: list[ProcessSample]) -> list[ProcessSample]:
-        """The rows grouping looks at: pid, GPU, parent, name, command line, start and workers."""
-        rows = []
-        for sample in ordered:
-            info = self.facts[sample.pid]
-            rows.append(ProcessSample(
-                pid=sample.pid, device_index=sample.device_index, ppid=info.ppid, name=info.name,
-                cmdline=info.cmdline, create_time=info.create_time, num_workers=len(self.workers.get(sample.pid, [])),
-            ))
-        return rows
 
     def _join(
         self, ordered: list[ProcessSample], places: Mapping[int, tuple[int, int | None]]
@@ -378,6 +367,25 @@ class _Jobs:
     def __init__(self) -> None:
         self._tracker = JobTracker()
         self._last: tuple[list[ProcessSample], list[ProcessHints | None], Grouping] | None = None
+        self._bare: dict[tuple[Any, ...], ProcessSample] = {}
+
+    def bare_rows(self, ordered: list[ProcessSample], facts: Mapping[int, ProcessFacts],
+                  workers: Mapping[int, list[tuple[Descendant, ProcessFacts]]]) -> list[ProcessSample]:
+        """The rows grouping looks at: pid, GPU, parent, name, command line, start and workers; the last poll's row
+        where those are the same (so that an unchanged grouping is recognised at a glance)."""
+        rows: list[ProcessSample] = []
+        bare: dict[tuple[Any, ...], ProcessSample] = {}
+        for sample in ordered:
+            info = facts[sample.pid]
+            key = (sample.pid, sample.device_index, info.ppid, info.name, info.cmdline, info.create_time,
+                   len(workers.get(sample.pid, [])))
+            row = self._bare.get(key)
+            if row is None:
+                row = ProcessSample(pid=key[0], device_index=key[1], ppid=key[2], name=key[3], cmdline=key[4],
+                                    create_time=key[5], num_workers=key[6])
+            rows.append(bare.setdefault(key, row))
+        self._bare = bare
+        return rows
 
     def group(self, rows: list[ProcessSample], hints: dict[int, ProcessHints]) -> Grouping:
         """The jobs of ``rows`` (see :func:`group_jobs`); the previous ones when rows and hints are the same."""
