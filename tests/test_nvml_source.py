@@ -618,6 +618,22 @@ def test_a_process_that_starts_or_ends_shows_within_a_second(nvml_scenario, make
 
 
 
+
+def test_a_one_shot_second_poll_across_a_second_keeps_the_first_poll_samples(nvml_scenario, make_nvml_source,
+                                                                             children):
+    """``--once`` polls twice 0.3 s apart; asked again so soon, the driver has no newer sample to give."""
+    (pid,) = children(1)
+    nvml_scenario.write(_scenario([pid], 64, 1_000))
+    clock = ManualClock()
+    clock.now = 1000.9
+    source = make_nvml_source(clock=clock)
+    first = source.poll().processes
+    clock.now += 0.3  # into the next second: the lists are read again
+    second = source.poll().processes
+
+    assert [(p.pid, p.sm_percent) for p in first] == [(pid, 64.0)]
+    assert [(p.pid, p.sm_percent) for p in second] == [(pid, 64.0)]
+
 def test_the_host_joins_fresh_nvml_rows_and_fresh_details_once_a_second(nvml_scenario, make_nvml_source, children):
     """The process lists and the processes' /proc details are read at the same poll, so each row is rebuilt once."""
     pids = children(3)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -22,11 +23,15 @@ step with the details (:mod:`gpusight.collect.cadence`).
 """
 
 UTILIZATION_PERIOD_S = PROCESS_LIST_PERIOD_S
-"""Least time between two nvmlDeviceGetProcessUtilization calls on one device (read with the lists).
+"""How often nvmlDeviceGetProcessUtilization is called on one device: with the lists.
 
 One call costs about 2.4 ms (H100, driver 580.159.04), more than all other calls of a poll together
 apart from the energy counter; the process table shows SM % once a second.
 """
+
+UTILIZATION_LEAST_GAP_S = 0.5
+"""Lists read sooner than this after the last utilization call keep its samples: a one-shot's second poll, 0.3 s
+after its first and across a second's boundary, would find no sample newer than the first's and show none."""
 
 _Utilization = tuple[float | None, float | None, float | None, float | None, int]
 """A process's latest sample: SM, memory, encoder and decoder percent, and its timestamp."""
@@ -55,6 +60,7 @@ class DeviceProcessLister:
         self._guard = guard
         self._last_seen = 0
         self._read_at = 0.0
+        self._utilization_at = -math.inf
         self._mig = False
         self._rows: tuple[ProcessSample, ...] | None = None
         self._utilization: dict[int, _Utilization] = {}
@@ -77,10 +83,10 @@ class DeviceProcessLister:
         if self._rows is None or mig != self._mig or not same_period(self._read_at, now, PROCESS_LIST_PERIOD_S):
             self._read_at = now
             self._mig = mig
-            self._rows = self._read_rows(mig)
+            self._rows = self._read_rows(now, mig)
         return list(self._rows)
 
-    def _read_rows(self, mig: bool) -> tuple[ProcessSample, ...]:
+    def _read_rows(self, now: float, mig: bool) -> tuple[ProcessSample, ...]:
         """Read both lists and, when there are processes, their utilization samples; the rows they make."""
         found: dict[int, tuple[set[str], int | None]] = {}
         instances: dict[int, tuple[int | None, int | None]] = {}
@@ -94,7 +100,8 @@ class DeviceProcessLister:
                 used = info.usedGpuMemory
                 if used is not None and (memory is None or used > memory):
                     found[info.pid] = (kinds, int(used))
-        if found:
+        if found and now - self._utilization_at >= UTILIZATION_LEAST_GAP_S:
+            self._utilization_at = now
             self._update_utilization()
         self._utilization = {pid: u for pid, u in self._utilization.items() if pid in found}
         samples = []
