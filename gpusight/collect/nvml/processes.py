@@ -14,8 +14,8 @@ from gpusight.collect.nvml.calls import CallGuard
 from gpusight.collect.nvml.mig import instance_id
 
 PROCESS_LIST_PERIOD_S = 1.0
-"""Least time between two reads of a device's process lists (compute and graphics) and of the processes'
-utilization samples; the rows last built are returned in between.
+"""How often a device's process lists (compute and graphics) and the processes' utilization samples are read:
+once as the clock enters each new period; the rows last built are returned in between.
 
 The process table shows them once a second, as it shows the ``/proc`` details, so a process that starts
 or ends shows within a second; the device's own figures are still read at every poll. The lists are read in
