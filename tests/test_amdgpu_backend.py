@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from gpusight.collect.amdgpu.device import RAS_PERIOD_S
 from gpusight.collect.amdgpu.processes import KFD_USAGE_NOTE
 from gpusight.collect.amdgpu.source import LOST_MESSAGE, UNREADABLE_HINT, AmdgpuBackend
 from gpusight.collect.backend import BackendOptions, Roots
@@ -152,6 +153,20 @@ def test_a_card_that_disappears_is_lost_and_its_processes_go(tmp_path: Path) -> 
         "AMD Instinct MI300X", MI300X_SLOTS[2], LOST_MESSAGE, None)
     assert [(e.scope, e.message) for e in reading.errors] == [("gpu2", LOST_MESSAGE)]
     assert reading.processes == ()
+
+
+def test_ras_counters_are_read_every_period_so_an_ecc_error_shows_within_it(tmp_path: Path) -> None:
+    """A dozen RAS files per card cost more than the card's figures, which are read at every poll."""
+    machine = mi300x_machine(tmp_path, count=1)
+    polls = Polls(machine)
+    polls.at(0.0)
+    machine.sysfs.write(f"{machine.device(0)}/ras/umc_err_count", "ue: 2\nce: 5")
+    [soon] = polls.at(1.0).devices
+    [later] = polls.at(RAS_PERIOD_S).devices
+
+    assert soon.health is not None and (soon.health.ecc_aggregate_uncorrected, soon.ecc_errors_uncorrected) == (0, 0)
+    assert later.health is not None and (later.health.ecc_aggregate_uncorrected,
+                                         later.health.ecc_aggregate_corrected, later.ecc_errors_uncorrected) == (2, 5, 2)
 
 
 def test_usage_per_process_and_gpu_from_moving_counters(tmp_path: Path) -> None:

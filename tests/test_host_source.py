@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import pwd
@@ -441,6 +442,22 @@ def test_process_details_are_reread_once_a_refresh_period_not_every_poll():
     assert cached.gpu_memory_bytes == 5
     assert fresh.elapsed_seconds > first.elapsed_seconds + 0.25
     assert fresh.cpu_percent != first.cpu_percent
+
+
+def test_a_row_whose_nvml_side_did_not_change_is_the_last_poll_row_again():
+    """NVML's process rows change once a second; a row of sixty fields is not rebuilt for each unchanged process."""
+    clock = ManualClock()
+    source = HostSource(clock=clock)
+    with sleeper("one") as one, sleeper("two") as two:
+        source.poll([gpu(one.pid), gpu(two.pid)])  # primes the CPU readings
+        same, moved = gpu(one.pid, gpu_memory_bytes=1), gpu(two.pid, gpu_memory_bytes=2)
+        before = source.poll([same, moved])
+        clock.now += PROCESS_REFRESH_SECONDS / 4
+        after = source.poll([same, gpu(two.pid, gpu_memory_bytes=3)])
+    source.close()
+    assert rows_for(after, one.pid)[0] is rows_for(before, one.pid)[0]
+    assert rows_for(after, two.pid)[0].gpu_memory_bytes == 3
+    assert rows_for(after, two.pid)[0] == dataclasses.replace(rows_for(before, two.pid)[0], gpu_memory_bytes=3)
 
 
 def test_a_new_gpu_process_is_read_at_once_within_the_refresh_period():

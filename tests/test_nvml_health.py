@@ -207,6 +207,7 @@ def test_slow_counters_are_read_every_few_seconds_and_the_link_every_poll(nvml_s
     assert [h.nvlink_crc_flit_errors for h in healths] == [3, 3, 9]
     assert [h.pcie_link_gen for h in healths] == [5, 2, 2]
     assert nvml_scenario.count("nvmlDeviceGetRemappedRows") == 2
+    assert nvml_scenario.count("nvmlDeviceGetTotalEccErrors") == 2 * 4  # three aggregate counts and the volatile one
     assert nvml_scenario.count("nvmlDeviceGetCurrPcieLinkGeneration") == 3
     assert nvml_scenario.count("nvmlDeviceGetMaxPcieLinkGeneration") == 1  # a static value, read once
     # NVLink errors ride in the poll's one batch with energy, both due at the first and third poll only

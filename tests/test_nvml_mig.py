@@ -10,6 +10,7 @@ import pytest
 
 from gpusight.collect.gpu_selection import CudaVisible, GpuIds
 from gpusight.collect.nvml.mig import FIRST_SAMPLE_NOTE, NO_GPM_NOTE, NO_MIG_SAMPLING_NOTE
+from gpusight.collect.nvml.processes import PROCESS_LIST_PERIOD_S
 from support.fake_nvml import NO_PERMISSION, FakeMig, FakeScenario, count_calls, fake_nvml_env
 from support.mig import ANY_TENSOR, DRAM_BANDWIDTH, MIG3, SM_ACTIVE, SM_OCCUPANCY, mig3_gpu, mig3_scenario
 
@@ -148,7 +149,8 @@ def test_static_facts_are_read_once_per_instance_and_memory_every_poll(nvml_scen
 
 def test_instances_reconfigured_mid_run_appear_and_disappear(nvml_scenario, make_nvml_source):
     nvml_scenario.write(mig3_scenario(PIDS))
-    source = make_nvml_source()
+    now = [1000.0]  # a clock the test moves
+    source = make_nvml_source(clock=lambda: now[0])
     assert [m.profile for m in source.poll().mig_devices] == ["3g.40gb", "2g.20gb", "1g.10gb"]
 
     gpu = mig3_gpu(PIDS)
@@ -159,6 +161,7 @@ def test_instances_reconfigured_mid_run_appear_and_disappear(nvml_scenario, make
     gpu.mig_devices[3] = FakeMig(gpu_instance_id=12, uuid="MIG-aaaa0000-0000-0000-0000-000000000012",
                                  name="NVIDIA H100 80GB HBM3 MIG 1g.10gb", mem_total=9856 << 20)
     nvml_scenario.write(FakeScenario(gpus=[gpu]))
+    now[0] += PROCESS_LIST_PERIOD_S  # the process lists are read again
     reading = source.poll()
 
     assert [(m.mig_index, m.gpu_instance_id, m.profile) for m in reading.mig_devices] == \

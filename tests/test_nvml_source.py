@@ -12,10 +12,12 @@ import time
 import psutil
 import pytest
 
+from gpusight.collect.host.source import HostSource
+from gpusight.collect.live import LiveSource
 from gpusight.collect.model import DeviceHealth, DeviceSample, DriverInfo, ErrorNote, ProcessSample
 from gpusight.collect.nvml.device import ENERGY_PERIOD_S, decode_throttle_reasons
 from gpusight.collect.nvml.errors import LOST_MESSAGE
-from gpusight.collect.nvml.processes import UTILIZATION_PERIOD_S
+from gpusight.collect.nvml.processes import PROCESS_LIST_PERIOD_S, UTILIZATION_PERIOD_S
 from gpusight.collect.nvml.source import NvmlSource
 from support.fake_nvml import (
     DRIVER_NOT_LOADED,
@@ -553,6 +555,102 @@ def test_process_utilization_unsupported_reads_none(nvml_scenario, make_nvml_sou
 
     assert [(s.sm_percent, s.gpu_memory_percent) for s in samples] == [(None, None), (None, None)]
     assert nvml_scenario.count("nvmlDeviceGetProcessUtilization") == 1
+
+
+# ---- process lists: once a second ----
+
+INTERVAL_S = 0.25
+"""The poll period these tests step the clock by (``--interval 0.25``)."""
+
+POLLS_PER_PERIOD = round(PROCESS_LIST_PERIOD_S / INTERVAL_S)
+
+LISTS = ("nvmlDeviceGetComputeRunningProcesses_v3", "nvmlDeviceGetGraphicsRunningProcesses_v3")
+
+
+def _scenario(pids: list[int], sm: int, stamp: int) -> FakeScenario:
+    """Eight GPUs like the benchmark's; GPU 0 runs ``pids``, each with one utilization sample of ``sm`` %."""
+    first = FakeGpu(compute_processes=[(pid, 1 << 30) for pid in pids],
+                    process_samples=[(pid, sm, sm // 2, stamp) for pid in pids])
+    return FakeScenario(gpus=[first, *(FakeGpu() for _ in range(7))])
+
+
+def test_process_lists_are_read_once_a_second_at_a_quarter_second_interval(nvml_scenario, make_nvml_source,
+                                                                           children):
+    (pid,) = children(1)
+    nvml_scenario.write(_scenario([pid], 40, 1_000))
+    clock = ManualClock()
+    source = make_nvml_source(clock=clock)
+    polls = 4 * POLLS_PER_PERIOD
+    for _ in range(polls):
+        assert [p.pid for p in source.poll().processes] == [pid]
+        clock.now += INTERVAL_S
+
+    reads = polls // POLLS_PER_PERIOD
+    calls = {name: nvml_scenario.count(name, device=0) for name in LISTS}
+    assert calls == {LISTS[0]: 2 * reads, LISTS[1]: reads}  # pynvml asks a non-empty list's size first
+    assert nvml_scenario.count("nvmlDeviceGetUtilizationRates", device=0) == polls  # the device, every poll
+
+
+def test_a_process_that_starts_or_ends_shows_within_a_second(nvml_scenario, make_nvml_source, children):
+    first, second = children(2)
+    nvml_scenario.write(_scenario([first], 40, 1_000))
+    clock = ManualClock()
+    source = make_nvml_source(clock=clock)
+    source.poll()
+    clock.now += INTERVAL_S
+
+    def polls_until(wanted: set[int]) -> tuple[int, dict[int, float | None]]:
+        """Polls a quarter second apart until GPU 0 shows ``wanted``: how many it took, and their SM %."""
+        for taken in range(1, 2 * POLLS_PER_PERIOD + 1):
+            processes = source.poll().processes
+            clock.now += INTERVAL_S
+            if {p.pid for p in processes} == wanted:
+                return taken, {p.pid: p.sm_percent for p in processes}
+        return -1, {}
+
+    nvml_scenario.write(_scenario([first, second], 70, 2_000))
+    started = polls_until({first, second})
+    nvml_scenario.write(_scenario([second], 20, 3_000))
+    ended = polls_until({second})
+
+    assert 1 <= started[0] <= POLLS_PER_PERIOD and started[1] == {first: 70.0, second: 70.0}
+    assert 1 <= ended[0] <= POLLS_PER_PERIOD and ended[1] == {second: 20.0}
+
+
+
+
+def test_a_one_shot_second_poll_across_a_second_keeps_the_first_poll_samples(nvml_scenario, make_nvml_source,
+                                                                             children):
+    """``--once`` polls twice 0.3 s apart; asked again so soon, the driver has no newer sample to give."""
+    (pid,) = children(1)
+    nvml_scenario.write(_scenario([pid], 64, 1_000))
+    clock = ManualClock()
+    clock.now = 1000.9
+    source = make_nvml_source(clock=clock)
+    first = source.poll().processes
+    clock.now += 0.3  # into the next second: the lists are read again
+    second = source.poll().processes
+
+    assert [(p.pid, p.sm_percent) for p in first] == [(pid, 64.0)]
+    assert [(p.pid, p.sm_percent) for p in second] == [(pid, 64.0)]
+
+def test_the_host_joins_fresh_nvml_rows_and_fresh_details_once_a_second(nvml_scenario, make_nvml_source, children):
+    """The process lists and the processes' /proc details are read at the same poll, so each row is rebuilt once."""
+    pids = children(3)
+    nvml_scenario.write(_scenario(list(pids), 40, 1_000))
+    clock = ManualClock()
+    live = LiveSource(make_nvml_source(clock=clock), HostSource(clock=clock))
+    seconds = 4
+    rows = []
+    for step in range(seconds * POLLS_PER_PERIOD + 1):
+        nvml_scenario.write(_scenario(list(pids), 40 + step, 1_000 * (step + 1)))  # moving figures
+        rows.append(live.poll().processes)
+        clock.now += INTERVAL_S
+    live.host.close()
+
+    rebuilt = [i for i in range(1, len(rows)) if any(a is not b for a, b in zip(rows[i], rows[i - 1], strict=True))]
+    assert {p.pid for p in rows[-1]} == set(pids)
+    assert len(rebuilt) <= seconds + 1  # once a second, and once more for the first CPU readings
 
 
 # ---- lost GPUs ----

@@ -103,8 +103,11 @@
  *                                                         mid-run by rewriting the scenario with a new seq
  *   Event sets: nvmlEventSetCreate / nvmlDeviceRegisterEvents (error call "register_events") /
  *   nvmlEventSetWait_v2 / nvmlEventSetFree. The wait answers an undelivered Xid of a registered device,
- *   else GPU_IS_LOST when a registered device is lost, else it polls every 10 ms with the lock released
- *   (counted as in flight) and answers TIMEOUT after the timeout. Each wait logs
+ *   else GPU_IS_LOST when a registered device is lost, else it looks again every 50 ms with the lock
+ *   released (counted as in flight) and answers TIMEOUT after the timeout. A look stats the scenario
+ *   file and parses it only when it changed, and a parse clears and copies only the devices the
+ *   scenario names: a real driver's wait blocks in the kernel, and a fake that woke every 10 ms and
+ *   copied 4 MB at each rewrite of a moving scenario cost more CPU than gpusight's Xid thread. Each wait logs
  *   "nvmlEventSetWait_v2 -1 <tid>" as it starts. CALL NAMES for "error" added: ecc_counts remapped_rows
  *   retired_pages pcie_link pcie_replay encoder decoder jpg ofa event_types register_events nvlink_errors.
  *
@@ -347,6 +350,7 @@ typedef struct {
     int device_count;
     int pcie_delay_ms;
     int call_delay_ms;
+    int used; /* devices[0 .. used) are cleared and parsed; those after are never read */
     fake_device devices[MAX_DEVICES];
 } fake_scenario;
 
@@ -387,8 +391,16 @@ static void log_call_arg(const char *symbol, int device, unsigned long long arg,
 
 static void log_call(const char *symbol, int device) { log_call_arg(symbol, device, 0, 0); }
 
+/* Clear devices up to ``count`` that this parse has not touched yet. */
+static void use_devices(fake_scenario *s, int count) {
+    if (count <= s->used) return;
+    memset(&s->devices[s->used], 0, (size_t)(count - s->used) * sizeof s->devices[0]);
+    s->used = count;
+}
+
 static fake_device *device_at(fake_scenario *s, long index) {
     if (index < 0 || index >= MAX_DEVICES) return NULL;
+    use_devices(s, (int)index + 1);
     return &s->devices[index];
 }
 
@@ -594,7 +606,7 @@ static void strip_newline(char *line) {
 }
 
 static int parse_scenario(FILE *f, fake_scenario *s) {
-    memset(s, 0, sizeof *s);
+    memset(s, 0, offsetof(fake_scenario, devices)); /* the devices are cleared as they are named */
     s->device_count = -1;
     int max_index = -1;
     char line[1024];
@@ -632,6 +644,7 @@ static int parse_scenario(FILE *f, fake_scenario *s) {
     }
     if (s->device_count < 0) s->device_count = max_index + 1;
     if (s->device_count > MAX_DEVICES) s->device_count = MAX_DEVICES;
+    use_devices(s, s->device_count);
     return 1;
 }
 
@@ -662,7 +675,7 @@ static void refresh_scenario(void) {
     parse_scenario(f, &scratch);
     fclose(f);
     scratch.loaded = 1;
-    memcpy(&current, &scratch, sizeof current);
+    memcpy(&current, &scratch, offsetof(fake_scenario, devices) + (size_t)scratch.used * sizeof scratch.devices[0]);
     snprintf(current_path, sizeof current_path, "%s", path);
     current_stat = st;
 }
@@ -1730,7 +1743,9 @@ nvmlReturn_t nvmlEventSetWait_v2(fake_event_set *set, nvmlEventData_t *data, uns
         if (now_ms() >= deadline) return finish(NVML_ERROR_TIMEOUT_CODE);
         in_flight++;
         pthread_mutex_unlock(&lock);
-        struct timespec pause = {0, 10000000L};
+        double left = deadline - now_ms();
+        long pause_ms = left >= 50.0 ? 50 : left > 1.0 ? (long)left : 1;
+        struct timespec pause = {0, pause_ms * 1000000L};
         nanosleep(&pause, NULL);
         pthread_mutex_lock(&lock);
         in_flight--;

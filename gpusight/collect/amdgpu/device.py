@@ -7,16 +7,20 @@ the PCI ``current_link_speed`` (``16.0 GT/s PCIe``), ``current_link_width``, ``m
 ``ras/<block>_err_count`` (``ue: N`` and ``ce: N`` lines). hwmon: ``power1_average`` or ``power1_input`` and
 ``power1_cap`` (microwatts), ``tempN_input`` labelled edge/junction/mem (millidegrees), ``pwm1``/``pwm1_max``,
 ``freq1_input``/``freq2_input`` (sclk/mclk in Hz), ``energy1_input`` (microjoules). Any file may be missing or hold
-garbage: that figure is then None, never 0, and nothing raises.
+garbage: that figure is then None, never 0, and nothing raises. What does not change while the card is there (name,
+unique id, VRAM size, power cap, link maxima, where the hwmon sensors are) is read once; the RAS counters every
+``RAS_PERIOD_S``; the rest at every poll.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from gpusight.collect.amdgpu.names import name_from_pci_id
-from gpusight.collect.drm.sysfs import DrmCard, hwmon_dir, hwmon_temperatures, read_int, read_text
+from gpusight.collect.drm.sysfs import DrmCard, hwmon_dir, hwmon_sensors, read_int, read_text, sensor_temperatures
 from gpusight.collect.model import DeviceHealth, DeviceSample, Vendor
 
 KERNEL_DRIVER = "amdgpu"
@@ -74,84 +78,139 @@ def ras_counts(device: Path) -> tuple[int | None, int | None]:
     return totals.get("ue"), totals.get("ce")
 
 
-def _hwmon_clock_mhz(hwmon: Path | None, label: str) -> int | None:
-    """The hwmon ``freqN_input`` labelled ``label`` (``sclk``, ``mclk``) in MHz."""
+RAS_PERIOD_S = 5.0
+"""Least time between two reads of a card's RAS error counters (a file per IP block, a dozen on an MI300X); the
+last counts are reported in between, as NVML's ECC counts are (``gpusight.collect.nvml.health.HEALTH_PERIOD_S``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Fixed:
+    """What a card says once: its name, limits, link maxima and where its hwmon sensors are."""
+
+    name: str | None
+    uuid: str | None
+    memory_total_bytes: int | None
+    power_limit_watts: float | None
+    link_gen_max: int | None
+    link_width_max: int | None
+    hwmon: Path | None
+    temperatures: tuple[tuple[str, Path], ...]
+    """(label, ``tempN_input``) of each sensor, in file order."""
+    sclk: Path | None
+    """The hwmon ``freqN_input`` labelled ``sclk``."""
+    mclk: Path | None
+    """The hwmon ``freqN_input`` labelled ``mclk``."""
+    pwm_max: int | None
+
+
+def _read_fixed(card: DrmCard) -> _Fixed:
+    """Read what does not change while the card is there."""
+    device = card.device
+    hwmon = hwmon_dir(device)
+    return _Fixed(
+        name=read_text(device / "product_name") or name_from_pci_id(card.pci_id),
+        uuid=read_text(device / "unique_id") or None,
+        memory_total_bytes=_positive(read_int(device / "mem_info_vram_total")),
+        power_limit_watts=None if hwmon is None else read_scaled(hwmon / "power1_cap", 1e6),
+        link_gen_max=link_generation(read_text(device / "max_link_speed")),
+        link_width_max=_positive(read_int(device / "max_link_width")),
+        hwmon=hwmon,
+        temperatures=() if hwmon is None else hwmon_sensors(hwmon),
+        sclk=_hwmon_clock(hwmon, "sclk"),
+        mclk=_hwmon_clock(hwmon, "mclk"),
+        pwm_max=None if hwmon is None else read_int(hwmon / "pwm1_max"),
+    )
+
+
+def _hwmon_clock(hwmon: Path | None, label: str) -> Path | None:
+    """The hwmon ``freqN_input`` labelled ``label`` (``sclk``, ``mclk``), or None."""
     if hwmon is None:
         return None
     for number in (1, 2):
         if (read_text(hwmon / f"freq{number}_label") or "").lower() == label:
-            hertz = read_int(hwmon / f"freq{number}_input")
-            return hertz // 1_000_000 if hertz is not None and hertz >= 0 else None
+            return hwmon / f"freq{number}_input"
     return None
 
 
-def _fan_percent(hwmon: Path) -> float | None:
+def _clock_mhz(path: Path | None) -> int | None:
+    """A hwmon clock in MHz (the file holds Hz)."""
+    hertz = None if path is None else read_int(path)
+    return hertz // 1_000_000 if hertz is not None and hertz >= 0 else None
+
+
+def _fan_percent(pwm: int | None, top: int | None) -> float | None:
     """``pwm1`` over ``pwm1_max`` in percent (Instinct boards have no fan: None)."""
-    pwm, top = read_int(hwmon / "pwm1"), read_int(hwmon / "pwm1_max")
     if pwm is None or not top or top <= 0 or not 0 <= pwm <= top:
         return None
     return pwm / top * 100.0
-
-
-def read_health(device: Path) -> DeviceHealth | None:
-    """PCIe link and RAS ECC counts; None when the card tells none of them."""
-    uncorrected, corrected = ras_counts(device)
-    health = DeviceHealth(
-        ecc_aggregate_corrected=corrected, ecc_aggregate_uncorrected=uncorrected,
-        pcie_link_gen=link_generation(read_text(device / "current_link_speed")),
-        pcie_link_gen_max=link_generation(read_text(device / "max_link_speed")),
-        pcie_link_width=_positive(read_int(device / "current_link_width")),
-        pcie_link_width_max=_positive(read_int(device / "max_link_width")),
-    )
-    return None if health == DeviceHealth() else health
 
 
 def _positive(value: int | None) -> int | None:
     return value if value is not None and value > 0 else None
 
 
-def read_device(card: DrmCard, index: int) -> DeviceSample:
-    """Everything the card's sysfs and hwmon tell about it now, as GPU ``index``."""
-    device = card.device
-    hwmon = hwmon_dir(device)
-    temperatures = hwmon_temperatures(hwmon) if hwmon is not None else {}
-    power = None
-    limit = None
-    energy = None
-    fan = None
-    if hwmon is not None:
-        power = read_scaled(hwmon / "power1_average", 1e6)
-        if power is None:
-            power = read_scaled(hwmon / "power1_input", 1e6)
-        limit = read_scaled(hwmon / "power1_cap", 1e6)
-        energy = read_scaled(hwmon / "energy1_input", 1e6)
-        fan = _fan_percent(hwmon)
-    sclk = _hwmon_clock_mhz(hwmon, "sclk")
-    mclk = _hwmon_clock_mhz(hwmon, "mclk")
-    health = read_health(device)
-    return DeviceSample(
-        index=index,
-        name=read_text(device / "product_name") or name_from_pci_id(card.pci_id),
-        uuid=read_text(device / "unique_id") or None,
-        pci_bus_id=card.pci_slot,
-        utilization_gpu_percent=read_percent(device / "gpu_busy_percent"),
-        utilization_memory_percent=read_percent(device / "mem_busy_percent"),
-        memory_used_bytes=_non_negative(read_int(device / "mem_info_vram_used")),
-        memory_total_bytes=_positive(read_int(device / "mem_info_vram_total")),
-        power_watts=power,
-        power_limit_watts=limit,
-        temperature_celsius=temperatures.get("edge", temperatures.get("junction")),
-        temperature_junction_celsius=temperatures.get("junction"),
-        temperature_memory_celsius=temperatures.get("mem"),
-        fan_percent=fan,
-        clock_sm_mhz=sclk if sclk is not None else current_dpm_mhz(read_text(device / "pp_dpm_sclk")),
-        clock_memory_mhz=mclk if mclk is not None else current_dpm_mhz(read_text(device / "pp_dpm_mclk")),
-        energy_joules=energy,
-        ecc_errors_uncorrected=None if health is None else health.ecc_aggregate_uncorrected,
-        vendor=Vendor.AMD,
-        kernel_driver=KERNEL_DRIVER,
-        health=health,
-    )
+class CardReader:
+    """Reads one card: what it says once at the first read, its RAS counters every ``RAS_PERIOD_S``, the rest at
+    every read. Make a new one for a card that was lost and came back."""
+
+    def __init__(self, card: DrmCard, clock: Callable[[], float]) -> None:
+        self.card = card
+        """The card read."""
+        self._clock = clock
+        self._fixed: _Fixed | None = None
+        self._ras: tuple[int | None, int | None] = (None, None)
+        self._ras_due = 0.0
+
+    def read(self, index: int, version: str | None) -> DeviceSample:
+        """Everything the card tells about it now, as GPU ``index`` of driver ``version``."""
+        card, device = self.card, self.card.device
+        fixed = self._fixed = self._fixed or _read_fixed(card)
+        now = self._clock()
+        if now >= self._ras_due:
+            self._ras_due = now + RAS_PERIOD_S
+            self._ras = ras_counts(device)
+        hwmon = fixed.hwmon
+        temperatures = sensor_temperatures(fixed.temperatures)
+        power = energy = fan = None
+        if hwmon is not None:
+            power = read_scaled(hwmon / "power1_average", 1e6)
+            if power is None:
+                power = read_scaled(hwmon / "power1_input", 1e6)
+            energy = read_scaled(hwmon / "energy1_input", 1e6)
+            fan = _fan_percent(read_int(hwmon / "pwm1"), fixed.pwm_max)
+        sclk, mclk = _clock_mhz(fixed.sclk), _clock_mhz(fixed.mclk)
+        uncorrected, corrected = self._ras
+        health = DeviceHealth(
+            ecc_aggregate_corrected=corrected, ecc_aggregate_uncorrected=uncorrected,
+            pcie_link_gen=link_generation(read_text(device / "current_link_speed")),
+            pcie_link_gen_max=fixed.link_gen_max,
+            pcie_link_width=_positive(read_int(device / "current_link_width")),
+            pcie_link_width_max=fixed.link_width_max,
+        )
+        return DeviceSample(
+            index=index,
+            name=fixed.name,
+            uuid=fixed.uuid,
+            pci_bus_id=card.pci_slot,
+            utilization_gpu_percent=read_percent(device / "gpu_busy_percent"),
+            utilization_memory_percent=read_percent(device / "mem_busy_percent"),
+            memory_used_bytes=_non_negative(read_int(device / "mem_info_vram_used")),
+            memory_total_bytes=fixed.memory_total_bytes,
+            power_watts=power,
+            power_limit_watts=fixed.power_limit_watts,
+            temperature_celsius=temperatures.get("edge", temperatures.get("junction")),
+            temperature_junction_celsius=temperatures.get("junction"),
+            temperature_memory_celsius=temperatures.get("mem"),
+            fan_percent=fan,
+            clock_sm_mhz=sclk if sclk is not None else current_dpm_mhz(read_text(device / "pp_dpm_sclk")),
+            clock_memory_mhz=mclk if mclk is not None else current_dpm_mhz(read_text(device / "pp_dpm_mclk")),
+            energy_joules=energy,
+            ecc_errors_uncorrected=uncorrected,
+            vendor=Vendor.AMD,
+            kernel_driver=KERNEL_DRIVER,
+            kernel_driver_version=version,
+            health=None if health == DeviceHealth() else health,
+        )
 
 
 def _non_negative(value: int | None) -> int | None:

@@ -9,11 +9,10 @@ that fell off the bus, and comes back when its entry does.
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from collections.abc import Callable
 
-from gpusight.collect.amdgpu.device import KERNEL_DRIVER, read_device
+from gpusight.collect.amdgpu.device import KERNEL_DRIVER, CardReader
 from gpusight.collect.amdgpu.kfd import gpu_slots
 from gpusight.collect.amdgpu.processes import amdgpu_processes
 from gpusight.collect.backend import Roots
@@ -38,6 +37,9 @@ class AmdgpuBackend:
         self.roots = roots
         """Where it reads."""
         self._cards: list[DrmCard] = []
+        self._readers: dict[int, CardReader] = {}
+        self._version: str | None = None
+        self._clock = clock
         self._names: dict[int, str | None] = {}
         self._kfd_slots: dict[int, str] = {}
         self._scanner = DrmClientScanner(roots.fdinfo, DRIVERS, clock=clock)
@@ -60,10 +62,11 @@ class AmdgpuBackend:
         if not self._cards:
             self._cards = find_cards(self.roots.sysfs, DRIVERS)
             self._kfd_slots = gpu_slots(self.roots.sysfs)
+            self._version = read_text(self.roots.sysfs / "module" / KERNEL_DRIVER / "version") or None
             if not self._cards:
                 return GpuReading(errors=(ErrorNote(BACKEND_NAME, f"no amdgpu GPU under {self.roots.sysfs}/class/drm"),))
         errors: list[ErrorNote] = []
-        version = read_text(self.roots.sysfs / "module" / KERNEL_DRIVER / "version") or None
+        version = self._version
         devices = [self._device(index, card, version, errors) for index, card in enumerate(self._cards)]
         indexes = {card.pci_slot: d.index for card, d in zip(self._cards, devices, strict=True) if card.pci_slot and not d.lost}
         scan = self._scanner.scan()
@@ -79,10 +82,14 @@ class AmdgpuBackend:
     def _device(self, index: int, card: DrmCard, version: str | None, errors: list[ErrorNote]) -> DeviceSample:
         if read_uevent(card.device / "uevent").get("DRIVER") != card.driver:
             errors.append(ErrorNote(ScopeKind.GPU.of(index), LOST_MESSAGE))
+            self._readers.pop(index, None)  # a card that comes back is read afresh
             return DeviceSample(index=index, name=self._names.get(index), pci_bus_id=card.pci_slot, lost=True,
                                 error=LOST_MESSAGE, vendor=Vendor.AMD, kernel_driver=KERNEL_DRIVER,
                                 kernel_driver_version=version)
-        sample = dataclasses.replace(read_device(card, index), kernel_driver_version=version)
+        reader = self._readers.get(index)
+        if reader is None or reader.card is not card:
+            reader = self._readers[index] = CardReader(card, self._clock)
+        sample = reader.read(index, version)
         self._names[index] = sample.name
         return sample
 

@@ -86,18 +86,30 @@ def hwmon_dir(device: Path) -> Path | None:
     return device / "hwmon" / names[0] if names else None
 
 
-def hwmon_temperatures(hwmon: Path) -> dict[str, float]:
-    """Each ``tempN_input`` in degrees Celsius by its ``tempN_label`` (``edge``, ``junction``, ``mem``), or by
-    ``tempN`` where it has no label."""
-    temperatures: dict[str, float] = {}
+def hwmon_sensors(hwmon: Path) -> tuple[tuple[str, Path], ...]:
+    """(label, ``tempN_input``) of each temperature sensor in file order: its ``tempN_label`` (``edge``, ``junction``,
+    ``mem``) in lower case, or ``tempN`` where it has none."""
     try:
         names = sorted(e.name for e in os.scandir(hwmon) if e.name.startswith("temp") and e.name.endswith("_input"))
     except OSError:
-        return temperatures
+        return ()
+    sensors = []
     for name in names:
         sensor = name.removesuffix("_input")
-        value = read_int(hwmon / name)
+        sensors.append(((read_text(hwmon / f"{sensor}_label") or sensor).strip().lower(), hwmon / name))
+    return tuple(sensors)
+
+
+def hwmon_temperatures(hwmon: Path) -> dict[str, float]:
+    """Each ``tempN_input`` in degrees Celsius by its label (see :func:`hwmon_sensors`)."""
+    return sensor_temperatures(hwmon_sensors(hwmon))
+
+
+def sensor_temperatures(sensors: tuple[tuple[str, Path], ...]) -> dict[str, float]:
+    """The readable ones of ``sensors`` (from :func:`hwmon_sensors`) in degrees Celsius by label."""
+    temperatures: dict[str, float] = {}
+    for label, path in sensors:
+        value = read_int(path)
         if value is not None:
-            label = (read_text(hwmon / f"{sensor}_label") or sensor).strip().lower()
             temperatures[label] = value / 1000.0
     return temperatures

@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 import psutil
 
+from gpusight.collect.cadence import same_period
 from gpusight.collect.host.cpu import CpuMeter
 from gpusight.collect.host.dataloader_workers import attribute_workers
 from gpusight.collect.host.procenv import HintReader
@@ -157,8 +158,9 @@ class HostSource:
         """Prepare caches and take the CPU baseline, so the first poll already has CPU percents.
 
         Process details are re-read at every poll when the GPU processes change, when a process
-        still lacks its first CPU reading, and at least every ``process_refresh_seconds`` of
-        ``clock`` time; in between, each poll joins NVML's fresh figures to the details last read.
+        still lacks its first CPU reading, and once every ``process_refresh_seconds`` of ``clock`` time
+        (as the clock enters a new period, in step with NVML's process lists: :mod:`gpusight.collect.cadence`);
+        in between, each poll joins NVML's fresh figures to the details last read.
         """
         self._cpu = CpuMeter()
         self._process_details = ProcessDetailsReader()
@@ -258,6 +260,10 @@ class HostSource:
         return hints
 
 
+_RowKey = tuple[int, int | None, int | None, int | None]
+"""A joined row's pid, GPU, and MIG GPU and compute instance."""
+
+
 @dataclasses.dataclass
 class _Details:
     """The psutil side of the GPU processes as last read, joined to each poll's NVML rows."""
@@ -270,10 +276,14 @@ class _Details:
     hints: dict[int, ProcessHints]
     _last: tuple[list[ProcessSample], tuple[ProcessSample, ...], tuple[JobSample, ...]] | None = None
     _grouping: tuple[tuple[tuple[int, int | None], ...], Grouping] | None = None
+    _joined: dict[_RowKey, tuple[ProcessSample, tuple[int, int | None] | None, ProcessSample]] = dataclasses.field(
+        default_factory=dict)
+    _extras: dict[int, dict[str, Any]] = dataclasses.field(default_factory=dict)
+    _worker_rows: dict[tuple[int, int | None], list[ProcessSample]] = dataclasses.field(default_factory=dict)
 
     def still_good(self, pids: tuple[int, ...], now: float, refresh_seconds: float) -> bool:
         """True while the same processes are shown, all primed, and the details are recent enough."""
-        if pids != self.pids or not 0 <= now - self.read_at < refresh_seconds:
+        if pids != self.pids or not same_period(self.read_at, now, refresh_seconds):
             return False
         every = [*self.facts.values(), *(facts for rows in self.workers.values() for _, facts in rows)]
         return not any(facts.found and facts.note is None and facts.cpu_percent is None for facts in every)
@@ -289,51 +299,66 @@ class _Details:
             return self._last[1], self._last[2]
         placed = tuple((sample.pid, sample.device_index) for sample in ordered)
         if self._grouping is None or self._grouping[0] != placed:
-            self._grouping = (placed, jobs.group(self._bare_rows(ordered), self.hints))
+            self._grouping = (placed, jobs.group(jobs.bare_rows(ordered, self.facts, self.workers), self.hints))
         grouping = self._grouping[1]
         result = self._join(ordered, grouping.places)
         self._last = (ordered, result, grouping.jobs)
         return result, grouping.jobs
 
-    def _bare_rows(self, ordered: list[ProcessSample]) -> list[ProcessSample]:
-        """The rows grouping looks at: pid, GPU, parent, name, command line, start and workers."""
-        rows = []
-        for sample in ordered:
-            info = self.facts[sample.pid]
-            rows.append(ProcessSample(
-                pid=sample.pid, device_index=sample.device_index, ppid=info.ppid, name=info.name,
-                cmdline=info.cmdline, create_time=info.create_time, num_workers=len(self.workers.get(sample.pid, [])),
-            ))
-        return rows
-
     def _join(
         self, ordered: list[ProcessSample], places: Mapping[int, tuple[int, int | None]]
     ) -> tuple[ProcessSample, ...]:
-        """``ordered`` NVML rows with their details and jobs (``places``), each trainer followed by its workers."""
+        """``ordered`` NVML rows with their details and jobs (``places``), each trainer followed by its workers.
+
+        A row whose NVML side and job are those of the last join is that join's row again (the same object):
+        the NVML side of most rows changes once a second, and building a row of sixty fields per process at
+        every poll was the host side's largest cost.
+        """
         result: list[ProcessSample] = []
         listed: set[int] = set()
+        joined: dict[_RowKey, tuple[ProcessSample, tuple[int, int | None] | None, ProcessSample]] = {}
         for sample in ordered:
-            info = self.facts[sample.pid]
-            mine = self.workers.get(sample.pid, [])
-            known = info.found and info.note != NOTE_ACCESS_DENIED
+            key = (sample.pid, sample.device_index, sample.gpu_instance_id, sample.compute_instance_id)
             place = places.get(sample.pid)
-            hints = self.hints.get(sample.pid)
-            result.append(
-                dataclasses.replace(
-                    sample,
-                    **_fact_fields(info),
-                    **_status_fields(self.statuses.get(sample.pid)),
-                    num_workers=len(mine) if known else None,
-                    job=place[0] if place is not None else None,
-                    rank=place[1] if place is not None else None,
-                    container=hints.container if hints is not None else None,
-                )
-            )
+            last = self._joined.get(key)
+            if last is not None and last[1] == place and (last[0] is sample or last[0] == sample):
+                row = last[2]
+            else:
+                row = dataclasses.replace(sample, **self._extra(sample.pid),
+                                          job=place[0] if place is not None else None,
+                                          rank=place[1] if place is not None else None)
+            joined[key] = (sample, place, row)
+            result.append(row)
             if sample.pid in listed:
                 continue
             listed.add(sample.pid)
-            result.extend(_worker(sample, node, facts) for node, facts in mine)
+            result.extend(self._workers_of(sample))
+        self._joined = joined
         return tuple(result)
+
+    def _extra(self, pid: int) -> dict[str, Any]:
+        """The fields the details give the row of ``pid`` (psutil, status record, workers, container), made once."""
+        extra = self._extras.get(pid)
+        if extra is None:
+            info = self.facts[pid]
+            known = info.found and info.note != NOTE_ACCESS_DENIED
+            hints = self.hints.get(pid)
+            extra = self._extras[pid] = {
+                **_fact_fields(info),
+                **_status_fields(self.statuses.get(pid)),
+                "num_workers": len(self.workers.get(pid, [])) if known else None,
+                "container": hints.container if hints is not None else None,
+            }
+        return extra
+
+    def _workers_of(self, trainer: ProcessSample) -> list[ProcessSample]:
+        """The DataLoader worker rows of ``trainer``, made once per trainer and GPU."""
+        key = (trainer.pid, trainer.device_index)
+        rows = self._worker_rows.get(key)
+        if rows is None:
+            rows = self._worker_rows[key] = [_worker(trainer, node, facts)
+                                             for node, facts in self.workers.get(trainer.pid, [])]
+        return rows
 
 
 class _Jobs:
@@ -342,6 +367,25 @@ class _Jobs:
     def __init__(self) -> None:
         self._tracker = JobTracker()
         self._last: tuple[list[ProcessSample], list[ProcessHints | None], Grouping] | None = None
+        self._bare: dict[tuple[Any, ...], ProcessSample] = {}
+
+    def bare_rows(self, ordered: list[ProcessSample], facts: Mapping[int, ProcessFacts],
+                  workers: Mapping[int, list[tuple[Descendant, ProcessFacts]]]) -> list[ProcessSample]:
+        """The rows grouping looks at: pid, GPU, parent, name, command line, start and workers; the last poll's row
+        where those are the same (so that an unchanged grouping is recognised at a glance)."""
+        rows: list[ProcessSample] = []
+        bare: dict[tuple[Any, ...], ProcessSample] = {}
+        for sample in ordered:
+            info = facts[sample.pid]
+            key = (sample.pid, sample.device_index, info.ppid, info.name, info.cmdline, info.create_time,
+                   len(workers.get(sample.pid, [])))
+            row = self._bare.get(key)
+            if row is None:
+                row = ProcessSample(pid=key[0], device_index=key[1], ppid=key[2], name=key[3], cmdline=key[4],
+                                    create_time=key[5], num_workers=key[6])
+            rows.append(bare.setdefault(key, row))
+        self._bare = bare
+        return rows
 
     def group(self, rows: list[ProcessSample], hints: dict[int, ProcessHints]) -> Grouping:
         """The jobs of ``rows`` (see :func:`group_jobs`); the previous ones when rows and hints are the same."""

@@ -89,6 +89,7 @@ class DeviceReader:
         self._watched = False
         self._clock = clock
         self._energy_mj: float | None = None
+        self._ecc_uncorrected: int | None = None
         self._energy_due = 0.0
 
     def read(self) -> tuple[DeviceSample, list[ProcessSample], list[ErrorNote]]:
@@ -108,7 +109,8 @@ class DeviceReader:
         tx, rx = self._pcie(fields, gpm)
         nvlink_tx, nvlink_rx = self._counter_rates(fields, FIELD_NVLINK_TX, FIELD_NVLINK_RX, KIB)
         engines = read_engines(g, h)
-        ecc_uncorrected = self._ecc_errors()
+        if health_due:  # a slow counter, read with the health counters
+            self._ecc_uncorrected = self._ecc_errors()
         sample = DeviceSample(
             index=self.index,
             name=self._once("name", _device_name, h),
@@ -133,7 +135,7 @@ class DeviceReader:
             pcie_rx_bytes_per_s=rx,
             nvlink_tx_bytes_per_s=nvlink_tx,
             nvlink_rx_bytes_per_s=nvlink_rx,
-            ecc_errors_uncorrected=ecc_uncorrected,
+            ecc_errors_uncorrected=self._ecc_uncorrected,
             mig_mode=self._mig_mode(),
             compute_capability=self._compute_capability(),
             sm_active_percent=None if gpm is None else gpm.sm_active_percent,

@@ -44,7 +44,7 @@ _ECC = (
      "NVML_AGGREGATE_ECC"),
 )
 """DeviceHealth field, guard key, error type and counter type of each ECC count read here (the volatile
-uncorrected count is ``DeviceSample.ecc_errors_uncorrected``, read with the device)."""
+uncorrected count is ``DeviceSample.ecc_errors_uncorrected``, read by the device reader when these are due)."""
 
 
 class HealthReader:

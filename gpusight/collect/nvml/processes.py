@@ -2,21 +2,36 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
 import pynvml
 
+from gpusight.collect.cadence import same_period
 from gpusight.collect.model import GpuProcessType, ProcessRole, ProcessSample
 from gpusight.collect.nvml.calls import CallGuard
 from gpusight.collect.nvml.mig import instance_id
 
-UTILIZATION_PERIOD_S = 1.0
-"""Least time between two nvmlDeviceGetProcessUtilization calls on one device.
+PROCESS_LIST_PERIOD_S = 1.0
+"""How often a device's process lists (compute and graphics) and the processes' utilization samples are read:
+once as the clock enters each new period; the rows last built are returned in between.
+
+The process table shows them once a second, as it shows the ``/proc`` details, so a process that starts
+or ends shows within a second; the device's own figures are still read at every poll. The lists are read in
+step with the details (:mod:`gpusight.collect.cadence`).
+"""
+
+UTILIZATION_PERIOD_S = PROCESS_LIST_PERIOD_S
+"""How often nvmlDeviceGetProcessUtilization is called on one device: with the lists.
 
 One call costs about 2.4 ms (H100, driver 580.159.04), more than all other calls of a poll together
 apart from the energy counter; the process table shows SM % once a second.
 """
+
+UTILIZATION_LEAST_GAP_S = 0.5
+"""Lists read sooner than this after the last utilization call keep its samples: a one-shot's second poll, 0.3 s
+after its first and across a second's boundary, would find no sample newer than the first's and show none."""
 
 _Utilization = tuple[float | None, float | None, float | None, float | None, int]
 """A process's latest sample: SM, memory, encoder and decoder percent, and its timestamp."""
@@ -44,7 +59,10 @@ class DeviceProcessLister:
         self._handle = handle
         self._guard = guard
         self._last_seen = 0
-        self._utilization_due = 0.0
+        self._read_at = 0.0
+        self._utilization_at = -math.inf
+        self._mig = False
+        self._rows: tuple[ProcessSample, ...] | None = None
         self._utilization: dict[int, _Utilization] = {}
         self._denied: set[str] = set()
 
@@ -58,9 +76,18 @@ class DeviceProcessLister:
     def read(self, now: float, mig: bool = False) -> list[ProcessSample]:
         """The device's GPU processes (NVML fields only), compute ones first; ``now`` is a monotonic time.
 
-        With ``mig`` (the GPU is in MIG mode) a process carries the GPU and compute instance NVML gives it,
-        and a refused list sets ``denied`` instead of making a note.
+        The lists are read once every ``PROCESS_LIST_PERIOD_S`` (when the clock enters a new period); in between,
+        the same rows (the same objects) are returned. With ``mig`` (the GPU is in MIG mode) a process carries the GPU and compute
+        instance NVML gives it, and a refused list sets ``denied`` instead of making a note.
         """
+        if self._rows is None or mig != self._mig or not same_period(self._read_at, now, PROCESS_LIST_PERIOD_S):
+            self._read_at = now
+            self._mig = mig
+            self._rows = self._read_rows(now, mig)
+        return list(self._rows)
+
+    def _read_rows(self, now: float, mig: bool) -> tuple[ProcessSample, ...]:
+        """Read both lists and, when there are processes, their utilization samples; the rows they make."""
         found: dict[int, tuple[set[str], int | None]] = {}
         instances: dict[int, tuple[int | None, int | None]] = {}
         for kind, variants in _LISTS:
@@ -73,8 +100,8 @@ class DeviceProcessLister:
                 used = info.usedGpuMemory
                 if used is not None and (memory is None or used > memory):
                     found[info.pid] = (kinds, int(used))
-        if found and now >= self._utilization_due:
-            self._utilization_due = now + UTILIZATION_PERIOD_S
+        if found and now - self._utilization_at >= UTILIZATION_LEAST_GAP_S:
+            self._utilization_at = now
             self._update_utilization()
         self._utilization = {pid: u for pid, u in self._utilization.items() if pid in found}
         samples = []
@@ -87,7 +114,7 @@ class DeviceProcessLister:
                 encoder_percent=enc, decoder_percent=dec,
                 gpu_instance_id=gpu_instance, compute_instance_id=compute_instance,
             ))
-        return samples
+        return tuple(samples)
 
     def _list(self, kind: str, variants: tuple[tuple[str, str], ...], mig: bool) -> list[Any]:
         """pynvml's process-info structs from the first of ``variants`` (guard key, function name) the driver supports."""

@@ -240,7 +240,7 @@ class NvmlSource:
                 slot.error = f"cannot open GPU {index}: {describe(error)}"
                 slot.retry_at = now + self._lost_retry_s
             return
-        slot.reader = DeviceReader(index, handle, self._poller)
+        slot.reader = DeviceReader(index, handle, self._poller, self._clock)
         slot.error = None
         note = self._xids.register(index, handle)
         if note is not None:
