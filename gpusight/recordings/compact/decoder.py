@@ -11,7 +11,7 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
-from gpusight.collect.model import Snapshot
+from gpusight.collect.model import ProcessRole, ProcessSample, Snapshot
 from gpusight.collect.schema import MAX_TIMESTAMP, record_shape
 from gpusight.collect.serialize import SnapshotFormatError, record_from_dict
 from gpusight.recordings.compact.codec import MAX_SHIFT, SECOND_ORDER, CodecError, decode_cell, decode_static, get_varint
@@ -20,18 +20,22 @@ from gpusight.recordings.compact.layout import NumberColumn, Table, field_names
 
 
 class _Entry:
-    """A static dictionary entry: the row's dataclass arguments with its static values set, and its identity."""
+    """A static dictionary entry: the row's dataclass arguments with its static values set, its identity, and whether
+    its rows are built (False: a process without a GPU context, when only GPU processes are asked for)."""
 
-    __slots__ = ("args", "identity")
+    __slots__ = ("args", "identity", "kept")
 
-    def __init__(self, args: list[Any], identity: tuple[Any, ...]) -> None:
+    def __init__(self, args: list[Any], identity: tuple[Any, ...], kept: bool) -> None:
         self.args = args
         self.identity = identity
+        self.kept = kept
 
 
 class _TableDecoder:
-    def __init__(self, table: Table) -> None:
+    def __init__(self, table: Table, gpu_processes_only: bool = False) -> None:
         self.table = table
+        self.gpu_processes_only = gpu_processes_only and table.cls is ProcessSample
+        """True when rows of processes without a GPU context are decoded (their numbers move on) but never built."""
         known = field_names(table.cls)
         self.static_kept = [name for name in table.static if name in known]
         vectors = {c.name for c in table.numbers if c.vector}
@@ -70,7 +74,8 @@ class _TableDecoder:
         identity = tuple([
             getattr(record, table.static[i]) if table.static[i] in self.position else repr(values[i]) for i in table.identity
         ])
-        return _Entry(args, identity)
+        kept = not self.gpu_processes_only or record.role == ProcessRole.GPU
+        return _Entry(args, identity, kept)
 
     def decode(self, data: bytes, pos: int) -> int:
         count, pos = get_varint(data, pos)
@@ -153,6 +158,8 @@ class _TableDecoder:
         slots = self.number_slots
         built = []
         for entry, cell in self.rows:
+            if not entry.kept:
+                continue
             args = entry.args.copy()
             if cell is not None:
                 values = cell.values
@@ -199,10 +206,14 @@ def _decode_vector(data: bytes, pos: int, cell: Cells, c: int, column: NumberCol
 
 
 class SnapshotDecoder:
-    """Decodes the records of one block in order."""
+    """Decodes the records of one block in order.
 
-    def __init__(self, tables: Sequence[Table]) -> None:
-        self._tables = [_TableDecoder(t) for t in tables]
+    With ``gpu_processes_only``, each snapshot's ``processes`` holds only the processes with a GPU context (role
+    ``gpu``): DataLoader workers are decoded, so the block's later records still decode, but never built.
+    """
+
+    def __init__(self, tables: Sequence[Table], gpu_processes_only: bool = False) -> None:
+        self._tables = [_TableDecoder(t, gpu_processes_only) for t in tables]
         self._fields = [(t.table.field, t.table.arity) for t in self._tables]
         root = tables[0]
         if root.field or [c.name for c in root.numbers].count("timestamp") != 1:
