@@ -100,11 +100,11 @@ class _TableDecoder:
             return pos
         width = len(numbers)
         rows: list[tuple[_Entry, Cells | None]] = []
-        cells: list[Cells] = []
+        cells: list[Cells | None] = []  # None: a row never built, whose tokens are only stepped over
         for i in self.ids:
             entry = self.entries[i]
-            cell = self.cells.get(entry.identity)
-            if cell is None:
+            cell = self.cells.get(entry.identity) if entry.kept else None
+            if cell is None and entry.kept:
                 cell = self.cells[entry.identity] = Cells(width)
             rows.append((entry, cell))
             cells.append(cell)
@@ -114,7 +114,7 @@ class _TableDecoder:
         for c, column in enumerate(numbers):
             if column.vector:
                 for cell in cells:
-                    pos = _decode_vector(data, pos, cell, c, column)
+                    pos = _skip_vector(data, pos) if cell is None else _decode_vector(data, pos, cell, c, column)
                 continue
             divisor, is_float, nullable = column.divisor, column.kind == "float", column.nullable
             header = data[pos]
@@ -128,6 +128,8 @@ class _TableDecoder:
                     pos += 1
                 else:
                     token, pos = get_varint(data, pos)
+                if cell is None:
+                    continue
                 qs = cell.qs
                 q1 = qs[c]
                 if token:
@@ -172,6 +174,16 @@ class _TableDecoder:
         """The current rows as dataclasses."""
         cls = self.table.cls
         return [cls(*args) for args in self.row_args()]
+
+
+def _skip_vector(data: bytes, pos: int) -> int:
+    """Step over a vector cell of a row that is never built."""
+    size, pos = get_varint(data, pos)
+    if size - 1 > len(data) - pos:
+        raise CodecError("record cut short")
+    for _ in range(size - 1):
+        _, pos = get_varint(data, pos)
+    return pos
 
 
 def _decode_vector(data: bytes, pos: int, cell: Cells, c: int, column: NumberColumn) -> int:
