@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from gpusight.collect.model import Snapshot
     from gpusight.recordings.progress import ReadProgress
 
-ROW_GROUP_ROWS = 65_536
+ROW_GROUP_ROWS = 4_096
 """Rows of a table buffered before they are written as a row group."""
 
 TABLE_FILES = tuple(f"{name}.parquet" for name in (GPUS, PROCESSES, ADVICE))
