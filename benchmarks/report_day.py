@@ -83,6 +83,8 @@ workers, every metric moving) at 1 Hz, written by the real writer through the re
 a ten-minute gap halfway. Report time, CPU and peak memory are the child process's (`getrusage`); the HTML size is
 the whole self-contained file (uPlot included, about 52 KB). Each row is rewritten by
 `python benchmarks/report_day.py --hours H --format F --results benchmarks/RESULTS-report.md`.
+Before/after figures of the report and of `--convert` on one recording, gpusight trees side by side:
+`benchmarks/RESULTS-readback.md` (`benchmarks/readback_day.py`).
 
 | format | hours | snapshots | recording | report wall | report CPU | CPU per snapshot | peak RSS | HTML |
 | --- | --- | --- | --- | --- | --- | --- | --- | --- |
