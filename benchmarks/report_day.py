@@ -36,12 +36,16 @@ SUFFIX = {"jsonl": ".jsonl", "jsonl.gz": ".jsonl.gz", "compact": ".gtr"}
 """File name ending that makes ``open_recorder`` write each format."""
 
 
-def measure(hours: float, fmt: str, directory: Path) -> dict[str, object]:
-    """Write the recording and report it; the figures as a dict."""
+def measure(hours: float, fmt: str, directory: Path, reuse: bool = False) -> dict[str, object]:
+    """Write the recording (or, with ``reuse``, take the one already in ``directory``) and report it; the figures as a
+    dict."""
     recording = directory / f"day{SUFFIX[fmt]}"
     half = hours * 3600 / 2
     started = time.perf_counter()
-    written = record_demo_run(recording, [Segment("mixed", half, pause=600), Segment("mixed", half)], interval=1.0)
+    if reuse:
+        written = round(hours * 3600)
+    else:
+        written = record_demo_run(recording, [Segment("mixed", half, pause=600), Segment("mixed", half)], interval=1.0)
     write_s = time.perf_counter() - started
     page = directory / "day.html"
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -79,6 +83,8 @@ workers, every metric moving) at 1 Hz, written by the real writer through the re
 a ten-minute gap halfway. Report time, CPU and peak memory are the child process's (`getrusage`); the HTML size is
 the whole self-contained file (uPlot included, about 52 KB). Each row is rewritten by
 `python benchmarks/report_day.py --hours H --format F --results benchmarks/RESULTS-report.md`.
+Before/after figures of the report and of `--convert` on one recording, gpusight trees side by side:
+`benchmarks/RESULTS-readback.md` (`benchmarks/readback_day.py`).
 
 | format | hours | snapshots | recording | report wall | report CPU | CPU per snapshot | peak RSS | HTML |
 | --- | --- | --- | --- | --- | --- | --- | --- | --- |
@@ -105,10 +111,15 @@ def main() -> int:
     parser.add_argument("--format", choices=sorted(SUFFIX), default="compact", help="recording format")
     parser.add_argument("--results", type=Path, help="rewrite this format and length's row of this Markdown file")
     parser.add_argument("--keep", type=Path, help="write the recording and HTML here instead of a temporary folder")
+    parser.add_argument("--reuse", action="store_true",
+                        help="with --keep: report the recording an earlier --keep run of the same hours wrote there "
+                        "(a day takes minutes to write); benchmarks/readback_day.py times other trees on it")
     args = parser.parse_args()
+    if args.reuse and (args.keep is None or not (args.keep / f"day{SUFFIX[args.format]}").exists()):
+        parser.error("--reuse needs --keep DIR holding an earlier run's recording")
     if args.keep is not None:
         args.keep.mkdir(parents=True, exist_ok=True)
-        result = measure(args.hours, args.format, args.keep)
+        result = measure(args.hours, args.format, args.keep, reuse=args.reuse)
     else:
         with tempfile.TemporaryDirectory() as directory:
             result = measure(args.hours, args.format, Path(directory))

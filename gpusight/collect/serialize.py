@@ -241,9 +241,24 @@ def _but(value: Any) -> str:
     return f", not {text}" if len(text) <= _SHOWN_CHARACTERS else f", not {text[: _SHOWN_CHARACTERS - 3]}..."
 
 
+_ATOMS = frozenset({int, float, str, bool, type(None)})
+"""Types written as they are (exact types: a StringEnum member is a ``str`` subclass, also written as it is)."""
+
+_FIELD_NAMES: dict[type, tuple[str, ...] | None] = {}
+"""The field names of each type met by :func:`_plain` (None: not a dataclass), looked up once per type."""
+
+
 def _plain(value: Any) -> Any:
-    if dataclasses.is_dataclass(value):
-        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    cls = type(value)
+    if cls in _ATOMS:
+        return value
+    try:
+        names = _FIELD_NAMES[cls]
+    except KeyError:
+        names = _FIELD_NAMES[cls] = tuple(f.name for f in dataclasses.fields(value)) \
+            if dataclasses.is_dataclass(value) else None
+    if names is not None:
+        return {name: _plain(getattr(value, name)) for name in names}
     if isinstance(value, tuple):
         return [_plain(v) for v in value]
     return value  # a StringEnum member stays a member: it is a str, and json.dumps writes its value

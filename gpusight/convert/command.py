@@ -1,8 +1,8 @@
 """``gpusight --convert IN OUT`` and ``gpusight --convert IN --to tensorboard DIR``: the command line of conversions.
 
 ``IN`` is any recording (its format told by its content). ``OUT``'s name picks the format written, as
-for ``--record`` (JSON lines for ``.jsonl``/``.jsonl.gz``, else compact); ``-`` writes JSON lines to
-stdout. Damaged parts of ``IN`` are skipped and reported on stderr. ``IN`` is never written; an existing
+for ``--record`` (JSON lines for ``.jsonl``/``.jsonl.gz``, else compact), or a folder of Parquet tables for
+``.parquet`` (:mod:`gpusight.convert.parquet`); ``-`` writes JSON lines to stdout. Damaged parts of ``IN`` are skipped and reported on stderr. ``IN`` is never written; an existing
 ``OUT`` is replaced only with ``--force``, and only once the conversion has finished (it is written
 under a temporary name beside it first). Errors are one line on stderr with status 1; a bad command
 line is a usage error (status 2).
@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gpusight.convert.copying import ConvertError, Tally, copy_snapshots, size_text
+from gpusight.convert.parquet_tables import PARQUET_EXTRA, PARQUET_SUFFIX
 from gpusight.output_files import OVERWRITE_RULE, existing_output_problem
 from gpusight.recordings.formats import format_for_name, sniff_format
 from gpusight.recordings.jsonl.stream import JsonLinesStream, names_stdout
@@ -38,6 +39,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--convert", nargs="+", metavar=("IN", "OUT"),
         help="convert recording IN (any format) to OUT, whose name picks the format as for --record "
         "(JSON lines for .jsonl/.jsonl.gz, else compact); OUT '-' writes JSON lines to stdout. "
+        f"An OUT ending in {PARQUET_SUFFIX} is a folder of three tidy Parquet tables for DuckDB, pandas or Polars: "
+        "gpus.parquet (a row per GPU per snapshot), processes.parquet (a row per process per snapshot) and "
+        f"advice.parquet (a row per advice raised or cleared); needs pyarrow ({PARQUET_EXTRA}). "
         "Damaged parts are skipped and reported; an existing OUT is replaced only with --force",
     )
     parser.add_argument(
@@ -94,6 +98,10 @@ def run(args: argparse.Namespace, progress: ReadProgress | None = None) -> int:
             from gpusight.convert.tensorboard import convert_to_tensorboard
 
             tally, summary = convert_to_tensorboard(source, Path(args.to[1]), force=args.force, progress=progress)
+        elif args.convert[1].lower().endswith(PARQUET_SUFFIX):
+            from gpusight.convert.parquet import convert_to_parquet
+
+            tally, summary = convert_to_parquet(source, Path(args.convert[1]), force=args.force, progress=progress)
         elif writes_stdout(args):
             tally, summary = _convert_to_stdout(source, progress)
         else:

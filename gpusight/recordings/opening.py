@@ -6,11 +6,12 @@ compact format); a file's first bytes decide how it is read, whatever its name.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Generator
 from typing import TYPE_CHECKING, BinaryIO
 
-from gpusight.collect.model import Snapshot
+from gpusight.collect.model import ProcessRole, Snapshot
 from gpusight.recordings.compact import CompactRecording, CompactWriter, read_compact
 from gpusight.recordings.files import open_regular_file, reading
 from gpusight.recordings.formats import (
@@ -53,7 +54,7 @@ def open_seekable(path: str | os.PathLike[str], progress: ReadProgress | None = 
 
 
 def read_recording(
-    path: str | os.PathLike[str], progress: ReadProgress | None = None,
+    path: str | os.PathLike[str], progress: ReadProgress | None = None, *, gpu_processes_only: bool = False,
 ) -> Generator[Snapshot | RecordingProblem, None, None]:
     """Stream a recording's snapshots in order, with a :class:`RecordingProblem` for each unreadable part.
 
@@ -62,16 +63,24 @@ def read_recording(
     or never end. The format (compact, JSON lines, gzip) is told by the content, not the name. Never raises while iterating:
     a read error ends the stream with a problem. Closing the iterator closes the file, and ends ``progress``, which is
     told the file's size and how much of it has been read (see :mod:`gpusight.recordings.progress`).
+
+    ``gpu_processes_only``: each snapshot's ``processes`` holds only the processes with a GPU context (role ``gpu``),
+    for readers that never look at DataLoader workers (the run report); a compact recording then skips building them.
     """
-    return _records(open_regular_file(path), progress)
+    return _records(open_regular_file(path), progress, gpu_processes_only)
 
 
-def _records(file: BinaryIO, progress: ReadProgress | None) -> Generator[Snapshot | RecordingProblem, None, None]:
+def _records(file: BinaryIO, progress: ReadProgress | None,
+             gpu_processes_only: bool) -> Generator[Snapshot | RecordingProblem, None, None]:
     with file, reading(file, progress):
         if _starts_compact(file):
-            yield from read_compact(file, progress)
+            yield from read_compact(file, progress, gpu_processes_only=gpu_processes_only)
             return
-        yield from read_jsonl(file, progress)
+        for item in read_jsonl(file, progress):
+            if gpu_processes_only and isinstance(item, Snapshot):
+                item = dataclasses.replace(item, processes=tuple(
+                    p for p in item.processes if p.role == ProcessRole.GPU))
+            yield item
 
 
 def _starts_compact(file: BinaryIO) -> bool:

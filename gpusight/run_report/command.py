@@ -118,7 +118,7 @@ def read_summary(recording: Path, progress: ReadProgress | None = None) -> RunSu
     from gpusight.run_report.summary import summarize
 
     try:
-        stream = read_recording(recording, progress)
+        stream = read_recording(recording, progress, gpu_processes_only=True)  # the report reads no workers
     except OSError as exc:
         raise ReportError(f"cannot read recording {recording}: {exc.strerror or exc}") from exc
     try:

@@ -36,18 +36,21 @@ class BucketSeries:
 
     def add(self, bucket: int, value: float) -> None:
         """Add a known ``value`` to ``bucket`` (buckets before it that were never filled are gaps)."""
-        missing = bucket + 1 - len(self._count)
-        if missing > 0:
-            self._count.extend([0] * missing)
+        count = self._count
+        if bucket >= len(count):
+            missing = bucket + 1 - len(count)
+            count.extend([0] * missing)
             self._sum.extend([0.0] * missing)
             self._min.extend([math.inf] * missing)
             self._max.extend([-math.inf] * missing)
-        self._count[bucket] += 1
+        count[bucket] += 1
         self._sum[bucket] += value
-        if value < self._min[bucket]:
-            self._min[bucket] = value
-        if value > self._max[bucket]:
-            self._max[bucket] = value
+        low = self._min
+        if value < low[bucket]:
+            low[bucket] = value
+        high = self._max
+        if value > high[bucket]:
+            high[bucket] = value
 
     def halve(self) -> None:
         """Merge buckets in pairs (the grid's width doubled)."""

@@ -162,6 +162,8 @@ class JobSpeedAccumulator:
         self._peak: float | None = None
         self._names: dict[str, dict[str, None]] = {
             key: {} for key in ("flops", "peak", "math", "batch", "note", "breakdown")}
+        self._seen: set[tuple[object, ...]] = set()
+        """Ranks' sources already noted (at most :data:`MAX_NAMES` kept): noting them again would change nothing."""
 
     def add(self, speed: JobSpeed, ranks: Sequence[ProcessSample], seconds: float, bucket: int) -> None:
         """Count the job's ``speed`` (from ``job_speed``) and its ``ranks``' sources for ``seconds`` in ``bucket``."""
@@ -181,11 +183,16 @@ class JobSpeedAccumulator:
             for label, percent in speed.breakdown:
                 self._parts[label] += percent * seconds
                 self._series[label].add(bucket, percent)
+        seen = self._seen
         for rank in ranks:
             self._flops_per_step = rank.flops_per_step if rank.flops_per_step is not None else self._flops_per_step
-            for key, value in (("flops", rank.flops_source), ("peak", rank.peak_source), ("math", rank.math_mode),
-                               ("batch", rank.batch_size_source), ("note", rank.flops_utilization_note),
-                               ("breakdown", rank.breakdown_source)):
+            sources = (rank.flops_source, rank.peak_source, rank.math_mode, rank.batch_size_source,
+                       rank.flops_utilization_note, rank.breakdown_source)
+            if sources in seen:  # noted already: the same names again change nothing
+                continue
+            if len(seen) < MAX_NAMES:
+                seen.add(sources)
+            for key, value in zip(("flops", "peak", "math", "batch", "note", "breakdown"), sources, strict=True):
                 _note(self._names[key], value)
 
     def run(self, rows: list[int | None]) -> JobSpeedRun:

@@ -11,7 +11,7 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
-from gpusight.collect.model import Snapshot
+from gpusight.collect.model import ProcessRole, ProcessSample, Snapshot
 from gpusight.collect.schema import MAX_TIMESTAMP, record_shape
 from gpusight.collect.serialize import SnapshotFormatError, record_from_dict
 from gpusight.recordings.compact.codec import MAX_SHIFT, SECOND_ORDER, CodecError, decode_cell, decode_static, get_varint
@@ -20,18 +20,22 @@ from gpusight.recordings.compact.layout import NumberColumn, Table, field_names
 
 
 class _Entry:
-    """A static dictionary entry: the row's dataclass arguments with its static values set, and its identity."""
+    """A static dictionary entry: the row's dataclass arguments with its static values set, its identity, and whether
+    its rows are built (False: a process without a GPU context, when only GPU processes are asked for)."""
 
-    __slots__ = ("args", "identity")
+    __slots__ = ("args", "identity", "kept")
 
-    def __init__(self, args: list[Any], identity: tuple[Any, ...]) -> None:
+    def __init__(self, args: list[Any], identity: tuple[Any, ...], kept: bool) -> None:
         self.args = args
         self.identity = identity
+        self.kept = kept
 
 
 class _TableDecoder:
-    def __init__(self, table: Table) -> None:
+    def __init__(self, table: Table, gpu_processes_only: bool = False) -> None:
         self.table = table
+        self.gpu_processes_only = gpu_processes_only and table.cls is ProcessSample
+        """True when rows of processes without a GPU context are decoded (their numbers move on) but never built."""
         known = field_names(table.cls)
         self.static_kept = [name for name in table.static if name in known]
         vectors = {c.name for c in table.numbers if c.vector}
@@ -70,7 +74,8 @@ class _TableDecoder:
         identity = tuple([
             getattr(record, table.static[i]) if table.static[i] in self.position else repr(values[i]) for i in table.identity
         ])
-        return _Entry(args, identity)
+        kept = not self.gpu_processes_only or record.role == ProcessRole.GPU
+        return _Entry(args, identity, kept)
 
     def decode(self, data: bytes, pos: int) -> int:
         count, pos = get_varint(data, pos)
@@ -95,11 +100,11 @@ class _TableDecoder:
             return pos
         width = len(numbers)
         rows: list[tuple[_Entry, Cells | None]] = []
-        cells: list[Cells] = []
+        cells: list[Cells | None] = []  # None: a row never built, whose tokens are only stepped over
         for i in self.ids:
             entry = self.entries[i]
-            cell = self.cells.get(entry.identity)
-            if cell is None:
+            cell = self.cells.get(entry.identity) if entry.kept else None
+            if cell is None and entry.kept:
                 cell = self.cells[entry.identity] = Cells(width)
             rows.append((entry, cell))
             cells.append(cell)
@@ -109,7 +114,7 @@ class _TableDecoder:
         for c, column in enumerate(numbers):
             if column.vector:
                 for cell in cells:
-                    pos = _decode_vector(data, pos, cell, c, column)
+                    pos = _skip_vector(data, pos) if cell is None else _decode_vector(data, pos, cell, c, column)
                 continue
             divisor, is_float, nullable = column.divisor, column.kind == "float", column.nullable
             header = data[pos]
@@ -123,6 +128,8 @@ class _TableDecoder:
                     pos += 1
                 else:
                     token, pos = get_varint(data, pos)
+                if cell is None:
+                    continue
                 qs = cell.qs
                 q1 = qs[c]
                 if token:
@@ -153,6 +160,8 @@ class _TableDecoder:
         slots = self.number_slots
         built = []
         for entry, cell in self.rows:
+            if not entry.kept:
+                continue
             args = entry.args.copy()
             if cell is not None:
                 values = cell.values
@@ -165,6 +174,16 @@ class _TableDecoder:
         """The current rows as dataclasses."""
         cls = self.table.cls
         return [cls(*args) for args in self.row_args()]
+
+
+def _skip_vector(data: bytes, pos: int) -> int:
+    """Step over a vector cell of a row that is never built."""
+    size, pos = get_varint(data, pos)
+    if size - 1 > len(data) - pos:
+        raise CodecError("record cut short")
+    for _ in range(size - 1):
+        _, pos = get_varint(data, pos)
+    return pos
 
 
 def _decode_vector(data: bytes, pos: int, cell: Cells, c: int, column: NumberColumn) -> int:
@@ -199,10 +218,14 @@ def _decode_vector(data: bytes, pos: int, cell: Cells, c: int, column: NumberCol
 
 
 class SnapshotDecoder:
-    """Decodes the records of one block in order."""
+    """Decodes the records of one block in order.
 
-    def __init__(self, tables: Sequence[Table]) -> None:
-        self._tables = [_TableDecoder(t) for t in tables]
+    With ``gpu_processes_only``, each snapshot's ``processes`` holds only the processes with a GPU context (role
+    ``gpu``): DataLoader workers are decoded, so the block's later records still decode, but never built.
+    """
+
+    def __init__(self, tables: Sequence[Table], gpu_processes_only: bool = False) -> None:
+        self._tables = [_TableDecoder(t, gpu_processes_only) for t in tables]
         self._fields = [(t.table.field, t.table.arity) for t in self._tables]
         root = tables[0]
         if root.field or [c.name for c in root.numbers].count("timestamp") != 1:

@@ -41,12 +41,14 @@ _DECODE_ERRORS = (CodecError, zstandard.ZstdError, SnapshotFormatError, TypeErro
                   OverflowError, RecursionError)
 
 
-def read_compact(file: BinaryIO, progress: ReadProgress | None = None) -> Iterator[Snapshot | RecordingProblem]:
+def read_compact(file: BinaryIO, progress: ReadProgress | None = None, *,
+                 gpu_processes_only: bool = False) -> Iterator[Snapshot | RecordingProblem]:
     """Stream the snapshots of an open compact recording from its start, with a problem for each damaged block.
 
-    ``progress`` is told the offset reached before each chunk (never begun nor ended here).
+    ``progress`` is told the offset reached before each chunk (never begun nor ended here). With
+    ``gpu_processes_only``, snapshots list only the processes with a GPU context (see :class:`SnapshotDecoder`).
     """
-    return CompactStream(FrameReader(file), progress=progress).run(0)
+    return CompactStream(FrameReader(file), progress=progress, gpu_processes_only=gpu_processes_only).run(0)
 
 
 class SegmentLayout:
@@ -80,7 +82,8 @@ class CompactStream:
     """One pass over a compact recording from an offset (the file's start or a block's first chunk)."""
 
     def __init__(self, frames: FrameReader, layout: SegmentLayout | None = None, block_number: int = 0,
-                 start_time: float | None = None, progress: ReadProgress | None = None) -> None:
+                 start_time: float | None = None, progress: ReadProgress | None = None,
+                 gpu_processes_only: bool = False) -> None:
         self.frames = frames
         """The file."""
         self.layout = layout
@@ -91,6 +94,8 @@ class CompactStream:
         """When set, the first snapshot yielded is the last one at or before it (see ``read_from``)."""
         self.progress = progress
         """Told the file offset reached before each item is read; None when nobody watches."""
+        self.gpu_processes_only = gpu_processes_only
+        """True when snapshots list only the processes with a GPU context."""
         self._decoder: SnapshotDecoder | None = None
         self._decompressor: BlockDecompressor | None = None
         self._open = False  # the segment being read has not been closed by its writer (yet)
@@ -188,7 +193,7 @@ class CompactStream:
             if crc != fallback.crc:
                 raise CodecError("its segment header is lost and it was written with another layout")
             self.layout = fallback
-        self._decoder = SnapshotDecoder(self.layout.tables)
+        self._decoder = SnapshotDecoder(self.layout.tables, self.gpu_processes_only)
         self._decompressor = BlockDecompressor()
         self._seek_candidate = False
         return pos + 4
