@@ -78,6 +78,19 @@ def test_version_does_not_load_the_user_interface():
     assert out.stdout.splitlines()[-1] == "[]"
 
 
+def test_the_command_line_loads_neither_the_demo_nor_the_checks_until_a_run_asks_for_them():
+    """The live monitor's start pays for neither: ``--help`` names the scenarios from gpusight.demo.catalog."""
+    code = (
+        "import sys\nfrom gpusight.cli import main\n"
+        "try:\n    main(['--version'])\nexcept SystemExit as exit:\n    assert exit.code == 0\n"
+        "print(sorted(m for m in ('gpusight.demo.scenarios', 'gpusight.demo.source', 'gpusight.check') "
+        "if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines()[-1] == "[]"
+
+
 def test_help_documents_every_flag():
     out = run("--help")
     assert out.returncode == 0
