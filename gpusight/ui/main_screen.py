@@ -14,7 +14,8 @@ class MainScreen(Screen[None]):
     before the first frame with eight GPU panels (each panel resolves its component classes again).
     The first resume skips it; later ones (back from a detail screen or a dialog) restyle as Textual
     does. Textual calls the handlers of every class in the MRO, subclass first, so Screen's own
-    handler runs after this one and sees the flag.
+    handler runs after this one and sees the flag (Textual 8.2's ``Screen._on_screen_resume``, the
+    version pyproject.toml pins; tests/test_ui_startup.py notices a change).
     """
 
     def __init__(self) -> None:
