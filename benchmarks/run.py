@@ -88,9 +88,9 @@ def gpusight_env(env: dict[str, str]) -> dict[str, str]:
     return dict(env, PYTHONPATH=str(REPO))
 
 
-def precompile(env: dict[str, str]) -> None:
-    """Compile gpusight's modules (into their ``__pycache__`` folders, which git ignores)."""
-    subprocess.run([sys.executable, "-m", "compileall", "-q", str(REPO / "gpusight")], env=env, check=True,
+def precompile(env: dict[str, str], checkout: Path = REPO) -> None:
+    """Compile the gpusight modules of ``checkout`` (into their ``__pycache__`` folders, which git ignores)."""
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(checkout / "gpusight")], env=env, check=True,
                    capture_output=True)
 
 

@@ -67,11 +67,13 @@ def test_version_prints_only_the_version():
     assert alone.returncode == 2 and "--verbose needs --version" in alone.stderr
 
 
-def test_version_does_not_load_the_user_interface():
+def test_version_loads_neither_the_user_interface_nor_the_demo_nor_the_checks():
+    """Nor does any start before its run asks: ``--help`` names the demo's scenarios from gpusight.demo.catalog."""
     code = (
         "import sys\nfrom gpusight.cli import main\n"
         "try:\n    main(['--version'])\nexcept SystemExit as exit:\n    assert exit.code == 0\n"
-        "print(sorted(m for m in ('textual.app', 'gpusight.ui.app') if m in sys.modules))\n"
+        "print(sorted(m for m in ('textual.app', 'gpusight.ui.app', 'gpusight.demo.scenarios', 'gpusight.demo.source', "
+        "'gpusight.check') if m in sys.modules))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr

@@ -6,7 +6,9 @@ import statistics
 import pytest
 
 from gpusight.collect.model import ProcessRole, Vendor
-from gpusight.demo.source import DEFAULT_SCENARIO, SCENARIOS, DemoSource
+from gpusight.demo.catalog import DEFAULT_SCENARIO, SCENARIOS
+from gpusight.demo.scenarios import SCENARIO_SPECS
+from gpusight.demo.source import DemoSource
 
 GIB = 1024**3
 START = 1_750_000_000.0
@@ -57,6 +59,10 @@ def test_scenario_list_has_the_required_stories_and_mixed_is_default():
     assert required <= set(SCENARIOS)
     assert DEFAULT_SCENARIO == "mixed"
     assert all(text.strip() and "\n" not in text for text in SCENARIOS.values())
+
+
+def test_every_scenario_named_for_help_has_a_spec_and_every_spec_a_name():
+    assert list(SCENARIO_SPECS) == list(SCENARIOS)
 
 
 def test_unknown_scenario_names_the_valid_ones():

@@ -18,12 +18,10 @@ from gpusight.run_report import command as run_report
 
 def main(argv: list[str] | None = None) -> int:
     """Run gpusight with ``argv`` (default ``sys.argv[1:]``); returns the exit status."""
-    from gpusight.check import EXIT_CANNOT_CHECK
-
     parser = build_parser()
     argv = sys.argv[1:] if argv is None else argv
     if asks_for_check(argv):
-        parser.usage_status = EXIT_CANNOT_CHECK
+        parser.usage_status = _cannot_check_status()
     args = parser.parse_args(argv)
     if args.version:  # before the usage rules, as argparse's own --version would
         return print_version(args.verbose)
@@ -42,11 +40,18 @@ def main(argv: list[str] | None = None) -> int:
         return _run(args)
     except CliError as exc:
         print(f"gpusight: {exc}", file=sys.stderr)
-        return EXIT_CANNOT_CHECK if args.check else 1
+        return _cannot_check_status() if args.check else 1
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
         return reader_gone()
+
+
+def _cannot_check_status() -> int:
+    """``--check``'s exit status when it cannot check (gpusight.check is imported only by the runs that check)."""
+    from gpusight.check import EXIT_CANNOT_CHECK
+
+    return EXIT_CANNOT_CHECK
 
 
 def _run_convert(args: argparse.Namespace) -> int:

@@ -117,7 +117,7 @@ def print_version(verbose: bool) -> int:
 
 def build_parser() -> GpusightParser:
     """The argument parser; ``--help`` documents every flag."""
-    from gpusight.demo.source import DEFAULT_SCENARIO, SCENARIOS
+    from gpusight.demo.catalog import DEFAULT_SCENARIO, SCENARIOS
 
     scenarios = "; ".join(f"{name}: {text}" for name, text in SCENARIOS.items()).replace("%", "%%")
     parser = GpusightParser(

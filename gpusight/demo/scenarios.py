@@ -356,8 +356,6 @@ class Job:
 class Scenario:
     """A simulated host: its size and the jobs on its GPUs (GPUs with no job are free)."""
 
-    description: str
-    """One line for ``--help``."""
     gpu_count: int
     """Number of GPUs."""
     cores: int
@@ -477,8 +475,6 @@ _H100_MIG = (
 
 SCENARIO_SPECS: dict[str, Scenario] = {
     "mixed": Scenario(
-        description="8-GPU shared server: healthy DDP, an input-bound run, an idle notebook, "
-        "a small-batch run and a hot GPU, for different users",
         gpu_count=8, cores=96, memory_gib=2048, hostname="dgx-h100-01", iowait=(1.0, 4.5),
         jobs=(
             _ddp("alice", (0, 1, 2, 3), (HEALTHY,) * 4, _ALICE_LLM, 7.5, 11.0, _ALICE_MODEL),
@@ -489,18 +485,14 @@ SCENARIO_SPECS: dict[str, Scenario] = {
         ),
     ),
     "healthy": Scenario(
-        description="4x H100 DDP training at 90-98 % utilization, 6 DataLoader workers per GPU",
         gpu_count=4, cores=64, memory_gib=1024, hostname="h100-node-03", iowait=(0.2, 1.2),
         jobs=(_ddp("alice", (0, 1, 2, 3), (HEALTHY,) * 4, _ALICE_LLM, 7.5, 11.0, _ALICE_MODEL),),
     ),
     "input-bound": Scenario(
-        description="GPUs starved by the input pipeline: bursty 15-40 % utilization, "
-        "DataLoader workers pinned at 100 % CPU",
         gpu_count=4, cores=32, memory_gib=512, hostname="h100-node-11", iowait=(4.0, 11.0),
         jobs=(_ddp("bob", (0, 1, 2, 3), (INPUT_BOUND,) * 4, _BOB_VISION, 1.2, 7.5, _BOB_MODEL),),
     ),
     "small-batch": Scenario(
-        description="two runs with tiny batches: about 12 % of GPU memory used, moderate utilization",
         gpu_count=2, cores=32, memory_gib=512, hostname="h100-node-05", iowait=(0.1, 0.8),
         jobs=(
             Job("dave", (0,), (SMALL_BATCH,), _DAVE_SWEEP.format(lr="3e-4"), None, 0.8, 4.1, model=_DAVE_MODEL),
@@ -508,12 +500,10 @@ SCENARIO_SPECS: dict[str, Scenario] = {
         ),
     ),
     "throttling": Scenario(
-        description="clocks pulled down: two GPUs at 87-90 C (thermal), two at the 700 W power cap",
         gpu_count=4, cores=64, memory_gib=1024, hostname="h100-node-09", iowait=(0.2, 1.2),
         jobs=(_ddp("erin", (0, 1, 2, 3), (THERMAL, THERMAL, POWER_CAP, POWER_CAP), _ERIN_PRETRAIN, 3.4, 12.5, _ERIN_MODEL),),
     ),
     "idle-holding": Scenario(
-        description="a notebook kernel started two days ago holds 34 GiB on an idle GPU",
         gpu_count=4, cores=64, memory_gib=1024, hostname="h100-node-02", iowait=(0.2, 1.0),
         jobs=(
             Job("carol", (0,), (IDLE_HOLD,), _CAROL_NOTEBOOK, None, 51.0, 5.2, _JUPYTER_LAB),
@@ -521,8 +511,6 @@ SCENARIO_SPECS: dict[str, Scenario] = {
         ),
     ),
     "imbalance": Scenario(
-        description="a 4-GPU DDP job with a straggler: rank 2 at about 57 % (its input is slower) while "
-        "the other ranks wait in NCCL at about 96 %",
         gpu_count=4, cores=64, memory_gib=1024, hostname="h100-node-06", iowait=(0.2, 1.2),
         jobs=(
             _ddp(
@@ -531,8 +519,6 @@ SCENARIO_SPECS: dict[str, Scenario] = {
         ),
     ),
     "serving": Scenario(
-        description="an inference host: vLLM under load on 2 GPUs, an idle TGI server holding its KV cache, "
-        "and a Triton server busy with unbatched requests",
         gpu_count=4, cores=64, memory_gib=1024, hostname="h100-infer-02", iowait=(0.1, 0.6), prefill_s=330.0,
         jobs=(
             Job("svc-llm", (0, 1), (VLLM_LOAD,) * 2, _VLLM, None, 19.0, 6.8, _VLLM),
@@ -541,8 +527,6 @@ SCENARIO_SPECS: dict[str, Scenario] = {
         ),
     ),
     "stalls": Scenario(
-        description="a trainer idle 2.5 s of every 7 s while its main process evaluates (workers asleep), "
-        "and a notebook kernel holding memory on a GPU another user's trainer keeps busy",
         gpu_count=2, cores=32, memory_gib=512, hostname="h100-node-14", iowait=(0.2, 1.0),
         jobs=(
             Job("ivan", (0,), (STALLING,), _IVAN_EVAL, None, 0.6, 9.5, model=_IVAN_MODEL),
@@ -552,14 +536,10 @@ SCENARIO_SPECS: dict[str, Scenario] = {
         ),
     ),
     "comm-bound": Scenario(
-        description="a 4-GPU DDP job spending its steps in all-reduce: all ranks at about 96 % util, "
-        "SMs about 35 % active, NVLink busy",
         gpu_count=4, cores=64, memory_gib=1024, hostname="h100-node-08", iowait=(0.2, 1.0),
         jobs=(_ddp("kim", (0, 1, 2, 3), (COMM_BOUND,) * 4, _KIM_FULL_FT, 4.2, 14.0, _KIM_MODEL),),
     ),
     "mig": Scenario(
-        description="an H100 split into MIG slices 3g.40gb, 2g.20gb and two 1g.10gb (a fine-tuning run, an idle "
-        "notebook holding memory, a model server, one slice free) beside a whole H100 in training",
         gpu_count=2, cores=64, memory_gib=1024, hostname="h100-mig-04", iowait=(0.2, 1.0), mig=_H100_MIG,
         jobs=(
             Job("nina", (0,), (MIG_TRAIN,), _NINA_LORA, None, 3.2, 9.0, mig_instance=2),
@@ -570,8 +550,6 @@ SCENARIO_SPECS: dict[str, Scenario] = {
         ),
     ),
     "faulty": Scenario(
-        description="hardware faults: GPU 0 with Xid 48 and 94 and a row remap pending (Xid 94 again during the "
-        "run), GPU 1 on a PCIe link at Gen3 x8 (can run Gen5 x16), GPU 2 healthy",
         gpu_count=3, cores=64, memory_gib=1024, hostname="h100-node-17", iowait=(0.2, 1.0),
         faults=(
             Faults(xids_before=((5400.0, 48), (5399.0, 94)), xid_during=(90.0, 94), ecc_volatile_uncorrected=2,
@@ -582,8 +560,6 @@ SCENARIO_SPECS: dict[str, Scenario] = {
         jobs=(_ddp("erin", (0, 1, 2), (HEALTHY,) * 3, _ERIN_PRETRAIN, 3.4, 12.5, _ERIN_MODEL),),
     ),
     "video-decode": Scenario(
-        description="a video model whose DALI pipeline keeps the GPU's decoders at 91-99 % while SMs idle and "
-        "the trainer waits for data; beside it an image model decoding JPEGs on NVJPG",
         gpu_count=2, cores=32, memory_gib=512, hostname="h100-node-21", iowait=(0.2, 1.0),
         jobs=(
             Job("leo", (0,), (VIDEO_DECODE,), _LEO_VIDEO, None, 2.2, 14.0, model=_LEO_MODEL),
@@ -591,14 +567,10 @@ SCENARIO_SPECS: dict[str, Scenario] = {
         ),
     ),
     "amd": Scenario(
-        description="8x AMD Instinct MI300X: a DDP job with a straggler, an input-bound run, an idle notebook "
-        "holding memory, and a ROCm run whose own GPU share /dev/kfd hides",
         gpu_count=8, cores=128, memory_gib=2048, hostname="mi300x-node-01", iowait=(1.0, 4.5), jobs=_AMD_JOBS,
         gpus=(MI300X,) * 8,
     ),
     "mixed-vendor": Scenario(
-        description="a mixed machine: 4 NVIDIA H100 in DDP beside 4 AMD MI300X (input-bound, idle notebook, "
-        "ROCm run of unknown share)",
         gpu_count=8, cores=128, memory_gib=2048, hostname="mixed-node-01", iowait=(1.0, 4.5),
         jobs=_MIXED_VENDOR_JOBS, gpus=(H100,) * 4 + (MI300X,) * 4,
     ),

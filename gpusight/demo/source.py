@@ -29,17 +29,12 @@ from gpusight.collect.model import (
 )
 from gpusight.collect.peak_flops import peak_for
 from gpusight.collect.workload import find_sign, parse_command
+from gpusight.demo.catalog import SCENARIOS
 from gpusight.demo.gpu_models import H100, JUNCTION_OVER_CORE, KFD_USAGE_NOTE, MEMORY_UNDER_CORE, GpuModel
 from gpusight.demo.hardware import demo_health, mig_device
 from gpusight.demo.noise import SmoothNoise
 from gpusight.demo.scenarios import FREE, MIG_PARENT, SCENARIO_SPECS, Faults, Job, Model, Scenario, Workload
 from gpusight.demo.speed import step_breakdown, step_rate, with_speed
-
-SCENARIOS: dict[str, str] = {name: spec.description for name, spec in SCENARIO_SPECS.items()}
-"""Scenario name -> one-line description."""
-
-DEFAULT_SCENARIO = "mixed"
-"""The scenario ``--demo`` shows when none is named: a busy shared server."""
 
 GIB = 1024**3
 """Bytes in a GiB."""

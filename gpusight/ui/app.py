@@ -49,6 +49,7 @@ from gpusight.ui.gpu_panel import MODE_LINE, GpuArea, GpuPanel, choose_layout
 from gpusight.ui.header import HeaderBar
 from gpusight.ui.help_screen import HelpScreen
 from gpusight.ui.host_panel import HostPanel
+from gpusight.ui.main_screen import MainScreen
 from gpusight.ui.messages import FrameReady
 from gpusight.ui.partial_output import activate as activate_partial_output
 from gpusight.ui.playback_bar import PlaybackBar
@@ -153,6 +154,10 @@ class GpusightApp(TerminalGuardedApp):
 
     # -- building and layout ------------------------------------------------------------------
 
+    def get_default_screen(self) -> Screen[None]:
+        """The screen the monitor starts on: Textual's default, styled once at start (see MainScreen)."""
+        return MainScreen()
+
     def compose(self) -> ComposeResult:
         """Header, body (GPUs, host, processes | advice), advice summary, footer."""
         yield self._header
@@ -225,9 +230,7 @@ class GpusightApp(TerminalGuardedApp):
         narrow = width < WIDE_MIN_COLUMNS
         place = self._advice_place()
         advice = place != "hidden"
-        self.set_class(narrow, "-narrow")
-        self.set_class(advice, "-advice-open")
-        self.set_class(place == "below", "-advice-below")
+        self._set_layout_classes({"-narrow": narrow, "-advice-open": advice, "-advice-below": place == "below"})
         if advice and not self._advice_shown:
             self.call_after_refresh(self._advice.reveal)
         self._advice_shown = advice
@@ -249,6 +252,18 @@ class GpusightApp(TerminalGuardedApp):
         mode, rows = choose_layout(max(1, self._gpus.gpu_count), budget - 1, body // 2 - 1)
         self._gpus.apply_layout(mode, rows, budget)
         self._refresh_offers()
+
+    def _set_layout_classes(self, wanted: dict[str, bool]) -> None:
+        """Add or remove the app's layout classes, then restyle the screen once if any changed.
+
+        Textual restyles every widget of the screen for each class changed with ``set_class``: the first
+        frame changes two (advice open, below the GPUs), and each pass cost about as much as the mount's.
+        """
+        changed = [name for name, on in wanted.items() if self.has_class(name) != on]
+        for name in changed:
+            self.set_class(wanted[name], name, update=False)
+        if changed:
+            self.update_node_styles()
 
     def _refresh_offers(self) -> None:
         """Rebuild the footer when an action starts or stops doing something (the layout or the data changed)."""
