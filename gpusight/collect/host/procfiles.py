@@ -20,10 +20,8 @@ try:
 except ImportError:  # not a POSIX system
     resource = None  # type: ignore[assignment]
 
-from gpusight.collect.host.proctree import read_proc_file, read_proc_record
-
-CHUNK = 4096
-"""Bytes asked for by one read; the files held are one record of well under this."""
+from gpusight.collect.host.proctree import PROC_CHUNK as CHUNK
+from gpusight.collect.host.proctree import open_and_read, read_proc_file, read_proc_record
 
 MOST_HELD = 768
 """Descriptors held at most (three files each for 256 processes)."""
@@ -73,19 +71,15 @@ class HeldProcFiles:
         path = f"/proc/{pid}/{name}"
         if len(self._held) >= self._budget:
             return read_proc_record(path)
-        try:
-            descriptor = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-        except OSError:
+        opened = open_and_read(path)
+        if opened is None:
             return None
-        try:
-            data = os.read(descriptor, CHUNK)
-        except OSError:
-            data = None
-        if data is not None and len(data) < CHUNK:
+        descriptor, data = opened
+        if len(data) < CHUNK:
             self._held[key] = descriptor
             return data
         os.close(descriptor)
-        return None if data is None else read_proc_file(path)  # not one small record after all: read it whole
+        return read_proc_file(path)  # not one small record after all: read it whole
 
     def keep_only(self, pids: set[int]) -> None:
         """Close the files held for processes not in ``pids``."""

@@ -64,23 +64,36 @@ def read_proc_record(path: str) -> bytes | None:
     return _read_proc(path, single_record=True)
 
 
-_CHUNK = 4096
+PROC_CHUNK = 4096
 """Bytes asked for by each read of a ``/proc`` file."""
 
 
-def _read_proc(path: str, single_record: bool) -> bytes | None:
-    """Read ``path`` whole; with ``single_record``, a short read is taken as its end."""
+def open_and_read(path: str) -> tuple[int, bytes] | None:
+    """Open ``path`` and read up to ``PROC_CHUNK`` bytes: (its descriptor, left open, and the bytes read); None
+    when it cannot be opened or read (then nothing is left open)."""
     try:
         descriptor = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
         return None
     try:
-        chunk = os.read(descriptor, _CHUNK)
-        if single_record and len(chunk) < _CHUNK:
+        return descriptor, os.read(descriptor, PROC_CHUNK)
+    except OSError:
+        os.close(descriptor)
+        return None
+
+
+def _read_proc(path: str, single_record: bool) -> bytes | None:
+    """Read ``path`` whole; with ``single_record``, a short read is taken as its end."""
+    opened = open_and_read(path)
+    if opened is None:
+        return None
+    descriptor, chunk = opened
+    try:
+        if single_record and len(chunk) < PROC_CHUNK:
             return chunk
         chunks = [chunk]
         while chunk:
-            chunk = os.read(descriptor, _CHUNK)
+            chunk = os.read(descriptor, PROC_CHUNK)
             chunks.append(chunk)
     except OSError:
         return None
