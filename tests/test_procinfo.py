@@ -3,6 +3,7 @@ alone and agree with what psutil reads, while name, command line and user come f
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -116,3 +117,50 @@ def test_a_process_gone_has_no_wait_for_a_cpu():
     sleeper.wait()
     gone = reader.read(sleeper.pid)
     assert gone.note == "exited" and gone.cpu_wait_percent is None  # its /proc/PID/schedstat is gone: unknown
+
+
+_OPENED: list[str] = []
+"""Paths opened since the audit hook was added (every ``open`` and ``os.open`` raises the ``open`` audit event)."""
+
+
+def _record_opens(event: str, args: tuple) -> None:
+    if event == "open" and isinstance(args[0], str) and args[0].startswith("/proc/"):
+        _OPENED.append(args[0])
+
+
+sys.addaudithook(_record_opens)
+
+
+def _open_descriptors() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def test_a_followed_process_is_read_again_without_opening_its_proc_files(grower):
+    reader = ProcessDetailsReader()
+    ask(grower, "hello")
+    reader.read(grower.pid)
+    reader.read(grower.pid)  # name, command line and user cached from here on
+    _OPENED.clear()
+    ask(grower, "grow")
+    grown = reader.read(grower.pid)
+    opened = [path for path in _OPENED if path.startswith(f"/proc/{grower.pid}/")]
+    assert opened == []  # stat, statm and schedstat are read again through the descriptors kept open
+    assert grown.rss_bytes == psutil.Process(grower.pid).memory_info().rss  # and they read the process as it is now
+    assert grown.status == psutil.Process(grower.pid).status()
+    reader.clear()
+
+
+def test_a_process_that_ended_and_was_forgotten_leaves_no_file_open():
+    before = _open_descriptors()
+    sleepers = [subprocess.Popen(["sleep", "60"]) for _ in range(3)]
+    reader = ProcessDetailsReader()
+    for _ in range(2):
+        assert all(reader.read(sleeper.pid).note is None for sleeper in sleepers)
+        reader.forget_unseen()
+    assert _open_descriptors() > before  # the followed processes' files are held open
+    for sleeper in sleepers:
+        sleeper.kill()
+        sleeper.wait()
+    assert all(reader.read(sleeper.pid).note == "exited" for sleeper in sleepers)
+    reader.forget_unseen()
+    assert _open_descriptors() == before

@@ -94,6 +94,8 @@ class Context:
         self._imbalances: list[Imbalance] | None = None
         self._stragglers: list[Straggler] | None = None
         self._speeds: dict[int, JobSpeed] = {}
+        self._utils: dict[int, float | None] = {}
+        self._trains: dict[int, tuple[ProcessSample, bool]] = {}
 
     def samples_within(self, seconds: float) -> int:
         """How many of the newest history samples lie within ``seconds`` before the snapshot."""
@@ -105,11 +107,12 @@ class Context:
 
     def device_stat(self, index: int, metric: str, seconds: float | None = None) -> MetricSummary | None:
         """Min/mean/max of a device metric over the window (``window_s`` when None); None when unknown."""
-        seconds = self.thresholds.window_s if seconds is None else seconds
-        key = (index, metric, seconds)
-        if key not in self._stats:
-            self._stats[key] = summarize(self.history.device(index, metric, self.samples_within(seconds)))
-        return self._stats[key]
+        key = (index, metric, self.thresholds.window_s if seconds is None else seconds)
+        try:
+            return self._stats[key]
+        except KeyError:
+            stat = self._stats[key] = summarize(self.history.device(index, metric, self.samples_within(key[2])))
+            return stat
 
     def host_stat(self, metric: str, seconds: float | None = None) -> MetricSummary | None:
         """Min/mean/max of a host metric over the window (``window_s`` when None); None when unknown."""
@@ -121,12 +124,16 @@ class Context:
 
     def util(self, index: int) -> float | None:
         """Mean NVML GPU utilization of a device over the window; None on a GPU in MIG mode, whose figure (when
-        a driver gives one at all) is no one job's: its instances are advised on by the MIG rules."""
+        a driver gives one at all) is no one job's: its instances are advised on by the MIG rules. Computed once per
+        evaluation: most rules ask for it."""
+        try:
+            return self._utils[index]
+        except KeyError:
+            pass
         device = self.devices.get(index)
-        if device is not None and device.mig_mode:
-            return None
-        stat = self.device_stat(index, "utilization_gpu_percent")
-        return None if stat is None else stat.mean
+        stat = None if device is not None and device.mig_mode else self.device_stat(index, "utilization_gpu_percent")
+        util = self._utils[index] = None if stat is None else stat.mean
+        return util
 
     def idle_cores(self) -> float | None:
         """Cores left idle on average over the window; None when host CPU is unknown."""
@@ -155,7 +162,15 @@ class Context:
 
     def trains(self, process: ProcessSample) -> bool:
         """True when a GPU process gets trainer advice: training and unknown kinds, and a notebook that shows
-        training behaviour (DataLoader workers or a ``gpusight.torch`` record); never an inference server."""
+        training behaviour (DataLoader workers or a ``gpusight.torch`` record); never an inference server. Judged
+        once per process sample and evaluation: several rules ask about every process."""
+        known = self._trains.get(id(process))
+        if known is None or known[0] is not process:
+            known = self._trains[id(process)] = (process, self._judge_trains(process))
+        return known[1]
+
+    def _judge_trains(self, process: ProcessSample) -> bool:
+        """:meth:`trains`, uncached."""
         kind = self.kind_of(process)
         if kind in TRAINER_KINDS:
             return True

@@ -7,7 +7,7 @@ from gpusight.advice.context import Context, Finding
 from gpusight.advice.hysteresis import MIN_TRUE_FRACTION, Hysteresis
 from gpusight.advice.rules import HEALTHY, RULES
 from gpusight.advice.rules.healthy import is_all_clear
-from gpusight.advice.signals import speaks_to_all
+from gpusight.advice.signals import Signal, speaks_to_all
 from gpusight.advice.verdict import consistent
 from gpusight.collect.history import History
 from gpusight.collect.model import Advice, ScopeKind, Severity, Snapshot
@@ -57,11 +57,12 @@ class AdviceEngine:
             self._window_start = snapshot.timestamp
         sampled = snapshot.timestamp - self._window_start
         found: list[tuple[Finding, float, float]] = []
+        lacking: dict[tuple[int, tuple[Signal, ...]], bool] = {}
         for rule in RULES:
             hold = rule.hold(self.thresholds)
             least = min(hold, MIN_TRUE_FRACTION * sampled) if rule.instant else 0.0
             found.extend((finding, hold, least) for finding in rule.evaluate(ctx)
-                         if speaks_to_all(ctx, finding, rule.needs))
+                         if speaks_to_all(ctx, finding, rule.needs, lacking))
         kept = {id(finding) for finding in consistent([finding for finding, _, _ in found])}
         holding = {finding.advice.id: (finding, hold) for finding, hold, _ in found if id(finding) in kept}
         held_at_least = {finding.advice.id: seconds for finding, _, seconds in found if seconds}

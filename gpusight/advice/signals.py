@@ -31,9 +31,21 @@ def lacks(ctx: Context, index: int, needs: tuple[Signal, ...]) -> bool:
     return not all(any(has_signal(ctx, index, device, field) for field in _choices(need)) for need in needs)
 
 
-def speaks_to_all(ctx: Context, finding: Finding, needs: tuple[Signal, ...]) -> bool:
-    """Whether every GPU ``finding`` is about has the signals its rule ``needs``."""
-    return not needs or not any(lacks(ctx, index, needs) for index in finding.devices)
+def speaks_to_all(ctx: Context, finding: Finding, needs: tuple[Signal, ...],
+                  lacking: dict[tuple[int, tuple[Signal, ...]], bool] | None = None) -> bool:
+    """Whether every GPU ``finding`` is about has the signals its rule ``needs``; ``lacking`` remembers, over one
+    evaluation, what :func:`lacks` answered for a GPU and needs (several findings and rules ask the same)."""
+    if not needs:
+        return True
+    memo = {} if lacking is None else lacking
+    for index in finding.devices:
+        key = (index, needs)
+        answer = memo.get(key)
+        if answer is None:
+            answer = memo[key] = lacks(ctx, index, needs)
+        if answer:
+            return False
+    return True
 
 
 def _choices(need: Signal) -> tuple[str, ...]:

@@ -7,6 +7,7 @@ utilization series and measures what the CPU side did during the stalls and betw
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
 from itertools import pairwise
 from statistics import mean, median, pstdev
@@ -67,7 +68,20 @@ def split_mean(values: list[float | None], stalled: tuple[bool, ...]) -> tuple[f
     """Mean of the known ``values`` during the stalls and between them (None where none is known)."""
     during = [value for value, down in zip(values, stalled, strict=True) if value is not None and down]
     between = [value for value, down in zip(values, stalled, strict=True) if value is not None and not down]
-    return (mean(during) if during else None, mean(between) if between else None)
+    return (exact_mean(during) if during else None, exact_mean(between) if between else None)
+
+
+def exact_mean(values: list[float]) -> float:
+    """The mean of ``values`` exactly as :func:`statistics.mean` gives it (the exact sum over the count, rounded once),
+    at a fraction of its cost: a float is an integer over a power of two, so the exact sum is one integer over the
+    largest of them, and Python divides two integers with one correct rounding."""
+    try:
+        numerators, denominators = zip(*map(float.as_integer_ratio, values), strict=True)
+    except (OverflowError, ValueError, TypeError):  # an infinity, a NaN, or not a float
+        return mean(values)
+    scale: int = max(denominators)
+    total: int = sum(map(operator.mul, numerators, map(scale.__floordiv__, denominators)))
+    return total / (scale * len(values))
 
 
 def _runs(flags: list[bool]) -> list[tuple[int, int]]:

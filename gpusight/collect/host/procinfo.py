@@ -8,7 +8,8 @@ identity (start time) and gives the parent, the state and the CPU times, and one
 ``/proc/PID/statm`` for the resident memory (as psutil reads it: the ``rss`` of ``stat`` can be
 far off on machines with many cores), and one of ``/proc/PID/schedstat`` for the time the process
 waited on a run queue for a CPU, with no psutil call at all; a changed ``comm`` (a rename or an
-``exec``) makes the process read in full again. Elsewhere psutil reads status, memory and CPU times,
+``exec``) makes the process read in full again. Those three files are kept open while the process is followed
+(:mod:`~gpusight.collect.host.procfiles`), so each is one ``pread`` a second. Elsewhere psutil reads status, memory and CPU times,
 and the run-queue wait is unknown.
 """
 
@@ -27,7 +28,8 @@ try:
 except ImportError:  # not a POSIX system
     pwd = None  # type: ignore[assignment]
 
-from gpusight.collect.host.proctree import clean_text, read_proc_file
+from gpusight.collect.host.procfiles import HeldProcFiles
+from gpusight.collect.host.proctree import clean_text
 
 NOTE_ACCESS_DENIED = "access denied"
 """Note for a process whose details this user may not read."""
@@ -130,11 +132,11 @@ class _Stat:
     """User plus system CPU time, in clock ticks."""
 
 
-def _read_stat(pid: int) -> _Stat | None:
+def _read_stat(files: HeldProcFiles, pid: int) -> _Stat | None:
     """``/proc/PID/stat`` of ``pid``, or None where it cannot be read (gone, hidden, not Linux)."""
     if not psutil.LINUX or _CLOCK_TICKS is None or _PAGE_SIZE is None:
         return None
-    data = read_proc_file(f"/proc/{pid}/stat")
+    data = files.read(pid, "stat")
     if data is None:
         return None
     open_paren, close_paren = data.find(b"("), data.rfind(b")")
@@ -148,16 +150,16 @@ def _read_stat(pid: int) -> _Stat | None:
         return None
 
 
-def _read_resident(pid: int) -> int | None:
+def _read_resident(files: HeldProcFiles, pid: int) -> int | None:
     """Resident memory of ``pid`` in bytes from ``/proc/PID/statm``, or None where it cannot be read."""
-    data = read_proc_file(f"/proc/{pid}/statm")
+    data = files.read(pid, "statm")
     try:
         return None if data is None else int(data.split()[1]) * (_PAGE_SIZE or 0)
     except (IndexError, ValueError):
         return None
 
 
-def _read_run_wait(pid: int) -> int | None:
+def _read_run_wait(files: HeldProcFiles, pid: int) -> int | None:
     """Nanoseconds the main thread of ``pid`` has waited on a run queue, from ``/proc/PID/schedstat``.
 
     The file holds three numbers: nanoseconds on a CPU, nanoseconds runnable but waiting on a run
@@ -167,7 +169,7 @@ def _read_run_wait(pid: int) -> int | None:
     ``0 0 1``: known, nothing waited yet.) It covers the thread whose id is the PID, not the other
     threads, unlike the CPU times of ``/proc/PID/stat``.
     """
-    data = read_proc_file(f"/proc/{pid}/schedstat")
+    data = files.read(pid, "schedstat")
     if data is None:
         return None
     fields = data.split()
@@ -215,6 +217,20 @@ class _Known:
         return _rate((waited_ns - before[0]) / 1e9, now - before[1])
 
 
+def _moving(files: HeldProcFiles, known: _Known, pid: int, stat: _Stat) -> tuple[str, int | None, float | None, float | None]:
+    """What changes from one read of a process to the next, given its ``/proc/PID/stat``: its status (psutil's word,
+    ``"?"`` for a letter it does not know), resident memory, CPU and run-queue wait percents."""
+    now = time.monotonic()
+    return (_STATES.get(stat.state, "?"), _read_resident(files, pid), known.cpu_percent(stat, now),
+            known.cpu_wait_percent(_read_run_wait(files, pid), now))
+
+
+def _elapsed(create_time: float | None) -> float | None:
+    """Seconds since ``create_time`` to 0.01 s, the resolution of a start time (clock ticks): finer digits are
+    only the moment of the read; None when the start is unknown."""
+    return None if create_time is None else round(max(0.0, time.time() - create_time), 2)
+
+
 def _rate(seconds: float, elapsed: float) -> float:
     """``seconds`` of a resource used over ``elapsed`` seconds, in percent of one core (0 for no elapsed time)."""
     return round(seconds / elapsed * 100.0, 1) if elapsed > 0 else 0.0
@@ -260,6 +276,7 @@ class ProcessDetailsReader:
         self._asked: set[int] = set()
         self._user_names: dict[int, str] = {}
         self._pid_max = _read_pid_max()
+        self._files = HeldProcFiles()
 
     def read(self, pid: int, ppid: int | None = None) -> ProcessFacts:
         """Return what can be read about ``pid`` now; never raises for expected faults.
@@ -270,7 +287,7 @@ class ProcessDetailsReader:
         self._asked.add(pid)
         if self._pid_max is not None and pid > self._pid_max:
             return ProcessFacts(note=NOTE_OTHER_NAMESPACE)
-        stat = _read_stat(pid)
+        stat = _read_stat(self._files, pid)
         known = self._known.get(pid)
         first = False
         if known is None or stat is None or known.start_ticks != stat.start_ticks:
@@ -296,6 +313,7 @@ class ProcessDetailsReader:
         """Drop cached processes not read since the previous call; start a new poll."""
         for pid in self._known.keys() - self._used:
             del self._known[pid]
+        self._files.keep_only(self._used)
         self._alive &= self._asked
         self._used = set()
         self._asked = set()
@@ -307,6 +325,7 @@ class ProcessDetailsReader:
         self._alive.clear()
         self._asked.clear()
         self._user_names.clear()
+        self._files.close()
 
     def _facts(
         self,
@@ -324,26 +343,27 @@ class ProcessDetailsReader:
         the read as it would.
         """
         proc, create_time = known.proc, known.create_time
+        static = known.static
+        if static is not None and (stat is None or stat.comm != known.comm or stat.state == b"Z"):
+            static = None
+        if static is not None and stat is not None:  # the common case: only what changes is read, psutil is not called
+            status, rss, cpu, wait = _moving(self._files, known, pid, stat)
+            return ProcessFacts(ppid, *static, cpu_percent=cpu, cpu_wait_percent=wait, rss_bytes=rss,
+                                create_time=create_time, elapsed_seconds=_elapsed(create_time), status=status)
         values: dict[str, object] = {"ppid": ppid}
         note: str | None = None
         if create_time is not None:
             values["create_time"] = create_time
-            # to 0.01 s, the resolution of create_time (clock ticks): finer digits are only the moment of this read
-            values["elapsed_seconds"] = round(max(0.0, time.time() - create_time), 2)
-        static = known.static
-        if static is not None and (stat is None or stat.comm != known.comm or stat.state == b"Z"):
-            static = None
+            values["elapsed_seconds"] = _elapsed(create_time)
         readers: list[tuple[str, Callable[[], object]]] = []
         if stat is None:
             readers.append(("status", proc.status))
             if ppid is None:
                 readers.append(("ppid", proc.ppid))
         else:
-            values["status"] = _STATES.get(stat.state, "?")  # psutil's answer for a letter it does not know
-            values["rss_bytes"] = _read_resident(pid)
-            now = time.monotonic()
-            values["cpu_percent"] = known.cpu_percent(stat, now)
-            values["cpu_wait_percent"] = known.cpu_wait_percent(_read_run_wait(pid), now)
+            values["status"], values["rss_bytes"], values["cpu_percent"], values["cpu_wait_percent"] = _moving(
+                self._files, known, pid, stat
+            )
         if static is None:
             readers += [
                 ("name", lambda: clean_text(proc.name())),

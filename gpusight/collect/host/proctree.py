@@ -52,13 +52,48 @@ def read_proc_file(path: str) -> bytes | None:
 
     Plain ``os.read`` calls: a third cheaper than ``open``, which matters at a few files per process per second.
     """
+    return _read_proc(path, single_record=False)
+
+
+def read_proc_record(path: str) -> bytes | None:
+    """:func:`read_proc_file` for a file the kernel writes as one record (``stat``, ``statm``, ``schedstat``,
+    ``comm``): a read that does not fill the buffer returned all of it, so no second read is made to find the end.
+
+    (A file of many records, such as ``children``, may return less than the buffer before its end.)
+    """
+    return _read_proc(path, single_record=True)
+
+
+PROC_CHUNK = 4096
+"""Bytes asked for by each read of a ``/proc`` file."""
+
+
+def open_and_read(path: str) -> tuple[int, bytes] | None:
+    """Open ``path`` and read up to ``PROC_CHUNK`` bytes: (its descriptor, left open, and the bytes read); None
+    when it cannot be opened or read (then nothing is left open)."""
     try:
         descriptor = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
         return None
     try:
-        chunks = []
-        while chunk := os.read(descriptor, 4096):
+        return descriptor, os.read(descriptor, PROC_CHUNK)
+    except OSError:
+        os.close(descriptor)
+        return None
+
+
+def _read_proc(path: str, single_record: bool) -> bytes | None:
+    """Read ``path`` whole; with ``single_record``, a short read is taken as its end."""
+    opened = open_and_read(path)
+    if opened is None:
+        return None
+    descriptor, chunk = opened
+    try:
+        if single_record and len(chunk) < PROC_CHUNK:
+            return chunk
+        chunks = [chunk]
+        while chunk:
+            chunk = os.read(descriptor, PROC_CHUNK)
             chunks.append(chunk)
     except OSError:
         return None
@@ -83,7 +118,7 @@ def _read_children(pid: int) -> list[int]:
 
 def _read_comm(pid: int) -> str | None:
     """Return ``/proc/PID/comm`` decoded leniently, or None when it cannot be read."""
-    data = read_proc_file(f"/proc/{pid}/comm")
+    data = read_proc_record(f"/proc/{pid}/comm")
     return None if data is None else data.rstrip(b"\n").decode("utf-8", "replace")
 
 
