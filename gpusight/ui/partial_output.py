@@ -30,11 +30,14 @@ from textual import _compositor
 from textual.strip import Strip
 
 from gpusight import old_name
+from gpusight.ui.terminal_cells import SCREEN, UNKNOWN, Cell, TerminalCells, strip_cells
 
 if TYPE_CHECKING:
     from textual._compositor import ChopsUpdate as _Stock
+    from textual._compositor import LayoutUpdate as _StockLayout
 else:  # a Textual without ChopsUpdate gets a class that is never installed (see incompatibility)
     _Stock = getattr(_compositor, "ChopsUpdate", object)
+    _StockLayout = getattr(_compositor, "LayoutUpdate", object)
 
 SWITCH = "GPUSIGHT_PARTIAL_OUTPUT"
 """Environment variable that turns the span output off when set to one of :data:`OFF_VALUES`."""
@@ -57,11 +60,24 @@ class SpanChopsUpdate(_Stock):
         return render_spans(self.chops, self.spans, self.chop_ends, console._color_system or ColorSystem.TRUECOLOR)
 
 
+class RecordedLayoutUpdate(_StockLayout):
+    """Textual's full repaint, which also records the screen it draws in :data:`~gpusight.ui.terminal_cells.SCREEN`."""
+
+    def render_segments(self, console: Console) -> str:
+        """Textual's own text for the full repaint."""
+        if self.region.x or self.region.y:
+            SCREEN.forget()
+        else:
+            SCREEN.record_screen(self.strips, self.region.width, console._color_system or ColorSystem.TRUECOLOR)
+        return super().render_segments(console)
+
+
 def render_spans(
     chops: Sequence[Mapping[int, Strip | None]],
     spans: Sequence[tuple[int, int, int]],
     chop_ends: Sequence[Sequence[int]],
     color_system: ColorSystem,
+    screen: TerminalCells = SCREEN,
 ) -> str:
     """Terminal text for cells ``x1`` to ``x2`` of line ``y`` for each span ``(y, x1, x2)``.
 
@@ -69,19 +85,79 @@ def render_spans(
     to draw there) and ``chop_ends[y]`` lists where those pieces end, as in Textual's ``ChopsUpdate``.
     The terminal is assumed to be in its default style at the start (Textual's own output always
     ends with a reset) and is left in it at the end.
+    Cells that :data:`~gpusight.ui.terminal_cells.SCREEN` (or ``screen``) knows the terminal already
+    shows as they would be written are skipped.
     """
     text = _StyledText(color_system)
+    rows = screen.rows
     for y, x1, x2 in spans:
+        row = rows[y] if y < len(rows) else None
         for end, (x, strip) in zip(chop_ends[y], chops[y].items(), strict=False):
             if strip is None or x >= x2 or end <= x1:
                 continue
             start = max(x, x1)
-            text.move_to(start, y)
-            if start == x and end <= x2:
-                text.add_strip(strip)
-            else:
-                text.add_cells(strip, start - x, min(end, x2) - x)
+            if row is None or not _add_changed(text, row, strip, x, y, start, min(end, x2)):
+                text.move_to(start, y)
+                if start == x and end <= x2:
+                    text.add_strip(strip)
+                else:
+                    text.add_cells(strip, start - x, min(end, x2) - x)
     return text.finish()
+
+
+def _add_changed(text: _StyledText, row: list[Cell], strip: Strip, x: int, y: int, start: int, stop: int) -> bool:
+    """Write the cells ``start`` to ``stop`` of ``strip`` (drawn from column ``x`` of line ``y``) that differ from
+    ``row`` (the terminal's line), and record them there. False (nothing written or recorded) when the piece has a
+    hyperlink or cuts a wide character: then it is written whole and its cells are forgotten."""
+    cells, styles = strip_cells(strip, text.color_system)
+    low, high = start - x, stop - x
+    piece = cells[low:high]
+    if len(piece) != high - low or UNKNOWN in piece or piece[0][0] == "" or (high < len(cells) and cells[high][0] == ""):
+        row[start:stop] = [UNKNOWN] * (stop - start)
+        return False
+    for first, last in _runs(piece, row[start:stop]):
+        text.move_to(start + first, y)
+        index = first
+        while index < last:
+            style = styles[low + index]
+            chars = []
+            while index < last and styles[low + index] is style:
+                chars.append(piece[index][0])
+                index += 1
+            text.add("".join(chars), style)
+    if start > 0 and row[start][0] == "":
+        row[start - 1] = UNKNOWN  # a wide character cut in half by what was written
+    row[start:stop] = piece
+    if stop < len(row) and row[stop][0] == "":
+        row[stop] = UNKNOWN
+    return True
+
+
+SKIP_GAP = 4
+"""Unchanged cells fewer than this between two changed ones are written again: a cursor move costs about as much."""
+
+
+def _runs(new: list[Cell], old: list[Cell]) -> list[tuple[int, int]]:
+    """Ranges of ``new`` that differ from ``old`` (same length), never starting or ending inside a wide character."""
+    runs: list[tuple[int, int]] = []
+    length = len(new)
+    index = 0
+    while index < length:
+        if new[index] == old[index]:
+            index += 1
+            continue
+        first = index
+        while first > 0 and (new[first][0] == "" or old[first][0] == ""):
+            first -= 1
+        while index < length and new[index] != old[index]:
+            index += 1
+        while index < length and (new[index][0] == "" or old[index][0] == ""):
+            index += 1
+        if runs and first - runs[-1][1] < SKIP_GAP:
+            runs[-1] = (runs[-1][0], index)
+        else:
+            runs.append((first, index))
+    return runs
 
 
 class _StyledText:
@@ -287,8 +363,13 @@ def status(environ: Mapping[str, str] = os.environ, module: ModuleType = _compos
 
 
 def _put(module: ModuleType, update_class: type[_Stock]) -> None:
-    """Make ``module`` (Textual's compositor) build its partial updates with ``update_class``."""
+    """Make ``module`` (Textual's compositor) build its partial updates with ``update_class``, and its full repaints
+    with :class:`RecordedLayoutUpdate` alongside :class:`SpanChopsUpdate` (Textual's own class otherwise; a
+    ``LayoutUpdate`` other than Textual's own is left alone, and then no cell is ever skipped)."""
     module.ChopsUpdate = update_class  # type: ignore[attr-defined]
+    if getattr(module, "LayoutUpdate", None) in (_StockLayout, RecordedLayoutUpdate):
+        module.LayoutUpdate = RecordedLayoutUpdate if update_class is SpanChopsUpdate else _StockLayout  # type: ignore[attr-defined]
+    SCREEN.forget()
 
 
 def _unavailable(reason: str) -> str:
