@@ -30,7 +30,7 @@ from textual import _compositor
 from textual.strip import Strip
 
 from gpusight import old_name
-from gpusight.ui.terminal_cells import SCREEN, UNKNOWN, Cell, TerminalCells, strip_cells
+from gpusight.ui.terminal_cells import SCREEN, UNKNOWN, Cell, TerminalCells, strip_cells, style_codes
 
 if TYPE_CHECKING:
     from textual._compositor import ChopsUpdate as _Stock
@@ -88,7 +88,7 @@ def render_spans(
     Cells that :data:`~gpusight.ui.terminal_cells.SCREEN` (or ``screen``) knows the terminal already
     shows as they would be written are skipped.
     """
-    text = _StyledText(color_system)
+    text = _Writes(color_system)
     rows = screen.rows
     for y, x1, x2 in spans:
         row = rows[y] if y < len(rows) else None
@@ -102,15 +102,16 @@ def render_spans(
                     text.add_strip(strip)
                 else:
                     text.add_cells(strip, start - x, min(end, x2) - x)
-    return text.finish()
+    return text.text()
 
 
-def _add_changed(text: _StyledText, row: list[Cell], strip: Strip, x: int, y: int, start: int, stop: int) -> bool:
+def _add_changed(text: _Writes, row: list[Cell], strip: Strip, x: int, y: int, start: int, stop: int) -> bool:
     """Write the cells ``start`` to ``stop`` of ``strip`` (drawn from column ``x`` of line ``y``) that differ from
     ``row`` (the terminal's line), and record them there. False (nothing written or recorded) when the piece has a
     hyperlink or cuts a wide character: then it is written whole and its cells are forgotten."""
-    cells, styles = strip_cells(strip, text.color_system)
     low, high = start - x, stop - x
+    cells, styles, first_cell = strip_cells(strip, text.color_system, low, high + 1)
+    low, high = low - first_cell, high - first_cell
     piece = cells[low:high]
     if len(piece) != high - low or UNKNOWN in piece or piece[0][0] == "" or (high < len(cells) and cells[high][0] == ""):
         row[start:stop] = [UNKNOWN] * (stop - start)
@@ -158,6 +159,75 @@ def _runs(new: list[Cell], old: list[Cell]) -> list[tuple[int, int]]:
         else:
             runs.append((first, index))
     return runs
+
+
+Write = tuple[int, int, str, "Style | None"]
+"""Text to write in a style at column ``x`` of line ``y``: ``(x, y, text, style)``."""
+
+
+class _Writes:
+    """The pieces of text an update writes, with where each goes, in the order they were found."""
+
+    def __init__(self, color_system: ColorSystem) -> None:
+        self.color_system = color_system
+        """Colour system the styles are rendered for."""
+        self.writes: list[Write] = []
+        """The pieces so far."""
+        self._x = 0
+        self._y = 0
+
+    def move_to(self, x: int, y: int) -> None:
+        """The next piece goes at column ``x`` of line ``y`` (0-based)."""
+        self._x, self._y = x, y
+
+    def add(self, text: str, style: Style | None) -> None:
+        """Write ``text`` in ``style`` where the last piece ended (or where :meth:`move_to` said)."""
+        self.writes.append((self._x, self._y, text, style))
+        self._x += cell_len(text)
+
+    def add_strip(self, strip: Strip) -> None:
+        """Write all of ``strip``."""
+        add = self.add
+        for text, style, control in strip:
+            if text and not control:
+                add(text, style)
+
+    def add_cells(self, strip: Strip, start: int, end: int) -> None:
+        """Write cells ``start`` to ``end`` of ``strip``, without building a cropped ``Strip``
+        (each new ``Strip`` sets up seven caches, which made cropping the costliest part of a frame)."""
+        x = 0
+        for segment in strip:
+            text, style, control = segment
+            if control:
+                continue
+            right = x + cell_len(text)
+            if right <= start:
+                x = right
+                continue
+            if x >= end:
+                break
+            if x < start or right > end:
+                if right > end:
+                    segment = segment.split_cells(end - x)[0]
+                if x < start:
+                    segment = segment.split_cells(start - x)[1]
+                text = segment.text
+            if text:
+                self.add(text, style)
+            x = right
+
+    def text(self) -> str:
+        """The terminal text for all pieces: in the order found, or grouped by style when that is shorter
+        (the charts' colours alternate along a line but repeat down the panel)."""
+        in_order = _StyledText.of(self.writes, self.color_system)
+        if len(self.writes) < 3 or any(style is not None and style._link for _, _, _, style in self.writes):
+            return in_order
+        first_seen: dict[str, int] = {}
+        keys = [first_seen.setdefault(style_codes(style, self.color_system) or "", index)
+                for index, (_, _, _, style) in enumerate(self.writes)]
+        grouped = [self.writes[index] for index in sorted(range(len(self.writes)), key=keys.__getitem__)]
+        by_style = _StyledText.of(grouped, self.color_system)
+        return by_style if len(by_style.encode()) < len(in_order.encode()) else in_order
 
 
 class _StyledText:
@@ -212,42 +282,23 @@ class _StyledText:
         self.parts.append(Strip.render_style(style, text, self.color_system))
         self._cursor = None
 
-    def add_strip(self, strip: Strip) -> None:
-        """Write all of ``strip``."""
-        add = self.add
-        for text, style, control in strip:
-            if text and not control:
-                add(text, style)
-
-    def add_cells(self, strip: Strip, start: int, end: int) -> None:
-        """Write cells ``start`` to ``end`` of ``strip``, without building a cropped ``Strip``
-        (each new ``Strip`` sets up seven caches, which made cropping the costliest part of a frame)."""
-        x = 0
-        for segment in strip:
-            text, style, control = segment
-            if control:
-                continue
-            right = x + cell_len(text)
-            if right <= start:
-                x = right
-                continue
-            if x >= end:
-                break
-            if x < start or right > end:
-                if right > end:
-                    segment = segment.split_cells(end - x)[0]
-                if x < start:
-                    segment = segment.split_cells(start - x)[1]
-                text = segment.text
-            if text:
-                self.add(text, style)
-            x = right
-
     def finish(self) -> str:
         """The whole text, ending with a reset when a style other than the default is in effect."""
         if self.codes:
             self.parts.append(RESET)
         return "".join(self.parts)
+
+    @classmethod
+    def of(cls, writes: list[Write], color_system: ColorSystem) -> str:
+        """The terminal text for ``writes``, in their order."""
+        text = cls(color_system)
+        end: tuple[int, int] | None = None
+        for x, y, piece, style in writes:
+            if (x, y) != end:  # a piece that continues the last one needs no move
+                text.move_to(x, y)
+            text.add(piece, style)
+            end = (x + cell_len(piece), y)
+        return text.finish()
 
 
 _BOX_AND_BLOCKS = frozenset(map(chr, range(0x2500, 0x25A0)))
@@ -288,21 +339,33 @@ def _split_sgr(codes: str) -> _Sgr:
     return tuple(attributes), colours["fg"], colours["bg"]
 
 
+ATTRIBUTE_OFF = {"1": "22", "2": "22", "3": "23", "4": "24", "21": "24", "5": "25", "6": "25", "7": "27", "8": "28",
+                 "9": "29", "51": "54", "52": "54", "53": "55"}
+"""The SGR parameter that turns each attribute off (22 ends both bold and dim, 24 both underlines...)."""
+
+
 @lru_cache(maxsize=1024)
 def sgr_change(current: str, codes: str) -> str:
-    """The shortest SGR taking the terminal from parameters ``current`` to ``codes`` (both as Textual renders them)."""
+    """The shortest SGR taking the terminal from parameters ``current`` to ``codes`` (both as Textual renders them):
+    only what changes, turning attributes off with their own codes (``22`` for bold), or a reset and all of ``codes``."""
     if not codes:
         return RESET
     old_attributes, old_fg, old_bg = _split_sgr(current)
     attributes, fg, bg = _split_sgr(codes)
-    if not set(old_attributes) <= set(attributes):  # an attribute to turn off: start from the default
-        return f"\x1b[0;{codes}m"
-    changes = [attribute for attribute in attributes if attribute not in old_attributes]
+    from_default = f"\x1b[0;{codes}m"
+    gone = [attribute for attribute in old_attributes if attribute not in attributes]
+    offs = [ATTRIBUTE_OFF.get(attribute) for attribute in gone]
+    if None in offs:  # an attribute with no code of its own to turn it off: start from the default
+        return from_default
+    changes = list(dict.fromkeys(off for off in offs if off is not None))
+    turned_off = {attribute for attribute, off in ATTRIBUTE_OFF.items() if off in changes}
+    changes += [attribute for attribute in attributes if attribute not in old_attributes or attribute in turned_off]
     if fg != old_fg:
         changes.append(fg or "39")
     if bg != old_bg:
         changes.append(bg or "49")
-    return f"\x1b[{';'.join(changes)}m"
+    change = f"\x1b[{';'.join(changes)}m"
+    return change if not gone or len(change) < len(from_default) else from_default
 
 
 def switched_off(environ: Mapping[str, str] = os.environ) -> bool:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from rich.cells import cell_len
 from rich.color import ColorSystem
 from rich.style import Style
 from textual.strip import Strip
@@ -36,17 +37,35 @@ def style_codes(style: Style | None, color_system: ColorSystem) -> str | None:
     return style._ansi or Strip.render_ansi(style, color_system)
 
 
-def strip_cells(strip: Strip, color_system: ColorSystem) -> tuple[list[Cell], list[Style | None]]:
-    """The cells of ``strip`` and the style of each; a hyperlinked cell is :data:`UNKNOWN`."""
-    styled = line_diff.strip_cells(strip)
-    codes: dict[Style | None, str | None] = {}
+def strip_cells(
+    strip: Strip, color_system: ColorSystem, start: int = 0, end: int | None = None
+) -> tuple[list[Cell], list[Style | None], int]:
+    """The cells of ``strip`` from the segment holding cell ``start`` to the one holding cell ``end`` (all by
+    default), the cell where they start, and the style of each; a hyperlinked cell is :data:`UNKNOWN`."""
     cells: list[Cell] = []
-    for text, style in styled:
-        if style not in codes:
-            codes[style] = style_codes(style, color_system)
-        code = codes[style]
-        cells.append(UNKNOWN if code is None else (text, code))
-    return cells, [style for _, style in styled]
+    styles: list[Style | None] = []
+    x = 0
+    first = 0
+    for text, style, control in strip:
+        if control:
+            continue
+        right = x + cell_len(text)
+        if right <= start:
+            x = first = right
+            continue
+        if end is not None and x >= end:
+            break
+        x = right
+        code = style_codes(style, color_system)
+        if text.isascii() and code is not None:
+            cells += [(char, code) for char in text]
+            styles += [style] * len(text)
+            continue
+        styled: list[tuple[str, Style | None]] = []
+        line_diff.add_cells(styled, text, style)
+        cells += [(char, code) if code is not None else UNKNOWN for char, _ in styled]
+        styles += [style] * len(styled)
+    return cells, styles, first
 
 
 class TerminalCells:
