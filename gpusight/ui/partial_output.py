@@ -113,8 +113,8 @@ def _add_changed(text: _Writes, row: list[Cell], strip: Strip, x: int, y: int, s
     cells, styles, first_cell = strip_cells(strip, text.color_system, low, high + 1)
     low, high = low - first_cell, high - first_cell
     piece = cells[low:high]
-    if len(piece) != high - low or UNKNOWN in piece or piece[0][0] == "" or (high < len(cells) and cells[high][0] == ""):
-        row[start:stop] = [UNKNOWN] * (stop - start)
+    if stop > len(row) or len(piece) != high - low or UNKNOWN in piece or piece[0][0] == "" or (high < len(cells) and cells[high][0] == ""):
+        row[start:stop] = [UNKNOWN] * (min(stop, len(row)) - start)
         return False
     for first, last in _runs(piece, row[start:stop]):
         text.move_to(start + first, y)
