@@ -7,7 +7,9 @@ therefore re-sends the whole line. It also writes every segment with its full st
 (``ESC[…m text ESC[0m``), and a newline after each line although every span starts with an absolute
 cursor move. :class:`SpanChopsUpdate` crops both edges, tracks the terminal's current style across
 the whole update so that an SGR is sent only where the style changes (as curses does), and sends no
-newlines. :func:`activate` puts it in place of ``ChopsUpdate`` unless ``GPUSIGHT_PARTIAL_OUTPUT=0``
+newlines. After a full repaint (:class:`RecordedLayoutUpdate`) it also skips the cells the terminal
+already shows (:mod:`gpusight.ui.terminal_cells`), and sends an update's pieces grouped by style when
+that is shorter. :func:`activate` puts it in place of ``ChopsUpdate`` unless ``GPUSIGHT_PARTIAL_OUTPUT=0``
 turns it off, or Textual's internals differ from the ones it was written for (then Textual's own
 output is used and the reason is logged); :func:`status` says which, for ``gpusight --version``.
 """
