@@ -35,7 +35,8 @@ from textual.strip import Strip
 from gpusight.ui.app import GpusightApp
 from gpusight.ui.header import HeaderBar
 from gpusight.ui.line_diff import MERGE_GAP, changed_spans, line_regions
-from gpusight.ui.partial_output import SWITCH, SpanChopsUpdate, activate, install, status
+from gpusight.ui.partial_output import SWITCH, RecordedLayoutUpdate, SpanChopsUpdate, activate, install, status
+from gpusight.ui.terminal_cells import SCREEN
 
 RED = Style(color="red")
 BLUE = Style(color="blue")
@@ -296,3 +297,56 @@ def test_partial_updates_leave_exactly_what_a_full_repaint_draws(
     repainted = tmux.run("capture-pane", "-p", "-e", "-t", "gpusight")
     assert "PAUSED" in repainted
     assert incremental.splitlines() == repainted.splitlines()
+
+
+def full_repaint(*lines: Strip, width: int = 20) -> str:
+    """Draw ``lines`` as Textual's full repaint does, which records them as the terminal's cells."""
+    return RecordedLayoutUpdate([[line] for line in lines], Region(0, 0, width, len(lines))).render_segments(
+        Console(color_system="256", force_terminal=True, width=80))
+
+
+@pytest.fixture
+def forget_screen():
+    """Each test starts, and leaves, with nothing known about the terminal's cells."""
+    SCREEN.forget()
+    yield
+    SCREEN.forget()
+
+
+def test_after_a_full_repaint_only_the_cells_that_differ_from_the_terminal_are_sent(forget_screen: None) -> None:
+    full_repaint(strip(("util 40% ", BLUE), ("mem 8GiB", RED)), strip(("▁▂▃▄▅", RED)))
+    # the widget refreshes both lines whole, but only "7" and one chart cell differ from what is shown
+    lines = [strip(("util 47% ", BLUE), ("mem 8GiB", RED)), strip(("▁▂▃▄▇", RED))]
+    update = SpanChopsUpdate([{0: lines[0]}, {0: lines[1]}], [(0, 0, 17), (1, 0, 5)], [[17], [5]])
+    assert render(update) == "\x1b[1;7H\x1b[34m7\x1b[2;5H\x1b[31m▇\x1b[0m"
+    # what was sent is now known: the same update again sends nothing
+    assert render(SpanChopsUpdate([{0: lines[0]}, {0: lines[1]}], [(0, 0, 17), (1, 0, 5)], [[17], [5]])) == ""
+
+
+def test_a_restyled_cell_is_sent_and_a_changed_wide_character_is_sent_whole(forget_screen: None) -> None:
+    full_repaint(strip(("ab名c", None)))
+    line = strip(("ab", None), ("前", None), ("c", RED))
+    update = SpanChopsUpdate([{0: line}], [(0, 0, 5)], [[5]])
+    assert render(update) == "\x1b[1;3H前\x1b[31mc\x1b[0m"
+
+
+def test_without_a_full_repaint_every_cell_of_a_span_is_sent(forget_screen: None) -> None:
+    line = strip(("util 40%", None))
+    update = SpanChopsUpdate([{0: line}], [(0, 0, 8)], [[8]])
+    assert render(update) == "\x1b[1;1Hutil 40%"
+    assert render(update) == "\x1b[1;1Hutil 40%"
+
+
+def test_pieces_are_grouped_by_style_when_that_sends_fewer_bytes() -> None:
+    # two chart rows whose colours alternate along the line but repeat down the panel
+    rows = [strip(("a", RED), ("      ", None), ("b", BLUE)), strip(("c", RED), ("      ", None), ("d", BLUE))]
+    update = SpanChopsUpdate([{0: rows[0]}, {0: rows[1]}], [(0, 0, 1), (0, 7, 8), (1, 0, 1), (1, 7, 8)], [[8], [8]])
+    assert render(update) == "\x1b[1;1H\x1b[31ma\x1b[2;1Hc\x1b[1;8H\x1b[34mb\x1b[2;8Hd\x1b[0m"
+
+
+def test_bold_is_turned_off_with_its_own_code_when_that_is_shorter() -> None:
+    bold = Style(bold=True, color="color(253)", bgcolor="color(233)")
+    chart = Style(color="color(71)", bgcolor="color(233)")
+    line = strip(("42", bold), ("▅", chart))
+    update = SpanChopsUpdate([{0: line}], [(0, 0, 3)], [[3]])
+    assert render(update) == "\x1b[1;1H\x1b[1;38;5;253;48;5;233m42\x1b[22;38;5;71m▅\x1b[0m"

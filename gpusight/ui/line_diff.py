@@ -24,23 +24,27 @@ Cell = tuple[str, "Style | None"]
 def strip_cells(strip: Strip) -> list[Cell]:
     """The cells of ``strip``; a wide character is followed by a ``""`` placeholder cell."""
     cells: list[Cell] = []
-    append = cells.append
     for text, style, control in strip:
-        if control:
-            continue
-        if text.isascii():
-            cells.extend([(char, style) for char in text])
-            continue
-        for char in text:
-            size = get_character_cell_size(char)
-            if size == 0:
-                if cells:
-                    cells[-1] = (cells[-1][0] + char, cells[-1][1])
-                continue
-            append((char, style))
-            if size == 2:
-                append(("", style))
+        if not control:
+            add_cells(cells, text, style)
     return cells
+
+
+def add_cells(cells: list[Cell], text: str, style: Style | None) -> None:
+    """Append the cells of ``text`` in ``style`` to ``cells`` (a zero-width character joins the cell before it)."""
+    if text.isascii():
+        cells.extend([(char, style) for char in text])
+        return
+    append = cells.append
+    for char in text:
+        size = get_character_cell_size(char)
+        if size == 0:
+            if cells:
+                cells[-1] = (cells[-1][0] + char, cells[-1][1])
+            continue
+        append((char, style))
+        if size == 2:
+            append(("", style))
 
 
 def changed_spans(old: Strip, new: Strip) -> list[tuple[int, int]]:
