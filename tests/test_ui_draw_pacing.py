@@ -148,3 +148,15 @@ def test_a_frame_held_back_is_drawn_at_the_end_of_its_period_though_no_newer_pol
             await until(pilot, lambda: app.frame is second, "the held frame drawn", 10)
 
     asyncio.run(main())
+
+
+def test_a_narrow_header_drops_the_screen_period_before_the_driver() -> None:
+    async def header_at(width: int) -> str:
+        app = GpusightApp(demo_sampler("amd", interval=0.5), refresh=1.0)
+        async with app.run_test(size=(width, 24)) as pilot:
+            await pilot.pause()
+            return app.query_one("#header").render_line(0).text
+
+    wide, narrow = asyncio.run(header_at(160)), asyncio.run(header_at(80))
+    assert "amdgpu 6.10.5" in wide and "every 0.5s · screen 1s" in wide
+    assert "amdgpu 6.10.5" in narrow and "every 0.5s" in narrow and "screen" not in narrow

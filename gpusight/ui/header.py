@@ -41,6 +41,11 @@ def source_text(snapshot: Snapshot | None) -> str:
     return label or safe_text(snapshot.source)
 
 
+SHORTEN_PACE_BEFORE = 3
+"""Items of this priority or a lower number (more important: the driver, the host, the interval) stay while the pace
+drops its ``screen 1s`` part; the title and the clock go first."""
+
+
 class HeaderBar(CachedStyles, Widget):
     """One line that says what is being shown, from where, filtered how, how often, and whether it is paused.
 
@@ -125,21 +130,28 @@ class HeaderBar(CachedStyles, Widget):
             items.append((0, " PAUSED ", "header--paused"))
         return items
 
-    def _pace_text(self) -> str:
-        """``every 0.5s``, or ``every 0.25s · screen 1s`` while the screen refreshes less often than it polls."""
+    def _pace_text(self, *, short: bool = False) -> str:
+        """``every 0.5s``, or ``every 0.25s · screen 1s`` while the screen refreshes less often than it polls (unless
+        ``short``)."""
         text = f"every {self._interval:g}s"
         screen = refresh_period(self.refresh_setting, self._interval)
-        if screen != self._interval:
+        if screen != self._interval and not short:
             text += f"{', ' if self.ascii_mode else ' · '}screen {screen:g}s"
         return text
 
     def _build(self, width: int) -> Strip:
         sep = " | " if self.ascii_mode else " │ "
         items = self._items()
+        pace, short_pace = self._pace_text(), self._pace_text(short=True)
         while len(items) > 1 and 1 + sum(cell_len(t) for _, t, _ in items) + cell_len(sep) * (len(items) - 1) > width:
             worst = max(range(len(items)), key=lambda i: (items[i][0], i))
             if items[worst][0] == 0:
                 break
+            if items[worst][0] <= SHORTEN_PACE_BEFORE and pace != short_pace:
+                # the screen's period goes before the driver, the host or the interval itself
+                items = [(rank, short_pace if text == pace else text, kind) for rank, text, kind in items]
+                pace = short_pace
+                continue
             del items[worst]
         base = self.component_style("header--base")
         segments = [Segment(" ", base)]
