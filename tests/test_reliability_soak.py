@@ -136,7 +136,7 @@ def test_a_simulated_week_through_sampler_history_advice_and_screen_stays_bounde
     sampler = Sampler(source, interval=STEP, history=History(CAPACITY), advisor=AdviceEngine(Thresholds()),
                       grid=TimeGrid(capacities=GRID_COLUMNS))
     sampler.poll_once()
-    app = GpusightApp(sampler, live=False)
+    app = GpusightApp(sampler, live=False, refresh=STEP)  # every frame posted is drawn
     footprints: list[tuple[int, int]] = []
     retired: list[int] = []
     shown_advice: set[str] = set()

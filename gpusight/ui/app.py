@@ -195,8 +195,12 @@ class GpusightApp(TerminalGuardedApp):
         self._install_terminal_guards()
 
     def on_unmount(self) -> None:
-        """Stop polling and the watchdog."""
+        """Stop polling, the watchdog and a held frame's timer."""
         self._remove_terminal_guards()
+        self._held = None
+        if self._draw_timer is not None:
+            self._draw_timer.stop()
+            self._draw_timer = None
         if self.live:
             self.sampler.stop()
 
@@ -290,8 +294,9 @@ class GpusightApp(TerminalGuardedApp):
             self._draw_timer = self.set_timer(self._pacer.delay(now, interval), self._draw_held)
 
     async def _draw_held(self) -> None:
-        """Draw the newest frame held back by the refresh period, if any (a key or a resize wants it now)."""
-        if self._held is not None:
+        """Draw the newest frame held back by the refresh period, if any (a key or a resize wants it now); nothing
+        once the app is closing (its screens are gone)."""
+        if self._held is not None and self._screen_stack:
             await self._draw(self._held)
 
     async def _draw(self, frame: Frame) -> None:
