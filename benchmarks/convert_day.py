@@ -25,12 +25,12 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-from gpusight.collect.model import Snapshot
 from gpusight.convert.copying import copy_snapshots
 from gpusight.convert.tensorboard import convert_to_tensorboard
 from gpusight.convert.tfevents import EventFileWriter
 from gpusight.demo.source import DemoSource
 from gpusight.recordings.opening import open_recorder
+from gpusight.snapshot.model import Snapshot
 from gpusight.tracker_scalars import snapshot_scalars
 
 DAY = 86_400

@@ -13,8 +13,8 @@ import subprocess
 import sys
 import time
 
-from gpusight.collect.host.source import HostSource
-from gpusight.collect.model import ProcessSample
+from gpusight.backends.host.source import HostSource
+from gpusight.snapshot.model import ProcessSample
 
 
 def measure(processes: int, polls: int, warmup: int = 5) -> float:

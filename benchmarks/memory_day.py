@@ -20,11 +20,11 @@ import tracemalloc
 from pathlib import Path
 
 from gpusight.advice.engine import AdviceEngine
-from gpusight.collect.history import History
-from gpusight.collect.live import LiveSource
-from gpusight.collect.model import Snapshot, SourceKind
-from gpusight.collect.sampler import Sampler
-from gpusight.collect.timegrid import TimeGrid
+from gpusight.backends.live import LiveSource
+from gpusight.sampling.history import History
+from gpusight.sampling.sampler import Sampler
+from gpusight.sampling.timegrid import TimeGrid
+from gpusight.snapshot.model import Snapshot, SourceKind
 
 DAY_SAMPLES = 24 * 3600 * 4
 """Snapshots in a day at 4 Hz."""

@@ -38,7 +38,10 @@ from scenario import REPO  # noqa: E402  (puts tests/ on sys.path too)
 from waves import BURST_GPU, GPU_COUNT, PER_GPU, PROCESS_COUNT, SQUARE_GPU, util_gpu, wave  # noqa: E402
 
 sys.path.insert(0, str(REPO))
-from gpusight.collect.model import (  # noqa: E402
+from gpusight.recordings.compact import CompactRecording, CompactWriter  # noqa: E402
+from gpusight.recordings.formats import RecordingProblem  # noqa: E402
+from gpusight.recordings.opening import read_recording  # noqa: E402
+from gpusight.snapshot.model import (  # noqa: E402
     Advice,
     DeviceSample,
     DriverInfo,
@@ -52,10 +55,7 @@ from gpusight.collect.model import (  # noqa: E402
     SourceKind,
     WorkloadKind,
 )
-from gpusight.collect.serialize import snapshot_to_json  # noqa: E402
-from gpusight.recordings.compact import CompactRecording, CompactWriter  # noqa: E402
-from gpusight.recordings.formats import RecordingProblem  # noqa: E402
-from gpusight.recordings.opening import read_recording  # noqa: E402
+from gpusight.snapshot.serialize import snapshot_to_json  # noqa: E402
 
 START = 1_767_225_600.0
 """Snapshot time of the first snapshot (2026-01-01 00:00 UTC)."""

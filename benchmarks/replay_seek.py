@@ -33,12 +33,12 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))
 
 from gpusight.advice.engine import AdviceEngine  # noqa: E402
-from gpusight.collect.model import Snapshot  # noqa: E402
-from gpusight.collect.sampler import Sampler  # noqa: E402
-from gpusight.collect.steering import ChangeSpeed, SeekTo  # noqa: E402
 from gpusight.recordings.opening import open_recorder, open_seekable, read_recording  # noqa: E402
 from gpusight.recordings.playback import SPEEDS  # noqa: E402
 from gpusight.recordings.replay import ReplaySource  # noqa: E402
+from gpusight.sampling.sampler import Sampler  # noqa: E402
+from gpusight.sampling.steering import ChangeSpeed, SeekTo  # noqa: E402
+from gpusight.snapshot.model import Snapshot  # noqa: E402
 from support.recordings import write_demo_recording  # noqa: E402
 
 

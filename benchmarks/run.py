@@ -33,7 +33,7 @@ from startup import import_s, median, once_wall_s
 from waves import FIRST_FRAME_MARKER
 
 GPUSIGHT_DEFAULT_INTERVAL_S = 0.5
-"""gpusight's polling period without ``--interval`` (gpusight/collect/sampler.py)."""
+"""gpusight's polling period without ``--interval`` (gpusight/sampling/sampler.py)."""
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

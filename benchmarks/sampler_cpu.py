@@ -29,9 +29,9 @@ WARMUP_POLLS = 8
 def measure(interval: float, seconds: float, process_refresh: float) -> dict[str, float]:
     """Poll the live source through a sampler for ``seconds``; CPU figures of this process and this thread."""
     from gpusight.advice.engine import AdviceEngine
-    from gpusight.collect.host.source import HostSource
-    from gpusight.collect.live import LiveSource
-    from gpusight.collect.sampler import Sampler
+    from gpusight.backends.host.source import HostSource
+    from gpusight.backends.live import LiveSource
+    from gpusight.sampling.sampler import Sampler
 
     source = LiveSource(host=HostSource(process_refresh_seconds=process_refresh))
     sampler = Sampler(source, interval, advisor=AdviceEngine())
@@ -76,7 +76,7 @@ def main() -> None:
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        from gpusight.collect.host.source import PROCESS_REFRESH_SECONDS
+        from gpusight.backends.host.source import PROCESS_REFRESH_SECONDS
 
         refresh = PROCESS_REFRESH_SECONDS if args.process_refresh is None else args.process_refresh
         print(json.dumps(measure(args.interval, args.seconds, refresh)))

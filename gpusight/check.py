@@ -25,9 +25,9 @@ from typing import TYPE_CHECKING, Any
 
 from gpusight.advice.config import Thresholds
 from gpusight.advice.engine import AdviceEngine
-from gpusight.collect.model import Severity, Snapshot, XidEvent
-from gpusight.collect.sampler import Sampler
-from gpusight.collect.xid_catalog import xid_info
+from gpusight.facts.xid_catalog import xid_info
+from gpusight.sampling.sampler import Sampler
+from gpusight.snapshot.model import Severity, Snapshot, XidEvent
 from gpusight.textsafe import safe_text
 
 if TYPE_CHECKING:

@@ -1,8 +1,8 @@
 """Reading the config file, ``$XDG_CONFIG_HOME/gpusight/config.toml`` (or ``--config FILE``).
 
 The file holds an ``[advice]`` section (thresholds, see :mod:`gpusight.advice.config`), a
-``[filters]`` section (see :func:`gpusight.collect.filters.filters_from_config`) and a ``[charts]``
-section (see :func:`gpusight.collect.chart_settings.chart_settings_from_config`). Only a regular file
+``[filters]`` section (see :func:`gpusight.sampling.filters.filters_from_config`) and a ``[charts]``
+section (see :func:`gpusight.sampling.chart_settings.chart_settings_from_config`). Only a regular file
 of at most :data:`MAX_CONFIG_BYTES` is read, so a FIFO, a device such as ``/dev/zero`` or a
 directory named by mistake is reported instead of hanging or filling memory. TOML is parsed with
 ``tomllib`` (Python 3.11+) or the ``tomli`` package (Python 3.10). Nothing here raises: every

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from gpusight.collect.model import (
+from gpusight.snapshot.model import (
     ContainerRuntime,
     ContainerSample,
     JobSample,

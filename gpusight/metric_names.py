@@ -274,7 +274,7 @@ XID_LAST = MetricName("gpusight_xid_last", "gauge",
 XID_LAST_TIME = MetricName("gpusight_xid_last_timestamp_seconds", "gauge",
                            "When the last Xid was received (Unix time).")
 HEALTH_SCORE = MetricName("gpusight_gpu_health_score", "gauge",
-                          "Hardware health 0-100: 100 less the points of each finding (gpusight.collect.health).")
+                          "Hardware health 0-100: 100 less the points of each finding (gpusight.facts.health).")
 DRAIN = MetricName("gpusight_gpu_drain", "gauge",
                    "1 when the GPU must be drained (a reset or reboot is needed: Xid 79/48/94/95, pending or failed "
                    "row remap, degraded PCIe link), else 0.")

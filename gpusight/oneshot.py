@@ -9,11 +9,11 @@ from __future__ import annotations
 import time
 
 from gpusight import __version__
-from gpusight.collect.gpu_selection import gpu_number
-from gpusight.collect.health import HealthLevel, assess
-from gpusight.collect.model import DeviceSample, JobSample, MigDeviceSample, ProcessRole, ProcessSample, Snapshot
-from gpusight.collect.speed import job_speed
+from gpusight.facts.gpu_selection import gpu_number
+from gpusight.facts.health import HealthLevel, assess
+from gpusight.facts.speed import job_speed
 from gpusight.job_text import container_labels, job_facts, job_label, jobs_by_id, scope_label
+from gpusight.snapshot.model import DeviceSample, JobSample, MigDeviceSample, ProcessRole, ProcessSample, Snapshot
 from gpusight.speed_text import job_speed_line, process_speed_line, reports_speed
 from gpusight.textsafe import safe_text
 from gpusight.units import (

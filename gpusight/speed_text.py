@@ -11,8 +11,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from gpusight.collect.model import BreakdownSource, ProcessSample
-from gpusight.collect.speed import BREAKDOWN_FIELDS, JobSpeed, utilization_name
+from gpusight.facts.speed import BREAKDOWN_FIELDS, JobSpeed, utilization_name
+from gpusight.snapshot.model import BreakdownSource, ProcessSample
 from gpusight.textsafe import safe_text
 from gpusight.units import NA
 

@@ -13,8 +13,8 @@ from collections.abc import Callable
 from operator import attrgetter
 from typing import Any
 
-from gpusight.collect.model import DeviceSample, HostSample, ProcessSample, Snapshot
-from gpusight.collect.speed import utilization_name
+from gpusight.facts.speed import utilization_name
+from gpusight.snapshot.model import DeviceSample, HostSample, ProcessSample, Snapshot
 
 GIB = 1024**3
 """Bytes in a GiB (memory is logged in GiB)."""

@@ -8,7 +8,7 @@ notes come from outside and are escaped here.
 
 from __future__ import annotations
 
-from gpusight.collect.model import DeviceSample, ProcessSample, Snapshot, Vendor
+from gpusight.snapshot.model import DeviceSample, ProcessSample, Snapshot, Vendor
 from gpusight.textsafe import safe_text
 from gpusight.units import NA, fmt_celsius
 

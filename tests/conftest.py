@@ -6,7 +6,7 @@ Fixtures
   ``FAKE_NVML_CALL_LOG`` point at it for this test. ``nvml_scenario.write(FakeScenario(...))``.
 - ``fake_pynvml``: the in-process ``pynvml`` module with ``pynvml.nvmlLib`` set to the fake; every
   init left over is shut down afterwards and pynvml's library and function cache are reset.
-- ``make_nvml_source``: factory ``make_nvml_source(**kwargs) -> NvmlSource`` loading the fake; every
+- ``make_nvml_source``: factory ``make_nvml_source(**kwargs) -> NvmlBackend`` loading the fake; every
   source it made is closed after the test.
 - ``make_device_reader``: factory ``make_device_reader() -> (DeviceReader, SteppedClock)`` for GPU 0 of the
   current scenario, on a clock the test sets by hand (for the per-device read periods); closed afterwards.
@@ -33,7 +33,7 @@ from pathlib import Path
 
 import pytest
 
-from gpusight.collect.backend import FDINFO_ROOT_VARIABLE, SYSFS_ROOT_VARIABLE
+from gpusight.backends.interface import FDINFO_ROOT_VARIABLE, SYSFS_ROOT_VARIABLE
 from support.fake_nvml import (
     CALL_LOG_ENV,
     SCENARIO_ENV,
@@ -166,8 +166,8 @@ class SteppedClock:
 @pytest.fixture
 def make_device_reader(fake_pynvml: object) -> Iterator[Callable[[], tuple[object, SteppedClock]]]:
     """Factory for a ``DeviceReader`` of GPU 0 (NVML started on the fake) and its hand-set clock."""
-    from gpusight.collect.nvml.device import DeviceReader
-    from gpusight.collect.nvml.pcie import PcieThroughputPoller
+    from gpusight.backends.nvml.device import DeviceReader
+    from gpusight.backends.nvml.pcie import PcieThroughputPoller
 
     readers: list[DeviceReader] = []
     poller = PcieThroughputPoller()
@@ -188,13 +188,13 @@ def make_device_reader(fake_pynvml: object) -> Iterator[Callable[[], tuple[objec
 
 @pytest.fixture
 def make_nvml_source(fake_nvml_lib: Path, nvml_scenario: ScenarioFile) -> Iterator[Callable[..., object]]:
-    """Factory for ``NvmlSource(library_path=<fake>, **kwargs)``; all sources are closed after the test."""
-    from gpusight.collect.nvml.source import NvmlSource
+    """Factory for ``NvmlBackend(library_path=<fake>, **kwargs)``; all sources are closed after the test."""
+    from gpusight.backends.nvml.backend import NvmlBackend
 
-    sources: list[NvmlSource] = []
+    sources: list[NvmlBackend] = []
 
-    def make(**kwargs: object) -> NvmlSource:
-        source = NvmlSource(library_path=str(fake_nvml_lib), **kwargs)
+    def make(**kwargs: object) -> NvmlBackend:
+        source = NvmlBackend(library_path=str(fake_nvml_lib), **kwargs)
         sources.append(source)
         return source
 

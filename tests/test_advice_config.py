@@ -9,15 +9,15 @@ import pytest
 
 from gpusight.advice.config import Thresholds, load_thresholds
 from gpusight.advice.engine import AdviceEngine
-from gpusight.collect.history import History
-from gpusight.collect.model import (
+from gpusight.config_file import config_path
+from gpusight.sampling.history import History
+from gpusight.snapshot.model import (
     DeviceSample,
     HostSample,
     ProcessRole,
     ProcessSample,
     Snapshot,
 )
-from gpusight.config_file import config_path
 
 
 @pytest.fixture

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from gpusight.advice.engine import AdviceEngine
-from gpusight.collect.history import History
 from gpusight.demo.source import SCENARIOS, DemoSource
+from gpusight.sampling.history import History
 
 HZ = 4
 

@@ -8,8 +8,8 @@ import random
 from gpusight.advice.config import Thresholds
 from gpusight.advice.context import Context
 from gpusight.advice.engine import SEVERITY_RANK, AdviceEngine
-from gpusight.collect.history import History
-from gpusight.collect.model import (
+from gpusight.sampling.history import History
+from gpusight.snapshot.model import (
     DeviceSample,
     HostSample,
     ProcessRole,
@@ -200,7 +200,7 @@ def test_window_sample_count_matches_the_history():
 
 def _finding(rule, scope, devices, severity="warn"):
     from gpusight.advice.context import Finding
-    from gpusight.collect.model import Advice
+    from gpusight.snapshot.model import Advice
 
     return Finding(Advice(f"{rule}:{scope}", severity, scope, rule, "", ""), frozenset(devices))
 

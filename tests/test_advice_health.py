@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from gpusight.collect.model import DeviceHealth, DeviceSample, XidEvent
-from gpusight.collect.xid_catalog import xid_info
+from gpusight.facts.xid_catalog import xid_info
+from gpusight.snapshot.model import DeviceHealth, DeviceSample, XidEvent
 from support.advice_frames import T0, Case, check, gpu, run, snapshot, steady, trainer
 
 

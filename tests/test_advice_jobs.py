@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpusight.collect.model import WorkloadKind
+from gpusight.snapshot.model import WorkloadKind
 from support.advice_frames import Case, check, gpu, host, job, noise, snapshot, square, trainer, wave, workers
 
 RANKS = 8

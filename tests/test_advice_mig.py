@@ -8,7 +8,7 @@ import dataclasses
 
 import pytest
 
-from gpusight.collect.model import MigDeviceSample, ProcessSample, Snapshot
+from gpusight.snapshot.model import MigDeviceSample, ProcessSample, Snapshot
 from support.advice_frames import GIB, Case, check, gpu, host, run, snapshot, trainer, workers
 
 PROFILES = {1: ("3g.40gb", 40.0), 5: ("2g.20gb", 20.0), 13: ("1g.10gb", 10.0)}

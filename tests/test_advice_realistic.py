@@ -350,7 +350,7 @@ def torch_job(runtime: Path, *args: str, nice: int = 0) -> subprocess.Popen:
 
 def test_a_real_torch_loop_gets_its_measured_wait_and_autocast_cited(tmp_path, fake_nvml_lib):
     pytest.importorskip("torch")
-    from gpusight.collect.host.trainer_status import StatusFormatError, parse_status
+    from gpusight.backends.host.trainer_status import StatusFormatError, parse_status
 
     runtime = tmp_path / "run"
     runtime.mkdir(mode=0o700)

@@ -10,7 +10,7 @@ import dataclasses
 
 import pytest
 
-from gpusight.collect.model import DeviceSample, Snapshot
+from gpusight.snapshot.model import DeviceSample, Snapshot
 from support.advice_frames import HZ, Case, check, gpu, host, job, run, snapshot, steady, trainer, workers
 
 INPUT_BOUND = [trainer(cpu=35.0, workers=4), *workers()]

@@ -13,7 +13,7 @@ import re
 import pytest
 
 from gpusight.advice.speed import speedup_bound
-from gpusight.collect.model import BreakdownSource, FlopsSource, MathMode
+from gpusight.snapshot.model import BreakdownSource, FlopsSource, MathMode
 from support.advice_frames import Case, check, gpu, job, noise, run, snapshot, square, steady, trainer, wave, workers
 
 GIB = 2**30

@@ -21,8 +21,8 @@ from gpusight.advice.config import Thresholds
 from gpusight.advice.context import Context, Finding
 from gpusight.advice.rules import RULES
 from gpusight.advice.signals import speaks_to_all
-from gpusight.collect.history import History
-from gpusight.collect.model import Advice, DeviceSample, Severity, Snapshot, Vendor
+from gpusight.sampling.history import History
+from gpusight.snapshot.model import Advice, DeviceSample, Severity, Snapshot, Vendor
 from support.advice_frames import Case, Frame, check, run
 from support.vendor_devices import amd_gpu, intel_gpu, nvidia_gpu
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpusight.collect.model import Severity, WorkloadKind
+from gpusight.snapshot.model import Severity, WorkloadKind
 from support.advice_frames import Case, burst, check, gpu, host, job, noise, run, snapshot, trainer, wave, workers
 
 VLLM = "python -m vllm.entrypoints.openai.api_server --model meta-llama/Meta-Llama-3-8B-Instruct --port 8000"

@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from gpusight.collect.amdgpu.device import RAS_PERIOD_S
-from gpusight.collect.amdgpu.processes import KFD_USAGE_NOTE
-from gpusight.collect.amdgpu.source import LOST_MESSAGE, UNREADABLE_HINT, AmdgpuBackend
-from gpusight.collect.backend import BackendOptions, Roots
-from gpusight.collect.backends import AUTO, chosen_entries, open_backends, parse_backend_choice
-from gpusight.collect.model import GpuReading, Vendor
+from gpusight.backends.amdgpu.backend import LOST_MESSAGE, UNREADABLE_HINT, AmdgpuBackend
+from gpusight.backends.amdgpu.device import RAS_PERIOD_S
+from gpusight.backends.amdgpu.processes import KFD_USAGE_NOTE
+from gpusight.backends.interface import BackendOptions, Roots
+from gpusight.backends.registry import AUTO, chosen_entries, open_backends, parse_backend_choice
+from gpusight.snapshot.model import GpuReading, Vendor
 from support.amd_tree import GIB, MI300X_SLOTS, AmdMachine, mi210_machine, mi300x_machine
 from support.procs import kill_tree, run_python_as
 
@@ -234,8 +234,8 @@ def test_a_client_inherited_by_forked_workers_counts_once_under_the_parent(tmp_p
 UNREADABLE_SCRIPT = """
 import json, sys
 from pathlib import Path
-from gpusight.collect.amdgpu.source import AmdgpuBackend
-from gpusight.collect.backend import Roots
+from gpusight.backends.amdgpu.backend import AmdgpuBackend
+from gpusight.backends.interface import Roots
 drop()
 reading = AmdgpuBackend(Roots(Path(sys.argv[1]), Path(sys.argv[2]))).poll()
 print(json.dumps({"errors": [[e.scope, e.message] for e in reading.errors], "pids": [p.pid for p in reading.processes]}))

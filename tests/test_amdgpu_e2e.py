@@ -21,7 +21,7 @@ import pytest
 from test_amdgpu_backend import forked_family
 from test_cluster_e2e import visible
 
-from gpusight.collect.amdgpu.processes import KFD_USAGE_NOTE
+from gpusight.backends.amdgpu.processes import KFD_USAGE_NOTE
 from support.amd_tree import GIB, AmdMachine, mi300x_machine
 from support.procs import kill_tree
 from support.terminal import PtyTerminal, gpusight_argv

@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from gpusight.collect.backends import AUTO, BACKEND_NAMES, BackendChoiceError, parse_backend_choice
+from gpusight.backends.registry import AUTO, BACKEND_NAMES, BackendChoiceError, parse_backend_choice
 from support.terminal import gpusight_argv
 
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from gpusight.collect.chart_settings import ChartSettings, chart_settings_from_config
 from gpusight.config_file import read_config
+from gpusight.sampling.chart_settings import ChartSettings, chart_settings_from_config
 from support.terminal import PtyGpusight
 
 DEFAULT = ChartSettings(1.0, "page")

@@ -15,8 +15,8 @@ import pytest
 
 from gpusight.advice.config import Thresholds
 from gpusight.check import fit_thresholds, fitted_names
-from gpusight.collect.serialize import snapshot_from_dict, snapshot_to_json
 from gpusight.demo.source import DemoSource
+from gpusight.snapshot.serialize import snapshot_from_dict, snapshot_to_json
 from support.fake_nvml import FakeGpu, FakeScenario, count_calls, fake_nvml_env
 
 GIB = 1 << 30
@@ -278,7 +278,7 @@ def test_only_the_windows_that_do_not_fit_are_cut_and_the_holds_longer_than_the_
 def write_health_recording(path: Path, count: int = 20) -> Path:
     """A recording, half a second apart, of GPU 0 with a pending row remap, GPU 1 at Gen3 x8 on a Gen5 x16 card
     under load, GPU 2 reporting Xid 79 and then lost, and GPU 3 in good health; no recorded advice."""
-    from gpusight.collect.model import DeviceHealth, DeviceSample, Snapshot, XidEvent
+    from gpusight.snapshot.model import DeviceHealth, DeviceSample, Snapshot, XidEvent
 
     start = 1_750_000_000.0
     lines = []

@@ -13,8 +13,8 @@ import time
 import jsonschema
 import pytest
 
-from gpusight.collect.schema import json_schema
-from gpusight.collect.serialize import snapshot_from_dict
+from gpusight.snapshot.schema import json_schema
+from gpusight.snapshot.serialize import snapshot_from_dict
 
 GPUSIGHT = [sys.executable, "-m", "gpusight"]
 

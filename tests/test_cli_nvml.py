@@ -9,8 +9,8 @@ import sys
 import jsonschema
 import pytest
 
-from gpusight.collect.schema import json_schema
-from gpusight.collect.serialize import snapshot_from_dict
+from gpusight.snapshot.schema import json_schema
+from gpusight.snapshot.serialize import snapshot_from_dict
 from support.fake_nvml import DRIVER_NOT_LOADED, FakeGpu, FakeScenario, fake_nvml_env
 from support.procs import sleeper
 

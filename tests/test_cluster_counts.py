@@ -27,7 +27,7 @@ from test_ui_e2e_tmux import Tmux, gpusight_command
 from gpusight.cluster.fleet_advice import FleetThresholds, idle_holding
 from gpusight.cluster.frame import ClusterFrame, ClusterGpu, ClusterHistory, ClusterNode
 from gpusight.cluster.source import ClusterSource
-from gpusight.collect.model import Advice, Severity
+from gpusight.snapshot.model import Advice, Severity
 from gpusight.ui.cluster_app import ClusterApp
 from gpusight.ui.cluster_table import HOST_ROW
 from support.exposition import ExpositionServer, SimGpu, SimJob, SimNode, SimProcess, render

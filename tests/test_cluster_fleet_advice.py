@@ -17,7 +17,7 @@ from gpusight.cluster.fleet_advice import (
 from gpusight.cluster.frame import ClusterGpu, ClusterHistory, ClusterJob, ClusterNode, ClusterProcess
 from gpusight.cluster.job_speed import job_speeds
 from gpusight.cluster.speed_advice import input_bound_jobs
-from gpusight.collect.model import Severity, WorkloadKind
+from gpusight.snapshot.model import Severity, WorkloadKind
 
 TH = FleetThresholds(window_seconds=10.0)
 """10 points of 1 s."""

@@ -5,11 +5,11 @@ import struct
 
 import pytest
 
-from gpusight.collect.model import DeviceSample, ProcessSample, Snapshot, SourceKind
 from gpusight.recordings.compact import CompactRecording, CompactWriter, read_compact
 from gpusight.recordings.compact.framing import CHUNK_MAGIC, FORMAT_VERSION
 from gpusight.recordings.formats import COMPACT_MAGIC, RecordingError, RecordingProblem
 from gpusight.recordings.opening import open_recorder, open_seekable, read_recording
+from gpusight.snapshot.model import DeviceSample, ProcessSample, Snapshot, SourceKind
 
 START = 1_750_000_000.0
 

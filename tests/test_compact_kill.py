@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from gpusight.collect.model import Snapshot
 from gpusight.recordings.compact import CompactRecording
 from gpusight.recordings.formats import COMPACT_MAGIC, RecordingProblem
 from gpusight.recordings.opening import read_recording
+from gpusight.snapshot.model import Snapshot
 
 INTERVAL = 0.5
 DEADLINE = 30.0

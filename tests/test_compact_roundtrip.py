@@ -4,13 +4,13 @@ import dataclasses
 
 import pytest
 
-from gpusight.collect.model import Advice, DeviceSample, HostSample, ProcessSample, Severity, Snapshot, SourceKind
-from gpusight.collect.serialize import snapshot_to_dict
 from gpusight.demo.source import DemoSource
 from gpusight.recordings.compact import CompactRecording, CompactWriter, read_compact
 from gpusight.recordings.compact.layout import model_layout
 from gpusight.recordings.formats import RecordingProblem
 from gpusight.recordings.opening import open_recorder, open_seekable, read_recording
+from gpusight.snapshot.model import Advice, DeviceSample, HostSample, ProcessSample, Severity, Snapshot, SourceKind
+from gpusight.snapshot.serialize import snapshot_to_dict
 from tests.support.compact import every_field_snapshots
 
 START = 1_750_000_000.0

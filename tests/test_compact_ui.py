@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import time
 
-from gpusight.collect.model import Snapshot
 from gpusight.recordings.opening import read_recording
+from gpusight.snapshot.model import Snapshot
 from support.terminal import PtyGpusight
 
 

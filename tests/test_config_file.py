@@ -109,7 +109,7 @@ LOAD_ON_310 = r"""
 import json, os, sys
 from pathlib import Path
 from gpusight.advice.config import thresholds_from_config
-from gpusight.collect.filters import filters_from_config
+from gpusight.sampling.filters import filters_from_config
 from gpusight.config_file import read_config
 assert sys.version_info[:2] == (3, 10), sys.version
 path = Path(sys.argv[1])

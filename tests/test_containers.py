@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from gpusight.collect.host.containers import CgroupPlace, parse_cgroup, parse_nspid, read_container, read_in_root
-from gpusight.collect.model import ContainerRuntime, ContainerSample
+from gpusight.backends.host.containers import CgroupPlace, parse_cgroup, parse_nspid, read_container, read_in_root
+from gpusight.snapshot.model import ContainerRuntime, ContainerSample
 from support.containers import held, make_root, need_root
 from support.procs import wait_until
 

@@ -8,10 +8,10 @@ import dataclasses
 import pytest
 from test_process_table import TableApp, gpu, job, lines, pids, rows, synchronously, worker
 
-from gpusight.collect.history import History
-from gpusight.collect.model import ContainerRuntime, ContainerSample, Snapshot, SourceKind, WorkloadKind
 from gpusight.job_text import container_facts, container_labels
 from gpusight.oneshot import render_once
+from gpusight.sampling.history import History
+from gpusight.snapshot.model import ContainerRuntime, ContainerSample, Snapshot, SourceKind, WorkloadKind
 from gpusight.snapshot_export.markdown import render_markdown
 from gpusight.ui.process_detail import process_summary
 from gpusight.ui.process_table import ProcessTable

@@ -21,9 +21,9 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from gpusight.collect.host.containers import read_container
-from gpusight.collect.schema import json_schema
-from gpusight.collect.serialize import snapshot_from_dict
+from gpusight.backends.host.containers import read_container
+from gpusight.snapshot.schema import json_schema
+from gpusight.snapshot.serialize import snapshot_from_dict
 from support.containers import held, in_cgroup, make_root, need_root
 from support.fake_nvml import FakeGpu, FakeScenario, fake_nvml_env
 from support.procs import wait_until

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from gpusight.collect.model import Snapshot
-from gpusight.collect.serialize import snapshot_to_dict
 from gpusight.demo.source import DemoSource
 from gpusight.recordings.formats import COMPACT_MAGIC, GZIP_MAGIC, RecordingProblem
 from gpusight.recordings.opening import open_recorder, read_recording
+from gpusight.snapshot.model import Snapshot
+from gpusight.snapshot.serialize import snapshot_to_dict
 
 GPUSIGHT = [sys.executable, "-m", "gpusight"]
 

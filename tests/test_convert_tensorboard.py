@@ -16,9 +16,9 @@ import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import masked_crc32c as tensorboard_masked_crc32c
 
-from gpusight.collect.model import DeviceSample, HostSample, ProcessSample, Snapshot, SourceKind
 from gpusight.convert.tfevents import crc32c, masked_crc32c
 from gpusight.recordings.opening import open_recorder
+from gpusight.snapshot.model import DeviceSample, HostSample, ProcessSample, Snapshot, SourceKind
 from gpusight.tracker_scalars import GIB
 
 GPUSIGHT = [sys.executable, "-m", "gpusight"]

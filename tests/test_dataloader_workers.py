@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from gpusight.collect.host.source import HostSource
-from gpusight.collect.model import ProcessRole, ProcessSample
+from gpusight.backends.host.source import HostSource
+from gpusight.snapshot.model import ProcessRole, ProcessSample
 from support.procs import kill_tree, wait_until
 
 torch = pytest.importorskip("torch")

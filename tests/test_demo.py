@@ -5,10 +5,10 @@ import statistics
 
 import pytest
 
-from gpusight.collect.model import ProcessRole, Vendor
 from gpusight.demo.catalog import DEFAULT_SCENARIO, SCENARIOS
 from gpusight.demo.scenarios import SCENARIO_SPECS
 from gpusight.demo.source import DemoSource
+from gpusight.snapshot.model import ProcessRole, Vendor
 
 GIB = 1024**3
 START = 1_750_000_000.0

@@ -10,10 +10,10 @@ from statistics import mean
 
 import pytest
 
-from gpusight.collect.model import FlopsSource, ProcessRole, ProcessSample, Snapshot
-from gpusight.collect.peak_flops import peak_for
-from gpusight.collect.speed import BREAKDOWN_FIELDS, job_speed
 from gpusight.demo.source import SCENARIOS, DemoSource
+from gpusight.facts.peak_flops import peak_for
+from gpusight.facts.speed import BREAKDOWN_FIELDS, job_speed
+from gpusight.snapshot.model import FlopsSource, ProcessRole, ProcessSample, Snapshot
 
 START = 1_700_000_000.0
 HZ = 4

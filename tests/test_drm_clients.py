@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from gpusight.collect.drm.clients import DrmClientScanner, engine_usage
-from gpusight.collect.drm.fdinfo import parse_fdinfo
+from gpusight.backends.drm.clients import DrmClientScanner, engine_usage
+from gpusight.backends.drm.fdinfo import parse_fdinfo
 from support.drm_fixture import FdinfoTree
 
 AMDGPU_FDINFO = """pos:\t0

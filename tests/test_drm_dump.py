@@ -1,4 +1,4 @@
-"""``python -m gpusight.collect.drm.dump``: a fixture machine dumped and unpacked reads back the same."""
+"""``python -m gpusight.backends.drm.dump``: a fixture machine dumped and unpacked reads back the same."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import sys
 import tarfile
 from pathlib import Path
 
-from gpusight.collect.drm.clients import DrmClientScanner
-from gpusight.collect.drm.sysfs import find_cards, hwmon_dir, hwmon_temperatures, read_int
+from gpusight.backends.drm.clients import DrmClientScanner
+from gpusight.backends.drm.sysfs import find_cards, hwmon_dir, hwmon_temperatures, read_int
 from support.drm_fixture import FdinfoTree, SysfsTree
 
 
@@ -35,7 +35,7 @@ def test_a_dump_unpacks_into_roots_that_read_the_same(tmp_path: Path) -> None:
     _machine(tmp_path / "machine")
     env = {**os.environ, "GPUSIGHT_SYSFS_ROOT": str(tmp_path / "machine" / "sys"),
            "GPUSIGHT_FDINFO_ROOT": str(tmp_path / "machine" / "proc")}
-    out = subprocess.run([sys.executable, "-m", "gpusight.collect.drm.dump", str(tmp_path / "tree.tar.gz")],
+    out = subprocess.run([sys.executable, "-m", "gpusight.backends.drm.dump", str(tmp_path / "tree.tar.gz")],
                          env=env, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert "6 sysfs files, 2 DRM/KFD descriptors" in out.stdout
@@ -56,6 +56,6 @@ def test_a_dump_unpacks_into_roots_that_read_the_same(tmp_path: Path) -> None:
 
 
 def test_an_unwritable_destination_is_one_clear_line(tmp_path: Path) -> None:
-    out = subprocess.run([sys.executable, "-m", "gpusight.collect.drm.dump", str(tmp_path / "no" / "such" / "t.tgz")],
+    out = subprocess.run([sys.executable, "-m", "gpusight.backends.drm.dump", str(tmp_path / "no" / "such" / "t.tgz")],
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 1 and out.stderr.startswith("cannot write") and "Traceback" not in out.stderr

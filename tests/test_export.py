@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from gpusight.collect.history import DEVICE_METRICS, HOST_METRICS, History
-from gpusight.collect.model import (
+from gpusight.sampling.history import DEVICE_METRICS, HOST_METRICS, History
+from gpusight.snapshot.model import (
     Advice,
     DeviceSample,
     DriverInfo,
@@ -21,7 +21,7 @@ from gpusight.collect.model import (
     ProcessSample,
     Snapshot,
 )
-from gpusight.collect.serialize import snapshot_from_dict
+from gpusight.snapshot.serialize import snapshot_from_dict
 from gpusight.snapshot_export.export_set import ExportError, export_snapshot
 from gpusight.snapshot_export.markdown import render_markdown
 

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from test_export import make_history
 
-from gpusight.collect.serialize import snapshot_from_dict
+from gpusight.snapshot.serialize import snapshot_from_dict
 from gpusight.snapshot_export.export_set import ExportError, export_snapshot
 
 SUFFIXES = (".svg", ".json", ".md", ".html")

@@ -12,7 +12,12 @@ from prometheus_client.registry import CollectorRegistry
 from prometheus_client.samples import Sample
 
 from gpusight import metric_names as names
-from gpusight.collect.model import (
+from gpusight.prometheus_exporter.basic_auth import BcryptUsers, Verdict
+from gpusight.prometheus_exporter.exposition import Exposition
+from gpusight.prometheus_exporter.families import ExportOptions, SnapshotCollector
+from gpusight.prometheus_exporter.labels import COMMAND_LABEL_MAX, label_value
+from gpusight.prometheus_exporter.server import ListenAddress, ServeError, parse_listen
+from gpusight.snapshot.model import (
     Advice,
     ContainerRuntime,
     ContainerSample,
@@ -26,11 +31,6 @@ from gpusight.collect.model import (
     SourceKind,
     WorkloadKind,
 )
-from gpusight.prometheus_exporter.basic_auth import BcryptUsers, Verdict
-from gpusight.prometheus_exporter.exposition import Exposition
-from gpusight.prometheus_exporter.families import ExportOptions, SnapshotCollector
-from gpusight.prometheus_exporter.labels import COMMAND_LABEL_MAX, label_value
-from gpusight.prometheus_exporter.server import ListenAddress, ServeError, parse_listen
 
 NOW = 1_800_000_000.0
 POD = ContainerSample(ContainerRuntime.CRIO, id="a" * 64, name="trainer-0", pod_uid="1234-abcd",

@@ -12,9 +12,9 @@ from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 
 from gpusight import metric_names as names
-from gpusight.collect.model import DeviceHealth, DeviceSample, Snapshot, SourceKind, XidEvent
 from gpusight.prometheus_exporter.families import ExportOptions, SnapshotCollector
 from gpusight.prometheus_exporter.health_families import UNKNOWN_XID, XidTally
+from gpusight.snapshot.model import DeviceHealth, DeviceSample, Snapshot, SourceKind, XidEvent
 from support.exporter import promtool_problems, serving
 from support.health_fleet import HOSTILE_PROFILE, MIG_PIDS, MIG_PROFILES, write_fleet_recording
 

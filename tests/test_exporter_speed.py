@@ -18,8 +18,8 @@ from prometheus_client.registry import CollectorRegistry
 from prometheus_client.samples import Sample
 
 from gpusight import metric_names as names
-from gpusight.collect.model import FlopsSource, JobSample, ProcessSample, Snapshot, SourceKind, WorkloadKind
 from gpusight.prometheus_exporter.families import ExportOptions, SnapshotCollector
+from gpusight.snapshot.model import FlopsSource, JobSample, ProcessSample, Snapshot, SourceKind, WorkloadKind
 from support.exporter import serving
 from support.fake_nvml import FakeGpu, FakeScenario, fake_nvml_env
 from support.trainer_record import publishing_trainer

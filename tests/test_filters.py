@@ -11,15 +11,7 @@ import sys
 
 import pytest
 
-from gpusight.collect.filters import (
-    Filters,
-    UnknownUserError,
-    UserFilter,
-    current_user_filter,
-    filters_from_config,
-    user_filter,
-)
-from gpusight.collect.gpu_selection import (
+from gpusight.facts.gpu_selection import (
     CudaVisible,
     GpuIdentity,
     GpuIds,
@@ -29,7 +21,15 @@ from gpusight.collect.gpu_selection import (
     resolve_gpus,
     select_gpus,
 )
-from gpusight.collect.model import (
+from gpusight.sampling.filters import (
+    Filters,
+    UnknownUserError,
+    UserFilter,
+    current_user_filter,
+    filters_from_config,
+    user_filter,
+)
+from gpusight.snapshot.model import (
     Advice,
     DeviceSample,
     ErrorNote,
@@ -285,8 +285,8 @@ def test_gpus_and_cuda_visible_together_keep_gpus_and_say_so():
 
 
 def test_changing_the_filters_hands_out_the_newest_snapshot_again_and_keeps_history():
-    from gpusight.collect.sampler import Sampler
     from gpusight.demo.source import DemoSource
+    from gpusight.sampling.sampler import Sampler
 
     sampler = Sampler(DemoSource("mixed"))
     received: list[Snapshot] = []

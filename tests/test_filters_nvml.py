@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from gpusight.collect.gpu_selection import CudaVisible, GpuIds
+from gpusight.facts.gpu_selection import CudaVisible, GpuIds
 from support.fake_nvml import FakeGpu, FakeScenario, fake_nvml_env, read_call_log
 from support.procs import fake_trainer, run_python_as, sleeper, wait_until
 from support.terminal import ENTER_ALT_SCREEN, PtyGpusight

@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from gpusight.collect.health import XID_WINDOW_S, HealthLevel, assess
-from gpusight.collect.model import DeviceHealth, DeviceSample, XidEvent
+from gpusight.facts.health import XID_WINDOW_S, HealthLevel, assess
+from gpusight.snapshot.model import DeviceHealth, DeviceSample, XidEvent
 
 NOW = 1_700_000_000.0
 

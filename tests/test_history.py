@@ -4,8 +4,8 @@ import math
 
 import pytest
 
-from gpusight.collect.history import DEVICE_METRICS, History, RingBuffer, summarize
-from gpusight.collect.model import DeviceSample, HostSample, Snapshot
+from gpusight.sampling.history import DEVICE_METRICS, History, RingBuffer, summarize
+from gpusight.snapshot.model import DeviceSample, HostSample, Snapshot
 
 
 def snap(t, devices=(), cores=(10.0, 30.0), iowait=None):
@@ -87,8 +87,8 @@ def test_unknown_metric_is_an_error():
 
 
 def test_derived_cpu_series_sum_trainers_and_their_workers_per_gpu_and_stay_bounded():
-    from gpusight.collect.history import DERIVED_DEVICE_METRICS
-    from gpusight.collect.model import ProcessRole, ProcessSample
+    from gpusight.sampling.history import DERIVED_DEVICE_METRICS
+    from gpusight.snapshot.model import ProcessRole, ProcessSample
 
     def frame(t, worker_cpu):
         processes = (

@@ -17,10 +17,10 @@ from pathlib import Path
 import psutil
 import pytest
 
-from gpusight.collect.host.dataloader_workers import attribute_workers
-from gpusight.collect.host.proctree import ProcessTree, children_files_available
-from gpusight.collect.host.source import PROCESS_REFRESH_SECONDS, HostSource
-from gpusight.collect.model import ProcessRole, ProcessSample
+from gpusight.backends.host.dataloader_workers import attribute_workers
+from gpusight.backends.host.proctree import ProcessTree, children_files_available
+from gpusight.backends.host.source import PROCESS_REFRESH_SECONDS, HostSource
+from gpusight.snapshot.model import ProcessRole, ProcessSample
 from support.procs import (
     WORKER_NAME,
     cpu_hog,
@@ -367,8 +367,8 @@ def test_fallback_scan_is_reused_until_it_is_old(tmp_path):
 
 _MONITOR = """
 import json, sys, dataclasses
-from gpusight.collect.host.source import PROCESS_REFRESH_SECONDS, HostSource
-from gpusight.collect.model import ProcessSample
+from gpusight.backends.host.source import PROCESS_REFRESH_SECONDS, HostSource
+from gpusight.snapshot.model import ProcessSample
 source = HostSource()
 drop()
 reading = source.poll([ProcessSample(pid=int(sys.argv[1]), device_index=0, gpu_memory_bytes=7)])

@@ -47,12 +47,22 @@ def test_the_package_keeps_every_contract():
 
 
 @pytest.mark.parametrize(("module", "line", "contract"), [
-    ("collect/model.py", "import textual", "Data never imports the screen"),
+    ("snapshot/model.py", "import textual", "Data never imports the screen"),
+    ("backends/host/cpu.py", "import rich", "Data never imports the screen"),
     ("recordings/replay.py", "import rich.text", "Data never imports the screen"),
     ("advice/engine.py", "import torch", "Only the torch integration"),
-    ("collect/sampler.py", f"from {PACKAGE}.recordings import playback", "The folders import in one direction"),
+    ("sampling/sampler.py", f"from {PACKAGE}.recordings import playback", "The folders import in one direction"),
+    ("snapshot/model.py", f"from {PACKAGE}.facts import jobs", "The folders import in one direction"),
+    ("facts/jobs.py", f"from {PACKAGE}.backends import live", "The folders import in one direction"),
+    ("backends/live.py", f"from {PACKAGE}.sampling import history", "The folders import in one direction"),
     ("run_report/html.py", f"from {PACKAGE}.ui import format", "The folders import in one direction"),
-    ("collect/nvml/source.py", f"from {PACKAGE}.collect.host import cpu", "know nothing of each other"),
+    ("backends/nvml/backend.py", f"from {PACKAGE}.backends.host import cpu", "know nothing of each other"),
+    ("backends/amdgpu/device.py", f"from {PACKAGE}.backends.intel import names", "know nothing of each other"),
+    ("backends/intel/card.py", f"from {PACKAGE}.backends.nvml import calls", "know nothing of each other"),
+    ("advice/engine.py", f"from {PACKAGE}.backends.nvml import errors", "A vendor's package is closed"),
+    ("backends/live.py", f"from {PACKAGE}.backends.amdgpu import kfd", "A vendor's package is closed"),
+    ("prometheus_exporter/device_families.py", f"from {PACKAGE}.backends.intel.entry import NAME",
+     "A vendor's package is closed"),
     ("recordings/files.py", f"from {PACKAGE}.recordings import opening", "No import circles"),
 ])
 def test_a_planted_import_breaks_its_contract(copy, module, line, contract):

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from gpusight.collect.backend import Roots
-from gpusight.collect.backends import BACKEND_NAMES, chosen_entries, parse_backend_choice
-from gpusight.collect.intel.source import IntelBackend
-from gpusight.collect.model import Vendor
+from gpusight.backends.intel.backend import IntelBackend
+from gpusight.backends.interface import Roots
+from gpusight.backends.registry import BACKEND_NAMES, chosen_entries, parse_backend_choice
+from gpusight.snapshot.model import Vendor
 from support.intel_tree import (
     A770_SLOT,
     GIB,
@@ -205,8 +205,8 @@ def test_a_card_gone_from_sysfs_shows_lost(tmp_path: Path) -> None:
 _POLL_AS_NOBODY = """
 import json, sys
 from pathlib import Path
-from gpusight.collect.backend import Roots
-from gpusight.collect.intel.source import IntelBackend
+from gpusight.backends.interface import Roots
+from gpusight.backends.intel.backend import IntelBackend
 drop()
 reading = IntelBackend(Roots(Path(sys.argv[1]), Path(sys.argv[2]))).poll()
 print(json.dumps([reading.devices[2].utilization_gpu_percent, reading.devices[2].memory_used_bytes,

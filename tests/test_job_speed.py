@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from gpusight.collect.model import FlopsSource, JobSample, ProcessRole, ProcessSample, WorkloadKind
-from gpusight.collect.speed import BREAKDOWN_FIELDS, job_speed, utilization_name
+from gpusight.facts.speed import BREAKDOWN_FIELDS, job_speed, utilization_name
+from gpusight.snapshot.model import FlopsSource, JobSample, ProcessRole, ProcessSample, WorkloadKind
 
 
 def rank(pid: int, **fields: object) -> ProcessSample:

@@ -4,10 +4,12 @@ import hashlib
 
 import pytest
 
-from gpusight.collect.filters import UserFilter
-from gpusight.collect.gpu_selection import GpuSelection, SelectedGpu, select_gpus
-from gpusight.collect.jobs import JobTracker, ProcessHints, cluster_key, group_jobs, trim_jobs
-from gpusight.collect.model import (
+from gpusight.demo.source import DemoSource
+from gpusight.facts.gpu_selection import GpuSelection, SelectedGpu, select_gpus
+from gpusight.facts.jobs import JobTracker, ProcessHints, cluster_key, group_jobs, trim_jobs
+from gpusight.facts.workload import classify, parse_command, split_cmdline
+from gpusight.sampling.filters import UserFilter
+from gpusight.snapshot.model import (
     Advice,
     ContainerRuntime,
     ContainerSample,
@@ -18,8 +20,6 @@ from gpusight.collect.model import (
     SourceKind,
     WorkloadKind,
 )
-from gpusight.collect.workload import classify, parse_command, split_cmdline
-from gpusight.demo.source import DemoSource
 
 TRAINING, INFERENCE, NOTEBOOK, UNKNOWN = (WorkloadKind.TRAINING, WorkloadKind.INFERENCE, WorkloadKind.NOTEBOOK,
                                           WorkloadKind.UNKNOWN)

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from gpusight.collect.history import History
-from gpusight.collect.model import Advice, JobSample, ProcessRole, ProcessSample, Severity, Snapshot, WorkloadKind
 from gpusight.demo.source import DemoSource
 from gpusight.job_text import gpu_list, job_label, scope_label
 from gpusight.oneshot import render_once
 from gpusight.recordings.jsonl.writer import JsonlWriter
+from gpusight.sampling.history import History
+from gpusight.snapshot.model import Advice, JobSample, ProcessRole, ProcessSample, Severity, Snapshot, WorkloadKind
 from gpusight.snapshot_export.markdown import render_markdown
 from support.jobs import with_jobs
 

@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from gpusight.collect.host.source import HostSource
-from gpusight.collect.model import ProcessSample
+from gpusight.backends.host.source import HostSource
+from gpusight.snapshot.model import ProcessSample
 from support.fake_nvml import FakeGpu, FakeScenario, fake_nvml_env
 from support.procs import fake_trainer, run_python_as, sleeper, wait_until
 from support.workloads import SECRET_ENV, notebook_kernel, server, spawn_job, sweep, torchrun_job
@@ -140,8 +140,8 @@ def test_dataloader_workers_attach_to_their_trainer_and_make_it_training(tmp_pat
 
 _POLL_AS_OTHER_USER = """
 import json, sys
-from gpusight.collect.host.source import HostSource
-from gpusight.collect.model import ProcessSample
+from gpusight.backends.host.source import HostSource
+from gpusight.snapshot.model import ProcessSample
 drop()
 rows = [ProcessSample(pid=int(pid), device_index=index) for index, pid in enumerate(sys.argv[1:])]
 reading = HostSource().poll(rows)
@@ -178,7 +178,7 @@ def test_host_source_keeps_job_ids_while_jobs_run_and_never_reuses_them(tmp_path
 
 
 def test_only_whitelisted_variables_are_read_from_an_environment(tmp_path):
-    from gpusight.collect.host.procenv import read_env
+    from gpusight.backends.host.procenv import read_env
 
     env = dict(os.environ, RANK="3", MASTER_PORT="29500", **SECRET_ENV)
     proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], env=env)
@@ -193,7 +193,7 @@ def test_only_whitelisted_variables_are_read_from_an_environment(tmp_path):
 
 
 def test_the_listening_probe_finds_the_servers_port_and_nothing_for_a_sleeper(tmp_path):
-    from gpusight.collect.host.procenv import listening_port
+    from gpusight.backends.host.procenv import listening_port
 
     with server(tmp_path, [], script="app.py") as (pid, port), sleeper() as quiet:
         assert listening_port(pid) == port
@@ -212,7 +212,7 @@ def has_socket(pid: int) -> bool:
 
 
 def test_the_probe_answers_from_its_cache_until_its_period_ends():
-    from gpusight.collect.host.procenv import HintReader
+    from gpusight.backends.host.procenv import HintReader
 
     code = ("import socket\nserver = socket.socket()\ninput()\nserver.bind(('127.0.0.1', 0))\nserver.listen()\n"
             "print(server.getsockname()[1], flush=True)\ninput()\n")

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from gpusight.collect.model import Snapshot
 from gpusight.recordings.formats import RecordingError, RecordingProblem
 from gpusight.recordings.jsonl.index import JsonlRecording
 from gpusight.recordings.opening import open_seekable, read_recording
+from gpusight.snapshot.model import Snapshot
 from support.recordings import DAY_START, write_demo_recording
 
 SECONDS = 1200

@@ -1,7 +1,7 @@
 """Hardware health and video engines read from NVML: the real pynvml against the fake libnvidia-ml.so.1.
 
 Xid events, remapped rows, ECC counts, the PCIe link, NVLink errors and the NVENC/NVDEC/NVJPG/OFA engines,
-through ``NvmlSource``, ``LiveSource`` and the real ``gpusight --json``.
+through ``NvmlBackend``, ``LiveSource`` and the real ``gpusight --json``.
 """
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ import sys
 import threading
 import time
 
-from gpusight.collect.health import HealthLevel, assess
-from gpusight.collect.live import LiveSource
-from gpusight.collect.nvml.health import HEALTH_PERIOD_S
-from gpusight.collect.nvml.xid import XidListener
-from gpusight.collect.xid_catalog import XidAction, xid_info
+from gpusight.backends.live import LiveSource
+from gpusight.backends.nvml.health import HEALTH_PERIOD_S
+from gpusight.backends.nvml.xid import XidListener
+from gpusight.facts.health import HealthLevel, assess
+from gpusight.facts.xid_catalog import XidAction, xid_info
 from support import health_scenarios
 from support.fake_nvml import (
     NO_PERMISSION,

@@ -1,5 +1,5 @@
 """MIG read from NVML end to end: the fake libnvidia-ml.so.1 with MIG devices, through the real pynvml, into
-``NvmlSource`` and the real ``gpusight --json`` (with ``--gpus MIG-...`` and ``--cuda-visible``)."""
+``NvmlBackend`` and the real ``gpusight --json`` (with ``--gpus MIG-...`` and ``--cuda-visible``)."""
 
 import json
 import subprocess
@@ -8,14 +8,14 @@ import time
 
 import pytest
 
-from gpusight.collect.gpu_selection import CudaVisible, GpuIds
-from gpusight.collect.nvml.mig import FIRST_SAMPLE_NOTE, NO_GPM_NOTE, NO_MIG_SAMPLING_NOTE
-from gpusight.collect.nvml.processes import PROCESS_LIST_PERIOD_S
+from gpusight.backends.nvml.mig import FIRST_SAMPLE_NOTE, NO_GPM_NOTE, NO_MIG_SAMPLING_NOTE
+from gpusight.backends.nvml.processes import PROCESS_LIST_PERIOD_S
+from gpusight.facts.gpu_selection import CudaVisible, GpuIds
 from support.fake_nvml import NO_PERMISSION, FakeMig, FakeScenario, count_calls, fake_nvml_env
 from support.mig import ANY_TENSOR, DRAM_BANDWIDTH, MIG3, SM_ACTIVE, SM_OCCUPANCY, mig3_gpu, mig3_scenario
 
 PIDS = (4101, 4102, 4103)
-"""Process ids the fake lists in the three instances (NvmlSource reports NVML's fields only, so no real process)."""
+"""Process ids the fake lists in the three instances (NvmlBackend reports NVML's fields only, so no real process)."""
 
 GPM_GAP_S = 0.12
 """GPM needs samples at least 100 ms apart."""

@@ -1,4 +1,4 @@
-"""NvmlSource against the fake libnvidia-ml.so.1 through the real pynvml: values, units, faults, threads."""
+"""NvmlBackend against the fake libnvidia-ml.so.1 through the real pynvml: values, units, faults, threads."""
 
 from __future__ import annotations
 
@@ -12,13 +12,14 @@ import time
 import psutil
 import pytest
 
-from gpusight.collect.host.source import HostSource
-from gpusight.collect.live import LiveSource
-from gpusight.collect.model import DeviceHealth, DeviceSample, DriverInfo, ErrorNote, ProcessSample
-from gpusight.collect.nvml.device import ENERGY_PERIOD_S, decode_throttle_reasons
-from gpusight.collect.nvml.errors import LOST_MESSAGE
-from gpusight.collect.nvml.processes import PROCESS_LIST_PERIOD_S, UTILIZATION_PERIOD_S
-from gpusight.collect.nvml.source import NvmlSource
+from gpusight.backends.host.source import HostSource
+from gpusight.backends.live import LiveSource
+from gpusight.backends.nvml.backend import NvmlBackend
+from gpusight.backends.nvml.device import ENERGY_PERIOD_S
+from gpusight.backends.nvml.errors import LOST_MESSAGE
+from gpusight.backends.nvml.processes import PROCESS_LIST_PERIOD_S, UTILIZATION_PERIOD_S
+from gpusight.snapshot.model import DeviceHealth, DeviceSample, DriverInfo, ErrorNote, ProcessSample
+from gpusight.snapshot.throttle import decode_throttle_reasons
 from support.fake_nvml import (
     DRIVER_NOT_LOADED,
     FUNCTION_NOT_FOUND,
@@ -747,7 +748,7 @@ def test_init_is_retried_at_most_every_ten_seconds(nvml_scenario, make_nvml_sour
 
 def test_missing_library_path_reads_library_not_found(tmp_path):
     missing = tmp_path / "nowhere" / "libnvidia-ml.so.1"
-    source = NvmlSource(library_path=str(missing))
+    source = NvmlBackend(library_path=str(missing))
 
     reading = source.poll()
     source.close()
@@ -757,8 +758,8 @@ def test_missing_library_path_reads_library_not_found(tmp_path):
 
 
 POLL_AND_PRINT = (
-    "import json; from gpusight.collect.nvml.source import NvmlSource\n"
-    "s = NvmlSource(); r = s.poll(); s.close()\n"
+    "import json; from gpusight.backends.nvml.backend import NvmlBackend\n"
+    "s = NvmlBackend(); r = s.poll(); s.close()\n"
     "print(json.dumps({'errors': [e.message for e in r.errors], 'names': [d.name for d in r.devices]}))\n"
 )
 

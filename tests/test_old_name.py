@@ -17,12 +17,12 @@ from pathlib import Path
 
 import psutil
 
-from gpusight.collect.host.trainer_status import TrainerStatusReader
-from gpusight.collect.model import SCHEMA_VERSION
-from gpusight.collect.serialize import snapshot_from_dict
+from gpusight.backends.host.trainer_status import TrainerStatusReader
 from gpusight.recordings.compact import CompactRecording
 from gpusight.recordings.formats import COMPACT_MAGIC, RecordingProblem
 from gpusight.recordings.opening import read_recording
+from gpusight.snapshot.model import SCHEMA_VERSION
+from gpusight.snapshot.serialize import snapshot_from_dict
 
 OLD = Path(__file__).parent / "data" / "old-name"
 """The files written by gputop 0.1.0."""

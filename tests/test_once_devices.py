@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from gpusight.collect.model import (
+from gpusight.snapshot.model import (
     DeviceHealth,
     DeviceSample,
     MigDeviceSample,
@@ -18,7 +18,7 @@ from gpusight.collect.model import (
     Snapshot,
     XidEvent,
 )
-from gpusight.collect.serialize import snapshot_from_dict, snapshot_to_json
+from gpusight.snapshot.serialize import snapshot_from_dict, snapshot_to_json
 
 GIB = 1 << 30
 T0 = 1_750_000_000.0

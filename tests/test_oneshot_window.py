@@ -17,9 +17,9 @@ from pathlib import Path
 
 from gpusight.advice.context import Finding
 from gpusight.advice.hysteresis import Hysteresis
-from gpusight.collect.model import Advice, Severity
-from gpusight.collect.serialize import snapshot_to_json
 from gpusight.demo.source import DemoSource
+from gpusight.snapshot.model import Advice, Severity
+from gpusight.snapshot.serialize import snapshot_to_json
 from support.fake_nvml import FakeGpu, FakeScenario, Square, fake_nvml_env
 from support.procs import fake_trainer
 
@@ -138,8 +138,8 @@ def _mig_idle_at_end(idle_from: float, seconds: float = 20.0) -> bool:
     """Whether a window-judging engine names MIG instance 0.5 (a notebook holding 8 GiB) as idle after ``seconds``
     of an instance busy (a moving 40-80 % SM activity) until ``idle_from`` seconds in, then idle (0 %)."""
     from gpusight.advice.engine import AdviceEngine
-    from gpusight.collect.history import History
-    from gpusight.collect.model import MigDeviceSample
+    from gpusight.sampling.history import History
+    from gpusight.snapshot.model import MigDeviceSample
     from support.advice_frames import HZ, gpu, snapshot, trainer, wave
 
     notebook = dataclasses.replace(trainer(pid=200, mem=8.0, workers=0, cpu=0.5), gpu_instance_id=5,

@@ -13,10 +13,10 @@ import pytest
 from test_process_table_speed import cell, lines, snap, tmux  # noqa: F401  (tmux: the fixture)
 from test_ui_e2e_tmux import Tmux, alive, gpusight_command, wait_until
 
-from gpusight.collect.history import History
-from gpusight.collect.model import DeviceSample, ProcessSample, Snapshot, SourceKind, Vendor
 from gpusight.demo.source import DemoSource
 from gpusight.oneshot import render_once
+from gpusight.sampling.history import History
+from gpusight.snapshot.model import DeviceSample, ProcessSample, Snapshot, SourceKind, Vendor
 from gpusight.snapshot_export.markdown import render_markdown
 from gpusight.ui.process_detail import process_summary
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from gpusight.collect.model import MathMode
-from gpusight.collect.peak_flops import PEAK_TABLE, peak_for, peak_spec
+from gpusight.facts.peak_flops import PEAK_TABLE, peak_for, peak_spec
+from gpusight.snapshot.model import MathMode
 
 # NVML names as drivers report them (nvidia-smi -L / nvmlDeviceGetName), with the datasheet model they must match.
 NAMES = [

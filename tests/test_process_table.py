@@ -12,7 +12,7 @@ from rich.cells import cell_len
 from textual.app import App, ComposeResult
 from textual.widgets import Static
 
-from gpusight.collect.model import JobSample, ProcessRole, ProcessSample, Snapshot, SourceKind, WorkloadKind
+from gpusight.snapshot.model import JobSample, ProcessRole, ProcessSample, Snapshot, SourceKind, WorkloadKind
 from gpusight.ui.kill_dialog import KillDialog
 from gpusight.ui.process_table import ProcessTable
 

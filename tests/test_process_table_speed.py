@@ -14,7 +14,8 @@ import pytest
 from test_process_table import TableApp
 from test_ui_e2e_tmux import Tmux, alive, gpusight_command, wait_until
 
-from gpusight.collect.model import (
+from gpusight.demo.source import DemoSource
+from gpusight.snapshot.model import (
     FlopsSource,
     JobSample,
     ProcessSample,
@@ -22,7 +23,6 @@ from gpusight.collect.model import (
     SourceKind,
     WorkloadKind,
 )
-from gpusight.demo.source import DemoSource
 from gpusight.ui.process_table import ProcessTable
 
 

@@ -12,7 +12,7 @@ import time
 import psutil
 import pytest
 
-from gpusight.collect.host.procinfo import ProcessDetailsReader
+from gpusight.backends.host.procinfo import ProcessDetailsReader
 from support.procs import proc_state, wait_until
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="uses /proc")

@@ -26,9 +26,9 @@ from pathlib import Path
 import pytest
 
 from gpusight.cli import progress as cli_progress
-from gpusight.collect.serialize import snapshot_to_json
 from gpusight.demo.source import DemoSource
 from gpusight.recordings.opening import open_recorder, open_seekable, read_recording
+from gpusight.snapshot.serialize import snapshot_to_json
 from support.recordings import DAY_START, write_demo_recording
 from support.terminal import SHOW_CURSOR, PtyTerminal, gpusight_argv
 

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from gpusight.advice.engine import AdviceEngine
-from gpusight.collect.history import History
-from gpusight.collect.model import ProcessRole, Snapshot
-from gpusight.collect.sampler import Sampler
 from gpusight.recordings.replay import ReplaySource
+from gpusight.sampling.history import History
+from gpusight.sampling.sampler import Sampler
+from gpusight.snapshot.model import ProcessRole, Snapshot
 
 DATA = Path(__file__).parent / "data" / "real-h100"
 """Folder of the real-hardware recordings."""

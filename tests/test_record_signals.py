@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from gpusight.collect.model import Snapshot
 from gpusight.recordings.formats import RecordingProblem
 from gpusight.recordings.opening import read_recording
+from gpusight.snapshot.model import Snapshot
 
 DEADLINE = 30.0
 """Seconds a recorder gets to start and write its first snapshots."""

@@ -5,7 +5,7 @@ import signal
 import subprocess
 import sys
 
-from gpusight.collect.serialize import snapshot_from_dict
+from gpusight.snapshot.serialize import snapshot_from_dict
 from support.terminal import ENTER_ALT_SCREEN, PtyTerminal, gpusight_argv
 
 STREAM = ("--demo", "input-bound", "--record", "-", "--interval", "0.1")

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from gpusight.collect.model import ErrorNote, Snapshot
 from gpusight.demo.source import DemoSource
 from gpusight.recordings.formats import RecordingError, RecordingProblem
 from gpusight.recordings.jsonl.reader import MAX_LINE_BYTES
 from gpusight.recordings.jsonl.writer import JsonlWriter
 from gpusight.recordings.opening import read_recording
 from gpusight.recordings.replay import MAX_SHOWN_PROBLEMS, ReplayError, ReplaySource
+from gpusight.snapshot.model import ErrorNote, Snapshot
 
 START = 1_750_000_000.0
 STEP = 0.5
@@ -49,7 +49,7 @@ def split(items):
 
 
 def plain_lines(snapshots) -> list[bytes]:
-    from gpusight.collect.serialize import snapshot_to_json
+    from gpusight.snapshot.serialize import snapshot_to_json
 
     return [snapshot_to_json(s).encode() + b"\n" for s in snapshots]
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from gpusight.collect.model import ProcessRole, Snapshot
 from gpusight.recordings.opening import read_recording
+from gpusight.snapshot.model import ProcessRole, Snapshot
 from support.demo_run import Segment, record_demo_run
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from test_recording import demo_snapshots
 
-from gpusight.collect.model import Snapshot
 from gpusight.recordings.opening import open_recorder, read_recording
+from gpusight.snapshot.model import Snapshot
 
 WHAT_EACH_CARRIES = {
     "mig": ("mig devices", "process instances"),

@@ -17,14 +17,14 @@ from pathlib import Path
 
 import pytest
 
-from gpusight.collect.history import History
-from gpusight.collect.model import Snapshot
-from gpusight.collect.sampler import Sampler
-from gpusight.collect.serialize import snapshot_from_dict
 from gpusight.demo.source import DemoSource
 from gpusight.recordings.formats import RecordingError, RecordingProblem
 from gpusight.recordings.jsonl.writer import JsonlWriter
 from gpusight.recordings.opening import read_recording
+from gpusight.sampling.history import History
+from gpusight.sampling.sampler import Sampler
+from gpusight.snapshot.model import Snapshot
+from gpusight.snapshot.serialize import snapshot_from_dict
 from gpusight.snapshot_export.export_set import ExportError, export_snapshot
 from support.terminal import PtyGpusight
 

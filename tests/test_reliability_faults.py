@@ -15,12 +15,12 @@ from pathlib import Path
 
 import psutil
 
-from gpusight.collect.history import History
-from gpusight.collect.host.source import HostSource
-from gpusight.collect.live import LiveSource
-from gpusight.collect.nvml.calls import REPEATED_FAILURE_POLLS
-from gpusight.collect.nvml.processes import UTILIZATION_PERIOD_S
-from gpusight.collect.sampler import MIN_INTERVAL, Sampler
+from gpusight.backends.host.source import HostSource
+from gpusight.backends.live import LiveSource
+from gpusight.backends.nvml.calls import REPEATED_FAILURE_POLLS
+from gpusight.backends.nvml.processes import UTILIZATION_PERIOD_S
+from gpusight.sampling.history import History
+from gpusight.sampling.sampler import MIN_INTERVAL, Sampler
 from gpusight.ui.app import GpusightApp
 from support.fake_nvml import (
     DRIVER_NOT_LOADED,

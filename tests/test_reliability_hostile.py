@@ -19,8 +19,11 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gpusight.collect.history import History
-from gpusight.collect.model import (
+from gpusight.oneshot import render_once
+from gpusight.recordings.replay import ReplaySource
+from gpusight.sampling.history import History
+from gpusight.sampling.sampler import Sampler
+from gpusight.snapshot.model import (
     Advice,
     DeviceSample,
     DriverInfo,
@@ -33,10 +36,7 @@ from gpusight.collect.model import (
     Snapshot,
     SourceKind,
 )
-from gpusight.collect.sampler import Sampler
-from gpusight.collect.serialize import snapshot_from_dict
-from gpusight.oneshot import render_once
-from gpusight.recordings.replay import ReplaySource
+from gpusight.snapshot.serialize import snapshot_from_dict
 from gpusight.snapshot_export.markdown import render_markdown
 from gpusight.ui.app import GpusightApp
 from support.fake_nvml import FakeGpu, FakeScenario, fake_nvml_env

@@ -27,11 +27,11 @@ from textual import geometry
 
 from gpusight.advice.config import Thresholds
 from gpusight.advice.engine import AdviceEngine
-from gpusight.collect.history import History
-from gpusight.collect.model import Snapshot
-from gpusight.collect.sampler import Sampler
-from gpusight.collect.timegrid import TimeGrid
 from gpusight.demo.source import DemoSource
+from gpusight.sampling.history import History
+from gpusight.sampling.sampler import Sampler
+from gpusight.sampling.timegrid import TimeGrid
+from gpusight.snapshot.model import Snapshot
 from gpusight.ui.app import GpusightApp
 from gpusight.ui.messages import FrameReady
 

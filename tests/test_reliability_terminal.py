@@ -22,9 +22,9 @@ from collections.abc import Callable, Iterator
 import psutil
 import pytest
 
-from gpusight.collect.history import History
-from gpusight.collect.sampler import Sampler
 from gpusight.demo.source import DemoSource
+from gpusight.sampling.history import History
+from gpusight.sampling.sampler import Sampler
 from gpusight.ui.app import GpusightApp
 from gpusight.ui.messages import FrameReady
 from support.fake_nvml import FakeGpu, FakeScenario

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from gpusight.collect.serialize import snapshot_to_json
 from gpusight.demo.source import DemoSource
 from gpusight.recordings.replay import MAX_SHOWN_PROBLEMS, ReplaySource
+from gpusight.snapshot.serialize import snapshot_to_json
 
 DAMAGED_LINES = 1_000_000
 """Damaged lines in the large recording: enough that keeping a message for each costs hundreds of MB."""

@@ -15,12 +15,13 @@ from pathlib import Path
 import pytest
 
 from gpusight.advice.engine import AdviceEngine
-from gpusight.collect.frame import Frame
-from gpusight.collect.gpu_selection import GpuIds, GpuSelectingSource
-from gpusight.collect.sampler import Sampler
-from gpusight.collect.steering import ChangeSpeed, SeekBy, SeekEvent, SeekTo, TogglePause
+from gpusight.facts.gpu_selection import GpuIds
 from gpusight.recordings.playback import LEAD_IN_SECONDS, SPEEDS, event_after, step_speed
 from gpusight.recordings.replay import ReplaySource
+from gpusight.sampling.frame import Frame
+from gpusight.sampling.gpu_selecting_source import GpuSelectingSource
+from gpusight.sampling.sampler import Sampler
+from gpusight.sampling.steering import ChangeSpeed, SeekBy, SeekEvent, SeekTo, TogglePause
 from support.recordings import DAY_START, write_demo_recording
 from support.timezone import utc  # noqa: F401 - autouse: local time is UTC here
 

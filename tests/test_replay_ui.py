@@ -10,10 +10,10 @@ from test_ui_app import demo_sampler, run_app, screen_text, wait_for
 from textual.pilot import Pilot
 from textual.widgets import Input
 
-from gpusight.collect.model import Severity
-from gpusight.collect.sampler import Sampler
-from gpusight.collect.steering import AdviceEvent, PlaybackState
 from gpusight.recordings.replay import ReplaySource
+from gpusight.sampling.sampler import Sampler
+from gpusight.sampling.steering import AdviceEvent, PlaybackState
+from gpusight.snapshot.model import Severity
 from gpusight.ui.actions import ACTIONS, REPLAY_ONLY
 from gpusight.ui.app import GpusightApp
 from gpusight.ui.goto_dialog import GoToDialog

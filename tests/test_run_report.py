@@ -12,8 +12,16 @@ from pathlib import Path
 import pytest
 
 import gpusight.run_report
-from gpusight.collect.history import History
-from gpusight.collect.model import (
+from gpusight.recordings.formats import COMPACT_MAGIC, RecordingProblem
+from gpusight.recordings.jsonl.writer import JsonlWriter
+from gpusight.recordings.opening import read_recording
+from gpusight.run_report.command import default_output
+from gpusight.run_report.html import render_html, script_json
+from gpusight.run_report.markup import hours
+from gpusight.run_report.session import summarize_history
+from gpusight.run_report.summary import IDLE_UTIL_PERCENT, RunAccumulator, summarize
+from gpusight.sampling.history import History
+from gpusight.snapshot.model import (
     Advice,
     DeviceSample,
     HostSample,
@@ -24,14 +32,6 @@ from gpusight.collect.model import (
     SourceKind,
     WorkloadKind,
 )
-from gpusight.recordings.formats import COMPACT_MAGIC, RecordingProblem
-from gpusight.recordings.jsonl.writer import JsonlWriter
-from gpusight.recordings.opening import read_recording
-from gpusight.run_report.command import default_output
-from gpusight.run_report.html import render_html, script_json
-from gpusight.run_report.markup import hours
-from gpusight.run_report.session import summarize_history
-from gpusight.run_report.summary import IDLE_UTIL_PERCENT, RunAccumulator, summarize
 from gpusight.snapshot_export.markdown import md_escape, render_markdown
 from support.demo_run import Segment, record_demo_run
 

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from gpusight.collect.model import Advice, DeviceSample, ProcessSample, Severity, Snapshot, SourceKind
 from gpusight.recordings.jsonl.writer import JsonlWriter
 from gpusight.run_report.html import SECTIONS, asset
+from gpusight.snapshot.model import Advice, DeviceSample, ProcessSample, Severity, Snapshot, SourceKind
 from support.chromium import CHROMIUM, INSTALL, chromium, screenshot
 from support.png import png_pixels
 from support.speed_run import SpeedPlan, record_speed_run

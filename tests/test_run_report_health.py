@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from gpusight.collect.model import (
+from gpusight.recordings.jsonl.writer import JsonlWriter
+from gpusight.snapshot.model import (
     DeviceHealth,
     DeviceSample,
     MigDeviceSample,
@@ -20,7 +21,6 @@ from gpusight.collect.model import (
     SourceKind,
     XidEvent,
 )
-from gpusight.recordings.jsonl.writer import JsonlWriter
 from support.chromium import CHROMIUM, INSTALL, chromium
 
 T0 = 1_795_000_000.0

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from gpusight.collect.model import FlopsSource
 from gpusight.recordings.opening import open_recorder, read_recording
 from gpusight.run_report.summary import summarize
 from gpusight.run_report.training import BREAKDOWN_LABELS
+from gpusight.snapshot.model import FlopsSource
 from support.demo_run import Segment, record_demo_run
 from support.speed_run import T0, SpeedPlan, record_speed_run, speed_snapshot
 

@@ -4,10 +4,10 @@ stop that neither waits on nor closes the source under a poll that blocks (a hun
 import threading
 import time
 
-from gpusight.collect.history import History
-from gpusight.collect.live import LiveSource
-from gpusight.collect.model import Advice, DeviceSample, Snapshot
-from gpusight.collect.sampler import MIN_INTERVAL, Sampler, clamp_interval
+from gpusight.backends.live import LiveSource
+from gpusight.sampling.history import History
+from gpusight.sampling.sampler import MIN_INTERVAL, Sampler, clamp_interval
+from gpusight.snapshot.model import Advice, DeviceSample, Snapshot
 from support.fake_nvml import FakeGpu, FakeScenario
 
 

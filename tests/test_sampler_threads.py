@@ -14,11 +14,11 @@ from collections.abc import Iterator
 
 import pytest
 
-from gpusight.collect.filters import Filters
-from gpusight.collect.frame import Frame
-from gpusight.collect.history import History
-from gpusight.collect.model import DeviceSample, HostSample, Snapshot, SourceKind
-from gpusight.collect.sampler import MIN_INTERVAL, Sampler
+from gpusight.sampling.filters import Filters
+from gpusight.sampling.frame import Frame
+from gpusight.sampling.history import History
+from gpusight.sampling.sampler import MIN_INTERVAL, Sampler
+from gpusight.snapshot.model import DeviceSample, HostSample, Snapshot, SourceKind
 
 MIB = 1 << 20
 T0 = 1_700_000_000.0

@@ -7,7 +7,7 @@ from enum import Enum
 import jsonschema
 import pytest
 
-from gpusight.collect.model import (
+from gpusight.snapshot.model import (
     SCHEMA_VERSION,
     Advice,
     DeviceSample,
@@ -17,8 +17,8 @@ from gpusight.collect.model import (
     ProcessSample,
     Snapshot,
 )
-from gpusight.collect.schema import json_schema, record_shape
-from gpusight.collect.serialize import (
+from gpusight.snapshot.schema import json_schema, record_shape
+from gpusight.snapshot.serialize import (
     SnapshotFormatError,
     record_from_dict,
     snapshot_from_dict,

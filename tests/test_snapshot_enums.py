@@ -14,7 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from gpusight.collect.model import (
+from gpusight.demo.source import DemoSource
+from gpusight.recordings.formats import RecordingProblem
+from gpusight.recordings.opening import read_recording
+from gpusight.snapshot.model import (
     Advice,
     GpuProcessType,
     ProcessRole,
@@ -25,15 +28,12 @@ from gpusight.collect.model import (
     SourceKind,
     StringEnum,
 )
-from gpusight.collect.serialize import (
+from gpusight.snapshot.serialize import (
     SnapshotFormatError,
     snapshot_from_dict,
     snapshot_to_dict,
     snapshot_to_json,
 )
-from gpusight.demo.source import DemoSource
-from gpusight.recordings.formats import RecordingProblem
-from gpusight.recordings.opening import read_recording
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -196,8 +196,8 @@ def python310() -> str | None:
 
 CHECK_UNDER_310 = """
 import json, sys
-from gpusight.collect.model import ProcessRole, ProcessSample, Severity, Snapshot, SourceKind
-from gpusight.collect.serialize import snapshot_from_dict, snapshot_to_json
+from gpusight.snapshot.model import ProcessRole, ProcessSample, Severity, Snapshot, SourceKind
+from gpusight.snapshot.serialize import snapshot_from_dict, snapshot_to_json
 snapshot = Snapshot(timestamp=1.0, source=SourceKind.REPLAY, processes=(ProcessSample(pid=1, role=ProcessRole.GPU),))
 back = snapshot_from_dict(json.loads(snapshot_to_json(snapshot)))
 print(sys.version_info[:2], f"{Severity.WARN}", str(SourceKind.DEMO), json.loads(snapshot_to_json(back))["source"],

@@ -6,11 +6,11 @@ from __future__ import annotations
 import dataclasses
 import tracemalloc
 
-from gpusight.collect.model import DeviceSample, ProcessRole, ProcessSample, Snapshot
-from gpusight.collect.sampler import Sampler
-from gpusight.collect.speed import BREAKDOWN_FIELDS
-from gpusight.collect.speed_history import MAX_PROCESSES, SPEED_METRICS, SpeedHistory
-from gpusight.collect.timegrid import DEVICE_GRID, TimeGrid
+from gpusight.facts.speed import BREAKDOWN_FIELDS
+from gpusight.sampling.sampler import Sampler
+from gpusight.sampling.speed_history import MAX_PROCESSES, SPEED_METRICS, SpeedHistory
+from gpusight.sampling.timegrid import DEVICE_GRID, TimeGrid
+from gpusight.snapshot.model import DeviceSample, ProcessRole, ProcessSample, Snapshot
 
 PARTS = [name for name, _ in BREAKDOWN_FIELDS]
 

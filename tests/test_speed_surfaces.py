@@ -22,9 +22,9 @@ from prometheus_client.parser import text_string_to_metric_families
 from test_cluster_e2e import visible
 
 from gpusight import metric_names as names
-from gpusight.collect.model import Snapshot
 from gpusight.recordings.formats import RecordingProblem
 from gpusight.recordings.opening import read_recording
+from gpusight.snapshot.model import Snapshot
 from support.exporter import serving
 from support.fake_nvml import FakeGpu, FakeScenario, fake_nvml_env
 from support.framework_jobs import Job, framework_job, measured_record

@@ -6,8 +6,7 @@ import tracemalloc
 
 import pytest
 
-from gpusight.collect.model import DeviceSample, Snapshot
-from gpusight.collect.timegrid import (
+from gpusight.sampling.timegrid import (
     CHART_METRICS,
     LEVEL_COLUMNS,
     MAX_COLUMN_SECONDS,
@@ -16,6 +15,7 @@ from gpusight.collect.timegrid import (
     LevelView,
     TimeGrid,
 )
+from gpusight.snapshot.model import DeviceSample, Snapshot
 
 POWER = "power_watts"
 

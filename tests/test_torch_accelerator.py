@@ -13,7 +13,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from gpusight.collect.model import MathMode
+from gpusight.snapshot.model import MathMode
 from gpusight.torch.accelerator import CUDA, ROCM, XPU, accelerator_in_use
 from gpusight.torch.flops import FlopsMeter
 from gpusight.torch.probes import cuda_memory

@@ -21,8 +21,8 @@ torch = pytest.importorskip("torch")
 from torch.utils._python_dispatch import _get_current_dispatch_mode  # noqa: E402
 
 import gpusight.torch as gt  # noqa: E402
-from gpusight.collect.host.trainer_status import parse_status  # noqa: E402
-from gpusight.collect.model import BatchSizeSource, BreakdownSource, FlopsSource, MathMode  # noqa: E402
+from gpusight.backends.host.trainer_status import parse_status  # noqa: E402
+from gpusight.snapshot.model import BatchSizeSource, BreakdownSource, FlopsSource, MathMode  # noqa: E402
 from gpusight.torch.breakdown import step_shares  # noqa: E402
 
 SIZES = (48, 96, 64, 10)

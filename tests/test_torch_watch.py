@@ -23,7 +23,7 @@ torch = pytest.importorskip("torch")
 from torch.utils.data import DataLoader, Dataset, TensorDataset  # noqa: E402 - only once importorskip found torch
 
 import gpusight.torch as gt  # noqa: E402
-from gpusight.collect.host.trainer_status import TrainerStatusReader, parse_status  # noqa: E402
+from gpusight.backends.host.trainer_status import TrainerStatusReader, parse_status  # noqa: E402
 from gpusight.torch.window import RollingWindow  # noqa: E402
 
 

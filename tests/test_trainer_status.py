@@ -16,15 +16,15 @@ from pathlib import Path
 import psutil
 import pytest
 
-from gpusight.collect.host.source import HostSource
-from gpusight.collect.host.trainer_status import (
+from gpusight.backends.host.source import HostSource
+from gpusight.backends.host.trainer_status import (
     MAX_RECORD_BYTES,
     StatusFormatError,
     TrainerStatusReader,
     parse_status,
-    status_dirs,
 )
-from gpusight.collect.model import ProcessSample
+from gpusight.snapshot.model import ProcessSample
+from gpusight.trainer_record import status_dirs
 from support.procs import sleeper
 
 

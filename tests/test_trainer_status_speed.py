@@ -12,9 +12,9 @@ import os
 import pytest
 from test_trainer_status import record, runtime_dir, write  # noqa: F401  (fixture)
 
-from gpusight.collect.host.source import HostSource
-from gpusight.collect.host.trainer_status import StatusFormatError, parse_status
-from gpusight.collect.model import BatchSizeSource, BreakdownSource, FlopsSource, MathMode, ProcessSample
+from gpusight.backends.host.source import HostSource
+from gpusight.backends.host.trainer_status import StatusFormatError, parse_status
+from gpusight.snapshot.model import BatchSizeSource, BreakdownSource, FlopsSource, MathMode, ProcessSample
 from support.procs import sleeper
 
 SPEED = {

@@ -13,8 +13,8 @@ from textual.command import CommandPalette
 from textual.pilot import Pilot
 from textual.widgets import Input, OptionList
 
-from gpusight.collect.filters import current_user_filter
-from gpusight.collect.timegrid import ZOOM_FACTORS
+from gpusight.sampling.filters import current_user_filter
+from gpusight.sampling.timegrid import ZOOM_FACTORS
 from gpusight.ui.actions import ACTIONS, OTHER_KEYS
 from gpusight.ui.advice_panel import AdvicePanel
 from gpusight.ui.app import GpusightApp

@@ -18,15 +18,15 @@ from textual.widgets._toast import Toast
 
 from gpusight.advice.config import Thresholds
 from gpusight.advice.engine import AdviceEngine
-from gpusight.collect.frame import Frame
-from gpusight.collect.history import History
-from gpusight.collect.model import Advice, DeviceSample, ErrorNote, ProcessSample, Severity, Snapshot, SourceKind
-from gpusight.collect.sampler import MIN_INTERVAL, Sampler
-from gpusight.collect.timegrid import TimeGrid
 from gpusight.demo.frozen import frozen_demo_sampler
 from gpusight.demo.source import DemoSource
 from gpusight.recordings.jsonl.writer import JsonlWriter
 from gpusight.recordings.replay import ReplaySource
+from gpusight.sampling.frame import Frame
+from gpusight.sampling.history import History
+from gpusight.sampling.sampler import MIN_INTERVAL, Sampler
+from gpusight.sampling.timegrid import TimeGrid
+from gpusight.snapshot.model import Advice, DeviceSample, ErrorNote, ProcessSample, Severity, Snapshot, SourceKind
 from gpusight.ui.advice_panel import AdvicePanel, AdviceSummary
 from gpusight.ui.app import GpusightApp
 from gpusight.ui.gpu_detail import GpuDetailScreen

@@ -17,11 +17,11 @@ from test_cluster_e2e import visible
 from test_ui_app import demo_sampler
 from textual.pilot import Pilot
 
-from gpusight.collect.frame import Frame
-from gpusight.collect.history import History
-from gpusight.collect.host.source import HostSource
-from gpusight.collect.live import LiveSource
-from gpusight.collect.sampler import Sampler
+from gpusight.backends.host.source import HostSource
+from gpusight.backends.live import LiveSource
+from gpusight.sampling.frame import Frame
+from gpusight.sampling.history import History
+from gpusight.sampling.sampler import Sampler
 from gpusight.ui.app import GpusightApp
 from gpusight.ui.gpu_panel import GpuPanel
 from gpusight.ui.messages import FrameReady

@@ -10,8 +10,8 @@ import pytest
 from test_ui_app import demo_sampler, run_app, screen_text, wait_for
 from textual.pilot import Pilot
 
-from gpusight.collect.model import DeviceHealth, MigDeviceSample, Snapshot, XidEvent
 from gpusight.demo.frozen import frozen_demo_sampler
+from gpusight.snapshot.model import DeviceHealth, MigDeviceSample, Snapshot, XidEvent
 from gpusight.ui.app import GpusightApp
 from gpusight.ui.gpu_detail import GpuDetailScreen
 from gpusight.ui.gpu_panel import GpuPanel

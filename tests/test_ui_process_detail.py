@@ -12,12 +12,12 @@ from test_ui_app import run_app, screen_text, wait_for
 from test_ui_snapshots import settle
 from textual.pilot import Pilot
 
-from gpusight.collect.history import History
-from gpusight.collect.model import ProcessRole, Snapshot
-from gpusight.collect.sampler import Sampler
-from gpusight.collect.speed import BREAKDOWN_FIELDS
-from gpusight.collect.speed_history import charted
+from gpusight.facts.speed import BREAKDOWN_FIELDS
 from gpusight.recordings.replay import ReplaySource
+from gpusight.sampling.history import History
+from gpusight.sampling.sampler import Sampler
+from gpusight.sampling.speed_history import charted
+from gpusight.snapshot.model import ProcessRole, Snapshot
 from gpusight.speed_text import fmt_count, fmt_share
 from gpusight.ui.app import GpusightApp
 from gpusight.ui.chart import STACK_GLYPHS, StackedChart

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from test_ui_e2e_tmux import Tmux, alive, wait_until
 
-from gpusight.collect.speed import BREAKDOWN_FIELDS
+from gpusight.facts.speed import BREAKDOWN_FIELDS
 from gpusight.recordings.replay import ReplaySource
 from gpusight.ui.chart import STACK_GLYPHS
 from support.speed import record_speed, trainer_pid

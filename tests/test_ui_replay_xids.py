@@ -9,8 +9,8 @@ import pytest
 from test_ui_app import run_app, screen_text, wait_for
 from textual.pilot import Pilot
 
-from gpusight.collect.sampler import Sampler
 from gpusight.recordings.replay import ReplaySource
+from gpusight.sampling.sampler import Sampler
 from gpusight.ui.actions import ACTIONS
 from gpusight.ui.app import GpusightApp
 from gpusight.ui.playback_bar import PlaybackBar

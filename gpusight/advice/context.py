@@ -10,8 +10,9 @@ from dataclasses import dataclass
 from gpusight.advice.config import Thresholds
 from gpusight.advice.feeds import Feed, feed_of
 from gpusight.advice.jobs import TRAINER_KINDS, Imbalance, Job, Straggler, build_jobs, find_imbalances, find_stragglers
-from gpusight.collect.history import History, MetricSummary, summarize
-from gpusight.collect.model import (
+from gpusight.facts.speed import JobSpeed, job_speed
+from gpusight.sampling.history import History, MetricSummary, summarize
+from gpusight.snapshot.model import (
     Advice,
     DeviceSample,
     JobSample,
@@ -21,7 +22,6 @@ from gpusight.collect.model import (
     Snapshot,
     WorkloadKind,
 )
-from gpusight.collect.speed import JobSpeed, job_speed
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,7 +209,7 @@ class Context:
         return self._jobs
 
     def job_speed(self, job: Job) -> JobSpeed:
-        """The speed its ranks report (:func:`~gpusight.collect.speed.job_speed`): throughput, MFU/HFU, breakdown."""
+        """The speed its ranks report (:func:`~gpusight.facts.speed.job_speed`): throughput, MFU/HFU, breakdown."""
         speed = self._speeds.get(job.sample.id)
         if speed is None:
             speed = self._speeds[job.sample.id] = job_speed(job.sample, (rank.process for rank in job.ranks))

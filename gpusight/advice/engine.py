@@ -9,8 +9,8 @@ from gpusight.advice.rules import HEALTHY, RULES
 from gpusight.advice.rules.healthy import is_all_clear
 from gpusight.advice.signals import Signal, speaks_to_all
 from gpusight.advice.verdict import consistent
-from gpusight.collect.history import History
-from gpusight.collect.model import Advice, ScopeKind, Severity, Snapshot
+from gpusight.sampling.history import History
+from gpusight.snapshot.model import Advice, ScopeKind, Severity, Snapshot
 
 SEVERITY_RANK: dict[Severity, int] = {severity: rank for rank, severity in enumerate(Severity)}
 """Sort rank of severities, most severe first."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpusight.advice.config import Thresholds
-from gpusight.collect.model import ProcessSample
+from gpusight.snapshot.model import ProcessSample
 
 
 @dataclass(frozen=True, slots=True)

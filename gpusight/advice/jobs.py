@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from statistics import median
 
-from gpusight.collect.model import JobSample, ProcessSample, ScopeKind, WorkloadKind
+from gpusight.snapshot.model import JobSample, ProcessSample, ScopeKind, WorkloadKind
 from gpusight.textsafe import safe_text
 
 EVIDENCE_LENGTH = 80

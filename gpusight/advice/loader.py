@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from gpusight.advice.context import Context
 from gpusight.advice.feeds import Feed
-from gpusight.collect.model import ProcessSample
+from gpusight.snapshot.model import ProcessSample
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpusight.collect.model import ProcessSample
+from gpusight.snapshot.model import ProcessSample
 
 
 @dataclass(frozen=True, slots=True)

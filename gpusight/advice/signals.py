@@ -7,8 +7,8 @@ rule needing it then stays silent about them, never guessing from the other sign
 from __future__ import annotations
 
 from gpusight.advice.context import Context, Finding
-from gpusight.collect.history import DEVICE_METRICS
-from gpusight.collect.model import DeviceSample
+from gpusight.sampling.history import DEVICE_METRICS
+from gpusight.snapshot.model import DeviceSample
 
 Signal = str | tuple[str, ...]
 """A DeviceSample field a rule needs, or a tuple of fields any one of which will do."""

@@ -9,8 +9,8 @@ since the rest of the step is still there; where nothing measured the share, the
 from __future__ import annotations
 
 from gpusight.advice.config import Thresholds
-from gpusight.collect.model import BreakdownSource
-from gpusight.collect.speed import JobSpeed
+from gpusight.facts.speed import JobSpeed
+from gpusight.snapshot.model import BreakdownSource
 
 MAX_SHARE_PERCENT = 99.0
 """Shares above this are bounded as this: "over 100x" is as much as a bound can honestly say."""

@@ -34,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.cluster is not None:
             return _run_cluster(parser, args)
         if args.json_schema:
-            from gpusight.collect.schema import json_schema
+            from gpusight.snapshot.schema import json_schema
 
             return 0 if write_stdout(json.dumps(json_schema(), indent=2) + "\n") else reader_gone()
         return _run(args)

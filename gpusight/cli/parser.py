@@ -12,12 +12,12 @@ from gpusight import __version__
 from gpusight.cli.completion import PrintCompletionAction
 from gpusight.cli.output import reader_gone, write_stdout
 from gpusight.cluster.command import add_arguments as add_cluster_arguments
-from gpusight.collect.sampler import DEFAULT_INTERVAL, MIN_INTERVAL
 from gpusight.convert import command as convert
 from gpusight.output_files import OVERWRITE_RULE
 from gpusight.prometheus_exporter import command as exporter
 from gpusight.recordings import start_at
 from gpusight.run_report import command as run_report
+from gpusight.sampling.sampler import DEFAULT_INTERVAL, MIN_INTERVAL
 from gpusight.ui.draw_pacing import DEFAULT_REFRESH
 
 COMMAND_ALIAS = "gps"
@@ -66,7 +66,7 @@ def path_arg(value: str) -> Path:
 
 def backend_arg(value: str) -> tuple[str, ...]:
     """Argparse type for ``--backend``: ``auto``, or backend names joined with commas."""
-    from gpusight.collect.backends import BackendChoiceError, parse_backend_choice
+    from gpusight.backends.registry import BackendChoiceError, parse_backend_choice
 
     try:
         return parse_backend_choice(value)
@@ -190,7 +190,7 @@ def build_parser() -> GpusightParser:
         "--config", type=path_arg, metavar="FILE",
         help="config file with [advice] thresholds, [filters] and [charts] (default $XDG_CONFIG_HOME/gpusight/config.toml)",
     )
-    from gpusight.collect.backends import AUTO, BACKENDS
+    from gpusight.backends.registry import AUTO, BACKENDS
 
     parser.add_argument(
         "--backend", type=backend_arg, default=(AUTO,), metavar="NAME",

@@ -15,15 +15,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gpusight.cli.output import CliError
-from gpusight.collect.chart_settings import ChartSettings
-from gpusight.collect.filters import Filters
-from gpusight.collect.history import History
-from gpusight.collect.model import ErrorNote
-from gpusight.collect.sampler import DEFAULT_INTERVAL, MIN_INTERVAL, Sampler
-from gpusight.collect.source import SnapshotSource
-from gpusight.collect.timegrid import TimeGrid
 from gpusight.recordings import start_at
 from gpusight.recordings.jsonl.stream import JsonLinesStream, names_stdout
+from gpusight.sampling.chart_settings import ChartSettings
+from gpusight.sampling.filters import Filters
+from gpusight.sampling.history import History
+from gpusight.sampling.sampler import DEFAULT_INTERVAL, MIN_INTERVAL, Sampler
+from gpusight.sampling.source import SnapshotSource
+from gpusight.sampling.timegrid import TimeGrid
+from gpusight.snapshot.model import ErrorNote
 
 if TYPE_CHECKING:
     from gpusight.check import CheckPlan
@@ -92,8 +92,8 @@ class Pipeline:
 
 def build_pipeline(args: argparse.Namespace) -> Pipeline:
     """The sampler the command line and the config file ask for, not yet started."""
-    from gpusight.collect.chart_settings import chart_settings_from_config
     from gpusight.config_file import config_path, read_config
+    from gpusight.sampling.chart_settings import chart_settings_from_config
 
     document, warnings = read_config(args.config)
     config = args.config or config_path()
@@ -117,15 +117,15 @@ def build_pipeline(args: argparse.Namespace) -> Pipeline:
             interval = max(MIN_INTERVAL, replay.recorded_interval)
         source = replay
     else:
-        from gpusight.collect.backend import BackendOptions, Roots
-        from gpusight.collect.backends import open_backends
-        from gpusight.collect.live import LiveSource
+        from gpusight.backends.interface import BackendOptions, Roots
+        from gpusight.backends.live import LiveSource
+        from gpusight.backends.registry import open_backends
 
         hint = None if args.serve is not None else DEMO_HINT  # an exporter's log is read by an operator, not someone trying it out
         gpu, selects_itself = open_backends(args.backend, BackendOptions(Roots.from_environment(), filters.gpus, hint))
         source = LiveSource(gpu)
     if filters.gpus is not None and not selects_itself:
-        from gpusight.collect.gpu_selection import GpuSelectingSource
+        from gpusight.sampling.gpu_selecting_source import GpuSelectingSource
 
         source = GpuSelectingSource(source, filters.gpus)
     sampler = Sampler(
@@ -181,8 +181,8 @@ def _start_at(replay: ReplaySource, when: str | None, progress: ReadProgress | N
 
 def _choose_filters(args: argparse.Namespace, document: dict[str, object], config: Path) -> tuple[Filters, list[str]]:
     """The config file's ``[filters]`` (unless ``--no-filters``) overridden by ``--gpus``/``--cuda-visible``/``--user``."""
-    from gpusight.collect.filters import UnknownUserError, filters_from_config, user_filter
-    from gpusight.collect.gpu_selection import CudaVisible, GpuIds
+    from gpusight.facts.gpu_selection import CudaVisible, GpuIds
+    from gpusight.sampling.filters import UnknownUserError, filters_from_config, user_filter
 
     live = args.demo is None and args.replay is None  # demo and replay data name users of other hosts
     filters, warnings = Filters(), list[str]()
@@ -202,7 +202,7 @@ def _choose_filters(args: argparse.Namespace, document: dict[str, object], confi
 
 def _check_gpu_selection(sampler: Sampler) -> None:
     """Poll once if nothing was polled yet, and stop with the source's reason when the GPUs asked for do not exist."""
-    from gpusight.collect.gpu_selection import GpuSelecting
+    from gpusight.sampling.gpu_selecting_source import GpuSelecting
 
     if sampler.history.latest is None:
         sampler.poll_once()

@@ -17,10 +17,10 @@ from gpusight import old_name
 from gpusight.cli.output import CliError, reader_gone, write_stdout
 from gpusight.cli.parser import STATS_FILE_ENV
 from gpusight.cli.progress import stderr_progress
-from gpusight.collect.model import Snapshot
-from gpusight.collect.sampler import Sampler
-from gpusight.collect.serialize import snapshot_to_json
 from gpusight.recordings.jsonl.stream import JsonLinesStream, names_stdout
+from gpusight.sampling.sampler import Sampler
+from gpusight.snapshot.model import Snapshot
+from gpusight.snapshot.serialize import snapshot_to_json
 
 if TYPE_CHECKING:
     from gpusight.check import CheckPlan

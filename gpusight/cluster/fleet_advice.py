@@ -30,7 +30,7 @@ from dataclasses import dataclass, replace
 
 from gpusight.cluster.counts import counted
 from gpusight.cluster.frame import ClusterGpu, ClusterHistory, ClusterNode, ClusterProcess
-from gpusight.collect.model import Advice, Severity
+from gpusight.snapshot.model import Advice, Severity
 
 MIB = 1 << 20
 """Bytes in a MiB (dcgm-exporter's framebuffer unit)."""

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from gpusight.collect.health import HealthAssessment
-from gpusight.collect.model import Advice, WorkloadKind
+from gpusight.facts.health import HealthAssessment
+from gpusight.snapshot.model import Advice, WorkloadKind
 
 
 @dataclass(frozen=True, slots=True)

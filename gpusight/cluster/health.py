@@ -1,6 +1,6 @@
 """GPU health in the cluster view: a :class:`DeviceHealth` rebuilt from the health series a node serves (under
 dcgm-exporter's names, from dcgm-exporter and ``gpusight --serve`` alike), judged by the one judgement every
-surface shares (:func:`gpusight.collect.health.assess`), and the fleet advice that names the node and the GPU.
+surface shares (:func:`gpusight.facts.health.assess`), and the fleet advice that names the node and the GPU.
 
 The last Xid's time comes from ``gpusight_xid_last_timestamp_seconds`` where ``gpusight --serve`` reports;
 dcgm-exporter gives only the last Xid's number (``DCGM_FI_DEV_XID_ERRORS``, which never returns to 0 while
@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from gpusight import metric_names as m
-from gpusight.collect.health import HealthAssessment, HealthLevel, assess
-from gpusight.collect.model import Advice, DeviceHealth, DeviceSample, Severity, XidEvent
+from gpusight.facts.health import HealthAssessment, HealthLevel, assess
+from gpusight.snapshot.model import Advice, DeviceHealth, DeviceSample, Severity, XidEvent
 
 LINK = (m.PCIE_LINK_GEN, m.PCIE_LINK_WIDTH, m.PCIE_MAX_LINK_GEN, m.PCIE_MAX_LINK_WIDTH)
 """The PCIe link series: the device query asks for them only where the link runs below its maximum."""

@@ -2,7 +2,7 @@
 
 Values from Prometheus are untrusted: a value that is NaN, infinite, negative or beyond what any node could do
 is unknown (None, :func:`gpusight.metric_ranges.plausible`), a utilization name other than MFU/HFU is dropped with its FLOP/s, and a node's achieved FLOP/s
-above its peak are dropped too. A job's figures across nodes follow :mod:`gpusight.collect.speed`: steps per second
+above its peak are dropped too. A job's figures across nodes follow :mod:`gpusight.facts.speed`: steps per second
 of the slowest node, samples, tokens and FLOP/s summed, utilization = summed achieved over summed peaks of the
 nodes that report both; a node that reports nothing is left out, never counted as 0.
 """
@@ -16,9 +16,9 @@ from typing import Any
 from gpusight import metric_names as m
 from gpusight.cluster.frame import ClusterJob, ClusterJobSpeed
 from gpusight.cluster.prom import Series
-from gpusight.collect.host.trainer_status import BREAKDOWN_PARTS
-from gpusight.collect.speed import sum_known
+from gpusight.facts.speed import sum_known
 from gpusight.metric_ranges import plausible
+from gpusight.trainer_record import BREAKDOWN_PARTS
 
 SPEED_METRICS = (m.JOB_STEPS, m.JOB_SAMPLES, m.JOB_TOKENS, m.JOB_FLOPS, m.JOB_PEAK_FLOPS, m.JOB_STEP_TIME)
 """The speed families the cluster view reads (MFU is recomputed from the FLOP/s and peaks, so it sums across nodes)."""

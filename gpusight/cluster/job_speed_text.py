@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from gpusight.cluster.counts import counted
 from gpusight.cluster.frame import ClusterJobSpeed
-from gpusight.collect.host.trainer_status import BREAKDOWN_PARTS
-from gpusight.collect.speed import BREAKDOWN_FIELDS
+from gpusight.facts.speed import BREAKDOWN_FIELDS
 from gpusight.speed_text import fmt_count, speed_line, utilization_text
 from gpusight.textsafe import safe_text
+from gpusight.trainer_record import BREAKDOWN_PARTS
 from gpusight.units import NA
 
 KEY_WIDTH = 40

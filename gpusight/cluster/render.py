@@ -11,7 +11,7 @@ from collections import defaultdict
 from gpusight.cluster.counts import FleetCounts, counted, node_gpus
 from gpusight.cluster.frame import ClusterFrame, ClusterGpu, ClusterJob, ClusterMig, ClusterNode, ClusterProcess
 from gpusight.cluster.job_speed_text import cluster_speed_line
-from gpusight.collect.model import Advice
+from gpusight.snapshot.model import Advice
 from gpusight.textsafe import safe_text
 from gpusight.units import NA, fmt_bytes, fmt_celsius, fmt_percent, fmt_watts
 

@@ -13,7 +13,7 @@ from enum import Enum
 from typing import Any
 
 from gpusight.cluster.frame import ClusterFrame, ClusterHistory
-from gpusight.collect.model import Advice
+from gpusight.snapshot.model import Advice
 
 CLUSTER_SCHEMA = "gpusight-cluster/1"
 """The ``schema`` key of the document; the number grows when a key changes meaning or goes away."""

@@ -62,9 +62,9 @@ from gpusight.cluster.settings import (
     MAX_TARGETS,
 )
 from gpusight.cluster.speed_advice import input_bound_jobs
-from gpusight.collect.health import HealthAssessment
-from gpusight.collect.model import Advice, Severity, WorkloadKind
+from gpusight.facts.health import HealthAssessment
 from gpusight.metric_ranges import plausible
+from gpusight.snapshot.model import Advice, Severity, WorkloadKind
 
 QUERIES_PER_POLL = 7
 """The most queries one poll sends, whatever the number of nodes (six without a focus host)."""

@@ -19,7 +19,7 @@ from gpusight.cluster.fleet_advice import listed
 from gpusight.cluster.frame import ClusterJob, ClusterJobSpeed
 from gpusight.cluster.job_speed import job_key
 from gpusight.cluster.job_speed_text import job_utilization, steps_text
-from gpusight.collect.model import Advice, Severity
+from gpusight.snapshot.model import Advice, Severity
 from gpusight.textsafe import safe_text
 
 INPUT_WAIT_PERCENT = Thresholds().input_wait_percent

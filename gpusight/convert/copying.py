@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gpusight.collect.model import Snapshot
 from gpusight.recordings.formats import RecordingProblem
+from gpusight.snapshot.model import Snapshot
 
 if TYPE_CHECKING:
     from gpusight.recordings.progress import ReadProgress

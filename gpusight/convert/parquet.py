@@ -29,8 +29,8 @@ from gpusight.convert.parquet_tables import (
 )
 
 if TYPE_CHECKING:
-    from gpusight.collect.model import Snapshot
     from gpusight.recordings.progress import ReadProgress
+    from gpusight.snapshot.model import Snapshot
 
 ROW_GROUP_ROWS = 4_096
 """Rows of a table buffered before they are written as a row group."""

@@ -19,8 +19,8 @@ import enum
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from gpusight.collect.model import Advice, DeviceSample, ProcessSample, Snapshot
-from gpusight.collect.schema import Choice, Nullable, Scalar, Shape, record_shape
+from gpusight.snapshot.model import Advice, DeviceSample, ProcessSample, Snapshot
+from gpusight.snapshot.schema import Choice, Nullable, Scalar, Shape, record_shape
 
 PARQUET_SUFFIX = ".parquet"
 """An OUT whose name ends so is written as a folder of Parquet tables."""

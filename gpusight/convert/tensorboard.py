@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gpusight import old_name
-from gpusight.collect.model import Snapshot
 from gpusight.convert.copying import ConvertError, Tally, copy_snapshots, size_text
 from gpusight.convert.tfevents import EventFileWriter
+from gpusight.snapshot.model import Snapshot
 from gpusight.tracker_scalars import snapshot_scalars
 
 if TYPE_CHECKING:

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from gpusight.advice.config import Thresholds
 from gpusight.advice.engine import AdviceEngine
-from gpusight.collect.history import History
-from gpusight.collect.sampler import Sampler
 from gpusight.demo.source import DemoSource, prefill_seconds
+from gpusight.sampling.history import History
+from gpusight.sampling.sampler import Sampler
 
 FROZEN_START = 1_700_000_000.0
 """Simulated epoch time where the history starts."""

@@ -1,7 +1,7 @@
 """The kinds of GPU a demo machine holds, and what each vendor's backend can read of them.
 
 An NVIDIA GPU is read through NVML, which gives everything the demo simulates. An AMD GPU is read from the amdgpu
-driver's sysfs, hwmon and DRM fdinfo (see :mod:`gpusight.collect.drm`), which give no GPM figures, NVLink rates,
+driver's sysfs, hwmon and DRM fdinfo (see :mod:`gpusight.backends.drm`), which give no GPM figures, NVLink rates,
 clock-event reasons, MIG, energy counter, fan (passively cooled boards), PCIe rates, video engines or per-process
 memory-controller share: those stay None (N/A), never 0.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpusight.collect.model import Vendor
+from gpusight.snapshot.model import Vendor
 
 MIB = 1024**2
 """Bytes in a MiB."""

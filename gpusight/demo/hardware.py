@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import math
 
-from gpusight.collect.model import XID_RECENT_LIMIT, DeviceHealth, MigDeviceSample, XidEvent
 from gpusight.demo.noise import SmoothNoise
 from gpusight.demo.scenarios import FREE, Faults, MigSlice, Workload
+from gpusight.snapshot.model import XID_RECENT_LIMIT, DeviceHealth, MigDeviceSample, XidEvent
 
 MIB = 1024**2
 """Bytes in a MiB."""

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import time
 
-from gpusight.collect.sampler import Sampler
 from gpusight.demo.source import prefill_seconds
+from gpusight.sampling.sampler import Sampler
 
 
 class DemoClock:

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from gpusight.collect.model import BatchSizeSource, FlopsSource, MathMode
 from gpusight.demo.gpu_models import H100, MI300X, GpuModel
+from gpusight.snapshot.model import BatchSizeSource, FlopsSource, MathMode
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,8 +13,16 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from gpusight.collect.jobs import Grouping, JobTracker, ProcessHints, group_jobs
-from gpusight.collect.model import (
+from gpusight.demo.catalog import SCENARIOS
+from gpusight.demo.gpu_models import H100, JUNCTION_OVER_CORE, KFD_USAGE_NOTE, MEMORY_UNDER_CORE, GpuModel
+from gpusight.demo.hardware import demo_health, mig_device
+from gpusight.demo.noise import SmoothNoise
+from gpusight.demo.scenarios import FREE, MIG_PARENT, SCENARIO_SPECS, Faults, Job, Model, Scenario, Workload
+from gpusight.demo.speed import step_breakdown, step_rate, with_speed
+from gpusight.facts.jobs import Grouping, JobTracker, ProcessHints, group_jobs
+from gpusight.facts.peak_flops import peak_for
+from gpusight.facts.workload import find_sign, parse_command
+from gpusight.snapshot.model import (
     DeviceHealth,
     DeviceSample,
     DriverInfo,
@@ -27,14 +35,6 @@ from gpusight.collect.model import (
     SourceKind,
     WorkloadKind,
 )
-from gpusight.collect.peak_flops import peak_for
-from gpusight.collect.workload import find_sign, parse_command
-from gpusight.demo.catalog import SCENARIOS
-from gpusight.demo.gpu_models import H100, JUNCTION_OVER_CORE, KFD_USAGE_NOTE, MEMORY_UNDER_CORE, GpuModel
-from gpusight.demo.hardware import demo_health, mig_device
-from gpusight.demo.noise import SmoothNoise
-from gpusight.demo.scenarios import FREE, MIG_PARENT, SCENARIO_SPECS, Faults, Job, Model, Scenario, Workload
-from gpusight.demo.speed import step_breakdown, step_rate, with_speed
 
 GIB = 1024**3
 """Bytes in a GiB."""

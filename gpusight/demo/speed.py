@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from gpusight.collect.model import BreakdownSource, ProcessSample
-from gpusight.collect.peak_flops import Peak
 from gpusight.demo.noise import SmoothNoise
 from gpusight.demo.scenarios import Model, StepShares
+from gpusight.facts.peak_flops import Peak
+from gpusight.snapshot.model import BreakdownSource, ProcessSample
 
 BOOST_CLOCK_MHZ = 1980.0
 """The simulated H100's boost SM clock: the clock a model's ``compute_utilization`` is reached at."""

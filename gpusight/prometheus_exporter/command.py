@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from gpusight.collect.model import Snapshot
-    from gpusight.collect.sampler import Sampler
+    from gpusight.sampling.sampler import Sampler
+    from gpusight.snapshot.model import Snapshot
 
 EXIT_SERVE_ERROR = 2
 """Exit status when the exporter cannot start (bad address, port in use, unusable TLS files or web config)."""

@@ -7,11 +7,11 @@ from collections.abc import Callable, Iterator
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 from gpusight import metric_names as names
-from gpusight.collect.model import DeviceSample, MigDeviceSample, Snapshot
-from gpusight.collect.nvml.device import THROTTLE_REASONS
 from gpusight.prometheus_exporter.health_families import XidTally, health_families
 from gpusight.prometheus_exporter.labels import label_value
 from gpusight.prometheus_exporter.vendor_families import is_nvidia
+from gpusight.snapshot.model import DeviceSample, MigDeviceSample, Snapshot
+from gpusight.snapshot.throttle import THROTTLE_REASONS
 
 MIB = 1 << 20
 """dcgm-exporter's framebuffer unit: MiB, whole (as DCGM reports them)."""

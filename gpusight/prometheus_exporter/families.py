@@ -12,7 +12,6 @@ from prometheus_client.registry import Collector
 from gpusight import __version__
 from gpusight import metric_names as names
 from gpusight.advice.rules import SUMMARIES
-from gpusight.collect.model import Snapshot
 from gpusight.prometheus_exporter.device_families import device_families
 from gpusight.prometheus_exporter.health_families import XidTally
 from gpusight.prometheus_exporter.labels import label_value
@@ -25,6 +24,7 @@ from gpusight.prometheus_exporter.process_families import (
 )
 from gpusight.prometheus_exporter.speed_families import speed_families
 from gpusight.prometheus_exporter.vendor_families import vendor_families
+from gpusight.snapshot.model import Snapshot
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,5 +1,5 @@
 """Hardware health and video engine series of each GPU: dcgm-exporter's names, plus gpusight's Xid counter,
-last-Xid gauges, health score and drain flag (judged by :func:`gpusight.collect.health.assess`)."""
+last-Xid gauges, health score and drain flag (judged by :func:`gpusight.facts.health.assess`)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 from gpusight import metric_names as names
-from gpusight.collect.health import assess
-from gpusight.collect.model import DeviceHealth, DeviceSample
+from gpusight.facts.health import assess
+from gpusight.snapshot.model import DeviceHealth, DeviceSample
 
 UNKNOWN_XID = "unknown"
 """The ``xid`` label of events counted in ``xid_total`` that came and went between two scrapes unseen."""

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from prometheus_client.core import GaugeMetricFamily
 
 from gpusight import metric_names as names
-from gpusight.collect.model import ContainerRuntime, ContainerSample, JobSample, ProcessRole, ProcessSample, Snapshot
 from gpusight.prometheus_exporter.labels import COMMAND_LABEL_MAX, label_value
+from gpusight.snapshot.model import ContainerRuntime, ContainerSample, JobSample, ProcessRole, ProcessSample, Snapshot
 
 MAX_PROCESS_SERIES = 256
 """Most GPU processes given series per scrape; the largest in GPU memory are kept (``gpusight_series_dropped``)."""

@@ -1,6 +1,6 @@
 """gpusight_job_* speed families: each job's throughput, achieved and peak FLOP/s, MFU (or HFU) and step-time parts.
 
-The values are :func:`gpusight.collect.speed.job_speed`'s, over the job's ranks on this node. Only jobs with a rank
+The values are :func:`gpusight.facts.speed.job_speed`'s, over the job's ranks on this node. Only jobs with a rank
 that reports its steps per second get series, and only jobs with a rank among the served process rows (the cap of
 ``MAX_PROCESS_SERIES``), so their number never exceeds the processes served; each such job has at most one series
 per family, and five ``part`` series of step time. FLOP/s are served in base units (FLOP/s, not TFLOP/s).
@@ -13,10 +13,10 @@ from collections.abc import Iterator
 from prometheus_client.core import GaugeMetricFamily
 
 from gpusight import metric_names as names
-from gpusight.collect.host.trainer_status import BREAKDOWN_PARTS
-from gpusight.collect.model import Snapshot
-from gpusight.collect.speed import job_speed
+from gpusight.facts.speed import job_speed
 from gpusight.prometheus_exporter.process_families import ProcessRow
+from gpusight.snapshot.model import Snapshot
+from gpusight.trainer_record import BREAKDOWN_PARTS
 
 TERA = 1e12
 """FLOP/s in a TFLOP/s."""

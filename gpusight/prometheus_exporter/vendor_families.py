@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from prometheus_client.core import GaugeMetricFamily
 
 from gpusight import metric_names as names
-from gpusight.collect.model import DeviceSample, Snapshot, Vendor
 from gpusight.prometheus_exporter.labels import label_value
+from gpusight.snapshot.model import DeviceSample, Snapshot, Vendor
 
 MB = 1 << 20
 """AMD's exporter's "MB" of VRAM: amdsmi's MiB (bytes // 2**20)."""

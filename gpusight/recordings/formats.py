@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from gpusight import old_name
-from gpusight.collect.model import Severity, Snapshot, StringEnum
-from gpusight.collect.steering import AdviceEvent
+from gpusight.sampling.steering import AdviceEvent
+from gpusight.snapshot.model import Severity, Snapshot, StringEnum
 
 
 class RecordingFormat(StringEnum):

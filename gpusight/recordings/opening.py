@@ -11,7 +11,6 @@ import os
 from collections.abc import Generator
 from typing import TYPE_CHECKING, BinaryIO
 
-from gpusight.collect.model import ProcessRole, Snapshot
 from gpusight.recordings.compact import CompactRecording, CompactWriter, read_compact
 from gpusight.recordings.files import open_regular_file, reading
 from gpusight.recordings.formats import (
@@ -25,6 +24,7 @@ from gpusight.recordings.formats import (
 from gpusight.recordings.jsonl.index import JsonlRecording
 from gpusight.recordings.jsonl.reader import read_jsonl
 from gpusight.recordings.jsonl.writer import JsonlWriter
+from gpusight.snapshot.model import ProcessRole, Snapshot
 
 if TYPE_CHECKING:
     from gpusight.recordings.progress import ReadProgress

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gpusight.collect.steering import AdviceEvent
+from gpusight.sampling.steering import AdviceEvent
 
 SPEEDS: tuple[int, ...] = (1, 2, 5, 10, 20, 50, 100)
 """Playback speeds, slowest first: recorded snapshots played per poll (x1 is the recorded pace)."""

@@ -2,7 +2,7 @@
 
 The file is opened for random access (:func:`gpusight.recordings.opening.open_seekable`) and streamed
 from the position, never loaded whole: the snapshots read ahead to measure the recorded pace are the
-ones played first. Steering commands (:mod:`gpusight.collect.steering`) are queued by any thread with
+ones played first. Steering commands (:mod:`gpusight.sampling.steering`) are queued by any thread with
 :meth:`ReplaySource.steer` and applied at the next poll, on the polling thread: at speed xN a poll
 plays N recorded snapshots and returns the last (the others come as a lead-in for the history and
 charts); a seek starts reading just before the target and hands the recorded time before it over as
@@ -30,8 +30,10 @@ from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gpusight.collect.model import ErrorNote, Snapshot, SourceKind
-from gpusight.collect.steering import (
+from gpusight.recordings.formats import RecordingProblem, SeekableRecording
+from gpusight.recordings.opening import open_seekable, read_recording
+from gpusight.recordings.playback import LEAD_IN_SECONDS, SPEEDS, event_after, step_speed
+from gpusight.sampling.steering import (
     AdviceEvent,
     ChangeSpeed,
     Command,
@@ -42,9 +44,7 @@ from gpusight.collect.steering import (
     SeekTo,
     TogglePause,
 )
-from gpusight.recordings.formats import RecordingProblem, SeekableRecording
-from gpusight.recordings.opening import open_seekable, read_recording
-from gpusight.recordings.playback import LEAD_IN_SECONDS, SPEEDS, event_after, step_speed
+from gpusight.snapshot.model import ErrorNote, Snapshot, SourceKind
 
 if TYPE_CHECKING:
     from gpusight.recordings.progress import ReadProgress
@@ -66,7 +66,7 @@ class ReplayError(Exception):
 class ReplaySource:
     """Returns a recording's snapshots one per poll (more at higher speeds); at the end repeats the last one, or loops.
 
-    Implements :class:`gpusight.collect.steering.SteerableSource`.
+    Implements :class:`gpusight.sampling.steering.SteerableSource`.
     """
 
     kind = SourceKind.REPLAY

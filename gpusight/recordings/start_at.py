@@ -30,8 +30,8 @@ def start_at(replay: ReplaySource, when: str | None, progress: ReadProgress | No
     Raises :class:`ReplayError` with a one-line message (naming the recording's span when ``when`` lies
     outside it), after closing ``replay``.
     """
-    from gpusight.collect.steering import SeekTo
     from gpusight.recordings.replay import ReplayError
+    from gpusight.sampling.steering import SeekTo
 
     if when is None:
         return

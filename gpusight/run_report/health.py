@@ -1,5 +1,5 @@
 """What a run report says about hardware health and MIG: each GPU's health findings over the run (judged by
-:func:`gpusight.collect.health.assess`, as the live surfaces judge them) with its worst moment, the Xid events the
+:func:`gpusight.facts.health.assess`, as the live surfaces judge them) with its worst moment, the Xid events the
 recorded snapshots carried (deduplicated: each snapshot repeats the latest ones), and each MIG instance seen.
 
 Bounded like the rest of the report: at most :data:`MAX_XID_EVENTS` events and :data:`MAX_INSTANCES` instances
@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from gpusight.collect.health import HealthLevel, assess
-from gpusight.collect.model import DeviceSample, MigDeviceSample, ProcessRole, Snapshot
-from gpusight.collect.xid_catalog import xid_info
+from gpusight.facts.health import HealthLevel, assess
+from gpusight.facts.xid_catalog import xid_info
 from gpusight.run_report.markup import TEXT_LENGTH
+from gpusight.snapshot.model import DeviceSample, MigDeviceSample, ProcessRole, Snapshot
 from gpusight.textsafe import safe_text
 
 MAX_XID_EVENTS = 500

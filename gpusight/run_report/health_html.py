@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpusight.collect.health import HealthLevel
-from gpusight.collect.xid_catalog import CATALOG_URL
+from gpusight.facts.health import HealthLevel
+from gpusight.facts.xid_catalog import CATALOG_URL
 from gpusight.run_report.health import GpuHealthRun, RunHealth
 from gpusight.run_report.markup import esc, when
 from gpusight.units import NA, fmt_bytes, fmt_percent

@@ -1,4 +1,4 @@
-"""The run summary of a live session, from the sampler's :class:`~gpusight.collect.history.History`.
+"""The run summary of a live session, from the sampler's :class:`~gpusight.sampling.history.History`.
 
 The history keeps every device and host metric over its window and a log of advice changes; they are turned back
 into snapshots and fed through the same :class:`~gpusight.run_report.summary.RunAccumulator` as a recording, so the
@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from gpusight.collect.history import DEVICE_METRICS, History
-from gpusight.collect.model import Advice, DeviceSample, HostSample, Snapshot, SourceKind
 from gpusight.run_report.summary import RunSummary, summarize
+from gpusight.sampling.history import DEVICE_METRICS, History
+from gpusight.snapshot.model import Advice, DeviceSample, HostSample, Snapshot, SourceKind
 
 _INTEGER_METRICS = ("memory_used_bytes", "clock_sm_mhz")
 """Kept metrics that are integers in a DeviceSample (the history stores floats)."""

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpusight.collect.model import FlopsSource
 from gpusight.run_report.markup import chart, chart_slot, esc, rounded
 from gpusight.run_report.summary import JobRun, RunSummary
 from gpusight.run_report.training import BREAKDOWN_LABELS, Figures, JobSpeedRun
+from gpusight.snapshot.model import FlopsSource
 from gpusight.units import NA
 
 PART_COLOURS = dict(zip(BREAKDOWN_LABELS, ("#c53030", "#2f855a", "#2b6cb0", "#b7791f", "#a0aec0"), strict=True))

@@ -19,8 +19,7 @@ from dataclasses import dataclass, field
 
 from gpusight.advice.config import Thresholds
 from gpusight.advice.rules import HEALTHY, SUMMARIES
-from gpusight.collect.model import Advice, DeviceSample, JobSample, ProcessRole, ProcessSample, Severity, Snapshot
-from gpusight.collect.speed import job_speed
+from gpusight.facts.speed import job_speed
 from gpusight.recordings.formats import RecordingProblem
 from gpusight.run_report.health import HealthAccumulator, RunHealth
 from gpusight.run_report.markup import TEXT_LENGTH
@@ -32,6 +31,7 @@ from gpusight.run_report.training import (
     publishes_speed,
     reports_speed,
 )
+from gpusight.snapshot.model import Advice, DeviceSample, JobSample, ProcessRole, ProcessSample, Severity, Snapshot
 from gpusight.textsafe import safe_text
 
 IDLE_UTIL_PERCENT = Thresholds().idle_util_percent

@@ -1,6 +1,6 @@
 """A training job's speed over a run: throughput, MFU (or HFU) and the step-time breakdown, in bounded structures.
 
-Per snapshot the job's figures are those of :func:`gpusight.collect.speed.job_speed` (steps per second of the
+Per snapshot the job's figures are those of :func:`gpusight.facts.speed.job_speed` (steps per second of the
 slowest rank, samples, tokens and FLOP/s summed over the ranks, utilization as summed achieved over summed peak,
 the ranks' breakdowns averaged); nothing here aggregates ranks another way. Over the run each figure is kept as a
 time-weighted mean, a time-weighted histogram in bins 1 % wide (for the median, p10 and p90) and a
@@ -13,14 +13,14 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from gpusight.collect.model import ProcessSample
-from gpusight.collect.speed import BREAKDOWN_FIELDS, JobSpeed, utilization_name
+from gpusight.facts.speed import BREAKDOWN_FIELDS, JobSpeed, utilization_name
 from gpusight.run_report.series import BucketGrid
+from gpusight.snapshot.model import ProcessSample
 from gpusight.textsafe import safe_text
 
 SPEED_SERIES = ("steps_per_second", "samples_per_second", "tokens_per_second", "flops_utilization_percent",
                 "achieved_tflops")
-"""The :class:`~gpusight.collect.speed.JobSpeed` figures kept per job (summarised and plotted)."""
+"""The :class:`~gpusight.facts.speed.JobSpeed` figures kept per job (summarised and plotted)."""
 
 BREAKDOWN_LABELS = tuple(label for _, label in BREAKDOWN_FIELDS)
 """The step-time parts, in stacking order."""

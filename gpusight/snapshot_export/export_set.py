@@ -21,11 +21,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gpusight.collect.history import DEVICE_METRICS, HOST_METRICS, History
-from gpusight.collect.model import Snapshot
-from gpusight.collect.serialize import snapshot_to_dict
 from gpusight.run_report.html import render_html
 from gpusight.run_report.session import summarize_history
+from gpusight.sampling.history import DEVICE_METRICS, HOST_METRICS, History
+from gpusight.snapshot.model import Snapshot
+from gpusight.snapshot.serialize import snapshot_to_dict
 from gpusight.snapshot_export.markdown import render_markdown
 from gpusight.tempfiles import write_temp
 

@@ -10,12 +10,12 @@ import re
 from collections.abc import Callable
 from datetime import datetime
 
-from gpusight.collect.history import DEVICE_METRICS, HOST_METRICS, History
-from gpusight.collect.model import DeviceSample, JobSample, ProcessRole, ProcessSample, Snapshot
 from gpusight.job_text import container_labels, gpu_list, job_label, job_processes, jobs_by_id, scope_label
 from gpusight.run_report.markdown import summary_markdown
 from gpusight.run_report.session import summarize_history
 from gpusight.run_report.summary import RunSummary
+from gpusight.sampling.history import DEVICE_METRICS, HOST_METRICS, History
+from gpusight.snapshot.model import DeviceSample, JobSample, ProcessRole, ProcessSample, Snapshot
 from gpusight.textsafe import safe_text
 from gpusight.units import (
     NA,

@@ -23,7 +23,7 @@ from typing import Any
 
 from torch.profiler import DeviceType
 
-from gpusight.collect.model import BreakdownSource
+from gpusight.snapshot.model import BreakdownSource
 from gpusight.torch.accelerator import XPU, Accelerator, accelerator_in_use
 from gpusight.torch.instrument import exit_quietly
 

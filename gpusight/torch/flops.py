@@ -4,7 +4,7 @@ FLOPs per step are given (``flops_per_step=``: MFU), counted once by ``torch.uti
 over one whole training step (forward, backward and optimizer: the FLOPs that run, activation recomputation
 included, so their share of the peak is the hardware FLOPs utilization, HFU), or estimated as 6 x trainable
 parameters x tokens per step (``flops="6N"``: decoder-only transformers; the PaLM paper's estimate, MFU). The peak
-is the table's (:func:`gpusight.collect.peak_flops.peak_for`) for the GPU this process uses and the math mode of its
+is the table's (:func:`gpusight.facts.peak_flops.peak_for`) for the GPU this process uses and the math mode of its
 matrix multiplications (CUDA, ROCm or XPU), or ``peak_tflops=``. No GPU is ever initialised here.
 """
 
@@ -14,8 +14,8 @@ from typing import Any
 
 import torch
 
-from gpusight.collect.model import FlopsSource, MathMode
-from gpusight.collect.peak_flops import peak_for
+from gpusight.facts.peak_flops import peak_for
+from gpusight.snapshot.model import FlopsSource, MathMode
 from gpusight.torch.accelerator import AUTOCAST_DEVICES, accelerator_in_use
 from gpusight.torch.instrument import exit_quietly
 from gpusight.torch.window import WindowStats

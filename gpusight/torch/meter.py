@@ -21,7 +21,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from gpusight.collect.model import BatchSizeSource
+from gpusight.snapshot.model import BatchSizeSource
 from gpusight.torch.batch_counts import BatchCounter
 from gpusight.torch.breakdown import BreakdownSampler
 from gpusight.torch.flops import FlopsMeter

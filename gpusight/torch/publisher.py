@@ -1,6 +1,6 @@
 """Writing this process's status record: atomically, into a private directory, removed at exit.
 
-The record is a small JSON object (layout in :mod:`gpusight.collect.host.trainer_status`) written to a
+The record is a small JSON object (layout in :mod:`gpusight.trainer_record`) written to a
 temporary file in the same directory and renamed over ``<pid>.json``, so a reader sees either the
 old or the new record, never half of one. The directory must be a real directory owned by this
 user and not writable by others; otherwise nothing is published (a warning says why, once).
@@ -19,7 +19,7 @@ from typing import Any
 
 import psutil
 
-from gpusight.collect.host.trainer_status import RECORD_KIND, RECORD_SCHEMA, own_status_dir
+from gpusight.trainer_record import RECORD_KIND, RECORD_SCHEMA, own_status_dir
 
 _removal_lock = threading.Lock()
 _to_remove: dict[Path, int] = {}
@@ -62,7 +62,7 @@ class StatusPublisher:
     """Writes one process's record to ``<directory>/<pid>.json``; the record is removed at exit or by :meth:`remove`."""
 
     def __init__(self, directory: Path | None = None) -> None:
-        """Publish into ``directory`` (default: :func:`~gpusight.collect.host.trainer_status.own_status_dir`)."""
+        """Publish into ``directory`` (default: :func:`~gpusight.trainer_record.own_status_dir`)."""
         self.directory = own_status_dir() if directory is None else directory
         """Where the record goes."""
         self._pid = -1

@@ -24,10 +24,10 @@ from collections import deque
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from gpusight.collect.backend import BackendOptions, GpuReader, Roots
-from gpusight.collect.backends import AUTO, open_backends
-from gpusight.collect.gpu_backends import GpuSelectingReader
-from gpusight.collect.gpu_selection import CudaVisible, GpuIds, GpuRequest
+from gpusight.backends.interface import BackendOptions, GpuReader, Roots
+from gpusight.backends.joined import GpuSelectingReader
+from gpusight.backends.registry import AUTO, open_backends
+from gpusight.facts.gpu_selection import CudaVisible, GpuIds, GpuRequest
 from gpusight.torch.window import WindowStats
 from gpusight.tracker_scalars import STEP_TIME_PARTS, UTILIZATION_FIELD, device_scalars, trainer_scalars
 
@@ -254,7 +254,7 @@ def _percent(fraction: float | None) -> float | None:
 
 
 def _window_values(stats: WindowStats) -> dict[str, float | None]:
-    """The loop's figures keyed by the :class:`~gpusight.collect.model.ProcessSample` field they become."""
+    """The loop's figures keyed by the :class:`~gpusight.snapshot.model.ProcessSample` field they become."""
     shares = stats.breakdown or {}
     return {
         "input_wait_percent": _percent(stats.input_wait_fraction),

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
-from gpusight.collect.model import BatchSizeSource, BreakdownSource, FlopsSource, MathMode
+from gpusight.snapshot.model import BatchSizeSource, BreakdownSource, FlopsSource, MathMode
 
 
 @dataclass(frozen=True, slots=True)

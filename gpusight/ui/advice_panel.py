@@ -20,9 +20,9 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from gpusight.advice.config import Thresholds
-from gpusight.collect.model import Advice, ErrorNote, JobSample, Severity, Snapshot
-from gpusight.collect.steering import PlaybackState
 from gpusight.job_text import jobs_by_id, scope_label
+from gpusight.sampling.steering import PlaybackState
+from gpusight.snapshot.model import Advice, ErrorNote, JobSample, Severity, Snapshot
 from gpusight.textsafe import safe_text
 from gpusight.ui.format import severity_rank
 

@@ -32,11 +32,11 @@ from textual.timer import Timer
 from textual.widgets import Input
 
 from gpusight.advice.rules.healthy import is_all_clear
-from gpusight.collect.filters import current_user_filter
-from gpusight.collect.frame import Frame
-from gpusight.collect.model import ProcessSample, Snapshot, SourceKind
-from gpusight.collect.sampler import Sampler
-from gpusight.collect.steering import ChangeSpeed, Command, SeekBy, SeekEvent, SeekTo, TogglePause
+from gpusight.sampling.filters import current_user_filter
+from gpusight.sampling.frame import Frame
+from gpusight.sampling.sampler import Sampler
+from gpusight.sampling.steering import ChangeSpeed, Command, SeekBy, SeekEvent, SeekTo, TogglePause
+from gpusight.snapshot.model import ProcessSample, Snapshot, SourceKind
 from gpusight.textsafe import safe_text
 from gpusight.ui.actions import ACTIONS, READONLY_DISABLED, REPLAY_ONLY, help_rows, palette_actions, palette_help
 from gpusight.ui.advice_panel import AdvicePanel, AdviceSummary

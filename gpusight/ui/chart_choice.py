@@ -12,8 +12,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from gpusight.collect.model import DeviceSample
-from gpusight.collect.timegrid import ZOOM_FACTORS
+from gpusight.sampling.timegrid import ZOOM_FACTORS
+from gpusight.snapshot.model import DeviceSample
 from gpusight.ui.format import memory_pair, power_pair
 from gpusight.units import fmt_celsius, fmt_percent, fmt_rate
 

@@ -13,7 +13,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from gpusight.cluster.frame import ClusterFrame
-from gpusight.collect.model import Advice
+from gpusight.snapshot.model import Advice
 from gpusight.ui.advice_panel import ADVICE_COMPONENTS, advice_text, summary_text
 from gpusight.ui.cluster_text import node_advice_line
 

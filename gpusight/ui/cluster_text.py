@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 from gpusight.cluster.counts import counted
 from gpusight.cluster.frame import ClusterFrame, ClusterGpu, ClusterHistory, ClusterProcess
-from gpusight.collect.model import Severity
 from gpusight.metric_names import FB_USED, GPU_TEMP, GPU_UTIL, PCIE_RX, PCIE_TX, POWER_USAGE
+from gpusight.snapshot.model import Severity
 from gpusight.textsafe import safe_text
 from gpusight.ui.chart_choice import TEMPERATURE_SCALE, nice_ceiling
 from gpusight.ui.format import severity_rank

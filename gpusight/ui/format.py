@@ -12,7 +12,7 @@ from rich.segment import Segment
 from rich.style import Style
 from textual.strip import Strip
 
-from gpusight.collect.model import Severity
+from gpusight.snapshot.model import Severity
 from gpusight.textsafe import safe_text
 from gpusight.units import NA, fmt_bytes, fmt_watts
 

@@ -18,10 +18,10 @@ from textual.containers import Grid, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Static
 
-from gpusight.collect.frame import Frame
-from gpusight.collect.gpu_selection import gpu_number
-from gpusight.collect.model import DeviceSample, Snapshot
-from gpusight.collect.timegrid import ChartView
+from gpusight.facts.gpu_selection import gpu_number
+from gpusight.sampling.frame import Frame
+from gpusight.sampling.timegrid import ChartView
+from gpusight.snapshot.model import DeviceSample, Snapshot
 from gpusight.textsafe import safe_text
 from gpusight.ui.chart import Chart
 from gpusight.ui.chart_choice import (

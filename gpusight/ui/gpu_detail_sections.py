@@ -1,7 +1,7 @@
 """The GPU detail screen's sections beyond the device's own fields: Health, Video engines and MIG.
 
 Each section is a title and (label, text) rows, every value escaped and every unknown one ``N/A``. Health is
-judged by :func:`gpusight.collect.health.assess`, so the score and findings here are those of the badge,
+judged by :func:`gpusight.facts.health.assess`, so the score and findings here are those of the badge,
 the advice and ``--check``.
 """
 
@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import time
 
-from gpusight.collect.health import assess
-from gpusight.collect.model import DeviceHealth, DeviceSample, MigDeviceSample, ProcessSample, XidEvent
-from gpusight.collect.xid_catalog import xid_info
+from gpusight.facts.health import assess
+from gpusight.facts.xid_catalog import xid_info
+from gpusight.snapshot.model import DeviceHealth, DeviceSample, MigDeviceSample, ProcessSample, XidEvent
 from gpusight.textsafe import safe_text
 from gpusight.ui.format import memory_pair
 from gpusight.ui.gpu_hardware import MIG_NA_REASON, health_summary, mig_activity, mig_name

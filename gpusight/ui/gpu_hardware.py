@@ -1,7 +1,7 @@
 """Text of a GPU's hardware beyond its load, shared by the GPU panel and the detail screen: the health badge, the
 video engine figures and the MIG devices' lines.
 
-Health is judged once, by :func:`gpusight.collect.health.assess`; this module only words it. Every string from
+Health is judged once, by :func:`gpusight.facts.health.assess`; this module only words it. Every string from
 NVML (a MIG profile or uuid, a note) is escaped here.
 """
 
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpusight.collect.health import HealthAssessment, HealthLevel, assess
-from gpusight.collect.model import DeviceSample, MigDeviceSample, ProcessSample
+from gpusight.facts.health import HealthAssessment, HealthLevel, assess
+from gpusight.snapshot.model import DeviceSample, MigDeviceSample, ProcessSample
 from gpusight.textsafe import safe_text
 from gpusight.ui.chart_choice import ChartedMetric
 from gpusight.ui.format import bar_text, memory_pair, percent_of

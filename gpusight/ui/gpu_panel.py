@@ -21,11 +21,11 @@ from textual.strip import Strip
 from textual.widget import Widget
 from textual.widgets import Static
 
-from gpusight.collect.frame import Frame
-from gpusight.collect.gpu_selection import gpu_number
-from gpusight.collect.health import HealthLevel
-from gpusight.collect.model import DeviceSample, MigDeviceSample, Snapshot
-from gpusight.collect.timegrid import ChartView
+from gpusight.facts.gpu_selection import gpu_number
+from gpusight.facts.health import HealthLevel
+from gpusight.sampling.frame import Frame
+from gpusight.sampling.timegrid import ChartView
+from gpusight.snapshot.model import DeviceSample, MigDeviceSample, Snapshot
 from gpusight.textsafe import safe_text
 from gpusight.ui.chart import StyleFor, chart_rows
 from gpusight.ui.chart_choice import (

@@ -12,7 +12,7 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from gpusight import __version__
-from gpusight.collect.model import Snapshot, SourceKind
+from gpusight.snapshot.model import Snapshot, SourceKind
 from gpusight.textsafe import safe_text
 from gpusight.ui.draw_pacing import refresh_period
 from gpusight.ui.format import CachedStyles

@@ -15,7 +15,7 @@ from rich.style import Style
 from textual.strip import Strip
 from textual.widget import Widget
 
-from gpusight.collect.model import HostSample
+from gpusight.snapshot.model import HostSample
 from gpusight.ui.chart import ASCII_LEVELS, UNICODE_LEVELS
 from gpusight.ui.format import (
     CachedStyles,

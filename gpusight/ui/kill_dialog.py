@@ -12,7 +12,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, RadioButton, RadioSet, Static
 
 from gpusight import procctl
-from gpusight.collect.model import ProcessSample
+from gpusight.snapshot.model import ProcessSample
 from gpusight.textsafe import safe_text
 
 

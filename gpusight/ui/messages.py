@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from textual.message import Message
 
-from gpusight.collect.frame import Frame
+from gpusight.sampling.frame import Frame
 
 
 class FrameReady(Message):

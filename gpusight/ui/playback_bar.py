@@ -12,8 +12,8 @@ import time
 from rich.text import Text
 from textual.widgets import Static
 
-from gpusight.collect.model import Severity, Snapshot, XidEvent
-from gpusight.collect.steering import PlaybackState
+from gpusight.sampling.steering import PlaybackState
+from gpusight.snapshot.model import Severity, Snapshot, XidEvent
 
 XidMark = tuple[int, XidEvent]
 """An Xid event of the recording and the index of the GPU it hit."""

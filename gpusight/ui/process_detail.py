@@ -3,7 +3,7 @@
 On the left: the process (name, user, GPU, memory, CPU, full command line, container and job, all escaped) and its
 latest speed (steps, samples and tokens per second, FLOPs per step and their source, math mode, peak and its source,
 MFU or HFU, or N/A with the reason). On the right, on the sampler's speed grid at the main screen's zoom: the step-time
-breakdown stacked over time (in :data:`~gpusight.collect.speed.BREAKDOWN_FIELDS` order, each part its own colour and
+breakdown stacked over time (in :data:`~gpusight.facts.speed.BREAKDOWN_FIELDS` order, each part its own colour and
 glyph, with a legend), then the MFU/HFU and throughput histories. A process that exits keeps its last figures and
 history, and says so.
 """
@@ -22,11 +22,11 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Static
 
-from gpusight.collect.frame import Frame
-from gpusight.collect.model import JobSample, ProcessRole, ProcessSample
-from gpusight.collect.speed import BREAKDOWN_FIELDS, job_speed, utilization_name
-from gpusight.collect.timegrid import ChartView
+from gpusight.facts.speed import BREAKDOWN_FIELDS, job_speed, utilization_name
 from gpusight.job_text import container_facts, job_facts, job_label, jobs_by_id
+from gpusight.sampling.frame import Frame
+from gpusight.sampling.timegrid import ChartView
+from gpusight.snapshot.model import JobSample, ProcessRole, ProcessSample
 from gpusight.speed_text import fmt_count, fmt_share
 from gpusight.speed_text import job_speed_line as speed_line_of
 from gpusight.textsafe import safe_text

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 from rich.cells import cell_len
 
-from gpusight.collect.model import ContainerSample, JobSample, ProcessRole, ProcessSample, Snapshot
-from gpusight.collect.speed import job_speed
+from gpusight.facts.speed import job_speed
 from gpusight.job_text import container_labels, job_label
+from gpusight.snapshot.model import ContainerSample, JobSample, ProcessRole, ProcessSample, Snapshot
 from gpusight.speed_text import (
     fmt_count,
     process_utilization,

@@ -32,8 +32,8 @@ from textual.scrollbar import ScrollBarRender
 from textual.strip import Strip
 from textual.timer import Timer
 
-from gpusight.collect.model import JobSample, ProcessSample, Snapshot
 from gpusight.job_text import jobs_by_id
+from gpusight.snapshot.model import JobSample, ProcessSample, Snapshot
 from gpusight.speed_text import reports_speed
 from gpusight.ui.format import fit_cell
 from gpusight.ui.line_diff import line_regions, refresh_regions

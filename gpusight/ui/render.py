@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from gpusight.collect.sampler import Sampler
+from gpusight.sampling.sampler import Sampler
 from gpusight.ui.app import GpusightApp
 
 EXPORT_SCREEN_SIZE = (160, 45)

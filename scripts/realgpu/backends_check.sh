@@ -27,7 +27,7 @@ summary='import json,sys; d=json.load(sys.stdin); print(d["source"], d["driver"]
   python3 - <<'PY'
 import os, time
 from pathlib import Path
-from gpusight.collect.drm.clients import DrmClientScanner
+from gpusight.backends.drm.clients import DrmClientScanner
 print("processes:", sum(1 for n in os.listdir("/proc") if n.isdigit()))
 for drivers in ({"amdgpu"}, {"xe", "i915"}, {"nvidia-drm"}):
     s = DrmClientScanner(Path("/proc"), frozenset(drivers), rescan_s=0.0)

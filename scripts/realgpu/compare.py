@@ -73,7 +73,7 @@ def number(text: str | None) -> float | None:
 
 def mask_names(text: str | None) -> tuple[str, ...] | None:
     """nvidia-smi's hexadecimal clocks-event mask decoded with gpusight's names."""
-    from gpusight.collect.nvml.device import decode_throttle_reasons
+    from gpusight.snapshot.throttle import decode_throttle_reasons
 
     return None if text is None or not text.startswith("0x") else decode_throttle_reasons(int(text, 16))
 

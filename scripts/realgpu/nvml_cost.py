@@ -1,9 +1,9 @@
-"""Cost of NVML on the real driver: each call gpusight makes, timed alone, and one NvmlSource poll, timed call by call.
+"""Cost of NVML on the real driver: each call gpusight makes, timed alone, and one NvmlBackend poll, timed call by call.
 
 Usage: ``python scripts/realgpu/nvml_cost.py OUT.json [REPEATS]``. Part 1 calls each pynvml function
 ``REPEATS`` times (default 200; the 20 ms PCIe throughput call 10 times) on GPU 0 and keeps the
 median and 90th percentile. Part 2 wraps every public pynvml function with a timer and polls
-``gpusight.collect.nvml.source.NvmlSource`` ``REPEATS`` times, 0.12 s apart (so GPM samples on every poll),
+``gpusight.backends.nvml.backend.NvmlBackend`` ``REPEATS`` times, 0.12 s apart (so GPM samples on every poll),
 giving the time per call type inside real polls and the time of a whole poll.
 """
 
@@ -120,9 +120,9 @@ def _gpm_calls(handle: Any, repeats: int) -> dict[str, Any]:
 
 
 def timed_polls(repeats: int) -> dict[str, Any]:
-    """Poll NvmlSource ``repeats`` times with every public pynvml function timed (outermost calls only)."""
-    from gpusight.collect.host.source import HostSource
-    from gpusight.collect.nvml.source import NvmlSource
+    """Poll NvmlBackend ``repeats`` times with every public pynvml function timed (outermost calls only)."""
+    from gpusight.backends.host.source import HostSource
+    from gpusight.backends.nvml.backend import NvmlBackend
 
     per_call: dict[str, list[int]] = defaultdict(list)
     depth = [0]
@@ -143,7 +143,7 @@ def timed_polls(repeats: int) -> dict[str, Any]:
     originals = {name: value for name, value in vars(pynvml).items() if name.startswith("nvml") and callable(value)}
     for name, fn in originals.items():
         setattr(pynvml, name, timed(name, fn))
-    source = NvmlSource()
+    source = NvmlBackend()
     host = HostSource()
     source.poll()
     per_call.clear()
@@ -190,7 +190,7 @@ def main(argv: list[str]) -> int:
     with open(out, "w", encoding="utf-8") as stream:
         json.dump(report, stream, indent=2)
     poll = report["in_poll"]["nvml_poll"]
-    print(f"nvml_cost: NvmlSource.poll median {poll.get('median_us', 0):.0f} us over {poll.get('calls')} polls")
+    print(f"nvml_cost: NvmlBackend.poll median {poll.get('median_us', 0):.0f} us over {poll.get('calls')} polls")
     return 0
 
 

@@ -10,8 +10,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from gpusight.advice.engine import AdviceEngine
-from gpusight.collect.history import History
-from gpusight.collect.model import (
+from gpusight.sampling.history import History
+from gpusight.snapshot.model import (
     Advice,
     DeviceSample,
     HostSample,

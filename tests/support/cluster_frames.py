@@ -18,8 +18,8 @@ from gpusight.cluster.frame import (
     ClusterProcess,
 )
 from gpusight.cluster.job_speed import job_speeds
-from gpusight.collect.model import Advice, Severity, WorkloadKind
 from gpusight.metric_names import FB_USED, GPU_TEMP, GPU_UTIL, PCIE_RX, PCIE_TX, POWER_USAGE
+from gpusight.snapshot.model import Advice, Severity, WorkloadKind
 
 URL = "http://prometheus.test:9090"
 """The URL the frames name."""

@@ -5,8 +5,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from gpusight.collect.model import Snapshot
-from gpusight.collect.schema import Array, Choice, Nullable, Record, Scalar, Shape, record_shape
+from gpusight.snapshot.model import Snapshot
+from gpusight.snapshot.schema import Array, Choice, Nullable, Record, Scalar, Shape, record_shape
 
 HOSTILE = ["plain", "tab\tnew\nline\x1b[31m", "lone \udc80 surrogate \ud800", "", "é中\u202e\x00", "\\\"quote\""]
 """Strings a process name or command line can hold."""

@@ -11,11 +11,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gpusight.advice.engine import AdviceEngine
-from gpusight.collect.history import History
-from gpusight.collect.model import Snapshot, SourceKind
-from gpusight.collect.sampler import Sampler
 from gpusight.demo.source import DemoSource
 from gpusight.recordings.opening import open_recorder
+from gpusight.sampling.history import History
+from gpusight.sampling.sampler import Sampler
+from gpusight.snapshot.model import Snapshot, SourceKind
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpusight.collect.host.trainer_status import StatusFormatError, parse_status
+from gpusight.backends.host.trainer_status import StatusFormatError, parse_status
 from support.fake_nvml import FakeGpu, FakeScenario, fake_nvml_env
 from support.procs import kill_tree, wait_until
 

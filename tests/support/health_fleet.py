@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gpusight.collect.model import (
+from gpusight.recordings.opening import open_recorder
+from gpusight.snapshot.model import (
     DeviceHealth,
     DeviceSample,
     JobSample,
@@ -26,7 +27,6 @@ from gpusight.collect.model import (
     WorkloadKind,
     XidEvent,
 )
-from gpusight.recordings.opening import open_recorder
 
 GIB = 1 << 30
 HOSTILE_PROFILE = '1g.10gb"\n\x1b[31m{x="y"}'

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from gpusight.collect.model import JobSample, ProcessRole, Snapshot, WorkloadKind
+from gpusight.snapshot.model import JobSample, ProcessRole, Snapshot, WorkloadKind
 
 
 def with_jobs(snapshot: Snapshot, *, first_id: int = 1, hostile: str = "") -> Snapshot:

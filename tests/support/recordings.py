@@ -6,9 +6,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from gpusight.advice.engine import AdviceEngine
-from gpusight.collect.sampler import Sampler
 from gpusight.demo.source import DemoSource
 from gpusight.recordings.opening import open_recorder
+from gpusight.sampling.sampler import Sampler
 
 DAY_START = 1_763_856_000.0
 """2025-11-23 00:00:00 UTC: where test recordings start unless told otherwise."""

@@ -10,12 +10,12 @@ import dataclasses
 import math
 from pathlib import Path
 
-from gpusight.collect.history import History
-from gpusight.collect.model import BreakdownSource, FlopsSource, MathMode, ProcessRole, ProcessSample, Snapshot
-from gpusight.collect.sampler import Sampler
 from gpusight.demo.frozen import PREFILL_STEP, FrozenClock
 from gpusight.demo.source import DemoSource, prefill_seconds
 from gpusight.recordings.opening import open_recorder
+from gpusight.sampling.history import History
+from gpusight.sampling.sampler import Sampler
+from gpusight.snapshot.model import BreakdownSource, FlopsSource, MathMode, ProcessRole, ProcessSample, Snapshot
 
 PEAK_SOURCE = "NVIDIA H100 SXM datasheet [b]x[/b]"
 """Where the reported peak comes from, with markup that must show as text."""

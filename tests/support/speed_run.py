@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpusight.collect.model import (
+from gpusight.recordings.opening import open_recorder
+from gpusight.snapshot.model import (
     BatchSizeSource,
     BreakdownSource,
     DeviceSample,
@@ -24,7 +25,6 @@ from gpusight.collect.model import (
     SourceKind,
     WorkloadKind,
 )
-from gpusight.recordings.opening import open_recorder
 
 T0 = 1_795_000_000.0
 """When the run starts."""

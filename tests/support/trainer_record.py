@@ -1,7 +1,7 @@
 """A live process that publishes a trainer status record with speed and breakdown sections, as ``gpusight.torch`` does.
 
 The child writes ``$XDG_RUNTIME_DIR/gpusight/<its pid>.json`` atomically every 0.3 s (a record goes stale after
-10 s) with the layout of ``gpusight.collect.host.trainer_status``, written out here by hand so a test does not trust
+10 s) with the layout of ``gpusight.backends.host.trainer_status``, written out here by hand so a test does not trust
 the code under test. It exits when its parent does.
 """
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gpusight.collect.model import DeviceHealth, DeviceSample, Snapshot, SourceKind, Vendor
 from gpusight.recordings.opening import open_recorder
+from gpusight.snapshot.model import DeviceHealth, DeviceSample, Snapshot, SourceKind, Vendor
 
 GIB = 1 << 30
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from gpusight.advice.config import Thresholds
 from gpusight.advice.context import Context, Finding
 from gpusight.advice.signals import Signal
-from gpusight.collect.model import Advice, ProcessSample, Severity
+from gpusight.snapshot.model import Advice, ProcessSample, Severity
 from gpusight.textsafe import safe_text
 
 
@@ -48,7 +48,7 @@ class Rule:
         action: str,
         devices: tuple[int, ...] | frozenset[int] = (),
     ) -> Finding:
-        """A Finding with id ``"<name>:<scope>"`` (a scope made by :meth:`~gpusight.collect.model.ScopeKind.of`)."""
+        """A Finding with id ``"<name>:<scope>"`` (a scope made by :meth:`~gpusight.snapshot.model.ScopeKind.of`)."""
         advice = Advice(f"{self.name}:{scope}", severity, scope, title, evidence, action)
         return Finding(advice, frozenset(devices))
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from gpusight.advice.context import Context, Finding
 from gpusight.advice.rules.base import Rule, gib, pct
-from gpusight.collect.model import ScopeKind, Severity
+from gpusight.snapshot.model import ScopeKind, Severity
 
 
 def _evaluate(ctx: Context) -> list[Finding]:

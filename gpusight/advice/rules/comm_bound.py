@@ -18,7 +18,7 @@ from gpusight.advice.context import Context, Finding
 from gpusight.advice.jobs import Job
 from gpusight.advice.rules.base import Rule, pct, pct_range
 from gpusight.advice.speed import breakdown_text, gain_text, shares
-from gpusight.collect.model import ScopeKind, Severity
+from gpusight.snapshot.model import ScopeKind, Severity
 from gpusight.units import fmt_rate
 
 ACTION = (

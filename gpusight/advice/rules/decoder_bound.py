@@ -11,7 +11,7 @@ from __future__ import annotations
 from gpusight.advice.context import Context, Finding
 from gpusight.advice.rules.base import Rule, pct
 from gpusight.advice.speed import gain_text
-from gpusight.collect.model import ScopeKind, Severity
+from gpusight.snapshot.model import ScopeKind, Severity
 
 ACTION = (
     "the decoders set the pace: spread decoding over more of them (DALI's mixed decoder or nvJPEG with several "

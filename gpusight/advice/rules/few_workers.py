@@ -7,7 +7,7 @@ from gpusight.advice.feeds import cpu_text, oversubscribed_wait, workers_wait_te
 from gpusight.advice.loader import SHARE_DATASET, free_cores_first, has_room_for_workers, loader_settings, plan_workers
 from gpusight.advice.rules.base import Rule, pct, pct_range, workers_phrase
 from gpusight.advice.speed import gain_text
-from gpusight.collect.model import ScopeKind, Severity
+from gpusight.snapshot.model import ScopeKind, Severity
 
 
 def _evaluate(ctx: Context) -> list[Finding]:

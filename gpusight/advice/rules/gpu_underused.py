@@ -11,7 +11,7 @@ from gpusight.advice.context import Context, Finding
 from gpusight.advice.feeds import cpu_saturated, cpu_text
 from gpusight.advice.rules.base import Rule, pct, pct_range, workers_phrase
 from gpusight.advice.speed import gain_text
-from gpusight.collect.model import ScopeKind, Severity
+from gpusight.snapshot.model import ScopeKind, Severity
 
 PROFILE_ACTION = (
     "profile a few steps with torch.profiler (or nsys profile -t cuda,nvtx) and look for host syncs "

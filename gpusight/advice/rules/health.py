@@ -1,5 +1,5 @@
 """Hardware health: a GPU that must be drained (pending or failed row remap, a draining Xid, a degraded PCIe link),
-one with a lesser fault, or one worth watching, as :func:`gpusight.collect.health.assess` judges it.
+one with a lesser fault, or one worth watching, as :func:`gpusight.facts.health.assess` judges it.
 
 The judgement is the one the badge, the detail screen and the cluster view use, so they agree. Faults show at once
 (no hold): a pending remap or an Xid does not flicker, and a GPU that must be drained should be drained now. A lost
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from gpusight.advice.context import Context, Finding
 from gpusight.advice.rules.base import Rule
-from gpusight.collect.health import HealthAssessment, HealthLevel, assess
-from gpusight.collect.model import ScopeKind, Severity
+from gpusight.facts.health import HealthAssessment, HealthLevel, assess
+from gpusight.snapshot.model import ScopeKind, Severity
 
 SEVERITIES = {HealthLevel.DRAIN: Severity.CRITICAL, HealthLevel.WARN: Severity.WARN, HealthLevel.NOTICE: Severity.INFO}
 """The advice severity of each health level that gets advice (``OK`` gets none)."""
@@ -56,4 +56,4 @@ def _distinct(texts: list[str]) -> list[str]:
 
 
 RULE = Rule("health", "GPU hardware fault", _evaluate, needs=("health",), hold=lambda thresholds: 0.0)
-"""A GPU's hardware health as :func:`~gpusight.collect.health.assess` judges it, shown at once."""
+"""A GPU's hardware health as :func:`~gpusight.facts.health.assess` judges it, shown at once."""

@@ -16,8 +16,8 @@ from __future__ import annotations
 from gpusight.advice.context import Context, Finding
 from gpusight.advice.rules.base import Rule, gib, pct
 from gpusight.advice.speed import utilization_floor
-from gpusight.collect.model import Advice, ScopeKind, Severity, WorkloadKind
-from gpusight.collect.speed import speed_of
+from gpusight.facts.speed import speed_of
+from gpusight.snapshot.model import Advice, ScopeKind, Severity, WorkloadKind
 
 TRAINING_ACTION = "nothing to change; keep watching after changes to the model, data or batch size"
 """What a busy training (or unknown) GPU needs."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from gpusight.advice.context import Context, Finding
 from gpusight.advice.rules.base import Rule, command_text, gib, minutes, pct
-from gpusight.collect.model import ScopeKind, Severity, WorkloadKind
+from gpusight.snapshot.model import ScopeKind, Severity, WorkloadKind
 from gpusight.textsafe import safe_text
 
 

@@ -13,7 +13,7 @@ from gpusight.advice.loader import SHARE_DATASET, free_cores_first, has_room_for
 from gpusight.advice.rules.base import Rule, pct, pct_range, workers_phrase
 from gpusight.advice.rules.mig_idle import mig_name
 from gpusight.advice.speed import gain_text
-from gpusight.collect.model import ScopeKind, Severity
+from gpusight.snapshot.model import ScopeKind, Severity
 
 
 def _evaluate(ctx: Context) -> list[Finding]:

@@ -1,7 +1,7 @@
 """Low MFU (or HFU): a training job that waits on little yet reaches a small share of its GPUs' peak FLOP/s.
 
 The share comes from the ranks' own figures (``gpusight.torch``: FLOPs per step times steps per second, over
-the peak of the GPU for the math mode in use), summed over the job (:func:`~gpusight.collect.speed.job_speed`),
+the peak of the GPU for the math mode in use), summed over the job (:func:`~gpusight.facts.speed.job_speed`),
 and is named by how the FLOPs were known: counted as they ran (recomputation included) is HFU, given or
 estimated is MFU. With its data wait and exposed communication minor (``minor_share_percent``), the time goes
 to the compute itself, so the actions are compute actions, those with evidence first.
@@ -14,9 +14,9 @@ from gpusight.advice.jobs import Job
 from gpusight.advice.rules.base import Rule, gib, listing, pct
 from gpusight.advice.rules.throttling import ACTIONS, SEVERE
 from gpusight.advice.speed import shares, utilization_floor
-from gpusight.collect.model import MathMode, ScopeKind, Severity
-from gpusight.collect.peak_flops import peak_for
-from gpusight.collect.speed import JobSpeed
+from gpusight.facts.peak_flops import peak_for
+from gpusight.facts.speed import JobSpeed
+from gpusight.snapshot.model import MathMode, ScopeKind, Severity
 from gpusight.textsafe import safe_text
 
 NAME_LENGTH = 40

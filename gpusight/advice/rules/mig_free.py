@@ -5,7 +5,7 @@ from __future__ import annotations
 from gpusight.advice.context import Context, Finding
 from gpusight.advice.rules.base import Rule, gib
 from gpusight.advice.rules.mig_idle import mig_name
-from gpusight.collect.model import ScopeKind, Severity
+from gpusight.snapshot.model import ScopeKind, Severity
 from gpusight.textsafe import safe_text
 
 

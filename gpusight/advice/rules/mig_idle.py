@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from gpusight.advice.context import Context, Finding
 from gpusight.advice.rules.base import Rule, gib, listing, minutes, pct
-from gpusight.collect.model import MigDeviceSample, ScopeKind, Severity, WorkloadKind
+from gpusight.snapshot.model import MigDeviceSample, ScopeKind, Severity, WorkloadKind
 from gpusight.textsafe import safe_text
 
 

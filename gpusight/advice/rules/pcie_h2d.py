@@ -5,7 +5,7 @@ from __future__ import annotations
 from gpusight.advice.context import Context, Finding
 from gpusight.advice.rules.base import Rule, pct
 from gpusight.advice.speed import gain_text
-from gpusight.collect.model import ScopeKind, Severity
+from gpusight.snapshot.model import ScopeKind, Severity
 from gpusight.units import fmt_rate
 
 

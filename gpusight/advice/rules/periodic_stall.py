@@ -14,7 +14,7 @@ from gpusight.advice.loader import SHARE_DATASET, free_cores_first, loader_setti
 from gpusight.advice.rules.base import Rule, pct
 from gpusight.advice.speed import gain_text
 from gpusight.advice.stalls import Stalls, find_stalls, split_mean
-from gpusight.collect.model import ScopeKind, Severity
+from gpusight.snapshot.model import ScopeKind, Severity
 
 
 def _evaluate(ctx: Context) -> list[Finding]:

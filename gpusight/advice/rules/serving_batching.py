@@ -11,7 +11,7 @@ from __future__ import annotations
 from gpusight.advice.context import Context, Finding
 from gpusight.advice.rules.base import Rule, pct
 from gpusight.advice.servers import server_of
-from gpusight.collect.model import ScopeKind, Severity, WorkloadKind
+from gpusight.snapshot.model import ScopeKind, Severity, WorkloadKind
 
 
 def _evaluate(ctx: Context) -> list[Finding]:

@@ -17,7 +17,7 @@ from gpusight.advice.feeds import cpu_demand, cpu_saturated, cpu_text
 from gpusight.advice.jobs import Rank, Straggler
 from gpusight.advice.rules.base import Rule, listing, pct, pct_range
 from gpusight.advice.rules.throttling import ACTIONS
-from gpusight.collect.model import Severity
+from gpusight.snapshot.model import Severity
 
 CLOCK_GAP = 0.9
 """A rank whose SM clock (window mean) is below this fraction of its peers' median runs slower kernels."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 from gpusight.advice.context import Context, Finding
 from gpusight.advice.jobs import Job
 from gpusight.advice.rules.base import Rule, listing, pct_range
-from gpusight.collect.model import ScopeKind, Severity
+from gpusight.snapshot.model import ScopeKind, Severity
 from gpusight.units import fmt_rate
 
 LINKS = ("pcie_rx_bytes_per_s", "pcie_tx_bytes_per_s", "nvlink_rx_bytes_per_s", "nvlink_tx_bytes_per_s")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from gpusight.advice.context import Context, Finding
 from gpusight.advice.rules.base import Rule, listing
-from gpusight.collect.model import DeviceSample, ScopeKind, Severity
+from gpusight.snapshot.model import DeviceSample, ScopeKind, Severity
 
 ACTIONS = {
     "hw_thermal": "hardware thermal slowdown: check fans, airflow, inlet temperature and dust",

@@ -11,12 +11,12 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
-from gpusight.collect.model import ProcessRole, ProcessSample, Snapshot
-from gpusight.collect.schema import MAX_TIMESTAMP, record_shape
-from gpusight.collect.serialize import SnapshotFormatError, record_from_dict
 from gpusight.recordings.compact.codec import MAX_SHIFT, SECOND_ORDER, CodecError, decode_cell, decode_static, get_varint
 from gpusight.recordings.compact.encoder import Cells
 from gpusight.recordings.compact.layout import NumberColumn, Table, field_names
+from gpusight.snapshot.model import ProcessRole, ProcessSample, Snapshot
+from gpusight.snapshot.schema import MAX_TIMESTAMP, record_shape
+from gpusight.snapshot.serialize import SnapshotFormatError, record_from_dict
 
 
 class _Entry:

@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from gpusight.collect.model import Snapshot
 from gpusight.recordings.compact.codec import DELTA, column_tokens, encode_cell, encode_static, put_varint, quantise_cell
 from gpusight.recordings.compact.layout import Table
+from gpusight.snapshot.model import Snapshot
 
 
 class Cells:

@@ -18,10 +18,10 @@ import zlib
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
-from gpusight.collect.model import Severity
-from gpusight.collect.steering import AdviceEvent
 from gpusight.recordings.compact.codec import CodecError, get_varint, put_varint
 from gpusight.recordings.formats import COMPACT_MAGIC, COMPACT_MAGICS, is_compact_magic, may_be_compact_magic
+from gpusight.sampling.steering import AdviceEvent
+from gpusight.snapshot.model import Severity
 
 FORMAT_VERSION = 1
 """Version of the compact format this gpusight writes and the newest it reads."""

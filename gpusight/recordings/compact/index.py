@@ -13,8 +13,6 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from gpusight.collect.model import Snapshot
-from gpusight.collect.steering import AdviceEvent
 from gpusight.recordings.compact.codec import CodecError
 from gpusight.recordings.compact.framing import (
     BLOCK_MORE,
@@ -31,6 +29,8 @@ from gpusight.recordings.compact.layout import LayoutError
 from gpusight.recordings.compact.reader import CompactStream, SegmentLayout, model_segment_layout
 from gpusight.recordings.files import open_regular_file, reading
 from gpusight.recordings.formats import RecordingError, RecordingProblem
+from gpusight.sampling.steering import AdviceEvent
+from gpusight.snapshot.model import Snapshot
 
 if TYPE_CHECKING:
     from gpusight.recordings.progress import ReadProgress

@@ -24,7 +24,7 @@ import zlib
 from dataclasses import dataclass
 from typing import Any
 
-from gpusight.collect.model import (
+from gpusight.snapshot.model import (
     ContainerSample,
     DeviceSample,
     HostSample,
@@ -33,7 +33,7 @@ from gpusight.collect.model import (
     ProcessSample,
     Snapshot,
 )
-from gpusight.collect.schema import Array, Nullable, Record, Scalar, Shape, record_shape
+from gpusight.snapshot.schema import Array, Nullable, Record, Scalar, Shape, record_shape
 
 PRECISION: dict[tuple[type, str], int] = {
     (Snapshot, "timestamp"): 1000,

@@ -12,8 +12,6 @@ from typing import TYPE_CHECKING, BinaryIO
 
 import zstandard
 
-from gpusight.collect.model import Snapshot
-from gpusight.collect.serialize import SnapshotFormatError
 from gpusight.recordings.compact.codec import CodecError, get_varint
 from gpusight.recordings.compact.compression import CODEC, BlockDecompressor
 from gpusight.recordings.compact.decoder import SnapshotDecoder
@@ -30,6 +28,8 @@ from gpusight.recordings.compact.framing import (
 )
 from gpusight.recordings.compact.layout import LayoutError, Table, layout_crc, layout_from_header, model_layout
 from gpusight.recordings.formats import RecordingProblem
+from gpusight.snapshot.model import Snapshot
+from gpusight.snapshot.serialize import SnapshotFormatError
 
 if TYPE_CHECKING:
     from gpusight.recordings.progress import ReadProgress

@@ -18,8 +18,6 @@ import time
 from typing import Any
 
 import gpusight
-from gpusight.collect.model import SCHEMA_VERSION, Snapshot
-from gpusight.collect.steering import AdviceEvent
 from gpusight.recordings.compact.codec import put_varint
 from gpusight.recordings.compact.compression import CODEC, BlockCompressor, new_compressor
 from gpusight.recordings.compact.encoder import SnapshotEncoder
@@ -39,6 +37,8 @@ from gpusight.recordings.compact.framing import (
 )
 from gpusight.recordings.compact.layout import Table, layout_crc, model_layout
 from gpusight.recordings.formats import COMPACT_MAGIC, RecordingError, StandingAdvice, advice_changes, may_be_compact_magic
+from gpusight.sampling.steering import AdviceEvent
+from gpusight.snapshot.model import SCHEMA_VERSION, Snapshot
 
 FLUSH_SECONDS = 0.75
 """A chunk is written once this much wall time or snapshot time passed since the last one."""
@@ -101,7 +101,7 @@ class _Syncer:
 
 
 class CompactWriter:
-    """Appends snapshots to a compact recording (a :class:`gpusight.collect.sampler.SnapshotWriter`).
+    """Appends snapshots to a compact recording (a :class:`gpusight.sampling.sampler.SnapshotWriter`).
 
     An existing compact file gets a new segment after whatever it holds (a cut-off end included); an
     existing file in another format is refused with a :class:`RecordingError`, never overwritten.

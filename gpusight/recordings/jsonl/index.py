@@ -20,11 +20,11 @@ from bisect import bisect_right
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
-from gpusight.collect.model import Severity, Snapshot
-from gpusight.collect.steering import AdviceEvent
 from gpusight.recordings.files import open_regular_file, reading
 from gpusight.recordings.formats import RecordingError, RecordingProblem, StandingAdvice, advice_changes
 from gpusight.recordings.jsonl.reader import jsonl_lines, line_records, read_jsonl
+from gpusight.sampling.steering import AdviceEvent
+from gpusight.snapshot.model import Severity, Snapshot
 
 if TYPE_CHECKING:
     from gpusight.recordings.progress import ReadProgress

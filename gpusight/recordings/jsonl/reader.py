@@ -12,9 +12,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, BinaryIO
 
-from gpusight.collect.model import Snapshot
-from gpusight.collect.serialize import SnapshotFormatError, snapshot_from_dict
 from gpusight.recordings.formats import GZIP_MAGIC, RecordingProblem
+from gpusight.snapshot.model import Snapshot
+from gpusight.snapshot.serialize import SnapshotFormatError, snapshot_from_dict
 
 if TYPE_CHECKING:
     from gpusight.recordings.progress import ReadProgress

@@ -10,8 +10,8 @@ from __future__ import annotations
 import os
 from typing import TextIO
 
-from gpusight.collect.model import Snapshot
-from gpusight.collect.serialize import snapshot_to_json
+from gpusight.snapshot.model import Snapshot
+from gpusight.snapshot.serialize import snapshot_to_json
 
 STDOUT_NAME = "-"
 """The file name that means stdout."""
@@ -25,7 +25,7 @@ def names_stdout(path: str | os.PathLike[str] | None) -> bool:
 class JsonLinesStream:
     """Writes snapshots as JSON lines (the ``gpusight --json`` schema, one line each) to a text stream.
 
-    A :class:`gpusight.collect.sampler.SnapshotWriter`. With ``flush_each`` every line is flushed as it
+    A :class:`gpusight.sampling.sampler.SnapshotWriter`. With ``flush_each`` every line is flushed as it
     is written, so a reader at the other end of a pipe sees each snapshot at once. ``close`` flushes
     but leaves the stream open (it is stdout).
     """

@@ -10,9 +10,9 @@ import gzip
 import os
 from typing import BinaryIO
 
-from gpusight.collect.model import Snapshot
-from gpusight.collect.serialize import snapshot_to_json
 from gpusight.recordings.formats import RecordingError
+from gpusight.snapshot.model import Snapshot
+from gpusight.snapshot.serialize import snapshot_to_json
 
 
 class JsonlWriter:
