@@ -72,7 +72,7 @@ class Run:
 
 def inner_sim(nodes: int, interval: float) -> int:
     """Run the cluster view over moving frames built in code (the ``sim`` source), in this terminal."""
-    from gpusight.ui.cluster_app import STATS_FILE_ENV, ClusterApp
+    from gpusight.ui.cluster.app import STATS_FILE_ENV, ClusterApp
     from support.cluster_frames import URL, fleet
 
     steps = iter(range(1_000_000))

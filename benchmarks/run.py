@@ -198,7 +198,7 @@ def measure_all(args: argparse.Namespace, peers: list[Peer], workdir: Path) -> M
         machine.mover.restart(moving=True)
         once = once_wall_s(ours, args.runs)
         imports = {module: median(import_s(module, ours, args.runs))
-                   for module in ("gpusight", "gpusight.cli", "gpusight.ui.app")}
+                   for module in ("gpusight", "gpusight.cli", "gpusight.ui.main.app")}
     return Measurements(
         date=datetime.now(timezone.utc),
         gpusight_version=gpusight.version or "unknown",

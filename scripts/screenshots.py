@@ -31,8 +31,8 @@ sys.path.insert(0, str(REPO / "tests"))
 
 from gpusight.demo.frozen import frozen_demo_sampler  # noqa: E402
 from gpusight.demo.source import SCENARIOS  # noqa: E402
-from gpusight.ui.advice_panel import AdvicePanel  # noqa: E402
-from gpusight.ui.app import GpusightApp  # noqa: E402
+from gpusight.ui.main.advice_panel import AdvicePanel  # noqa: E402
+from gpusight.ui.main.app import GpusightApp  # noqa: E402
 from support.chromium import CHROMIUM, INSTALL, svg_size, svg_to_png  # noqa: E402
 
 SIZES = ((160, 45), (80, 24))

@@ -109,7 +109,7 @@ def test_benchmark_runs_briefly_and_writes_its_report(tmp_path):
     assert recording["distinct_gpu0_util"] >= 2, "gpusight recorded unchanging data"
 
     assert len(data["once_s"]) == 1
-    assert set(data["import_s"]) == {"gpusight", "gpusight.cli", "gpusight.ui.app"}
+    assert set(data["import_s"]) == {"gpusight", "gpusight.cli", "gpusight.ui.main.app"}
     day = data["day"]
     assert day["samples"] == 720 and day["devices"] == 8 and day["processes"] == 64
     assert day["rss_end"] > 0

@@ -72,7 +72,7 @@ def test_version_loads_neither_the_user_interface_nor_the_demo_nor_the_checks():
     code = (
         "import sys\nfrom gpusight.cli import main\n"
         "try:\n    main(['--version'])\nexcept SystemExit as exit:\n    assert exit.code == 0\n"
-        "print(sorted(m for m in ('textual.app', 'gpusight.ui.app', 'gpusight.demo.scenarios', 'gpusight.demo.source', "
+        "print(sorted(m for m in ('textual.app', 'gpusight.ui.main.app', 'gpusight.demo.scenarios', 'gpusight.demo.source', "
         "'gpusight.check') if m in sys.modules))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

@@ -28,8 +28,8 @@ from gpusight.cluster.fleet_advice import FleetThresholds, idle_holding
 from gpusight.cluster.frame import ClusterFrame, ClusterGpu, ClusterHistory, ClusterNode
 from gpusight.cluster.source import ClusterSource
 from gpusight.snapshot.model import Advice, Severity
-from gpusight.ui.cluster_app import ClusterApp
-from gpusight.ui.cluster_table import HOST_ROW
+from gpusight.ui.cluster.app import ClusterApp
+from gpusight.ui.cluster.table import HOST_ROW
 from support.exposition import ExpositionServer, SimGpu, SimJob, SimNode, SimProcess, render
 from support.prometheus import PrometheusServer, Target, require_prometheus
 

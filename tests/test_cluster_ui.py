@@ -23,11 +23,11 @@ from textual.widgets import Static
 
 from gpusight.cluster.frame import ClusterFrame, ClusterNode
 from gpusight.cluster.poller import ClusterPoller, PolledFrame
-from gpusight.ui.cluster_actions import CLUSTER_ACTIONS, cluster_help_rows
-from gpusight.ui.cluster_app import ClusterApp
-from gpusight.ui.cluster_host import ClusterHostScreen
-from gpusight.ui.cluster_table import HOST_ROW, ClusterTable
-from gpusight.ui.help_screen import HelpScreen
+from gpusight.ui.cluster.actions import CLUSTER_ACTIONS, cluster_help_rows
+from gpusight.ui.cluster.app import ClusterApp
+from gpusight.ui.cluster.host import ClusterHostScreen
+from gpusight.ui.cluster.table import HOST_ROW, ClusterTable
+from gpusight.ui.dialogs.help_screen import HelpScreen
 from support.cluster_frames import URL, fleet, host_name, small_cluster, unreachable
 from support.timezone import utc  # noqa: F401  (autouse: every test here runs in UTC)
 

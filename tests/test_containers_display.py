@@ -13,8 +13,8 @@ from gpusight.oneshot import render_once
 from gpusight.sampling.history import History
 from gpusight.snapshot.model import ContainerRuntime, ContainerSample, Snapshot, SourceKind, WorkloadKind
 from gpusight.snapshot_export.markdown import render_markdown
-from gpusight.ui.process_detail import process_summary
-from gpusight.ui.process_table import ProcessTable
+from gpusight.ui.detail.process_detail import process_summary
+from gpusight.ui.main.process_table import ProcessTable
 
 GIB = 2**30
 DOCKER_ID = "3f2a9c1b4d5e" + "a" * 52

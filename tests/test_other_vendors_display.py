@@ -18,7 +18,7 @@ from gpusight.oneshot import render_once
 from gpusight.sampling.history import History
 from gpusight.snapshot.model import DeviceSample, ProcessSample, Snapshot, SourceKind, Vendor
 from gpusight.snapshot_export.markdown import render_markdown
-from gpusight.ui.process_detail import process_summary
+from gpusight.ui.detail.process_detail import process_summary
 
 HOSTILE_NOTE = "counters flat \x1b[2J[red]via /dev/kfd[/red]"
 """A usage note as a hostile backend might write it: an escape sequence and Rich markup."""

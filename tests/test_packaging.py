@@ -61,7 +61,7 @@ def test_the_sdist_and_the_wheel_carry_the_license_the_metadata_and_the_package_
         names = set(archive.namelist())
         metadata = archive.read(f"gpusight-{__version__}.dist-info/METADATA").decode()
         entry_points = archive.read(f"gpusight-{__version__}.dist-info/entry_points.txt").decode()
-    for data in ("gpusight/ui/gpusight.tcss", "gpusight/ui/cluster.tcss", "gpusight/py.typed",
+    for data in ("gpusight/ui/gpusight.tcss", "gpusight/ui/cluster/cluster.tcss", "gpusight/py.typed",
                  "gpusight/run_report/assets/uPlot.iife.min.js", "gpusight/run_report/assets/uPlot.min.css",
                  "gpusight/run_report/assets/report.css", "gpusight/run_report/assets/report.js"):
         assert data in names, data

@@ -13,8 +13,8 @@ from textual.app import App, ComposeResult
 from textual.widgets import Static
 
 from gpusight.snapshot.model import JobSample, ProcessRole, ProcessSample, Snapshot, SourceKind, WorkloadKind
-from gpusight.ui.kill_dialog import KillDialog
-from gpusight.ui.process_table import ProcessTable
+from gpusight.ui.dialogs.kill_dialog import KillDialog
+from gpusight.ui.main.process_table import ProcessTable
 
 GIB = 2**30
 WIDTH, HEIGHT = 120, 20

@@ -23,7 +23,7 @@ from gpusight.snapshot.model import (
     SourceKind,
     WorkloadKind,
 )
-from gpusight.ui.process_table import ProcessTable
+from gpusight.ui.main.process_table import ProcessTable
 
 
 def lines(snapshot: Snapshot, width: int = 160, height: int = 12) -> list[str]:

@@ -21,7 +21,7 @@ from gpusight.backends.nvml.calls import REPEATED_FAILURE_POLLS
 from gpusight.backends.nvml.processes import UTILIZATION_PERIOD_S
 from gpusight.sampling.history import History
 from gpusight.sampling.sampler import MIN_INTERVAL, Sampler
-from gpusight.ui.app import GpusightApp
+from gpusight.ui.main.app import GpusightApp
 from support.fake_nvml import (
     DRIVER_NOT_LOADED,
     LIB_RM_VERSION_MISMATCH,

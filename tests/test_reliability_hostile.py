@@ -38,7 +38,7 @@ from gpusight.snapshot.model import (
 )
 from gpusight.snapshot.serialize import snapshot_from_dict
 from gpusight.snapshot_export.markdown import render_markdown
-from gpusight.ui.app import GpusightApp
+from gpusight.ui.main.app import GpusightApp
 from support.fake_nvml import FakeGpu, FakeScenario, fake_nvml_env
 from support.procs import sleeper
 

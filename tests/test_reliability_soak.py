@@ -32,7 +32,7 @@ from gpusight.sampling.history import History
 from gpusight.sampling.sampler import Sampler
 from gpusight.sampling.timegrid import TimeGrid
 from gpusight.snapshot.model import Snapshot
-from gpusight.ui.app import GpusightApp
+from gpusight.ui.main.app import GpusightApp
 from gpusight.ui.messages import FrameReady
 
 ROOT = Path(__file__).resolve().parents[1]

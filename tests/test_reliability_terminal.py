@@ -25,7 +25,7 @@ import pytest
 from gpusight.demo.source import DemoSource
 from gpusight.sampling.history import History
 from gpusight.sampling.sampler import Sampler
-from gpusight.ui.app import GpusightApp
+from gpusight.ui.main.app import GpusightApp
 from gpusight.ui.messages import FrameReady
 from support.fake_nvml import FakeGpu, FakeScenario
 from support.terminal import ENTER_ALT_SCREEN, PtyGpusight, set_size

@@ -15,10 +15,10 @@ from gpusight.sampling.sampler import Sampler
 from gpusight.sampling.steering import AdviceEvent, PlaybackState
 from gpusight.snapshot.model import Severity
 from gpusight.ui.actions import ACTIONS, REPLAY_ONLY
-from gpusight.ui.app import GpusightApp
-from gpusight.ui.goto_dialog import GoToDialog
-from gpusight.ui.help_screen import HelpScreen
-from gpusight.ui.playback_bar import PlaybackBar, bar_text
+from gpusight.ui.dialogs.goto_dialog import GoToDialog
+from gpusight.ui.dialogs.help_screen import HelpScreen
+from gpusight.ui.main.app import GpusightApp
+from gpusight.ui.main.playback_bar import PlaybackBar, bar_text
 from support.recordings import DAY_START, write_demo_recording
 from support.timezone import utc  # noqa: F401 - autouse: local time is UTC here
 

@@ -23,7 +23,7 @@ from textual.app import App, ComposeResult
 
 from gpusight.backends.host.trainer_status import StatusFormatError, parse_status
 from gpusight.snapshot.model import ProcessSample, Snapshot, SourceKind
-from gpusight.ui.process_table import ProcessTable
+from gpusight.ui.main.process_table import ProcessTable
 from support.fake_nvml import FakeGpu, FakeScenario, fake_nvml_env
 from support.procs import kill_tree, sleeper, wait_until
 

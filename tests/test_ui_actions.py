@@ -16,14 +16,14 @@ from textual.widgets import Input, OptionList
 from gpusight.sampling.filters import current_user_filter
 from gpusight.sampling.timegrid import ZOOM_FACTORS
 from gpusight.ui.actions import ACTIONS, OTHER_KEYS
-from gpusight.ui.advice_panel import AdvicePanel
-from gpusight.ui.app import GpusightApp
-from gpusight.ui.gpu_detail import GpuDetailScreen
-from gpusight.ui.gpu_panel import GpuArea, GpuPanel
-from gpusight.ui.help_screen import HelpScreen
-from gpusight.ui.kill_dialog import KillDialog
-from gpusight.ui.process_detail import ProcessDetailScreen
-from gpusight.ui.process_table import ProcessTable
+from gpusight.ui.detail.gpu_detail import GpuDetailScreen
+from gpusight.ui.detail.process_detail import ProcessDetailScreen
+from gpusight.ui.dialogs.help_screen import HelpScreen
+from gpusight.ui.dialogs.kill_dialog import KillDialog
+from gpusight.ui.main.advice_panel import AdvicePanel
+from gpusight.ui.main.app import GpusightApp
+from gpusight.ui.main.gpu_panel import GpuArea, GpuPanel
+from gpusight.ui.main.process_table import ProcessTable
 
 Check = Callable[[GpusightApp, Pilot, str], Awaitable[None]]
 """Presses ``key`` (after any setup it needs) and asserts that its action ran, leaving the main screen."""

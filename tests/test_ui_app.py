@@ -27,14 +27,14 @@ from gpusight.sampling.history import History
 from gpusight.sampling.sampler import MIN_INTERVAL, Sampler
 from gpusight.sampling.timegrid import TimeGrid
 from gpusight.snapshot.model import Advice, DeviceSample, ErrorNote, ProcessSample, Severity, Snapshot, SourceKind
-from gpusight.ui.advice_panel import AdvicePanel, AdviceSummary
-from gpusight.ui.app import GpusightApp
-from gpusight.ui.gpu_detail import GpuDetailScreen
-from gpusight.ui.gpu_panel import GpuPanel
+from gpusight.ui.detail.gpu_detail import GpuDetailScreen
+from gpusight.ui.detail.process_detail import ProcessDetailScreen
+from gpusight.ui.main.advice_panel import AdvicePanel, AdviceSummary
+from gpusight.ui.main.app import GpusightApp
+from gpusight.ui.main.gpu_panel import GpuPanel
+from gpusight.ui.main.process_table import ProcessTable
 from gpusight.ui.messages import FrameReady, TerminalLost
-from gpusight.ui.process_detail import ProcessDetailScreen
-from gpusight.ui.process_table import ProcessTable
-from gpusight.ui.watchdog import TerminalWatchdog, terminal_alive
+from gpusight.ui.terminal.watchdog import TerminalWatchdog, terminal_alive
 from support.jobs import with_jobs
 
 SIZES = [(80, 24), (160, 45)]

@@ -7,7 +7,7 @@ import asyncio
 from rich.style import Style
 from textual.app import App, ComposeResult
 
-from gpusight.ui.chart import ASCII_LEVELS, UNICODE_LEVELS, Chart, chart_rows
+from gpusight.ui.widgets.chart import ASCII_LEVELS, UNICODE_LEVELS, Chart, chart_rows
 
 GREEN = Style(color="green")
 RED = Style(color="red")

@@ -11,10 +11,10 @@ import re
 from test_ui_app import demo_sampler, run_app, screen_text
 from textual.pilot import Pilot
 
-from gpusight.ui.app import GpusightApp
-from gpusight.ui.chart_choice import HISTORIES
-from gpusight.ui.gpu_detail import GpuDetailScreen
-from gpusight.ui.gpu_panel import MODE_LINE, MODE_STRIP, STRIP_GUTTER, GpuArea, GpuPanel, chart_width
+from gpusight.ui.detail.gpu_detail import GpuDetailScreen
+from gpusight.ui.main.app import GpusightApp
+from gpusight.ui.main.gpu_panel import MODE_LINE, MODE_STRIP, STRIP_GUTTER, GpuArea, GpuPanel, chart_width
+from gpusight.ui.widgets.chart_choice import HISTORIES
 
 CHART_CELLS = set(" ▁▂▃▄▅▆▇█")
 """What a chart cell may hold."""

@@ -22,8 +22,8 @@ from gpusight.backends.live import LiveSource
 from gpusight.sampling.frame import Frame
 from gpusight.sampling.history import History
 from gpusight.sampling.sampler import Sampler
-from gpusight.ui.app import GpusightApp
-from gpusight.ui.gpu_panel import GpuPanel
+from gpusight.ui.main.app import GpusightApp
+from gpusight.ui.main.gpu_panel import GpuPanel
 from gpusight.ui.messages import FrameReady
 from support.fake_nvml import FakeGpu, FakeScenario, fake_nvml_env
 from support.terminal import PtyTerminal, gpusight_argv

@@ -12,11 +12,11 @@ from textual.pilot import Pilot
 
 from gpusight.demo.frozen import frozen_demo_sampler
 from gpusight.snapshot.model import DeviceHealth, MigDeviceSample, Snapshot, XidEvent
-from gpusight.ui.app import GpusightApp
-from gpusight.ui.gpu_detail import GpuDetailScreen
-from gpusight.ui.gpu_panel import GpuPanel
-from gpusight.ui.process_detail import ProcessDetailScreen
-from gpusight.ui.process_table import ProcessTable
+from gpusight.ui.detail.gpu_detail import GpuDetailScreen
+from gpusight.ui.detail.process_detail import ProcessDetailScreen
+from gpusight.ui.main.app import GpusightApp
+from gpusight.ui.main.gpu_panel import GpuPanel
+from gpusight.ui.main.process_table import ProcessTable
 
 SMALL = (80, 24)
 LARGE = (160, 45)

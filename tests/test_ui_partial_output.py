@@ -32,11 +32,11 @@ from textual.geometry import Region
 from textual.pilot import Pilot
 from textual.strip import Strip
 
-from gpusight.ui.app import GpusightApp
-from gpusight.ui.header import HeaderBar
-from gpusight.ui.line_diff import MERGE_GAP, changed_spans, line_regions
-from gpusight.ui.partial_output import SWITCH, RecordedLayoutUpdate, SpanChopsUpdate, activate, install, status
-from gpusight.ui.terminal_cells import SCREEN
+from gpusight.ui.main.app import GpusightApp
+from gpusight.ui.main.header import HeaderBar
+from gpusight.ui.terminal.cells import SCREEN
+from gpusight.ui.terminal.line_diff import MERGE_GAP, changed_spans, line_regions
+from gpusight.ui.terminal.partial_output import SWITCH, RecordedLayoutUpdate, SpanChopsUpdate, activate, install, status
 
 RED = Style(color="red")
 BLUE = Style(color="blue")
@@ -259,7 +259,7 @@ def test_install_falls_back_when_textual_internals_differ(
     assert getattr(module, "ChopsUpdate", None) is update_class
     minor = ".".join(textual.__version__.split(".")[:2])
     assert status({}, module) == f"unavailable (Textual {minor} internals differ: {found})"
-    with caplog.at_level(logging.WARNING, logger="gpusight.ui.partial_output"):
+    with caplog.at_level(logging.WARNING, logger="gpusight.ui.terminal.partial_output"):
         assert activate({}, module) is False
     assert getattr(module, "ChopsUpdate", None) is update_class
     assert [r.getMessage() for r in caplog.records] == [

@@ -19,10 +19,10 @@ from gpusight.sampling.sampler import Sampler
 from gpusight.sampling.speed_history import charted
 from gpusight.snapshot.model import ProcessRole, Snapshot
 from gpusight.speed_text import fmt_count, fmt_share
-from gpusight.ui.app import GpusightApp
-from gpusight.ui.chart import STACK_GLYPHS, StackedChart
-from gpusight.ui.process_detail import NO_SPEED, WORKER_SPEED, ProcessDetailScreen
-from gpusight.ui.process_table import ProcessTable
+from gpusight.ui.detail.process_detail import NO_SPEED, WORKER_SPEED, ProcessDetailScreen
+from gpusight.ui.main.app import GpusightApp
+from gpusight.ui.main.process_table import ProcessTable
+from gpusight.ui.widgets.chart import STACK_GLYPHS, StackedChart
 from support.speed import PEAK_SOURCE, frozen_speed_sampler, record_speed, trainer_pid
 
 SIZES = [(80, 24), (160, 45)]

@@ -15,7 +15,7 @@ from test_ui_e2e_tmux import Tmux, alive, wait_until
 
 from gpusight.facts.speed import BREAKDOWN_FIELDS
 from gpusight.recordings.replay import ReplaySource
-from gpusight.ui.chart import STACK_GLYPHS
+from gpusight.ui.widgets.chart import STACK_GLYPHS
 from support.speed import record_speed, trainer_pid
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux (the CI script installs it)")

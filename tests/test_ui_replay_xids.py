@@ -12,8 +12,8 @@ from textual.pilot import Pilot
 from gpusight.recordings.replay import ReplaySource
 from gpusight.sampling.sampler import Sampler
 from gpusight.ui.actions import ACTIONS
-from gpusight.ui.app import GpusightApp
-from gpusight.ui.playback_bar import PlaybackBar
+from gpusight.ui.main.app import GpusightApp
+from gpusight.ui.main.playback_bar import PlaybackBar
 from support.recordings import DAY_START, write_demo_recording
 from support.timezone import utc  # noqa: F401 - autouse: local time is UTC here
 

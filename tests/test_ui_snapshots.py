@@ -14,10 +14,10 @@ from test_ui_app import EditedSource
 from textual.pilot import Pilot
 
 from gpusight.demo.frozen import frozen_demo_sampler
-from gpusight.ui.advice_panel import AdvicePanel
-from gpusight.ui.app import GpusightApp
-from gpusight.ui.gpu_panel import GpuPanel
-from gpusight.ui.process_table import ProcessTable
+from gpusight.ui.main.advice_panel import AdvicePanel
+from gpusight.ui.main.app import GpusightApp
+from gpusight.ui.main.gpu_panel import GpuPanel
+from gpusight.ui.main.process_table import ProcessTable
 from support.jobs import with_jobs
 from support.speed import frozen_speed_sampler, trainer_pid
 from support.timezone import utc  # noqa: F401  (autouse: every test here runs in UTC)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.style import Style
 
-from gpusight.ui.chart import ASCII_STACK_GLYPHS, STACK_GLYPHS, stack_cells, stacked_rows
+from gpusight.ui.widgets.chart import ASCII_STACK_GLYPHS, STACK_GLYPHS, stack_cells, stacked_rows
 
 STYLES = [Style(color=color) for color in ("yellow", "green", "magenta", "blue", "white")]
 

@@ -10,8 +10,8 @@ from test_ui_app import demo_sampler
 from textual.css.stylesheet import Stylesheet
 from textual.dom import DOMNode
 
-from gpusight.ui.app import GpusightApp
-from gpusight.ui.gpu_panel import GpuPanel
+from gpusight.ui.main.app import GpusightApp
+from gpusight.ui.main.gpu_panel import GpuPanel
 
 
 def test_each_gpu_panel_is_styled_twice_up_to_the_first_frame(monkeypatch: pytest.MonkeyPatch) -> None:

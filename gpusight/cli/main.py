@@ -80,7 +80,7 @@ def _run_cluster(parser: argparse.ArgumentParser, args: argparse.Namespace) -> i
 
     command.check_arguments(parser, args)
     if not (args.once or args.json) and sys.stdout.isatty():
-        from gpusight.ui.cluster_app import run_tui as run_cluster_tui
+        from gpusight.ui.cluster.app import run_tui as run_cluster_tui
 
         return run_cluster_tui(args)
     return command.run_once(args)

@@ -18,7 +18,7 @@ from gpusight.prometheus_exporter import command as exporter
 from gpusight.recordings import start_at
 from gpusight.run_report import command as run_report
 from gpusight.sampling.sampler import DEFAULT_INTERVAL, MIN_INTERVAL
-from gpusight.ui.draw_pacing import DEFAULT_REFRESH
+from gpusight.ui.terminal.draw_pacing import DEFAULT_REFRESH
 
 COMMAND_ALIAS = "gps"
 """The program's short name: pyproject.toml's [project.scripts] installs it as ``gpusight`` and as this."""
@@ -106,10 +106,10 @@ def asks_for_check(argv: list[str]) -> bool:
 
 def print_version(verbose: bool) -> int:
     """``--version``: print the version (with ``--verbose`` also whether Textual sends only the changed cells, see
-    gpusight.ui.partial_output) and return the exit status; Textual is imported only for ``--verbose``."""
+    gpusight.ui.terminal.partial_output) and return the exit status; Textual is imported only for ``--verbose``."""
     text = f"gpusight {__version__}\n"
     if verbose:
-        from gpusight.ui.partial_output import status
+        from gpusight.ui.terminal.partial_output import status
 
         text += f"partial output: {status()}\n"
     return 0 if write_stdout(text) else reader_gone()

@@ -25,7 +25,7 @@ from gpusight.snapshot.serialize import snapshot_to_json
 if TYPE_CHECKING:
     from gpusight.check import CheckPlan
     from gpusight.cli.pipeline import Pipeline
-    from gpusight.ui.app import GpusightApp
+    from gpusight.ui.main.app import GpusightApp
 
 ONCE_SETTLE_SECONDS = 0.3
 """Gap between the priming poll and the reported one in ``--once``, so CPU % and PCIe rates are real."""
@@ -110,7 +110,7 @@ def run_once(sampler: Sampler, args: argparse.Namespace, plan: CheckPlan | None 
 def _export_once(directory: Path, snapshot: Snapshot, sampler: Sampler) -> None:
     """Write the export set (SVG of the screen, JSON with history, Markdown and HTML reports) for the newest snapshot."""
     from gpusight.snapshot_export.export_set import ExportError, export_snapshot
-    from gpusight.ui.render import render_screen_svg
+    from gpusight.ui.main.render import render_screen_svg
 
     svg = render_screen_svg(sampler)
     try:
@@ -169,7 +169,7 @@ def run_tui(pipeline: Pipeline, args: argparse.Namespace) -> int:
         # later. A driver whose calls hang must not keep the screen (and its q and Ctrl-C) away.
         sampler.start()
         sampler.wait_for_first(FIRST_POLL_WAIT_SECONDS)
-    from gpusight.ui.app import GpusightApp
+    from gpusight.ui.main.app import GpusightApp
 
     app = GpusightApp(
         sampler, readonly=args.readonly, ascii_mode=args.ascii, export_dir=args.export_dir,

@@ -13,8 +13,8 @@ from gpusight.facts.health import assess
 from gpusight.facts.xid_catalog import xid_info
 from gpusight.snapshot.model import DeviceHealth, DeviceSample, MigDeviceSample, ProcessSample, XidEvent
 from gpusight.textsafe import safe_text
-from gpusight.ui.format import memory_pair
-from gpusight.ui.gpu_hardware import MIG_NA_REASON, health_summary, mig_activity, mig_name
+from gpusight.ui.widgets.format import memory_pair
+from gpusight.ui.widgets.gpu_hardware import MIG_NA_REASON, health_summary, mig_activity, mig_name
 from gpusight.units import NA, fmt_bytes, fmt_percent
 
 Section = tuple[str, list[tuple[str, str]]]

@@ -10,7 +10,7 @@ samples per second, and the FLOPs utilization named MFU or HFU by where the FLOP
 the training loop by ``gpusight.torch``, appear only while some process reports them, N/A for what a reporting
 trainer does not know and blank for processes that report nothing; a trainer's dimmed note says why its MFU is
 N/A, and the first rank of a job of several gives the job's throughput and MFU
-(:func:`~gpusight.ui.process_rows.job_speed_notes`). The JOB column (``job 3 · rank 5/8``, see :mod:`gpusight.job_text`) appears while the snapshot has jobs (recordings
+(:func:`~gpusight.ui.main.process_rows.job_speed_notes`). The JOB column (``job 3 · rank 5/8``, see :mod:`gpusight.job_text`) appears while the snapshot has jobs (recordings
 made before jobs have none); narrow terminals get its compact form (``3·5/8``). The CONTAINER column (the
 container, pod or Slurm job a GPU process runs in, ``docker 3f2a9c1b4d5e``, see
 :func:`~gpusight.job_text.container_labels`) appears while some process runs in one; on narrow terminals it
@@ -35,9 +35,7 @@ from textual.timer import Timer
 from gpusight.job_text import jobs_by_id
 from gpusight.snapshot.model import JobSample, ProcessSample, Snapshot
 from gpusight.speed_text import reports_speed
-from gpusight.ui.format import fit_cell
-from gpusight.ui.line_diff import line_regions, refresh_regions
-from gpusight.ui.process_rows import (
+from gpusight.ui.main.process_rows import (
     COLUMNS,
     DESCENDING_FIRST,
     MIN_COMMAND_WIDTH,
@@ -50,7 +48,9 @@ from gpusight.ui.process_rows import (
     is_measured,
     wanted_columns,
 )
-from gpusight.ui.row_cursor import RowCursorView
+from gpusight.ui.terminal.line_diff import line_regions, refresh_regions
+from gpusight.ui.widgets.format import fit_cell
+from gpusight.ui.widgets.row_cursor import RowCursorView
 
 
 class _BlanksScrollBarRender(ScrollBarRender):
@@ -101,7 +101,7 @@ class ProcessTable(RowCursorView[RowKey], can_focus=True):
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("enter", "select", "Details", show=False)]
-    """Enter selects; the cursor keys come from :class:`~gpusight.ui.row_cursor.RowCursorView`."""
+    """Enter selects; the cursor keys come from :class:`~gpusight.ui.widgets.row_cursor.RowCursorView`."""
 
     class ProcessSelected(Message):
         """Enter was pressed on a row."""

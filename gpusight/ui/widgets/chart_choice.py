@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 
 from gpusight.sampling.timegrid import ZOOM_FACTORS
 from gpusight.snapshot.model import DeviceSample
-from gpusight.ui.format import memory_pair, power_pair
+from gpusight.ui.widgets.format import memory_pair, power_pair
 from gpusight.units import fmt_celsius, fmt_percent, fmt_rate
 
 

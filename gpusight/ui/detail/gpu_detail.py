@@ -23,8 +23,9 @@ from gpusight.sampling.frame import Frame
 from gpusight.sampling.timegrid import ChartView
 from gpusight.snapshot.model import DeviceSample, Snapshot
 from gpusight.textsafe import safe_text
-from gpusight.ui.chart import Chart
-from gpusight.ui.chart_choice import (
+from gpusight.ui.detail.gpu_detail_sections import detail_sections
+from gpusight.ui.widgets.chart import Chart
+from gpusight.ui.widgets.chart_choice import (
     HISTORIES,
     JUNCTION,
     PCIE_METRICS,
@@ -34,8 +35,8 @@ from gpusight.ui.chart_choice import (
     scale_maximum,
     value_text,
 )
-from gpusight.ui.footer import FittingFooter
-from gpusight.ui.format import (
+from gpusight.ui.widgets.footer import FittingFooter
+from gpusight.ui.widgets.format import (
     fit,
     memory_pair,
     percent_of,
@@ -43,8 +44,7 @@ from gpusight.ui.format import (
     short_gpu_name,
     throttle_badges,
 )
-from gpusight.ui.gpu_detail_sections import detail_sections
-from gpusight.ui.gpu_hardware import migs_of
+from gpusight.ui.widgets.gpu_hardware import migs_of
 from gpusight.units import (
     NA,
     fmt_bytes,

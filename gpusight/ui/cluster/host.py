@@ -30,9 +30,8 @@ from gpusight.cluster.job_speed_text import job_utilization, steps_text
 from gpusight.cluster.render import health_badge
 from gpusight.speed_text import throughput_text
 from gpusight.textsafe import safe_text
-from gpusight.ui.chart import chart_rows
-from gpusight.ui.cluster_advice import AdviceText
-from gpusight.ui.cluster_text import (
+from gpusight.ui.cluster.advice import AdviceText
+from gpusight.ui.cluster.text import (
     HOST_CHARTS,
     MEMORY,
     MIB,
@@ -47,7 +46,8 @@ from gpusight.ui.cluster_text import (
     process_place,
     series_of,
 )
-from gpusight.ui.format import LineBuilder, fit, fit_cell, memory_pair, short_gpu_name
+from gpusight.ui.widgets.chart import chart_rows
+from gpusight.ui.widgets.format import LineBuilder, fit, fit_cell, memory_pair, short_gpu_name
 from gpusight.units import NA, fmt_bytes, fmt_celsius, fmt_percent, fmt_rate, fmt_watts
 
 TALL_ROWS = 40

@@ -6,7 +6,7 @@ posts one coalescing :class:`ClusterFrameReady` per poll; the widgets update fro
 on the UI thread. The screen: a header line, the fleet table (a row per host, a compact row per GPU),
 the fleet advice (beside the table on wide terminals, one line on narrow ones), the host filter, a
 status block (the server's problems, panels that need ``gpusight --serve``, poll age and cost) and the
-footer. Enter opens a host (:class:`~gpusight.ui.cluster_host.ClusterHostScreen`); the next polls then
+footer. Enter opens a host (:class:`~gpusight.ui.cluster.host.ClusterHostScreen`); the next polls then
 fetch that host's histories.
 """
 
@@ -32,14 +32,15 @@ from gpusight.cluster.counts import FleetCounts
 from gpusight.cluster.frame import ClusterFrame
 from gpusight.cluster.poller import ClusterPoller, Poll, PolledFrame
 from gpusight.textsafe import safe_text
-from gpusight.ui.cluster_actions import CLUSTER_ACTIONS, cluster_help_rows
-from gpusight.ui.cluster_advice import AdviceText, fleet_lead
-from gpusight.ui.cluster_host import ClusterHostScreen
-from gpusight.ui.cluster_table import ClusterTable
-from gpusight.ui.cluster_text import missing_panels_line, poll_line
-from gpusight.ui.help_screen import HelpScreen
-from gpusight.ui.partial_output import activate as activate_partial_output
-from gpusight.ui.terminal_guard import TerminalGuardedApp
+from gpusight.ui import STYLESHEET
+from gpusight.ui.cluster.actions import CLUSTER_ACTIONS, cluster_help_rows
+from gpusight.ui.cluster.advice import AdviceText, fleet_lead
+from gpusight.ui.cluster.host import ClusterHostScreen
+from gpusight.ui.cluster.table import ClusterTable
+from gpusight.ui.cluster.text import missing_panels_line, poll_line
+from gpusight.ui.dialogs.help_screen import HelpScreen
+from gpusight.ui.terminal.guard import TerminalGuardedApp
+from gpusight.ui.terminal.partial_output import activate as activate_partial_output
 
 if TYPE_CHECKING:
     import argparse
@@ -82,7 +83,7 @@ class ClusterFrameReady(Message):
 class ClusterApp(TerminalGuardedApp):
     """The cluster view over ``poll`` (see :data:`gpusight.cluster.poller.Poll`), polled every ``interval`` seconds."""
 
-    CSS_PATH: ClassVar[list[str | PurePath]] = ["gpusight.tcss", "cluster.tcss"]
+    CSS_PATH: ClassVar[list[str | PurePath]] = [STYLESHEET, "cluster.tcss"]
     TITLE = "gpusight cluster"
     AUTO_FOCUS = "#fleet"
     BINDINGS: ClassVar[list[BindingType]] = [entry.binding() for entry in CLUSTER_ACTIONS]

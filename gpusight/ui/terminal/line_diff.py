@@ -3,7 +3,7 @@
 A ``refresh()`` makes Textual re-render and re-send the widget's whole region. When a tick changes
 one number on one line, comparing the freshly built strips with the ones on screen and refreshing
 just the changed cell spans sends a few bytes instead of the whole panel (with
-:mod:`gpusight.ui.partial_output`, which makes Textual honour the left edge of such spans too).
+:mod:`gpusight.ui.terminal.partial_output`, which makes Textual honour the left edge of such spans too).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 The sampler polls on its own thread and posts one coalescing :class:`FrameReady` message per
 poll; the app draws the newest frame at most about once per refresh period (``--refresh``, never
-shorter than the interval; see :mod:`gpusight.ui.draw_pacing`), and at once after a key, a resize or
+shorter than the interval; see :mod:`gpusight.ui.terminal.draw_pacing`), and at once after a key, a resize or
 a replay seek. Every widget updates from that immutable frame on the main thread and none of them
 calls NVML or psutil or reads the sampler's history; the chart columns hold every poll's maximum, so
 a poll that is not drawn still shows in the charts. GPU panels are mounted once (again only when the
@@ -38,24 +38,25 @@ from gpusight.sampling.sampler import Sampler
 from gpusight.sampling.steering import ChangeSpeed, Command, SeekBy, SeekEvent, SeekTo, TogglePause
 from gpusight.snapshot.model import ProcessSample, Snapshot, SourceKind
 from gpusight.textsafe import safe_text
+from gpusight.ui import STYLESHEET
 from gpusight.ui.actions import ACTIONS, READONLY_DISABLED, REPLAY_ONLY, help_rows, palette_actions, palette_help
-from gpusight.ui.advice_panel import AdvicePanel, AdviceSummary
-from gpusight.ui.chart_choice import ChartChoice
-from gpusight.ui.draw_pacing import DEFAULT_REFRESH, DrawPacer
-from gpusight.ui.footer import FittingFooter
-from gpusight.ui.goto_dialog import GoToDialog
-from gpusight.ui.gpu_detail import GpuDetailScreen
-from gpusight.ui.gpu_panel import MODE_LINE, GpuArea, GpuPanel, choose_layout
-from gpusight.ui.header import HeaderBar
-from gpusight.ui.help_screen import HelpScreen
-from gpusight.ui.host_panel import HostPanel
-from gpusight.ui.main_screen import MainScreen
+from gpusight.ui.detail.gpu_detail import GpuDetailScreen
+from gpusight.ui.detail.process_detail import ProcessDetailScreen
+from gpusight.ui.dialogs.goto_dialog import GoToDialog
+from gpusight.ui.dialogs.help_screen import HelpScreen
+from gpusight.ui.main.advice_panel import AdvicePanel, AdviceSummary
+from gpusight.ui.main.gpu_panel import MODE_LINE, GpuArea, GpuPanel, choose_layout
+from gpusight.ui.main.header import HeaderBar
+from gpusight.ui.main.host_panel import HostPanel
+from gpusight.ui.main.playback_bar import PlaybackBar
+from gpusight.ui.main.process_table import ProcessTable
+from gpusight.ui.main.screen import MainScreen
 from gpusight.ui.messages import FrameReady
-from gpusight.ui.partial_output import activate as activate_partial_output
-from gpusight.ui.playback_bar import PlaybackBar
-from gpusight.ui.process_detail import ProcessDetailScreen
-from gpusight.ui.process_table import ProcessTable
-from gpusight.ui.terminal_guard import TerminalGuardedApp
+from gpusight.ui.terminal.draw_pacing import DEFAULT_REFRESH, DrawPacer
+from gpusight.ui.terminal.guard import TerminalGuardedApp
+from gpusight.ui.terminal.partial_output import activate as activate_partial_output
+from gpusight.ui.widgets.chart_choice import ChartChoice
+from gpusight.ui.widgets.footer import FittingFooter
 
 WIDE_MIN_COLUMNS = 120
 """Terminals at least this wide show the advice panel beside the GPUs by default."""
@@ -94,7 +95,7 @@ class BodyResized(Message):
 class GpusightApp(TerminalGuardedApp):
     """The live monitor. Runs ``sampler`` while mounted and stops it on exit."""
 
-    CSS_PATH = "gpusight.tcss"
+    CSS_PATH = STYLESHEET
     TITLE = "gpusight"
     AUTO_FOCUS = "#processes"
     """Focus the process table from the start (one focus change, so the footer is built once)."""
@@ -586,7 +587,7 @@ class GpusightApp(TerminalGuardedApp):
         if process is None:
             self.notify("Select a process first.", severity="warning")
             return
-        from gpusight.ui.kill_dialog import KillDialog
+        from gpusight.ui.dialogs.kill_dialog import KillDialog
 
         def done(result: str | None) -> None:
             if result:

@@ -8,7 +8,7 @@ therefore re-sends the whole line. It also writes every segment with its full st
 cursor move. :class:`SpanChopsUpdate` crops both edges, tracks the terminal's current style across
 the whole update so that an SGR is sent only where the style changes (as curses does), and sends no
 newlines. After a full repaint (:class:`RecordedLayoutUpdate`) it also skips the cells the terminal
-already shows (:mod:`gpusight.ui.terminal_cells`), and sends an update's pieces grouped by style when
+already shows (:mod:`gpusight.ui.terminal.cells`), and sends an update's pieces grouped by style when
 that is shorter. :func:`activate` puts it in place of ``ChopsUpdate`` unless ``GPUSIGHT_PARTIAL_OUTPUT=0``
 turns it off, or Textual's internals differ from the ones it was written for (then Textual's own
 output is used and the reason is logged); :func:`status` says which, for ``gpusight --version``.
@@ -32,7 +32,7 @@ from textual import _compositor
 from textual.strip import Strip
 
 from gpusight import old_name
-from gpusight.ui.terminal_cells import SCREEN, UNKNOWN, Cell, TerminalCells, strip_cells, style_codes
+from gpusight.ui.terminal.cells import SCREEN, UNKNOWN, Cell, TerminalCells, strip_cells, style_codes
 
 if TYPE_CHECKING:
     from textual._compositor import ChopsUpdate as _Stock
@@ -63,7 +63,7 @@ class SpanChopsUpdate(_Stock):
 
 
 class RecordedLayoutUpdate(_StockLayout):
-    """Textual's full repaint, which also records the screen it draws in :data:`~gpusight.ui.terminal_cells.SCREEN`."""
+    """Textual's full repaint, which also records the screen it draws in :data:`~gpusight.ui.terminal.cells.SCREEN`."""
 
     def render_segments(self, console: Console) -> str:
         """Textual's own text for the full repaint."""
@@ -87,7 +87,7 @@ def render_spans(
     to draw there) and ``chop_ends[y]`` lists where those pieces end, as in Textual's ``ChopsUpdate``.
     The terminal is assumed to be in its default style at the start (Textual's own output always
     ends with a reset) and is left in it at the end.
-    Cells that :data:`~gpusight.ui.terminal_cells.SCREEN` (or ``screen``) knows the terminal already
+    Cells that :data:`~gpusight.ui.terminal.cells.SCREEN` (or ``screen``) knows the terminal already
     shows as they would be written are skipped.
     """
     text = _Writes(color_system)

@@ -27,8 +27,9 @@ from gpusight.sampling.frame import Frame
 from gpusight.sampling.timegrid import ChartView
 from gpusight.snapshot.model import DeviceSample, MigDeviceSample, Snapshot
 from gpusight.textsafe import safe_text
-from gpusight.ui.chart import StyleFor, chart_rows
-from gpusight.ui.chart_choice import (
+from gpusight.ui.terminal.line_diff import ChangedLinesRefresh
+from gpusight.ui.widgets.chart import StyleFor, chart_rows
+from gpusight.ui.widgets.chart_choice import (
     HISTORIES,
     HOT_CELSIUS,
     JUNCTION,
@@ -41,8 +42,8 @@ from gpusight.ui.chart_choice import (
     scale_maximum,
     value_text,
 )
-from gpusight.ui.format import CachedStyles, LineBuilder, fit, memory_pair, power_pair, short_gpu_name, throttle_badges
-from gpusight.ui.gpu_hardware import (
+from gpusight.ui.widgets.format import CachedStyles, LineBuilder, fit, memory_pair, power_pair, short_gpu_name, throttle_badges
+from gpusight.ui.widgets.gpu_hardware import (
     DECODER,
     HealthBadge,
     engine_busy,
@@ -53,7 +54,6 @@ from gpusight.ui.gpu_hardware import (
     mig_summary,
     migs_of,
 )
-from gpusight.ui.line_diff import ChangedLinesRefresh
 from gpusight.units import fmt_celsius, fmt_mhz, fmt_percent, fmt_rate
 from gpusight.vendor_text import GPM_NVIDIA_ONLY, compact_temperature, extra_temperatures, is_other_vendor
 

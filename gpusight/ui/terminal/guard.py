@@ -1,9 +1,9 @@
 """Leaving cleanly when the terminal goes, or on Ctrl+C: the shared base of the monitor and the cluster view.
 
 SIGHUP and SIGTERM make the app exit with 128 + the signal's number, and a
-:class:`~gpusight.ui.watchdog.TerminalWatchdog` posts :class:`~gpusight.ui.messages.TerminalLost` when the
+:class:`~gpusight.ui.terminal.watchdog.TerminalWatchdog` posts :class:`~gpusight.ui.messages.TerminalLost` when the
 terminal hangs up or stdin reaches end of file. Either way the process ends anyway should the exit stall
-(:func:`~gpusight.ui.watchdog.force_exit_later`). Ctrl+C (the ``interrupt`` action) quits unless text is
+(:func:`~gpusight.ui.terminal.watchdog.force_exit_later`). Ctrl+C (the ``interrupt`` action) quits unless text is
 selected, which Textual's copy then takes.
 """
 
@@ -17,7 +17,7 @@ from textual.app import App
 from textual.widgets import Input
 
 from gpusight.ui.messages import TerminalLost
-from gpusight.ui.watchdog import HANGUP_EXIT_STATUS, TerminalWatchdog, force_exit_later
+from gpusight.ui.terminal.watchdog import HANGUP_EXIT_STATUS, TerminalWatchdog, force_exit_later
 
 TERMINATE_EXIT_STATUS = 143
 """Exit status after SIGTERM (128 + 15)."""

@@ -14,9 +14,9 @@ from textual.widget import Widget
 from gpusight import __version__
 from gpusight.snapshot.model import Snapshot, SourceKind
 from gpusight.textsafe import safe_text
-from gpusight.ui.draw_pacing import refresh_period
-from gpusight.ui.format import CachedStyles
-from gpusight.ui.line_diff import line_regions, refresh_regions
+from gpusight.ui.terminal.draw_pacing import refresh_period
+from gpusight.ui.terminal.line_diff import line_regions, refresh_regions
+from gpusight.ui.widgets.format import CachedStyles
 from gpusight.units import NA
 from gpusight.vendor_text import driver_parts
 

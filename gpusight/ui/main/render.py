@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from gpusight.sampling.sampler import Sampler
-from gpusight.ui.app import GpusightApp
+from gpusight.ui.main.app import GpusightApp
 
 EXPORT_SCREEN_SIZE = (160, 45)
 """Columns and rows of the screen rendered for a one-shot export."""

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from gpusight.facts.health import HealthAssessment, HealthLevel, assess
 from gpusight.snapshot.model import DeviceSample, MigDeviceSample, ProcessSample
 from gpusight.textsafe import safe_text
-from gpusight.ui.chart_choice import ChartedMetric
-from gpusight.ui.format import bar_text, memory_pair, percent_of
+from gpusight.ui.widgets.chart_choice import ChartedMetric
+from gpusight.ui.widgets.format import bar_text, memory_pair, percent_of
 from gpusight.units import NA, fmt_percent
 
 ENGINE_BUSY_PERCENT = 20.0

@@ -1,6 +1,6 @@
 """Advice in the cluster view: the fleet's (beside or below the table, or one line on narrow terminals) and a node's.
 
-The text is built by :func:`gpusight.ui.advice_panel.advice_text` from escaped strings, so remote evidence
+The text is built by :func:`gpusight.ui.main.advice_panel.advice_text` from escaped strings, so remote evidence
 is never read as markup; it is redrawn only when the advice changes.
 """
 
@@ -14,8 +14,8 @@ from textual.widgets import Static
 
 from gpusight.cluster.frame import ClusterFrame
 from gpusight.snapshot.model import Advice
-from gpusight.ui.advice_panel import ADVICE_COMPONENTS, advice_text, summary_text
-from gpusight.ui.cluster_text import node_advice_line
+from gpusight.ui.cluster.text import node_advice_line
+from gpusight.ui.main.advice_panel import ADVICE_COMPONENTS, advice_text, summary_text
 
 NO_FLEET_ADVICE = "No fleet advice."
 """Said instead of "nothing looks wrong" when the nodes raise advice of their own but the fleet rules raise none."""

@@ -15,8 +15,8 @@ from gpusight.cluster.frame import ClusterFrame, ClusterGpu, ClusterHistory, Clu
 from gpusight.metric_names import FB_USED, GPU_TEMP, GPU_UTIL, PCIE_RX, PCIE_TX, POWER_USAGE
 from gpusight.snapshot.model import Severity
 from gpusight.textsafe import safe_text
-from gpusight.ui.chart_choice import TEMPERATURE_SCALE, nice_ceiling
-from gpusight.ui.format import severity_rank
+from gpusight.ui.widgets.chart_choice import TEMPERATURE_SCALE, nice_ceiling
+from gpusight.ui.widgets.format import severity_rank
 from gpusight.units import NA
 
 MIB = 1024 * 1024

@@ -2,7 +2,7 @@
 
 A line-API widget (a :class:`~textual.scroll_view.ScrollView`) like the process table: each poll re-derives
 the rows' cell values (plain tuples), and only the rows inside the viewport whose values changed are
-re-rendered and refreshed cell by cell (:mod:`gpusight.ui.line_diff`); 800 GPU rows cost 800 small tuples per
+re-rendered and refreshed cell by cell (:mod:`gpusight.ui.terminal.line_diff`); 800 GPU rows cost 800 small tuples per
 poll, never 800 widgets. Hosts can be collapsed to their header row, filtered by name and sorted.
 A host that is down is dimmed with its note; unknown values read N/A, never 0.
 """
@@ -24,8 +24,7 @@ from gpusight.cluster.frame import ClusterFrame, ClusterGpu, ClusterMig, Cluster
 from gpusight.cluster.job_speed import job_key
 from gpusight.cluster.job_speed_text import job_utilization
 from gpusight.textsafe import safe_text
-from gpusight.ui.chart import chart_rows
-from gpusight.ui.cluster_text import (
+from gpusight.ui.cluster.text import (
     MEMORY,
     MIB,
     UTIL,
@@ -35,9 +34,10 @@ from gpusight.ui.cluster_text import (
     series_of,
     severity_counts,
 )
-from gpusight.ui.format import LineBuilder, fit, fit_cell, memory_pair, short_gpu_name
-from gpusight.ui.line_diff import line_regions, refresh_regions
-from gpusight.ui.row_cursor import RowCursorView
+from gpusight.ui.terminal.line_diff import line_regions, refresh_regions
+from gpusight.ui.widgets.chart import chart_rows
+from gpusight.ui.widgets.format import LineBuilder, fit, fit_cell, memory_pair, short_gpu_name
+from gpusight.ui.widgets.row_cursor import RowCursorView
 from gpusight.units import NA, fmt_bytes, fmt_celsius, fmt_percent, fmt_watts
 
 SORT_KEYS = ("name", "util", "memory", "free")
@@ -161,7 +161,7 @@ def filter_nodes(nodes: Iterable[ClusterNode], text: str) -> list[ClusterNode]:
 
 
 class ClusterTable(RowCursorView[RowKey], can_focus=True):
-    """Hosts and their GPUs, with a cursor (keys from :class:`~gpusight.ui.row_cursor.RowCursorView`); feed it frames
+    """Hosts and their GPUs, with a cursor (keys from :class:`~gpusight.ui.widgets.row_cursor.RowCursorView`); feed it frames
     with :meth:`show`."""
 
     CURSOR_COMPONENT: ClassVar[str] = "cluster-table--cursor"

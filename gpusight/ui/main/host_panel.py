@@ -16,15 +16,15 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from gpusight.snapshot.model import HostSample
-from gpusight.ui.chart import ASCII_LEVELS, UNICODE_LEVELS
-from gpusight.ui.format import (
+from gpusight.ui.terminal.line_diff import ChangedLinesRefresh
+from gpusight.ui.widgets.chart import ASCII_LEVELS, UNICODE_LEVELS
+from gpusight.ui.widgets.format import (
     CachedStyles,
     LineBuilder,
     bar_text,
     memory_pair,
     percent_of,
 )
-from gpusight.ui.line_diff import ChangedLinesRefresh
 from gpusight.units import fmt_percent
 
 BUSY_PERCENT = 60.0

@@ -24,7 +24,7 @@ from gpusight.job_text import jobs_by_id, scope_label
 from gpusight.sampling.steering import PlaybackState
 from gpusight.snapshot.model import Advice, ErrorNote, JobSample, Severity, Snapshot
 from gpusight.textsafe import safe_text
-from gpusight.ui.format import severity_rank
+from gpusight.ui.widgets.format import severity_rank
 
 TEXT_REFRESH_SECONDS = 2.0
 """Least time between two redraws of the advice text when only its numbers changed."""

@@ -3,7 +3,7 @@
 GPU processes are grouped with their DataLoader workers (:func:`build_groups`), filtered
 (:func:`filter_groups`) and sorted (:func:`sort_groups`); a :class:`RowBuilder` turns the groups into
 :class:`Row` values holding every cell as escaped text. :func:`columns_for` picks the columns a width has
-room for. The widget (:mod:`gpusight.ui.process_table`) draws the rows and keeps the cursor.
+room for. The widget (:mod:`gpusight.ui.main.process_table`) draws the rows and keeps the cursor.
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from gpusight.speed_text import (
     utilization_text,
 )
 from gpusight.textsafe import safe_text
-from gpusight.ui.format import ASCII_ELLIPSIS
-from gpusight.ui.gpu_hardware import process_instance
+from gpusight.ui.widgets.format import ASCII_ELLIPSIS
+from gpusight.ui.widgets.gpu_hardware import process_instance
 from gpusight.units import NA, fmt_bytes, fmt_duration, fmt_percent
 from gpusight.vendor_text import gpu_usage_reason
 

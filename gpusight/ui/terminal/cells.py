@@ -3,7 +3,7 @@
 A widget that refreshes a region makes Textual re-send every cell of it, although most of them are
 already on the terminal: the advice panel's text when one figure in it changed, a process table
 redrawn whole when a row came or went, a chart whose columns did not all move. Knowing what each
-cell shows lets :mod:`gpusight.ui.partial_output` skip the cells that would be written unchanged.
+cell shows lets :mod:`gpusight.ui.terminal.partial_output` skip the cells that would be written unchanged.
 
 A full repaint (Textual's ``LayoutUpdate``, which follows every resize, clear, resume and layout
 change) records the whole screen; partial updates record what they write. Before the first full
@@ -19,7 +19,7 @@ from rich.color import ColorSystem
 from rich.style import Style
 from textual.strip import Strip
 
-from gpusight.ui import line_diff
+from gpusight.ui.terminal import line_diff
 
 Cell = tuple[str, str]
 """One cell: its text (``""`` for the right half of a wide character) and the SGR parameters it is drawn with."""

@@ -30,11 +30,11 @@ from gpusight.snapshot.model import JobSample, ProcessRole, ProcessSample
 from gpusight.speed_text import fmt_count, fmt_share
 from gpusight.speed_text import job_speed_line as speed_line_of
 from gpusight.textsafe import safe_text
-from gpusight.ui.chart import StackedChart
-from gpusight.ui.chart_choice import ChartChoice, duration_text
-from gpusight.ui.footer import FittingFooter
-from gpusight.ui.gpu_detail import LabelledChart, caption_text
-from gpusight.ui.gpu_hardware import process_instance
+from gpusight.ui.detail.gpu_detail import LabelledChart, caption_text
+from gpusight.ui.widgets.chart import StackedChart
+from gpusight.ui.widgets.chart_choice import ChartChoice, duration_text
+from gpusight.ui.widgets.footer import FittingFooter
+from gpusight.ui.widgets.gpu_hardware import process_instance
 from gpusight.units import NA, fmt_bytes, fmt_percent
 from gpusight.vendor_text import gpu_usage_reason
 
