@@ -299,7 +299,7 @@ def test_changing_the_filters_hands_out_the_newest_snapshot_again_and_keeps_hist
     everyone_frame = sampler.set_filters(Filters())
     assert everyone_frame is not None and everyone_frame.charts is sampler.grid.view  # a view change keeps the charts
     everyone = everyone_frame.snapshot
-    assert received == [everyone] and sampler.history.latest is everyone
+    assert received == [everyone] and sampler.latest_frame.snapshot is everyone
     assert len({p.user for p in everyone.processes}) > 1 and everyone.timestamp == first.timestamp
     assert len(sampler.history) == polls  # a view change is not a poll
     alice_frame = sampler.set_filters(Filters(user=UserFilter("alice")))

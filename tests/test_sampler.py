@@ -114,7 +114,7 @@ def test_advice_is_computed_from_history_that_includes_the_new_snapshot():
     snap = sampler.poll_once()
     assert seen == [1]
     assert snap.advice[0].id == "x:gpu0"
-    assert sampler.history.latest is snap
+    assert sampler.latest_frame.snapshot is snap
 
 
 class BrokenRecorder:

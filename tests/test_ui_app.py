@@ -143,7 +143,7 @@ def test_demo_data_is_shown_and_labelled_simulated() -> None:
 
     async def body(app: GpusightApp, pilot: Pilot) -> None:
         text = screen_text(app)
-        snapshot = sampler.history.latest
+        snapshot = sampler.latest_frame.snapshot
         assert "demo: mixed (simulated)" in text
         assert snapshot.host.hostname in text
         assert "H100 80GB" in text
@@ -526,7 +526,7 @@ def test_enter_on_a_gpu_opens_its_detail_screen() -> None:
         assert isinstance(app.screen, GpuDetailScreen)
         assert app.screen.device_index == 2
         text = screen_text(app)
-        device = sampler.history.latest.devices[2]
+        device = sampler.latest_frame.snapshot.devices[2]
         assert device.uuid in text
         assert "GPU util" in text and "temperature" in text and "PCIe RX" in text
         await pilot.press("escape")
@@ -548,7 +548,7 @@ def test_a_double_click_on_a_gpu_opens_its_detail_screen() -> None:
         await pilot.click(panel, offset=(10, 1), times=2)
         await wait_for(pilot, lambda: isinstance(app.screen, GpuDetailScreen))
         assert app.screen.device_index == 3
-        assert sampler.history.latest.devices[3].uuid in screen_text(app)
+        assert sampler.latest_frame.snapshot.devices[3].uuid in screen_text(app)
 
     run_app(app, (160, 45), body)
 
@@ -589,11 +589,11 @@ def test_advice_folds_to_a_summary_on_narrow_terminals_and_a_toggles_it() -> Non
         advice, summary = app.query_one(AdvicePanel), app.query_one(AdviceSummary)
         assert not advice.display and summary.display
         assert summary.region.height == 1
-        assert sampler.history.latest.advice
+        assert sampler.latest_frame.snapshot.advice
         await pilot.press("a")
         await pilot.pause()
         assert advice.display and advice.region.width >= 70
-        assert sampler.history.latest.advice[0].title.split()[0] in screen_text(app)
+        assert sampler.latest_frame.snapshot.advice[0].title.split()[0] in screen_text(app)
         await pilot.press("a")
         await pilot.pause()
         assert not advice.display and summary.display

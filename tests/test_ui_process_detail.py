@@ -57,8 +57,8 @@ def chart_text(chart: StackedChart) -> str:
 @pytest.mark.parametrize("size", SIZES)
 def test_a_reporting_trainer_shows_its_speed_breakdown_and_histories(size: tuple[int, int]) -> None:
     sampler = frozen_speed_sampler("mixed")
-    pid = trainer_pid(sampler.history.latest)
-    process = next(p for p in sampler.history.latest.processes if p.pid == pid)
+    pid = trainer_pid(sampler.latest_frame.snapshot)
+    process = next(p for p in sampler.latest_frame.snapshot.processes if p.pid == pid)
     app = GpusightApp(sampler)
 
     async def body(app: GpusightApp, pilot: Pilot) -> None:
@@ -91,7 +91,7 @@ def test_a_reporting_trainer_shows_its_speed_breakdown_and_histories(size: tuple
 
 def test_a_process_without_speed_reads_na() -> None:
     sampler = frozen_speed_sampler("mixed")
-    latest = sampler.history.latest
+    latest = sampler.latest_frame.snapshot
     silent = max(p.pid for p in latest.processes if p.role == ProcessRole.GPU and not charted(p))  # a notebook
     app = GpusightApp(sampler)
 
@@ -108,7 +108,7 @@ def test_a_process_without_speed_reads_na() -> None:
 
 def test_a_dataloader_worker_points_to_its_trainers_speed() -> None:
     sampler = frozen_speed_sampler("mixed")
-    worker = next(p for p in sampler.history.latest.processes if p.role == ProcessRole.DATALOADER_WORKER)
+    worker = next(p for p in sampler.latest_frame.snapshot.processes if p.role == ProcessRole.DATALOADER_WORKER)
     app = GpusightApp(sampler)
 
     async def body(app: GpusightApp, pilot: Pilot) -> None:
@@ -147,7 +147,7 @@ class NoPeak:
 def test_an_unknown_peak_reads_na_with_its_reason_escaped() -> None:
     sampler = frozen_speed_sampler("mixed")
     sampler.source = NoPeak(sampler)
-    pid = max(p.pid for p in sampler.history.latest.processes if p.role == ProcessRole.GPU)
+    pid = max(p.pid for p in sampler.latest_frame.snapshot.processes if p.role == ProcessRole.GPU)
     app = GpusightApp(sampler)
 
     async def body(app: GpusightApp, pilot: Pilot) -> None:
@@ -166,7 +166,7 @@ class Vanishing:
 
     def __init__(self, sampler: Sampler) -> None:
         self.source = sampler.source
-        self.pid = trainer_pid(sampler.history.latest)
+        self.pid = trainer_pid(sampler.latest_frame.snapshot)
         self.gone = False
 
     def poll(self) -> Snapshot:
@@ -212,7 +212,7 @@ def test_zoom_redraws_the_histories_over_a_longer_span() -> None:
     app = GpusightApp(frozen_speed_sampler("mixed"))
 
     async def body(app: GpusightApp, pilot: Pilot) -> None:
-        screen = await open_on(pilot, trainer_pid(app.sampler.history.latest))
+        screen = await open_on(pilot, trainer_pid(app.sampler.latest_frame.snapshot))
         wide = chart_text(screen.query_one(StackedChart))
         await pilot.press("z")
         await pilot.pause()

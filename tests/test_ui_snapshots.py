@@ -90,7 +90,7 @@ def test_gpu_detail_screen(snap_compare) -> None:
 @pytest.mark.parametrize("size", [(80, 24), (160, 45)])
 def test_process_detail_screen(snap_compare, size: tuple[int, int]) -> None:
     sampler = frozen_speed_sampler("mixed")
-    pid = trainer_pid(sampler.history.latest)
+    pid = trainer_pid(sampler.latest_frame.snapshot)
 
     async def opened(pilot: Pilot) -> None:
         await settle(pilot)

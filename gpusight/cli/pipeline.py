@@ -204,7 +204,7 @@ def _check_gpu_selection(sampler: Sampler) -> None:
     """Poll once if nothing was polled yet, and stop with the source's reason when the GPUs asked for do not exist."""
     from gpusight.sampling.gpu_selecting_source import GpuSelecting
 
-    if sampler.history.latest is None:
+    if sampler.latest_frame is None:
         sampler.poll_once()
     if isinstance(sampler.source, GpuSelecting) and sampler.source.selection_error is not None:
         raise CliError(sampler.source.selection_error)

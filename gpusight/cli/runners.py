@@ -163,7 +163,7 @@ def record_headless(sampler: Sampler, args: argparse.Namespace) -> int:
 def run_tui(pipeline: Pipeline, args: argparse.Namespace) -> int:
     """The live terminal UI over the pipeline's sampler, until the user quits; returns the app's exit status."""
     sampler = pipeline.sampler
-    if sampler.history.latest is None:
+    if sampler.latest_frame is None:
         # Polling starts before Textual loads, so the first frame already shows data: started from
         # the app, the first poll would compete with the first layout for the GIL and arrive frames
         # later. A driver whose calls hang must not keep the screen (and its q and Ctrl-C) away.

@@ -121,13 +121,18 @@ class History:
     def __init__(self, capacity: int = DEFAULT_CAPACITY) -> None:
         self.capacity = capacity
         """Samples kept per series."""
-        self.latest: Snapshot | None = None
-        """The most recent snapshot appended."""
+        self._latest: Snapshot | None = None
         self._lock = threading.RLock()  # re-entrant: summaries read through the public methods
         self._timestamps = RingBuffer(capacity)
         self._devices: dict[int, dict[str, RingBuffer]] = {}
         self._host = {name: RingBuffer(capacity) for name in HOST_METRICS}
         self._advice: deque[tuple[float, tuple[Advice, ...]]] = deque(maxlen=capacity)
+
+    @property
+    def latest(self) -> Snapshot | None:
+        """The most recent snapshot appended, as it was appended (the snapshot on screen, filtered and with its advice,
+        is the sampler's ``latest_frame``)."""
+        return self._latest
 
     def __len__(self) -> int:
         with self._lock:
@@ -155,7 +160,7 @@ class History:
             self._append(snapshot)
 
     def _append(self, snapshot: Snapshot) -> None:
-        self.latest = snapshot
+        self._latest = snapshot
         self._timestamps.append(snapshot.timestamp)
         seen = set()
         derived = _derived_device_metrics(snapshot)

@@ -51,9 +51,9 @@ class Sampler:
     Polls never overlap: when a poll overruns the period, the next one starts right after it and
     missed ticks are dropped rather than queued. Each snapshot gets advice (when an advisor is
     given; a replay of a recording that carries advice keeps the recorded advice instead), goes
-    into ``history`` and the chart ``grid``, into the recorder (when given), and then,
-    seen through ``filters`` (whose user filter is a view), to ``history.latest`` and, as an
-    immutable :class:`Frame` with the grid's view, to ``latest_frame`` and every subscriber.
+    into ``history`` and the chart ``grid``, into the recorder (when given), and then, seen
+    through ``filters`` (whose user filter is a view), as an immutable :class:`Frame` with the
+    grid's view, to ``latest_frame`` and every subscriber.
     """
 
     def __init__(
@@ -241,7 +241,6 @@ class Sampler:
         lock held."""
         self._unfiltered = (snapshot, charts, playback)
         frame = Frame(self._filters.apply(snapshot), charts[0], playback, charts[1])
-        self.history.latest = frame.snapshot
         self.latest_frame = frame
         self._first_shown.set()
         if notify and not self._stop.is_set():  # a poll that ends after stop() is not handed to a closing UI
