@@ -32,7 +32,8 @@ from gpusight.snapshot.model import (
     SourceKind,
     WorkloadKind,
 )
-from gpusight.snapshot_export.markdown import md_escape, render_markdown
+from gpusight.snapshot_export.markdown import render_markdown
+from gpusight.textsafe import md_escape
 from support.demo_run import Segment, record_demo_run
 
 T0 = 1_795_000_000.0

@@ -69,9 +69,8 @@ def _run_convert(args: argparse.Namespace) -> int:
 def _run_report(args: argparse.Namespace) -> int:
     """``--report``, with a progress bar on stderr while each recording is read (see gpusight.cli.progress)."""
     from gpusight.cli.progress import reading_description, stderr_progress
-    from gpusight.snapshot_export.markdown import md_escape
 
-    return run_report.run(args, md_escape, lambda path: stderr_progress(reading_description("reading", path)))
+    return run_report.run(args, lambda path: stderr_progress(reading_description("reading", path)))
 
 
 def _run_cluster(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:

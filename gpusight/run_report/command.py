@@ -152,10 +152,10 @@ def make_report(recording: Path, output: Path, progress: ReadProgress | None = N
     _write(output, render_html(read_summary(recording, progress), recording.name))
 
 
-def make_comparison(recordings: tuple[Path, Path], output: Path, md: Callable[[str], str],
+def make_comparison(recordings: tuple[Path, Path], output: Path,
                     reading: Reading | None = None, *, force: bool = False) -> tuple[Path, list[str]]:
     """Compare two recordings: the HTML to ``output``, the Markdown beside it; returns the Markdown's path and the
-    notes for the user (a run without speed). ``md`` makes text safe for Markdown; raises :class:`ReportError`."""
+    notes for the user (a run without speed). Raises :class:`ReportError`."""
     from gpusight.run_report.compare import compare
     from gpusight.run_report.compare_pages import compare_html, compare_markdown
 
@@ -170,25 +170,25 @@ def make_comparison(recordings: tuple[Path, Path], output: Path, md: Callable[[s
     names = (safe_text(recordings[0].name, 200), safe_text(recordings[1].name, 200))
     comparison = compare(summaries[0], summaries[1], names)
     _write(output, compare_html(comparison))
-    _write(markdown, compare_markdown(comparison, md))
+    _write(markdown, compare_markdown(comparison))
     notes = [f"{name}: {why}" for name, (job, why) in zip(names, zip(comparison.jobs, comparison.matching,
                                                                         strict=True), strict=True)
              if job is None or job.speed is None]
     return markdown, notes
 
 
-def run(args: argparse.Namespace, md: Callable[[str], str], reading: Reading | None = None) -> int:
+def run(args: argparse.Namespace, reading: Reading | None = None) -> int:
     """``--report``: write the report (or the comparison of two), print its path (the HTML's, then the Markdown's);
     one line on stderr and exit status 1 on failure.
 
-    ``md`` makes text safe for the comparison's Markdown; ``reading`` gives the progress of reading each recording.
+    ``reading`` gives the progress of reading each recording.
     """
     recordings: list[Path] = args.report
     try:
         if len(recordings) == 2:
             a, b = recordings
             output: Path = args.output if args.output is not None else default_comparison_output(a, b)
-            markdown, notes = make_comparison((a, b), output, md, reading, force=args.force)
+            markdown, notes = make_comparison((a, b), output, reading, force=args.force)
             for note in notes:
                 print(f"gpusight: note: {note}", file=sys.stderr)
             print(f"{output}\n{markdown}")

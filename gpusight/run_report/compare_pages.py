@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from gpusight.run_report.compare import Comparison, Row, ratio_text
 from gpusight.run_report.html import CSP, asset
 from gpusight.run_report.markup import esc, when
 from gpusight.run_report.speed_html import breakdown_bar
+from gpusight.textsafe import md_escape
 from gpusight.units import NA
 
 
@@ -58,17 +57,17 @@ Steps/s is the slowest rank's; samples/s, tokens/s and FLOP/s are summed over th
 """
 
 
-def compare_markdown(c: Comparison, md: Callable[[str], str]) -> str:
-    """The comparison as Markdown; ``md`` makes recorded text safe for Markdown."""
+def compare_markdown(c: Comparison) -> str:
+    """The comparison as Markdown, its recorded text escaped for Markdown."""
     lines = ["# gpusight: two runs compared", ""]
     for label, name, s, why in zip("AB", c.names, c.summaries, c.matching, strict=True):
-        lines.append(f"- **{label}**: {md(name)}, {when(s.first_timestamp)} to {when(s.last_timestamp)} UTC, "
-                     f"{s.snapshots} snapshots. Main job: {md(why)}")
+        lines.append(f"- **{label}**: {md_escape(name)}, {when(s.first_timestamp)} to {when(s.last_timestamp)} UTC, "
+                     f"{s.snapshots} snapshots. Main job: {md_escape(why)}")
     if c.warnings:
-        lines += ["", "Read with care:", ""] + [f"- {md(w)}" for w in c.warnings]
+        lines += ["", "Read with care:", ""] + [f"- {md_escape(w)}" for w in c.warnings]
     for title, rows in (("Main training job", c.job_rows), ("Whole run", c.run_rows)):
-        lines += ["", f"## {title}", "", f"| | A: {md(c.names[0])} | B: {md(c.names[1])} | B/A |",
+        lines += ["", f"## {title}", "", f"| | A: {md_escape(c.names[0])} | B: {md_escape(c.names[1])} | B/A |",
                   "| --- | --- | --- | --- |"]
-        lines += [f"| {md(r.label)} | {md(r.a)} | {md(r.b)} | {ratio_text(r)} |" for r in rows]
+        lines += [f"| {md_escape(r.label)} | {md_escape(r.a)} | {md_escape(r.b)} | {ratio_text(r)} |" for r in rows]
     lines += ["", "B/A above 1 means B's figure is higher; " + (NA + ": a figure unknown in either run or 0 in A."), ""]
     return "\n".join(lines)

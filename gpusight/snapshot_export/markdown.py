@@ -1,12 +1,11 @@
 """A short Markdown report of one snapshot and the recent history, for sharing in an issue or a chat.
 
 Every piece of untrusted or free text goes through :func:`~gpusight.textsafe.safe_text` and
-:func:`md_escape`, so process names cannot inject Markdown (links, tables, HTML) or terminal escapes.
+:func:`~gpusight.textsafe.md_escape`, so process names cannot inject Markdown (links, tables, HTML) or terminal escapes.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from datetime import datetime
 
@@ -16,7 +15,7 @@ from gpusight.run_report.session import summarize_history
 from gpusight.run_report.summary import RunSummary
 from gpusight.sampling.history import DEVICE_METRICS, HOST_METRICS, History
 from gpusight.snapshot.model import DeviceSample, JobSample, ProcessRole, ProcessSample, Snapshot
-from gpusight.textsafe import safe_text
+from gpusight.textsafe import md_escape
 from gpusight.units import (
     NA,
     fmt_bytes,
@@ -35,7 +34,6 @@ TOP_PROCESSES = 10
 JOB_PIDS = 16
 """How many of a job's PIDs the report lists."""
 
-_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>|~&#])")
 
 _FORMATTERS: dict[str, Callable[[float | None], str]] = {
     "memory_used_bytes": fmt_bytes,
@@ -46,11 +44,6 @@ _FORMATTERS: dict[str, Callable[[float | None], str]] = {
     "pcie_rx_bytes_per_s": fmt_rate,
     "pcie_tx_bytes_per_s": fmt_rate,
 }
-
-
-def md_escape(text: str | None, max_length: int | None = None) -> str:
-    """Untrusted ``text`` made safe for Markdown inline text and table cells (``|`` included)."""
-    return _MD_SPECIAL.sub(r"\\\1", safe_text(text, max_length))
 
 
 def _fmt_metric(metric: str, value: float | None) -> str:
@@ -253,5 +246,5 @@ def render_markdown(
     else:
         lines.append("No history recorded.")
     lines.append("")
-    lines += summary_markdown(summary if summary is not None else summarize_history(history), md_escape, html_name)
+    lines += summary_markdown(summary if summary is not None else summarize_history(history), html_name)
     return "\n".join(lines)
