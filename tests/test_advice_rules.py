@@ -282,6 +282,12 @@ def test_few_workers_action_names_a_worker_count() -> None:
     assert "num_workers=14" in advice["few_workers:pid100"].action
 
 
+def test_oom_risk_names_the_out_of_memory_error_it_warns_of() -> None:
+    advice = {a.id: a for a in run(steady([gpu(util=95.0, used=78.0)], [trainer(mem=78.0)]), 60)}["oom_risk:gpu0"]
+    assert advice.title == "GPU 0 memory is nearly full (out-of-memory risk)"
+    assert "can raise CUDA out-of-memory errors" in advice.action
+
+
 def test_window_mean_not_single_samples_decides() -> None:
     """A GPU at 10 % on one sample in four but 95 % otherwise is healthy, not under-used."""
 

@@ -23,11 +23,11 @@ def _evaluate(ctx: Context) -> list[Finding]:
         share = 100.0 * used.mean / total
         evidence = f"GPU {index} memory {gib(used.mean)} of {gib(total)} ({share:.1f} %) over the last {thresholds.window_s:.0f} s"
         action = (
-            "a longer sequence or a bigger batch can raise CUDA findings of memory: use AMP (bf16/fp16 activations), "
+            "a longer sequence or a bigger batch can raise CUDA out-of-memory errors: use AMP (bf16/fp16 activations), "
             "gradient checkpointing (torch.utils.checkpoint), or a smaller batch with gradient accumulation; "
             "PyTorch's caching allocator keeps freed blocks, so compare with torch.cuda.max_memory_allocated()"
         )
-        title = f"GPU {index} memory is nearly full (findings-of-memory risk)"
+        title = f"GPU {index} memory is nearly full (out-of-memory risk)"
         findings.append(RULE.finding(Severity.WARN, ScopeKind.GPU.of(index), title, evidence, action, (index,)))
     return findings
 
