@@ -28,9 +28,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import psutil
+from bench_env import base_env, gpusight_env, precompile
 from mover import bench_machine
 from ptyrun import tree_cpu
-from run import base_env, gpusight_env, precompile
 from scenario import REPO
 
 sys.path.insert(0, str(REPO / "tests"))

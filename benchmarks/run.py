@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -23,6 +22,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from bench_env import base_env, gpusight_env, precompile
 from memory_day import DAY_SAMPLES
 from mover import BenchMachine, bench_machine
 from peers import Peer, get_nvitop, get_nvtop
@@ -66,32 +66,6 @@ def sizes(text: str) -> list[tuple[int, int]]:
         columns, rows = part.lower().split("x")
         out.append((int(columns), int(rows)))
     return out
-
-
-UNSET = ("COLORTERM", "NO_COLOR", "TEXTUAL", "GPUSIGHT_STATS_FILE", "PYTHONDONTWRITEBYTECODE", "PYTHONPATH")
-"""Variables no tool may inherit from the shell that runs the benchmark."""
-
-
-def base_env(workdir: Path) -> dict[str, str]:
-    """The terminal environment every tool gets: xterm-256color, UTF-8, no truecolor, private config dirs.
-
-    Byte code may be written (``PYTHONDONTWRITEBYTECODE`` is dropped) and :func:`precompile` compiles
-    gpusight first, so it starts as it does after ``pip install``, which compiles the package.
-    """
-    env = {k: v for k, v in os.environ.items() if k not in UNSET}
-    env.update(TERM="xterm-256color", LANG="C.UTF-8", LC_ALL="C.UTF-8", XDG_CONFIG_HOME=str(workdir / "config"))
-    return env
-
-
-def gpusight_env(env: dict[str, str]) -> dict[str, str]:
-    """``env`` for gpusight: this checkout's package comes first on the path."""
-    return dict(env, PYTHONPATH=str(REPO))
-
-
-def precompile(env: dict[str, str], checkout: Path = REPO) -> None:
-    """Compile the gpusight modules of ``checkout`` (into their ``__pycache__`` folders, which git ignores)."""
-    subprocess.run([sys.executable, "-m", "compileall", "-q", str(checkout / "gpusight")], env=env, check=True,
-                   capture_output=True)
 
 
 def gpusight_version(env: dict[str, str]) -> str:

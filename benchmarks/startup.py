@@ -17,6 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench_env import base_env, precompile
 from mover import BenchMachine, bench_machine
 from ptyrun import run_in_pty
 from waves import FIRST_FRAME_MARKER
@@ -79,7 +80,6 @@ FIRST_FRAME_WATCH_S = 4.0
 
 def compare(checkouts: list[Path], runs: int, points: list[tuple[tuple[int, int], float | None]]) -> None:
     """Print the median first frames (pty and in-app) of each checkout at each point, the checkouts alternated."""
-    from run import base_env, precompile  # run.py imports this module
 
     with tempfile.TemporaryDirectory() as tmp, bench_machine(Path(tmp)) as machine:
         env = machine.env(base_env(Path(tmp)))

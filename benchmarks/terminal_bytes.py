@@ -22,8 +22,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 
+from bench_env import base_env  # noqa: E402
 from mover import bench_machine  # noqa: E402
-from run import base_env  # noqa: E402
 
 from support.terminal import PtyTerminal  # noqa: E402
 
