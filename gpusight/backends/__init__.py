@@ -1,4 +1,5 @@
-"""The sources of live data: one subpackage per GPU vendor, all of one shape, and the host.
+"""The sources of live data: one subpackage per GPU vendor, all of one shape, and the host; a new vendor is a new
+subpackage here (docs/backends.md has the checklist).
 
 - :mod:`~gpusight.backends.interface`: what every vendor's backend implements, and its registry entry's shape;
 - :mod:`~gpusight.backends.registry`: the list of vendors' entries and how ``--backend`` picks among them;

@@ -1,1 +1,1 @@
-"""gpusight --cluster: a fleet of GPU nodes read from a Prometheus server."""
+"""``gpusight --cluster``: a fleet of GPU nodes read from a Prometheus server."""

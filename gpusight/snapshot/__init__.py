@@ -1,4 +1,5 @@
-"""The snapshot model: what one poll of a machine holds, as immutable dataclasses, and its JSON form.
+"""The snapshot model: what one poll of a machine holds, as immutable dataclasses, and its JSON form; a new metric
+starts here, as a field.
 
 - :mod:`~gpusight.snapshot.model`: the dataclasses (a missing metric is None, shown as N/A, never 0);
 - :mod:`~gpusight.snapshot.throttle`: the names of the reasons a GPU slows its clocks, and their bits;

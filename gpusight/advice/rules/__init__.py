@@ -1,4 +1,5 @@
-"""The advice rules, one module each; :data:`RULES` lists them in evaluation order."""
+"""The advice rules, one module each (a new rule is a new module and its line in :data:`RULES`, which lists them in
+evaluation order)."""
 
 from __future__ import annotations
 
