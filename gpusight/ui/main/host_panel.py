@@ -15,7 +15,9 @@ from rich.style import Style
 from textual.strip import Strip
 from textual.widget import Widget
 
+from gpusight.sampling.frame import Frame
 from gpusight.snapshot.model import HostSample
+from gpusight.ui.main.panel import PanelContext
 from gpusight.ui.terminal.line_diff import ChangedLinesRefresh
 from gpusight.ui.widgets.chart import ASCII_LEVELS, UNICODE_LEVELS
 from gpusight.ui.widgets.format import (
@@ -95,6 +97,11 @@ def grid_layout(cores: int, width: int, max_rows: int) -> GridLayout:
     return GridLayout("glyphs", per_line, math.ceil(cells / per_line), group=group)
 
 
+def host_height(cores: int, width: int, max_grid_rows: int) -> int:
+    """Lines the host panel takes for ``cores`` cores at ``width`` when the grid may take ``max_grid_rows`` lines."""
+    return 1 + grid_layout(cores, width - 1, max_grid_rows).rows
+
+
 class HostPanel(ChangedLinesRefresh, CachedStyles, Widget):
     """Host CPU (per core), iowait, load average, memory and swap, drawn with the line API."""
 
@@ -123,6 +130,10 @@ class HostPanel(ChangedLinesRefresh, CachedStyles, Widget):
         self._pending: list[HostSample] = []
         self._shown_at: float | None = None
 
+    def show_frame(self, frame: Frame, context: PanelContext) -> None:
+        """Take the frame's host sample (the panel interface; see :meth:`show` for the panel's pace)."""
+        self.show(frame.snapshot.host, frame.snapshot.timestamp)
+
     def show(self, host: HostSample, timestamp: float) -> None:
         """Take the host sample of the snapshot taken at ``timestamp``.
 
@@ -146,8 +157,7 @@ class HostPanel(ChangedLinesRefresh, CachedStyles, Widget):
 
     def height_for(self, width: int, max_grid_rows: int) -> int:
         """Lines the panel needs at ``width`` when the grid may take ``max_grid_rows`` lines."""
-        cores = len(self.host.cpu_percent_per_core) if self.host else 0
-        return 1 + grid_layout(cores, width - 1, max_grid_rows).rows
+        return host_height(len(self.host.cpu_percent_per_core) if self.host else 0, width, max_grid_rows)
 
     def set_max_grid_rows(self, rows: int) -> None:
         """Limit the grid to ``rows`` lines."""
