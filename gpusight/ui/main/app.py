@@ -46,7 +46,7 @@ from gpusight.ui.detail.gpu_detail import GpuDetailScreen
 from gpusight.ui.detail.process_detail import ProcessDetailScreen
 from gpusight.ui.dialogs.goto_dialog import GoToDialog
 from gpusight.ui.dialogs.help_screen import HelpScreen
-from gpusight.ui.main.advice_panel import AdvicePanel, AdviceSummary
+from gpusight.ui.main.advice_panel import AdvicePanel
 from gpusight.ui.main.gpu_panel import MODE_LINE, GpuArea, GpuPanel, choose_layout
 from gpusight.ui.main.header import HeaderBar
 from gpusight.ui.main.host_panel import HostPanel, host_height
@@ -64,9 +64,6 @@ from gpusight.ui.widgets.footer import FittingFooter
 
 WIDE_MIN_COLUMNS = 120
 """Terminals at least this wide show the advice panel beside the GPUs by default."""
-
-ADVICE_WIDTH = 44
-"""Columns of the advice panel when it sits beside the GPUs."""
 
 ADVICE_BESIDE_MAX_GPUS = 2
 """With more GPUs than this, open advice sits below them, so their charts keep the full width."""
@@ -255,7 +252,12 @@ class GpusightApp(TerminalGuardedApp):
         return "beside" if self._gpu_count <= ADVICE_BESIDE_MAX_GPUS else "below"
 
     def _relayout(self) -> None:
-        """Share the height between GPUs, host and processes; place, fold or hide the advice panel."""
+        """Place, fold or hide the advice panel (layout classes, see gpusight.tcss) and choose the GPU panels' layout
+        for the rows the main column will have; the GPU area and the host panel are as tall as what they draw, the
+        process table takes the rest.
+
+        The rows are counted here, not read from the layout, because the choice comes before the layout it changes.
+        """
         width, height = self._laid_out_for = self.size
         narrow = width < WIDE_MIN_COLUMNS
         place = self._advice_place()
@@ -264,24 +266,27 @@ class GpusightApp(TerminalGuardedApp):
         if advice and not self._advice_shown:
             self.call_after_refresh(self._advice.reveal)
         self._advice_shown = advice
-        self._panel(AdviceSummary).display = not advice
         self._footer.compact = narrow
+        # Less the header and the footer, the advice summary (unless the panel is open), the filter and the bar.
         body = height - 2 - (0 if advice else 1) - (1 if self._filter.display else 0) - (1 if self._bar.display else 0)
         below = min(ADVICE_BELOW_MAX_LINES, max(4, body // 5)) if place == "below" else 0
-        self._advice.styles.width = ADVICE_WIDTH if place == "beside" else "1fr"
-        self._advice.styles.height = below if place == "below" else "1fr"
-        main_width = width - (ADVICE_WIDTH if place == "beside" else 0)
+        _set_height(self._advice, below or None)
+        main_width = width - (self._advice_width() if place == "beside" else 0)
         body -= below
         host_rows = 1 if body < 30 else 3
-        host_lines = host_height(max(0, self._core_count), main_width, host_rows)
         self._host.set_max_grid_rows(host_rows)
-        self._host.styles.height = host_lines
         process_min = max(4, body // 4)
-        budget = max(2, body - host_lines - process_min)
+        budget = max(2, body - host_height(max(0, self._core_count), main_width, host_rows) - process_min)
         # One line of the GPU area is its top border, which names the charts' time span.
         mode, rows = choose_layout(max(1, self._gpu_count), budget - 1, body // 2 - 1)
         self._gpus.apply_layout(mode, rows, budget)
         self._refresh_offers()
+
+    def _advice_width(self) -> int:
+        """Columns of the advice panel beside the GPUs: its width in the stylesheet."""
+        width = self._advice.styles.width
+        assert width is not None and width.cells is not None, "gpusight.tcss gives #advice a width in cells"
+        return width.cells
 
     def _set_layout_classes(self, wanted: dict[str, bool]) -> None:
         """Add or remove the app's layout classes, then restyle the screen once if any changed.
@@ -648,6 +653,14 @@ class GpusightApp(TerminalGuardedApp):
             yield SystemCommand(entry.title, palette_help(entry, export_dir), partial(self.run_action, entry.action))
         titles = {entry.title for entry in ours}
         yield from (command for command in super().get_system_commands(screen) if command.title not in titles)
+
+
+def _set_height(widget: Widget, lines: int | None) -> None:
+    """Give ``widget`` a height of ``lines``, or (None) leave it to the stylesheet; a layout pass only on a change."""
+    if lines is not None:
+        widget.styles.height = lines
+    elif widget.styles.inline.has_rule("height"):
+        widget.styles.height = None
 
 
 def _has_advice(snapshot: Snapshot) -> bool:

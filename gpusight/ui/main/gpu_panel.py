@@ -660,8 +660,13 @@ class GpuArea(VerticalScroll, can_focus=False):
         self._show_panels()
 
     def _fit(self) -> None:
-        """Take the lines the panels need, at most the budget (none before the app gave one)."""
+        """Take at most the budget (none before the app gave one): the panels size the area (CSS ``height: auto``),
+        and it scrolls beyond. Without GPU panels (none yet, or none found) it keeps the room of one panel."""
         if self._budget is None:
             return
-        need = max(1, self.gpu_count) * panel_height(self.mode, self.chart_rows_count) + 1
-        self.styles.height = max(2, min(need, self._budget))
+        self.styles.max_height = self._budget
+        if self._indexes:
+            if self.styles.inline.has_rule("height"):
+                self.styles.height = None
+        else:
+            self.styles.height = min(self._budget, panel_height(self.mode, self.chart_rows_count) + 1)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from rich.style import Style
+from textual.geometry import Size
 from textual.strip import Strip
 from textual.widget import Widget
 
@@ -152,18 +153,29 @@ class HostPanel(ChangedLinesRefresh, CachedStyles, Widget):
         self._shown_at = timestamp
         if averaged == self.host:
             return
+        cores = self._cores()
         self.host = averaged
+        if self._cores() != cores:
+            self.refresh(layout=True)  # the core grid may take more or fewer lines
         self._update_changed_lines()
+
+    def _cores(self) -> int:
+        return len(self.host.cpu_percent_per_core) if self.host else 0
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        """The lines the panel draws at ``width``: the summary and the core grid (its CSS height is ``auto``)."""
+        return self.height_for(width, self.max_grid_rows)
 
     def height_for(self, width: int, max_grid_rows: int) -> int:
         """Lines the panel needs at ``width`` when the grid may take ``max_grid_rows`` lines."""
-        return host_height(len(self.host.cpu_percent_per_core) if self.host else 0, width, max_grid_rows)
+        return host_height(self._cores(), width, max_grid_rows)
 
     def set_max_grid_rows(self, rows: int) -> None:
         """Limit the grid to ``rows`` lines."""
         if rows != self.max_grid_rows:
             self.max_grid_rows = rows
-            self._invalidate()
+            self._lines = None
+            self.refresh(layout=True)  # the panel's height follows
 
     def _style(self, name: str) -> Style:
         return self.component_style(f"host-panel--{name}")
