@@ -21,9 +21,11 @@ from textual.widgets import Static
 
 from gpusight.advice.config import Thresholds
 from gpusight.job_text import jobs_by_id, scope_label
+from gpusight.sampling.frame import Frame
 from gpusight.sampling.steering import PlaybackState
 from gpusight.snapshot.model import Advice, ErrorNote, JobSample, Severity, Snapshot
 from gpusight.textsafe import safe_text
+from gpusight.ui.main.panel import PanelContext
 from gpusight.ui.widgets.format import severity_rank
 
 TEXT_REFRESH_SECONDS = 2.0
@@ -223,6 +225,10 @@ class AdvicePanel(VerticalScroll):
         self._state = None
         self._outline = None
 
+    def show_frame(self, frame: Frame, context: PanelContext) -> None:
+        """Display the frame's advice and errors (the panel interface; see :meth:`show`)."""
+        self.show(frame.snapshot, frame.playback)
+
     def show(self, snapshot: Snapshot, playback: PlaybackState | None = None, *, force: bool = False) -> None:
         """Display ``snapshot``'s advice and errors (kept for later while the panel is hidden); ``playback`` (a
         replay's) says whether the advice is recorded or re-evaluated."""
@@ -301,6 +307,10 @@ class AdviceSummary(Static):
         """Rebuild the text with the new theme on the next snapshot."""
         super().notify_style_update()
         self._outline = None
+
+    def show_frame(self, frame: Frame, context: PanelContext) -> None:
+        """Display the digest of the frame's advice (the panel interface; see :meth:`show`)."""
+        self.show(frame.snapshot, frame.playback)
 
     def show(self, snapshot: Snapshot, playback: PlaybackState | None = None) -> None:
         """Display the digest of ``snapshot``'s advice when its items changed (it shows no numbers); ``playback`` (a

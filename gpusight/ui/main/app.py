@@ -5,9 +5,10 @@ poll; the app draws the newest frame at most about once per refresh period (``--
 shorter than the interval; see :mod:`gpusight.ui.terminal.draw_pacing`), and at once after a key, a resize or
 a replay seek. Every widget updates from that immutable frame on the main thread and none of them
 calls NVML or psutil or reads the sampler's history; the chart columns hold every poll's maximum, so
-a poll that is not drawn still shows in the charts. GPU panels are mounted once (again only when the
-set of GPUs changes) and the layout adapts to the terminal: full charts when there is room, two
-lines or one per GPU when there is not. The advice panel takes no room while it has nothing to
+a poll that is not drawn still shows in the charts. Every panel is registered once
+(:mod:`~gpusight.ui.main.registry`) and drawn through one interface (:mod:`~gpusight.ui.main.panel`). GPU panels
+are mounted once (again only when the set of GPUs changes) and the layout adapts to the terminal: full charts when
+there is room, two lines or one per GPU when there is not. The advice panel takes no room while it has nothing to
 say (a one-line summary says so), sits beside a few GPUs, below many, and folds into the summary
 line on narrow terminals.
 """
@@ -19,7 +20,7 @@ import time
 from collections.abc import Iterable
 from functools import partial
 from pathlib import Path
-from typing import ClassVar
+from typing import ClassVar, TypeVar
 
 from textual import work
 from textual.app import ComposeResult, SystemCommand
@@ -29,6 +30,7 @@ from textual.geometry import Size
 from textual.message import Message
 from textual.screen import Screen
 from textual.timer import Timer
+from textual.widget import Widget
 from textual.widgets import Input
 
 from gpusight.advice.rules.healthy import is_all_clear
@@ -44,12 +46,14 @@ from gpusight.ui.detail.gpu_detail import GpuDetailScreen
 from gpusight.ui.detail.process_detail import ProcessDetailScreen
 from gpusight.ui.dialogs.goto_dialog import GoToDialog
 from gpusight.ui.dialogs.help_screen import HelpScreen
-from gpusight.ui.main.advice_panel import AdvicePanel, AdviceSummary
+from gpusight.ui.main.advice_panel import AdvicePanel
 from gpusight.ui.main.gpu_panel import MODE_LINE, GpuArea, GpuPanel, choose_layout
 from gpusight.ui.main.header import HeaderBar
-from gpusight.ui.main.host_panel import HostPanel
+from gpusight.ui.main.host_panel import HostPanel, host_height
+from gpusight.ui.main.panel import FramePanel, PanelContext, PanelEntry, PanelOptions, Place
 from gpusight.ui.main.playback_bar import PlaybackBar
 from gpusight.ui.main.process_table import ProcessTable
+from gpusight.ui.main.registry import MAIN_PANELS
 from gpusight.ui.main.screen import MainScreen
 from gpusight.ui.messages import FrameReady
 from gpusight.ui.terminal.draw_pacing import DEFAULT_REFRESH, DrawPacer
@@ -60,9 +64,6 @@ from gpusight.ui.widgets.footer import FittingFooter
 
 WIDE_MIN_COLUMNS = 120
 """Terminals at least this wide show the advice panel beside the GPUs by default."""
-
-ADVICE_WIDTH = 44
-"""Columns of the advice panel when it sits beside the GPUs."""
 
 ADVICE_BESIDE_MAX_GPUS = 2
 """With more GPUs than this, open advice sits below them, so their charts keep the full width."""
@@ -78,6 +79,9 @@ SIGNALS_LIVE_ONLY = "k: signals go only to live processes; these are {what}, so 
 
 CHART_METRIC_LINE_ONLY = "v: picks the chart of the one-line GPU layout (narrow or short terminals); every chart shows here."
 """Why ``v`` does nothing while the GPUs have room for all their charts."""
+
+PanelT = TypeVar("PanelT", bound=Widget)
+"""A registered panel's class, for :meth:`GpusightApp._panel`."""
 
 
 class Body(Horizontal):
@@ -101,6 +105,9 @@ class GpusightApp(TerminalGuardedApp):
     """Focus the process table from the start (one focus change, so the footer is built once)."""
 
     BINDINGS: ClassVar[list[BindingType]] = [entry.binding() for entry in ACTIONS]
+
+    PANELS: ClassVar[tuple[PanelEntry, ...]] = MAIN_PANELS
+    """The panels drawn from each frame, in drawing order (see :mod:`~gpusight.ui.main.registry`)."""
 
     def __init__(
         self,
@@ -140,16 +147,24 @@ class GpusightApp(TerminalGuardedApp):
         self._has_advice = False
         self._laid_out_for = Size(0, 0)
         self._advice_shown = False
+        self._gpu_count = 0
         self._core_count = -1
-        self._header = HeaderBar(ascii_mode=ascii_mode, refresh=refresh, id="header")
-        self._gpus = GpuArea(ascii_mode=ascii_mode, id="gpus")
-        self._gpus.choice = ChartChoice(paged=paged_charts)
-        self._host = HostPanel(ascii_mode=ascii_mode, id="host")
+        options = PanelOptions(ascii_mode=ascii_mode, refresh=refresh, paged_charts=paged_charts)
+        self._panels: list[FramePanel] = []
+        self._placed: list[tuple[Place, Widget]] = []
+        for entry in self.PANELS:
+            panel = entry.make(options)
+            if not isinstance(panel, Widget):
+                raise TypeError(f"a panel must be a widget: {panel!r}")
+            self._panels.append(panel)
+            self._placed.append((entry.place, panel))
+        self._header = self._panel(HeaderBar)
+        self._gpus = self._panel(GpuArea)
+        self._host = self._panel(HostPanel)
+        self._processes = self._panel(ProcessTable)
+        self._advice = self._panel(AdvicePanel)
+        self._bar = self._panel(PlaybackBar)
         self._filter = Input(placeholder="filter processes: pid, user, name, command or job 3", id="filter")
-        self._processes = ProcessTable(ascii_mode=ascii_mode, id="processes")
-        self._advice = AdvicePanel(ascii_mode=ascii_mode, id="advice")
-        self._summary = AdviceSummary(id="advice-summary")
-        self._bar = PlaybackBar(ascii_mode=ascii_mode, id="playback")
         self._footer = FittingFooter()
         self._offered: tuple[str | None, ...] = ()
 
@@ -159,18 +174,25 @@ class GpusightApp(TerminalGuardedApp):
         """The screen the monitor starts on: Textual's default, styled once at start (see MainScreen)."""
         return MainScreen()
 
+    def _panel(self, kind: type[PanelT]) -> PanelT:
+        """The registered panel of class ``kind`` (the app steers some panels besides drawing them)."""
+        return next(panel for _, panel in self._placed if isinstance(panel, kind))
+
+    def _placed_in(self, place: Place) -> list[Widget]:
+        """The registered panels of ``place``, in registration order."""
+        return [panel for where, panel in self._placed if where is place]
+
     def compose(self) -> ComposeResult:
-        """Header, body (GPUs, host, processes | advice), advice summary, footer."""
-        yield self._header
+        """Each area's registered panels: the header on top, the body (GPUs and host, the process filter, processes |
+        advice), then the advice summary and the playback bar above the footer."""
+        yield from self._placed_in(Place.TOP)
         with Body(id="body"):
             with Vertical(id="main"):
-                yield self._gpus
-                yield self._host
+                yield from self._placed_in(Place.MAIN)
                 yield self._filter
-                yield self._processes
-            yield self._advice
-        yield self._summary
-        yield self._bar
+                yield from self._placed_in(Place.TABLE)
+            yield from self._placed_in(Place.SIDE)
+        yield from self._placed_in(Place.BOTTOM)
         self._footer.compact = self.size.width < WIDE_MIN_COLUMNS
         yield self._footer
 
@@ -227,10 +249,15 @@ class GpusightApp(TerminalGuardedApp):
             return "hidden"
         if self.size.width < WIDE_MIN_COLUMNS:
             return "full"
-        return "beside" if self._gpus.gpu_count <= ADVICE_BESIDE_MAX_GPUS else "below"
+        return "beside" if self._gpu_count <= ADVICE_BESIDE_MAX_GPUS else "below"
 
     def _relayout(self) -> None:
-        """Share the height between GPUs, host and processes; place, fold or hide the advice panel."""
+        """Place, fold or hide the advice panel (layout classes, see gpusight.tcss) and choose the GPU panels' layout
+        for the rows the main column will have; the GPU area and the host panel are as tall as what they draw, the
+        process table takes the rest.
+
+        The rows are counted here, not read from the layout, because the choice comes before the layout it changes.
+        """
         width, height = self._laid_out_for = self.size
         narrow = width < WIDE_MIN_COLUMNS
         place = self._advice_place()
@@ -239,24 +266,27 @@ class GpusightApp(TerminalGuardedApp):
         if advice and not self._advice_shown:
             self.call_after_refresh(self._advice.reveal)
         self._advice_shown = advice
-        self._summary.display = not advice
         self._footer.compact = narrow
+        # Less the header and the footer, the advice summary (unless the panel is open), the filter and the bar.
         body = height - 2 - (0 if advice else 1) - (1 if self._filter.display else 0) - (1 if self._bar.display else 0)
         below = min(ADVICE_BELOW_MAX_LINES, max(4, body // 5)) if place == "below" else 0
-        self._advice.styles.width = ADVICE_WIDTH if place == "beside" else "1fr"
-        self._advice.styles.height = below if place == "below" else "1fr"
-        main_width = width - (ADVICE_WIDTH if place == "beside" else 0)
+        _set_height(self._advice, below or None)
+        main_width = width - (self._advice_width() if place == "beside" else 0)
         body -= below
         host_rows = 1 if body < 30 else 3
-        host_height = self._host.height_for(main_width, host_rows)
         self._host.set_max_grid_rows(host_rows)
-        self._host.styles.height = host_height
         process_min = max(4, body // 4)
-        budget = max(2, body - host_height - process_min)
+        budget = max(2, body - host_height(max(0, self._core_count), main_width, host_rows) - process_min)
         # One line of the GPU area is its top border, which names the charts' time span.
-        mode, rows = choose_layout(max(1, self._gpus.gpu_count), budget - 1, body // 2 - 1)
+        mode, rows = choose_layout(max(1, self._gpu_count), budget - 1, body // 2 - 1)
         self._gpus.apply_layout(mode, rows, budget)
         self._refresh_offers()
+
+    def _advice_width(self) -> int:
+        """Columns of the advice panel beside the GPUs: its width in the stylesheet."""
+        width = self._advice.styles.width
+        assert width is not None and width.cells is not None, "gpusight.tcss gives #advice a width in cells"
+        return width.cells
 
     def _set_layout_classes(self, wanted: dict[str, bool]) -> None:
         """Add or remove the app's layout classes, then restyle the screen once if any changed.
@@ -300,34 +330,35 @@ class GpusightApp(TerminalGuardedApp):
         if self._held is not None and self._screen_stack:
             await self._draw(self._held)
 
-    async def _draw(self, frame: Frame) -> None:
-        """Draw ``frame`` now; the refresh period starts again and nothing older stays held."""
+    async def _draw(self, frame: Frame, *, at_once: bool = False) -> None:
+        """Draw ``frame`` now (``at_once``: in every panel, none waiting for its own pace); the refresh period starts
+        again and nothing older stays held."""
         self._held = None
         if self._draw_timer is not None:
             self._draw_timer.stop()
             self._draw_timer = None
         self._pacer.drew(time.monotonic())
-        await self._apply(frame)
+        await self._apply(frame, at_once=at_once)
 
-    async def _apply(self, frame: Frame) -> None:
+    async def _apply(self, frame: Frame, *, at_once: bool = False) -> None:
+        """Lay the screen out again if the frame's shape (GPUs, cores, advice) changed, then draw the frame in every
+        registered panel, in their order. The screen is not repainted in between: while the GPU area mounts panels for a
+        new set of GPUs, the panels after it have not drawn this frame yet."""
         snapshot = frame.snapshot
         self.frame = frame
         self.snapshots_applied += 1
         if self.first_frame_at is None:
             self.call_after_refresh(self._note_first_frame)
-        gpu_count = self._gpus.gpu_count
-        await self._gpus.show(frame)
-        self._host.show(snapshot.host, snapshot.timestamp)
-        cores = len(snapshot.host.cpu_percent_per_core)
-        has_advice = _has_advice(snapshot)
-        if gpu_count != self._gpus.gpu_count or cores != self._core_count or has_advice != self._has_advice:
-            self._core_count, self._has_advice = cores, has_advice
-            self._relayout()
-        self._processes.update_snapshot(snapshot)
-        self._advice.show(snapshot, frame.playback)
-        self._summary.show(snapshot, frame.playback)
-        self._header.show(snapshot, self.sampler.interval, self.sampler.paused)
-        self._bar.show(frame.playback, snapshot)
+        with self.batch_update():
+            shape = (len(snapshot.devices), len(snapshot.host.cpu_percent_per_core), _has_advice(snapshot))
+            if shape != (self._gpu_count, self._core_count, self._has_advice):
+                self._gpu_count, self._core_count, self._has_advice = shape
+                self._relayout()
+            context = PanelContext(interval=self.sampler.interval, paused=self.sampler.paused, at_once=at_once)
+            for panel in self._panels:
+                drawn = panel.show_frame(frame, context)
+                if drawn is not None:
+                    await drawn
         self._refresh_offers()
         # A detail screen just pushed shows its first frame once it is mounted (see _show_detail); a frame that
         # comes between finds its widgets not yet composed.
@@ -488,8 +519,7 @@ class GpusightApp(TerminalGuardedApp):
         shown = self.sampler.set_filters(dataclasses.replace(filters, user=None if filters.user == mine else mine))
         self._header.show_filters(self.sampler.filters.describe())
         if shown is not None:  # shown now (paused too), not at the process table's once-a-second pace
-            await self._draw(shown)
-            self._processes.update_snapshot(shown.snapshot, at_once=True)
+            await self._draw(shown, at_once=True)
 
     def action_help(self) -> None:
         """Show every key."""
@@ -623,6 +653,14 @@ class GpusightApp(TerminalGuardedApp):
             yield SystemCommand(entry.title, palette_help(entry, export_dir), partial(self.run_action, entry.action))
         titles = {entry.title for entry in ours}
         yield from (command for command in super().get_system_commands(screen) if command.title not in titles)
+
+
+def _set_height(widget: Widget, lines: int | None) -> None:
+    """Give ``widget`` a height of ``lines``, or (None) leave it to the stylesheet; a layout pass only on a change."""
+    if lines is not None:
+        widget.styles.height = lines
+    elif widget.styles.inline.has_rule("height"):
+        widget.styles.height = None
 
 
 def _has_advice(snapshot: Snapshot) -> bool:

@@ -27,6 +27,7 @@ from gpusight.sampling.frame import Frame
 from gpusight.sampling.timegrid import ChartView
 from gpusight.snapshot.model import DeviceSample, MigDeviceSample, Snapshot
 from gpusight.textsafe import safe_text
+from gpusight.ui.main.panel import PanelContext
 from gpusight.ui.terminal.line_diff import ChangedLinesRefresh
 from gpusight.ui.widgets.chart import StyleFor, chart_rows
 from gpusight.ui.widgets.chart_choice import (
@@ -563,7 +564,7 @@ class GpuArea(VerticalScroll, can_focus=False):
     Its top border names the time the charts span, the time per column and the keys that change them.
     """
 
-    def __init__(self, *, ascii_mode: bool = False, id: str | None = None) -> None:
+    def __init__(self, *, ascii_mode: bool = False, choice: ChartChoice | None = None, id: str | None = None) -> None:
         super().__init__(id=id)
         self.ascii_mode = ascii_mode
         """Passed on to every panel."""
@@ -573,7 +574,8 @@ class GpuArea(VerticalScroll, can_focus=False):
         """Layout mode applied to every panel."""
         self.chart_rows_count = 3
         """Chart height in full mode."""
-        self.choice = ChartChoice()
+        self._budget: int | None = None
+        self.choice = ChartChoice() if choice is None else choice
         """Zoom level, chart motion and the one-line layout's metric, shared by every panel."""
 
     @property
@@ -585,6 +587,10 @@ class GpuArea(VerticalScroll, can_focus=False):
     def gpu_count(self) -> int:
         """How many GPUs the last snapshot had."""
         return len(self._indexes or ())
+
+    async def show_frame(self, frame: Frame, context: PanelContext) -> None:
+        """Show ``frame``'s GPUs (the panel interface; see :meth:`show`)."""
+        await self.show(frame)
 
     async def show(self, frame: Frame) -> None:
         """Show ``frame``'s GPUs, mounting panels only when the set of GPUs changed."""
@@ -601,6 +607,7 @@ class GpuArea(VerticalScroll, can_focus=False):
                 await self.mount_all(panels)
             else:
                 await self.mount(Static(self._no_gpu_text(snapshot), classes="no-gpus"))
+            self._fit()
         self._show_panels()
 
     def set_choice(self, choice: ChartChoice) -> None:
@@ -646,9 +653,20 @@ class GpuArea(VerticalScroll, can_focus=False):
 
     def apply_layout(self, mode: str, chart_rows_count: int, budget: int) -> None:
         """Use ``mode`` for every panel and take at most ``budget`` lines (its top border included)."""
-        self.mode, self.chart_rows_count = mode, chart_rows_count
+        self.mode, self.chart_rows_count, self._budget = mode, chart_rows_count, budget
         for panel in self.panels:
             panel.set_layout(mode, chart_rows_count)
-        need = max(1, self.gpu_count) * panel_height(mode, chart_rows_count) + 1
-        self.styles.height = max(2, min(need, budget))
+        self._fit()
         self._show_panels()
+
+    def _fit(self) -> None:
+        """Take at most the budget (none before the app gave one): the panels size the area (CSS ``height: auto``),
+        and it scrolls beyond. Without GPU panels (none yet, or none found) it keeps the room of one panel."""
+        if self._budget is None:
+            return
+        self.styles.max_height = self._budget
+        if self._indexes:
+            if self.styles.inline.has_rule("height"):
+                self.styles.height = None
+        else:
+            self.styles.height = min(self._budget, panel_height(self.mode, self.chart_rows_count) + 1)

@@ -12,8 +12,10 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from gpusight import __version__
+from gpusight.sampling.frame import Frame
 from gpusight.snapshot.model import Snapshot, SourceKind
 from gpusight.textsafe import safe_text
+from gpusight.ui.main.panel import PanelContext
 from gpusight.ui.terminal.draw_pacing import refresh_period
 from gpusight.ui.terminal.line_diff import line_regions, refresh_regions
 from gpusight.ui.widgets.format import CachedStyles
@@ -84,6 +86,10 @@ class HeaderBar(CachedStyles, Widget):
             self._filters = filters
             self._state = None
             self.show(self._snapshot, self._interval, self._paused)
+
+    def show_frame(self, frame: Frame, context: PanelContext) -> None:
+        """Show the frame's source, host and clock with the sampler's interval and paused state (the panel interface)."""
+        self.show(frame.snapshot, context.interval, context.paused)
 
     def show(self, snapshot: Snapshot | None, interval: float, paused: bool) -> None:
         """Update the header; it redraws only when something it shows changed."""

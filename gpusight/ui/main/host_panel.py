@@ -12,10 +12,13 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from rich.style import Style
+from textual.geometry import Size
 from textual.strip import Strip
 from textual.widget import Widget
 
+from gpusight.sampling.frame import Frame
 from gpusight.snapshot.model import HostSample
+from gpusight.ui.main.panel import PanelContext
 from gpusight.ui.terminal.line_diff import ChangedLinesRefresh
 from gpusight.ui.widgets.chart import ASCII_LEVELS, UNICODE_LEVELS
 from gpusight.ui.widgets.format import (
@@ -95,6 +98,11 @@ def grid_layout(cores: int, width: int, max_rows: int) -> GridLayout:
     return GridLayout("glyphs", per_line, math.ceil(cells / per_line), group=group)
 
 
+def host_height(cores: int, width: int, max_grid_rows: int) -> int:
+    """Lines the host panel takes for ``cores`` cores at ``width`` when the grid may take ``max_grid_rows`` lines."""
+    return 1 + grid_layout(cores, width - 1, max_grid_rows).rows
+
+
 class HostPanel(ChangedLinesRefresh, CachedStyles, Widget):
     """Host CPU (per core), iowait, load average, memory and swap, drawn with the line API."""
 
@@ -123,6 +131,10 @@ class HostPanel(ChangedLinesRefresh, CachedStyles, Widget):
         self._pending: list[HostSample] = []
         self._shown_at: float | None = None
 
+    def show_frame(self, frame: Frame, context: PanelContext) -> None:
+        """Take the frame's host sample (the panel interface; see :meth:`show` for the panel's pace)."""
+        self.show(frame.snapshot.host, frame.snapshot.timestamp)
+
     def show(self, host: HostSample, timestamp: float) -> None:
         """Take the host sample of the snapshot taken at ``timestamp``.
 
@@ -141,19 +153,29 @@ class HostPanel(ChangedLinesRefresh, CachedStyles, Widget):
         self._shown_at = timestamp
         if averaged == self.host:
             return
+        cores = self._cores()
         self.host = averaged
+        if self._cores() != cores:
+            self.refresh(layout=True)  # the core grid may take more or fewer lines
         self._update_changed_lines()
+
+    def _cores(self) -> int:
+        return len(self.host.cpu_percent_per_core) if self.host else 0
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        """The lines the panel draws at ``width``: the summary and the core grid (its CSS height is ``auto``)."""
+        return self.height_for(width, self.max_grid_rows)
 
     def height_for(self, width: int, max_grid_rows: int) -> int:
         """Lines the panel needs at ``width`` when the grid may take ``max_grid_rows`` lines."""
-        cores = len(self.host.cpu_percent_per_core) if self.host else 0
-        return 1 + grid_layout(cores, width - 1, max_grid_rows).rows
+        return host_height(self._cores(), width, max_grid_rows)
 
     def set_max_grid_rows(self, rows: int) -> None:
         """Limit the grid to ``rows`` lines."""
         if rows != self.max_grid_rows:
             self.max_grid_rows = rows
-            self._invalidate()
+            self._lines = None
+            self.refresh(layout=True)  # the panel's height follows
 
     def _style(self, name: str) -> Style:
         return self.component_style(f"host-panel--{name}")

@@ -12,8 +12,10 @@ import time
 from rich.text import Text
 from textual.widgets import Static
 
+from gpusight.sampling.frame import Frame
 from gpusight.sampling.steering import PlaybackState
 from gpusight.snapshot.model import Severity, Snapshot, XidEvent
+from gpusight.ui.main.panel import PanelContext
 
 XidMark = tuple[int, XidEvent]
 """An Xid event of the recording and the index of the GPU it hit."""
@@ -111,6 +113,10 @@ class PlaybackBar(Static):
     def xids(self) -> tuple[XidMark, ...]:
         """The Xid events marked so far, oldest first, each once."""
         return tuple(sorted(self._xids.values(), key=lambda mark: (mark[1].timestamp, mark[0], mark[1].code)))
+
+    def show_frame(self, frame: Frame, context: PanelContext) -> None:
+        """Draw the frame's playback state and mark its Xid events (the panel interface)."""
+        self.show(frame.playback, frame.snapshot)
 
     def show(self, state: PlaybackState | None, snapshot: Snapshot | None = None) -> None:
         """Draw ``state``, marking the Xid events ``snapshot`` carries besides those of the snapshots before it."""

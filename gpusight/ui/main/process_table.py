@@ -33,8 +33,10 @@ from textual.strip import Strip
 from textual.timer import Timer
 
 from gpusight.job_text import jobs_by_id
+from gpusight.sampling.frame import Frame
 from gpusight.snapshot.model import JobSample, ProcessSample, Snapshot
 from gpusight.speed_text import reports_speed
+from gpusight.ui.main.panel import PanelContext
 from gpusight.ui.main.process_rows import (
     COLUMNS,
     DESCENDING_FIRST,
@@ -158,6 +160,11 @@ class ProcessTable(RowCursorView[RowKey], can_focus=True):
     def workers_collapsed(self) -> bool:
         """True when worker rows are hidden (trainers still show the count)."""
         return self._collapsed
+
+    def show_frame(self, frame: Frame, context: PanelContext) -> None:
+        """Take the frame's snapshot at the table's own pace, or now when ``context.at_once`` (the panel interface;
+        see :meth:`update_snapshot`)."""
+        self.update_snapshot(frame.snapshot, at_once=context.at_once)
 
     def update_snapshot(self, snapshot: Snapshot, *, at_once: bool = False) -> None:
         """Take the newest snapshot; it is shown now if the last update is old enough (or ``at_once``), else on a timer."""
