@@ -12,8 +12,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from gpusight.backends.amdgpu.device import KERNEL_DRIVER, CardReader
-from gpusight.backends.amdgpu.entry import DRIVERS, NAME
+from gpusight.backends.amdgpu.device import CardReader
+from gpusight.backends.amdgpu.entry import DRIVERS, KERNEL_DRIVER, NAME
 from gpusight.backends.amdgpu.kfd import gpu_slots
 from gpusight.backends.amdgpu.processes import amdgpu_processes
 from gpusight.backends.drm.clients import DrmClientScanner

@@ -19,12 +19,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from gpusight.backends.amdgpu.entry import KERNEL_DRIVER
 from gpusight.backends.amdgpu.names import name_from_pci_id
 from gpusight.backends.drm.sysfs import DrmCard, hwmon_dir, hwmon_sensors, read_int, read_text, sensor_temperatures
 from gpusight.snapshot.model import DeviceHealth, DeviceSample, Vendor
-
-KERNEL_DRIVER = "amdgpu"
-"""The kernel driver this backend reads."""
 
 PCIE_GENERATIONS: dict[float, int] = {2.5: 1, 5.0: 2, 8.0: 3, 16.0: 4, 32.0: 5, 64.0: 6}
 """PCIe transfer rate per lane (GT/s) -> generation."""

@@ -12,7 +12,9 @@ from gpusight.snapshot.model import Vendor
 
 NAME = "amdgpu"
 """As ``--backend`` spells it, and the scope of its notes."""
-DRIVERS = frozenset({"amdgpu"})
+KERNEL_DRIVER = "amdgpu"
+"""The kernel driver this backend reads."""
+DRIVERS = frozenset({KERNEL_DRIVER})
 """The ``DRIVER=`` of the cards, and the ``drm-driver`` of the clients, this backend reads."""
 
 
